@@ -1,0 +1,308 @@
+/*
+ * onnxio: ONNX model files read and written without libprotobuf.
+ *
+ * This header is the whole public C API. The message structs and their
+ * descriptors are in onnxio/proto.h (expanded from the schema rows).
+ *
+ * Conventions of every function here:
+ * - Functions that can fail return onnxio_status (ONNXIO_OK is 0). They never
+ *   print, abort or exit. onnxio_last_error() gives a one-line message for
+ *   the last failure on the calling thread that names what and where (byte
+ *   offset, field, tensor or file).
+ * - Sizes and offsets are in bytes and 64-bit: nothing has a 2 GiB limit.
+ * - A message tree lives in an onnxio_arena and is freed with it. Tensor
+ *   payloads (TensorProto.raw_data) live in refcounted onnxio_buffers and are
+ *   released when their last reference goes: when the payload is replaced or
+ *   cleared, or when the arena is freed.
+ * - Option structs mean "the defaults" when zero-initialized, and a NULL
+ *   options pointer means the same.
+ * - Wire format: protobuf (proto2) as libprotobuf writes it for onnx-ml.proto;
+ *   see docs in README.md and ../shared/spec/README.md for the rules.
+ */
+#ifndef ONNXIO_ONNXIO_H
+#define ONNXIO_ONNXIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "onnxio/proto.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ONNXIO_VERSION_STRING "0.1.0"
+
+/* ---- errors --------------------------------------------------------- */
+
+typedef enum onnxio_status {
+    ONNXIO_OK = 0,
+    ONNXIO_ERR_INVALID_ARGUMENT = 1, /* a caller error: NULL, bad option value */
+    ONNXIO_ERR_NO_MEMORY = 2,        /* an allocation failed */
+    ONNXIO_ERR_DECODE = 3,           /* malformed protobuf bytes */
+    ONNXIO_ERR_DEPTH = 4,            /* messages nested past max_depth */
+    ONNXIO_ERR_IO = 5,               /* open/read/write/mmap/rename failed (errno text in the message) */
+    ONNXIO_ERR_NOT_FOUND = 6,        /* a file that does not exist */
+    ONNXIO_ERR_PATH_ABSOLUTE = 7,    /* external data location is an absolute path */
+    ONNXIO_ERR_PATH_PARENT = 8,      /* external data location has a '..' component */
+    ONNXIO_ERR_PATH_ESCAPES = 9,     /* a symlink takes the location outside the base directory */
+    ONNXIO_ERR_EXTERNAL_RANGE = 10,  /* offset/length do not fit the external data file */
+    ONNXIO_ERR_EXTERNAL_DATA = 11,   /* other bad external_data entries (missing location, bad number) */
+    ONNXIO_ERR_MISSING_PAYLOAD = 12, /* serializing a payload that was never loaded (skip_raw_data) */
+} onnxio_status;
+
+/* The symbolic name of a status ("ONNXIO_ERR_DECODE"); static storage. */
+const char *onnxio_status_name(onnxio_status status);
+
+/* The message of the last failure on this thread; "" when none. Valid until
+ * the next onnxio call on this thread. */
+const char *onnxio_last_error(void);
+
+/* ---- arena ---------------------------------------------------------- */
+
+typedef struct onnxio_arena onnxio_arena;
+
+/* A new arena holding one reference. NULL when out of memory. */
+onnxio_arena *onnxio_arena_new(void);
+/* Adds a reference; returns `arena`. */
+onnxio_arena *onnxio_arena_ref(onnxio_arena *arena);
+/* Drops a reference; the last one frees every message of the arena and drops
+ * the payload references they hold. NULL is a no-op. */
+void onnxio_arena_unref(onnxio_arena *arena);
+/* `size` zeroed bytes, 16-byte aligned, living as long as the arena. NULL
+ * when out of memory. */
+void *onnxio_arena_alloc(onnxio_arena *arena, size_t size);
+/* Bytes of memory the arena holds (structure only; payloads not counted). */
+size_t onnxio_arena_used(const onnxio_arena *arena);
+
+/* ---- payload buffers ------------------------------------------------ */
+
+/* A refcounted block of bytes (DESIGN.md "Memory model"): a malloc'd block,
+ * a memory-mapped file, or foreign memory with a release callback. */
+typedef void (*onnxio_release_fn)(void *ctx, void *data, size_t size);
+
+/* A new uninitialized block of `size` bytes aligned to `alignment` (a power
+ * of two; 0 means 64), holding one reference. NULL when out of memory. */
+onnxio_buffer *onnxio_buffer_new(size_t size, size_t alignment);
+/* Wraps memory the caller owns: `release(ctx, data, size)` runs when the
+ * last reference goes (release may be NULL). One reference. NULL on OOM. */
+onnxio_buffer *onnxio_buffer_wrap(void *data, size_t size, onnxio_release_fn release, void *ctx);
+/* Adds a reference (thread-safe); returns `buffer`. NULL is passed through. */
+onnxio_buffer *onnxio_buffer_ref(onnxio_buffer *buffer);
+/* Drops a reference (thread-safe); the last one releases. NULL is a no-op. */
+void onnxio_buffer_unref(onnxio_buffer *buffer);
+uint8_t *onnxio_buffer_data(const onnxio_buffer *buffer);
+size_t onnxio_buffer_size(const onnxio_buffer *buffer);
+/* The current reference count (for tests and diagnostics). */
+size_t onnxio_buffer_refcount(const onnxio_buffer *buffer);
+
+/* Points `span` at `size` bytes at `data` held alive by `owner` (a new
+ * reference is taken; NULL = borrowed), dropping the reference the span held
+ * before. */
+void onnxio_span_set(onnxio_span *span, uint8_t *data, size_t size, onnxio_buffer *owner);
+/* Copies `size` bytes into a new owned buffer and points `span` at it. */
+onnxio_status onnxio_span_copy_from(onnxio_span *span, const void *data, size_t size);
+/* Drops the span's reference and empties it. */
+void onnxio_span_clear(onnxio_span *span);
+
+/* ---- messages ------------------------------------------------------- */
+
+/* A new empty message of type `desc` in `arena` (zeroed, no field present).
+ * NULL when out of memory. Example:
+ *   onnxio_TensorProto *t = onnxio_message_new(arena, &onnxio_desc_TensorProto); */
+void *onnxio_message_new(onnxio_arena *arena, const onnxio_message_desc *desc);
+/* Unsets every field (payload references are dropped now; arena memory is
+ * reclaimed only with the arena). */
+void onnxio_message_clear(void *msg);
+/* Deep copy of `src` into `dst` (same type; `dst` is cleared first). Strings
+ * and arrays are copied into `arena` (dst's arena); payloads are shared
+ * (a reference is taken; borrowed payloads stay borrowed). */
+onnxio_status onnxio_message_copy(onnxio_arena *arena, void *dst, const void *src);
+/* Deep copy into a new message of `arena`; NULL when out of memory. */
+void *onnxio_message_clone(onnxio_arena *arena, const void *src);
+/* Merges `src` into `dst` as protobuf's MergeFrom does: set scalars
+ * overwrite, repeated fields append, messages merge recursively. */
+onnxio_status onnxio_message_merge(onnxio_arena *arena, void *dst, const void *src);
+/* 1 when both messages have the same type, the same fields present with the
+ * same values (payload bytes compared) and the same unknown-field bytes. */
+int onnxio_message_equal(const void *a, const void *b);
+
+/* Field lookup: by proto name, or by field number. NULL when there is none. */
+const onnxio_field_desc *onnxio_field_by_name(const onnxio_message_desc *desc, const char *name);
+const onnxio_field_desc *onnxio_field_by_number(const onnxio_message_desc *desc, uint32_t number);
+/* The address of the field's member in `msg` (see proto.h for its C type). */
+void *onnxio_field_ptr(void *msg, const onnxio_field_desc *field);
+/* 1 when a singular field is present, or a repeated field is non-empty. */
+int onnxio_field_present(const void *msg, const onnxio_field_desc *field);
+/* Marks a singular field present by index; clears the other oneof members
+ * (their values too) when the field belongs to a oneof. */
+void onnxio_set_has(void *msg, unsigned field_index);
+/* Unsets one field: has-bit off, value zeroed, arrays emptied, sub-message
+ * pointer NULL, payload reference dropped. */
+void onnxio_field_clear(void *msg, const onnxio_field_desc *field);
+
+/* Copies `size` bytes into `arena` (NUL-terminated) and points `dst` at them.
+ * Does not touch has-bits. */
+onnxio_status onnxio_string_set(onnxio_arena *arena, onnxio_string *dst, const void *data, size_t size);
+/* Grows any onnxio_*_array or onnxio_*_list by one zeroed element of
+ * `elem_size` bytes and returns its address; NULL when out of memory. */
+void *onnxio_array_append(onnxio_arena *arena, void *array, size_t elem_size);
+/* Appends a new empty message of type `desc` to an onnxio_<Message>_list and
+ * returns it; NULL when out of memory. */
+void *onnxio_list_add(onnxio_arena *arena, void *list, const onnxio_message_desc *desc);
+
+/* The descriptor for a message name: "TensorProto", "onnx.TensorProto",
+ * "TensorProto.Segment" or "TensorProto_Segment". NULL when unknown. */
+const onnxio_message_desc *onnxio_message_desc_by_name(const char *name);
+/* The name of an enum number (NULL when the number is not a value). */
+const char *onnxio_enum_value_name(const onnxio_enum_desc *e, int32_t number);
+
+/* ---- options -------------------------------------------------------- */
+
+/* A setting whose default is "on": zero means the default. */
+typedef enum onnxio_toggle { ONNXIO_DEFAULT = 0, ONNXIO_ON = 1, ONNXIO_OFF = 2 } onnxio_toggle;
+
+/* How tensor payloads are placed in memory; shared by parse and serialize. */
+typedef struct onnxio_tensor_buffer_options {
+    /* Payloads of at least this many bytes are "large": they are the ones
+     * copied by the thread pool, borrowed by no_copy, and consolidated.
+     * 0 means the default, 1024 bytes. */
+    uint64_t raw_data_threshold;
+    /* Alignment in bytes (a power of two) of large payload buffers and of
+     * offsets in consolidated buffers and external data files. 0 means the
+     * default: 64 in memory, none (1) in external data files. */
+    uint64_t alignment;
+} onnxio_tensor_buffer_options;
+
+typedef struct onnxio_parse_options {
+    onnxio_tensor_buffer_options tensor_buffer;
+    /* Threads for payload copies: 0 = one per core, 1 = serial. (Loading is
+     * serial in this release; the setting is accepted.) */
+    int num_threads;
+    /* Payloads point into the input (bytes or the file's memory mapping)
+     * instead of being copied; see onnxio_parse for ownership. */
+    bool no_copy;
+    /* Read tensors whose data_location is EXTERNAL from their files.
+     * Default on for file loads; for loads from bytes it needs base_dir. */
+    onnxio_toggle load_external_data;
+    /* Directory that external data locations are resolved under. NULL: the
+     * directory of the model file. */
+    const char *base_dir;
+    /* Parse structure only: payloads are not read, their sizes are kept
+     * (span.data NULL, span.size set). */
+    bool skip_raw_data;
+    /* Maximum message nesting depth; 0 means 100. */
+    int max_depth;
+} onnxio_parse_options;
+
+/* Moving payloads to an external data file on save (ONNX external data:
+ * data_location = EXTERNAL with external_data keys location/offset/length). */
+typedef struct onnxio_external_data_options {
+    /* File name of the data file, relative to the model's directory; NULL:
+     * payloads stay where they are. Must pass the same safety checks as on
+     * load (no absolute path, no '..'). */
+    const char *location;
+    /* Payloads (raw_data) of at least this many bytes go to the file. 0 means
+     * the default, 1024; 1 moves every non-empty payload. */
+    uint64_t size_threshold;
+} onnxio_external_data_options;
+
+typedef struct onnxio_serialize_options {
+    onnxio_tensor_buffer_options tensor_buffer;
+    /* Threads for payload writes: 0 = one per core, 1 = serial. (Saving is
+     * serial in this release; the setting is accepted.) */
+    int num_threads;
+    onnxio_external_data_options external_data;
+} onnxio_serialize_options;
+
+/* ---- parse and serialize (any message, memory to memory) ------------ */
+
+/* Parses `size` bytes of protobuf wire format as a message of type `desc`
+ * into a new message in `arena` (*out). Strings and structure are copied into
+ * the arena. Payloads: copied into owned buffers, unless opts->no_copy, in
+ * which case each payload points into `data` and holds a reference to
+ * `owner`, or, when `owner` is NULL, borrows `data` (the caller keeps it
+ * alive while the message is used). External data is not touched here.
+ * Errors: ONNXIO_ERR_DECODE (what and at which byte offset),
+ * ONNXIO_ERR_DEPTH, ONNXIO_ERR_NO_MEMORY, ONNXIO_ERR_INVALID_ARGUMENT. On
+ * error *out is NULL and the arena may hold garbage (free it or ignore). */
+onnxio_status onnxio_parse(const onnxio_message_desc *desc, const void *data, size_t size,
+                           onnxio_buffer *owner, const onnxio_parse_options *opts,
+                           onnxio_arena *arena, void **out);
+/* Parses into an existing message, merging as protobuf's MergeFromString. */
+onnxio_status onnxio_parse_into(void *msg, const void *data, size_t size, onnxio_buffer *owner,
+                                const onnxio_parse_options *opts, onnxio_arena *arena);
+
+/* Runs the size pass and returns the exact encoded size of `msg` in bytes
+ * (also cached in every message of the tree for the write pass). */
+uint64_t onnxio_serialized_size(void *msg);
+/* Serializes `msg` into `size` bytes at `dst`; `size` must be what
+ * onnxio_serialized_size(msg) just returned. Bytes are those libprotobuf
+ * writes. Errors: ONNXIO_ERR_INVALID_ARGUMENT (size mismatch),
+ * ONNXIO_ERR_MISSING_PAYLOAD. */
+onnxio_status onnxio_serialize_into(void *msg, void *dst, uint64_t size);
+/* Serializes `msg` into a new buffer (*out, one reference). */
+onnxio_status onnxio_serialize(void *msg, onnxio_buffer **out);
+
+/* ---- files ---------------------------------------------------------- */
+
+/* Loads a model file (ModelProto) into `arena`. The file is memory-mapped;
+ * with no_copy, payloads point into the mapping and hold a reference to it,
+ * otherwise they are copied and the mapping is released before returning.
+ * External data is read (unless load_external_data is OFF) from files
+ * resolved under opts->base_dir or the model's directory: absolute
+ * locations, '..' components, and symlinks leading outside that directory
+ * are refused (ONNXIO_ERR_PATH_*), and offset/length are checked against the
+ * file size before anything is allocated (ONNXIO_ERR_EXTERNAL_RANGE). Loaded
+ * tensors hold their payload in raw_data; their data_location and
+ * external_data fields are unset. */
+onnxio_status onnxio_load_model(const char *path, const onnxio_parse_options *opts,
+                                onnxio_arena *arena, onnxio_ModelProto **out);
+/* Loads a model from bytes (see onnxio_parse for ownership). External data
+ * is read only when opts->base_dir is given. */
+onnxio_status onnxio_load_model_from_bytes(const void *data, size_t size, onnxio_buffer *owner,
+                                           const onnxio_parse_options *opts, onnxio_arena *arena,
+                                           onnxio_ModelProto **out);
+/* Loads a file holding any one message (e.g. a TensorProto .pb file). */
+onnxio_status onnxio_load_file(const onnxio_message_desc *desc, const char *path,
+                               const onnxio_parse_options *opts, onnxio_arena *arena, void **out);
+
+/* Saves a model to `path` atomically: written to a temporary file in the
+ * same directory, fsync'd, then renamed over `path`; on any failure the
+ * previous file is untouched and the temporary file removed. With
+ * opts->external_data.location, every raw_data payload of at least
+ * size_threshold bytes (initializers of the graph and of subgraphs) is
+ * written to that file (also atomically) and the saved model refers to it;
+ * `model` itself is not modified. */
+onnxio_status onnxio_save_model(onnxio_ModelProto *model, const char *path,
+                                const onnxio_serialize_options *opts);
+/* Saves any message to `path` atomically (no external data). */
+onnxio_status onnxio_save_file(void *msg, const char *path, const onnxio_serialize_options *opts);
+
+/* Reads the payloads of every tensor of `model` that is still external
+ * (data_location = EXTERNAL), resolving locations under `base_dir` with the
+ * same checks as onnxio_load_model. */
+onnxio_status onnxio_load_external_data(onnxio_ModelProto *model, const char *base_dir,
+                                        const onnxio_parse_options *opts);
+
+/* ---- text format ---------------------------------------------------- */
+
+typedef struct onnxio_text_options {
+    /* bytes fields longer than this print as a summary, `"<N bytes>"`;
+     * 0 prints everything. */
+    uint64_t max_bytes_shown;
+} onnxio_text_options;
+
+/* Protobuf text format of `msg`, identical to what Python protobuf prints for
+ * str(message) (unknown fields are not printed). *out is a new buffer holding
+ * the text (not NUL-terminated; its size is the text's length). */
+onnxio_status onnxio_text_format(const void *msg, const onnxio_text_options *opts, onnxio_buffer **out);
+/* The same, written to a stdio stream. ONNXIO_ERR_IO when writing fails. */
+onnxio_status onnxio_text_print(const void *msg, const onnxio_text_options *opts, FILE *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
