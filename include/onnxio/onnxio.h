@@ -290,7 +290,9 @@ onnxio_status onnxio_load_external_data(onnxio_ModelProto *model, const char *ba
 /* ---- text format ---------------------------------------------------- */
 
 typedef struct onnxio_text_options {
-    /* bytes fields longer than this print as a summary, `"<N bytes>"`;
+    /* bytes fields longer than this print only their first max_bytes_shown
+     * bytes, followed by a comment giving the full size (`# N bytes, first K
+     * shown`);
      * 0 prints everything. */
     uint64_t max_bytes_shown;
 } onnxio_text_options;

@@ -1,0 +1,120 @@
+/* Arena allocation for message trees (DESIGN.md "Memory model"): a bump
+ * allocator over large zeroed blocks, freed all at once. The arena also
+ * remembers every payload span made in it, so that freeing the arena drops
+ * the payload references those spans still hold. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define ARENA_ALIGN 16
+#define ARENA_FIRST_BLOCK (16u * 1024)
+#define ARENA_MAX_BLOCK (4u * 1024 * 1024)
+#define SPANS_PER_CHUNK 256
+
+typedef struct block {
+    struct block *next;
+    size_t size; /* usable bytes after the header */
+    size_t used;
+} block;
+
+typedef struct span_chunk {
+    struct span_chunk *next;
+    size_t count;
+    onnxio_span *spans[SPANS_PER_CHUNK];
+} span_chunk;
+
+struct onnxio_arena {
+    atomic_size_t refs;
+    block *head;
+    size_t next_block;
+    size_t total;
+    span_chunk *spans;
+};
+
+#define BLOCK_HEADER ((sizeof(block) + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1))
+
+ONNXIO_API onnxio_arena *onnxio_arena_new(void)
+{
+    onnxio_arena *a = calloc(1, sizeof *a);
+    if (!a) return NULL;
+    atomic_init(&a->refs, 1);
+    a->next_block = ARENA_FIRST_BLOCK;
+    return a;
+}
+
+ONNXIO_API onnxio_arena *onnxio_arena_ref(onnxio_arena *a)
+{
+    if (a) atomic_fetch_add(&a->refs, 1);
+    return a;
+}
+
+ONNXIO_API void onnxio_arena_unref(onnxio_arena *a)
+{
+    if (!a || atomic_fetch_sub(&a->refs, 1) != 1) return;
+    for (span_chunk *c = a->spans, *next; c; c = next) {
+        next = c->next;
+        for (size_t i = 0; i < c->count; i++) onnxio_span_clear(c->spans[i]);
+        free(c);
+    }
+    for (block *b = a->head, *next; b; b = next) {
+        next = b->next;
+        free(b);
+    }
+    free(a);
+}
+
+static void *arena_alloc(onnxio_arena *a, size_t size, int zero)
+{
+    size = (size + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+    if (size == 0) size = ARENA_ALIGN;
+    block *b = a->head;
+    if (!b || b->size - b->used < size) {
+        if (size > ((size_t)-1) / 2) return NULL;
+        size_t want = a->next_block;
+        if (want < size) want = size;
+        /* Big allocations get their own block behind the head, so that the
+         * head's free space is not wasted. */
+        block *nb = calloc(1, BLOCK_HEADER + want);
+        if (!nb) return NULL;
+        nb->size = want;
+        a->total += BLOCK_HEADER + want;
+        if (size > a->next_block / 2 && b) {
+            nb->next = b->next;
+            b->next = nb;
+        } else {
+            nb->next = b;
+            a->head = nb;
+            if (a->next_block < ARENA_MAX_BLOCK) a->next_block *= 2;
+        }
+        b = nb;
+    }
+    void *p = (char *)b + BLOCK_HEADER + b->used;
+    b->used += size;
+    (void)zero; /* blocks come from calloc and are never reused */
+    return p;
+}
+
+ONNXIO_API void *onnxio_arena_alloc(onnxio_arena *a, size_t size)
+{
+    return a ? arena_alloc(a, size, 1) : NULL;
+}
+
+void *onnxio__arena_alloc_raw(onnxio_arena *a, size_t size) { return arena_alloc(a, size, 0); }
+
+ONNXIO_API size_t onnxio_arena_used(const onnxio_arena *a) { return a ? a->total : 0; }
+
+onnxio_status onnxio__arena_track_span(onnxio_arena *a, onnxio_span *span)
+{
+    span_chunk *c = a->spans;
+    if (!c || c->count == SPANS_PER_CHUNK) {
+        c = malloc(sizeof *c);
+        if (!c) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+        c->next = a->spans;
+        c->count = 0;
+        a->spans = c;
+    }
+    c->spans[c->count++] = span;
+    return ONNXIO_OK;
+}

@@ -1,0 +1,100 @@
+/* Refcounted byte buffers that own tensor payloads (DESIGN.md "Memory
+ * model"): a malloc'd block, a memory-mapped file, or foreign memory with a
+ * release callback. Spans point into them and hold one reference each. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct onnxio_buffer {
+    atomic_size_t refs;
+    uint8_t *data;
+    size_t size;
+    onnxio_release_fn release; /* NULL for blocks made by onnxio_buffer_new */
+    void *ctx;
+};
+
+static void release_free(void *ctx, void *data, size_t size)
+{
+    (void)data;
+    (void)size;
+    free(ctx);
+}
+
+ONNXIO_API onnxio_buffer *onnxio_buffer_new(size_t size, size_t alignment)
+{
+    if (alignment == 0) alignment = 64;
+    if (alignment & (alignment - 1)) return NULL;
+    if (alignment < sizeof(void *)) alignment = sizeof(void *);
+    onnxio_buffer *b = malloc(sizeof *b);
+    if (!b) return NULL;
+    void *data = NULL;
+    if (posix_memalign(&data, alignment, size ? size : 1) != 0) {
+        free(b);
+        return NULL;
+    }
+    atomic_init(&b->refs, 1);
+    b->data = data;
+    b->size = size;
+    b->release = release_free;
+    b->ctx = data;
+    return b;
+}
+
+ONNXIO_API onnxio_buffer *onnxio_buffer_wrap(void *data, size_t size, onnxio_release_fn release, void *ctx)
+{
+    onnxio_buffer *b = malloc(sizeof *b);
+    if (!b) return NULL;
+    atomic_init(&b->refs, 1);
+    b->data = data;
+    b->size = size;
+    b->release = release;
+    b->ctx = ctx;
+    return b;
+}
+
+ONNXIO_API onnxio_buffer *onnxio_buffer_ref(onnxio_buffer *b)
+{
+    if (b) atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
+    return b;
+}
+
+ONNXIO_API void onnxio_buffer_unref(onnxio_buffer *b)
+{
+    if (!b || atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1) return;
+    if (b->release) b->release(b->ctx, b->data, b->size);
+    free(b);
+}
+
+ONNXIO_API uint8_t *onnxio_buffer_data(const onnxio_buffer *b) { return b ? b->data : NULL; }
+ONNXIO_API size_t onnxio_buffer_size(const onnxio_buffer *b) { return b ? b->size : 0; }
+ONNXIO_API size_t onnxio_buffer_refcount(const onnxio_buffer *b) { return b ? atomic_load(&b->refs) : 0; }
+
+ONNXIO_API void onnxio_span_set(onnxio_span *span, uint8_t *data, size_t size, onnxio_buffer *owner)
+{
+    onnxio_buffer *old = span->owner;
+    span->owner = onnxio_buffer_ref(owner);
+    span->data = data;
+    span->size = size;
+    onnxio_buffer_unref(old);
+}
+
+ONNXIO_API onnxio_status onnxio_span_copy_from(onnxio_span *span, const void *data, size_t size)
+{
+    onnxio_buffer *b = onnxio_buffer_new(size, 64);
+    if (!b) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory for a %zu-byte payload", size);
+    if (size) memcpy(b->data, data, size);
+    onnxio_span_set(span, b->data, size, b);
+    onnxio_buffer_unref(b);
+    return ONNXIO_OK;
+}
+
+ONNXIO_API void onnxio_span_clear(onnxio_span *span)
+{
+    onnxio_buffer *old = span->owner;
+    span->owner = NULL;
+    span->data = NULL;
+    span->size = 0;
+    onnxio_buffer_unref(old);
+}

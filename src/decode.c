@@ -1,0 +1,343 @@
+/* Table-driven protobuf parsing of any message, driven by the schema
+ * descriptors (DESIGN.md "Wire rules"). One pass over a byte range; every
+ * length is checked against the bytes that remain before anything is
+ * allocated; nesting is bounded; unknown fields are kept byte for byte. */
+#include <string.h>
+
+#include "internal.h"
+#include "wire.h"
+
+typedef struct dec {
+    const onnxio__decode_config *cfg;
+    onnxio_arena *arena;
+} dec;
+
+#define OFFSET(d, p) ((unsigned long long)((const uint8_t *)(p) - (d)->cfg->base))
+
+static onnxio_status parse_message(dec *d, onnxio_message *m, const uint8_t *p, const uint8_t *end, int depth);
+
+static const char *wire_type_name(unsigned wt)
+{
+    static const char *names[] = {"varint", "fixed64", "length-delimited", "start-group",
+                                  "end-group", "fixed32", "invalid (6)", "invalid (7)"};
+    return names[wt & 7];
+}
+
+static onnxio_status truncated(dec *d, const uint8_t *at, const onnxio_message *m, const char *what)
+{
+    return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: %s: %s", OFFSET(d, at), m->desc->name, what);
+}
+
+/* Skips one value of wire type `wt` whose tag was for field `number`,
+ * advancing *pp past it. */
+static onnxio_status skip_value(dec *d, const onnxio_message *m, unsigned wt, uint32_t number,
+                               const uint8_t **pp, const uint8_t *end, int depth)
+{
+    uint64_t v;
+    const uint8_t *p = *pp, *start = p;
+    switch (wt) {
+    case WIRE_VARINT:
+        if (!(p = wire_read_varint(p, end, &v)))
+            return truncated(d, start, m, "truncated or overlong varint in an unknown field");
+        break;
+    case WIRE_FIXED64:
+        if (end - p < 8) return truncated(d, start, m, "truncated fixed64 in an unknown field");
+        p += 8;
+        break;
+    case WIRE_FIXED32:
+        if (end - p < 4) return truncated(d, start, m, "truncated fixed32 in an unknown field");
+        p += 4;
+        break;
+    case WIRE_LEN:
+        if (!(p = wire_read_varint(p, end, &v)) || v > (uint64_t)(end - p))
+            return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: %s: unknown field %u: length runs past the end of the input",
+                                OFFSET(d, start), m->desc->name, number);
+        p += v;
+        break;
+    case WIRE_START_GROUP:
+        if (depth + 1 > d->cfg->max_depth)
+            return onnxio__fail(ONNXIO_ERR_DEPTH, "at byte %llu: %s: groups nested deeper than %d",
+                                OFFSET(d, start), m->desc->name, d->cfg->max_depth);
+        for (;;) {
+            uint64_t tag;
+            const uint8_t *tag_at = p;
+            if (p >= end)
+                return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: %s: group of field %u never ends",
+                                    OFFSET(d, p), m->desc->name, number);
+            if (!(p = wire_read_varint(p, end, &tag))) return truncated(d, tag_at, m, "truncated tag in a group");
+            unsigned gwt = (unsigned)(tag & 7);
+            uint64_t gnum = tag >> 3;
+            if (gnum == 0 || gnum > 0x1fffffff || gwt > 5)
+                return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: %s: invalid tag %llu in a group",
+                                    OFFSET(d, tag_at), m->desc->name, (unsigned long long)tag);
+            if (gwt == WIRE_END_GROUP) {
+                if (gnum != number)
+                    return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: %s: end-group for field %llu inside group %u",
+                                        OFFSET(d, tag_at), m->desc->name, (unsigned long long)gnum, number);
+                break;
+            }
+            onnxio_status s = skip_value(d, m, gwt, (uint32_t)gnum, &p, end, depth + 1);
+            if (s) return s;
+        }
+        break;
+    default:
+        return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: %s: invalid wire type %u", OFFSET(d, start),
+                            m->desc->name, wt);
+    }
+    *pp = p;
+    return ONNXIO_OK;
+}
+
+static onnxio_status wrong_wire_type(dec *d, const onnxio_message *m, const onnxio_field_desc *f,
+                                     const uint8_t *at, unsigned wt)
+{
+    return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: field %s.%s (%u) has wire type %s, which does not fit its type",
+                        OFFSET(d, at), m->desc->name, f->name, f->number, wire_type_name(wt));
+}
+
+static onnxio_status no_memory(void) { return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory while parsing"); }
+
+static void oneof_select(onnxio_message *m, const onnxio_field_desc *f)
+{
+    const onnxio_message_desc *desc = m->desc;
+    for (size_t i = 0; i < desc->field_count; i++) {
+        const onnxio_field_desc *g = &desc->fields[i];
+        if (g != f && g->oneof == f->oneof && onnxio_field_present(m, g)) onnxio_field_clear(m, g);
+    }
+}
+
+static int enum_is_valid(const onnxio_enum_desc *e, int32_t v)
+{
+    for (size_t i = 0; i < e->value_count; i++)
+        if (e->values[i].number == v) return 1;
+    return 0;
+}
+
+/* Stores one scalar read from the wire into a singular or repeated field. */
+static onnxio_status store_scalar(dec *d, onnxio_message *m, const onnxio_field_desc *f, uint64_t raw)
+{
+    void *member = onnxio__member(m, f);
+    int repeated = f->label >= ONNXIO_LABEL_REPEATED;
+    if (repeated) {
+        onnxio__array *a = member;
+        size_t es = onnxio__elem_size(f);
+        if (a->size == a->capacity && !onnxio__array_reserve(d->arena, a, es, 1)) return no_memory();
+        member = (char *)a->data + a->size * es;
+        a->size++;
+    }
+    switch (f->kind) {
+    case ONNXIO_KIND_INT32:
+    case ONNXIO_KIND_ENUM: {
+        int32_t v = (int32_t)(uint32_t)raw;
+        memcpy(member, &v, 4);
+        break;
+    }
+    case ONNXIO_KIND_INT64:
+    case ONNXIO_KIND_UINT64:
+        memcpy(member, &raw, 8);
+        break;
+    case ONNXIO_KIND_FLOAT: {
+        uint32_t v = (uint32_t)raw;
+        memcpy(member, &v, 4);
+        break;
+    }
+    case ONNXIO_KIND_DOUBLE:
+        memcpy(member, &raw, 8);
+        break;
+    default:
+        break;
+    }
+    if (!repeated) {
+        if (f->oneof) oneof_select(m, f);
+        m->has |= (uint64_t)1 << f->index;
+    }
+    return ONNXIO_OK;
+}
+
+/* A packed run of scalars: `p..end` holds only values. */
+static onnxio_status parse_packed(dec *d, onnxio_message *m, const onnxio_field_desc *f,
+                                  const uint8_t *p, const uint8_t *end)
+{
+    onnxio__array *a = onnxio__member(m, f);
+    size_t es = onnxio__elem_size(f);
+    size_t len = (size_t)(end - p);
+    if (f->kind == ONNXIO_KIND_FLOAT || f->kind == ONNXIO_KIND_DOUBLE) {
+        size_t width = f->kind == ONNXIO_KIND_FLOAT ? 4 : 8;
+        if (len % width)
+            return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: packed field %s.%s: %zu bytes is not a multiple of %zu",
+                                OFFSET(d, p), m->desc->name, f->name, len, width);
+        size_t n = len / width;
+        if (n && !onnxio__array_reserve(d->arena, a, es, n)) return no_memory();
+        if (n) memcpy((char *)a->data + a->size * es, p, len);
+        a->size += n;
+        return ONNXIO_OK;
+    }
+    size_t n = 0;
+    for (const uint8_t *q = p; q < end; q++) n += *q < 0x80;
+    if (n && !onnxio__array_reserve(d->arena, a, es, n)) return no_memory();
+    while (p < end) {
+        uint64_t v;
+        const uint8_t *at = p;
+        if (!(p = wire_read_varint(p, end, &v)))
+            return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: packed field %s.%s: truncated or overlong varint",
+                                OFFSET(d, at), m->desc->name, f->name);
+        onnxio_status s = store_scalar(d, m, f, v);
+        if (s) return s;
+    }
+    return ONNXIO_OK;
+}
+
+static onnxio_status parse_field(dec *d, onnxio_message *m, const onnxio_field_desc *f, unsigned wt,
+                                 const uint8_t *tag_at, const uint8_t **pp, const uint8_t *end, int depth)
+{
+    const uint8_t *p = *pp;
+    uint64_t v = 0;
+    onnxio_kind kind = (onnxio_kind)f->kind;
+    int repeated = f->label >= ONNXIO_LABEL_REPEATED;
+
+    if (kind <= ONNXIO_KIND_DOUBLE || kind == ONNXIO_KIND_ENUM) {
+        unsigned expect = kind == ONNXIO_KIND_FLOAT ? WIRE_FIXED32 : kind == ONNXIO_KIND_DOUBLE ? WIRE_FIXED64 : WIRE_VARINT;
+        if (wt == WIRE_LEN && repeated) {
+            const uint8_t *at = p;
+            if (!(p = wire_read_varint(p, end, &v)) || v > (uint64_t)(end - p))
+                return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: packed field %s.%s: length runs past the end of the input",
+                                    OFFSET(d, at), m->desc->name, f->name);
+            if (kind == ONNXIO_KIND_ENUM) {
+                /* no repeated enum in ONNX; keep the generic path honest */
+                return wrong_wire_type(d, m, f, tag_at, wt);
+            }
+            onnxio_status s = parse_packed(d, m, f, p, p + v);
+            *pp = p + v;
+            return s;
+        }
+        if (wt != expect) return wrong_wire_type(d, m, f, tag_at, wt);
+        const uint8_t *at = p;
+        if (expect == WIRE_VARINT) {
+            if (!(p = wire_read_varint(p, end, &v))) return truncated(d, at, m, "truncated or overlong varint");
+        } else if (expect == WIRE_FIXED32) {
+            if (end - p < 4) return truncated(d, at, m, "truncated fixed32");
+            v = wire_load32(p);
+            p += 4;
+        } else {
+            if (end - p < 8) return truncated(d, at, m, "truncated fixed64");
+            v = wire_load64(p);
+            p += 8;
+        }
+        *pp = p;
+        if (kind == ONNXIO_KIND_ENUM && !enum_is_valid(f->enum_type, (int32_t)(uint32_t)v))
+            /* proto2 enums are closed: an unknown value is kept as an unknown field */
+            return onnxio__append_unknown(d->arena, m, tag_at, (size_t)(p - tag_at));
+        return store_scalar(d, m, f, v);
+    }
+
+    if (wt != WIRE_LEN) return wrong_wire_type(d, m, f, tag_at, wt);
+    const uint8_t *at = p;
+    if (!(p = wire_read_varint(p, end, &v)) || v > (uint64_t)(end - p))
+        return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: field %s.%s (%u): length runs past the end of the input",
+                            OFFSET(d, at), m->desc->name, f->name, f->number);
+    size_t len = (size_t)v;
+    *pp = p + len;
+    void *member = onnxio__member(m, f);
+
+    switch (kind) {
+    case ONNXIO_KIND_STRING:
+    case ONNXIO_KIND_BYTES: {
+        onnxio_string *dst = member;
+        if (repeated) {
+            if (!(dst = onnxio_array_append(d->arena, member, sizeof *dst))) return no_memory();
+        }
+        if (onnxio_string_set(d->arena, dst, p, len)) return no_memory();
+        if (!repeated) {
+            if (f->oneof) oneof_select(m, f);
+            m->has |= (uint64_t)1 << f->index;
+        }
+        return ONNXIO_OK;
+    }
+    case ONNXIO_KIND_RAW: {
+        onnxio_span *span = member;
+        if (d->cfg->skip_raw_data) {
+            onnxio_span_clear(span);
+            span->size = len;
+        } else if (d->cfg->no_copy) {
+            onnxio_span_set(span, (uint8_t *)p, len, d->cfg->owner);
+        } else {
+            onnxio_status s = onnxio_span_copy_from(span, p, len);
+            if (s) return s;
+        }
+        m->has |= (uint64_t)1 << f->index;
+        return ONNXIO_OK;
+    }
+    case ONNXIO_KIND_MESSAGE: {
+        if (depth + 1 > d->cfg->max_depth)
+            return onnxio__fail(ONNXIO_ERR_DEPTH, "at byte %llu: %s.%s: messages nested deeper than %d",
+                                OFFSET(d, tag_at), m->desc->name, f->name, d->cfg->max_depth);
+        onnxio_message *sub;
+        if (repeated) {
+            if (!(sub = onnxio_list_add(d->arena, member, f->message))) return no_memory();
+        } else {
+            onnxio_message **slot = member;
+            if (!*slot) {
+                if (f->oneof) oneof_select(m, f);
+                if (!(*slot = onnxio_message_new(d->arena, f->message))) return no_memory();
+            }
+            sub = *slot;
+        }
+        return parse_message(d, sub, p, p + len, depth + 1);
+    }
+    default:
+        return wrong_wire_type(d, m, f, tag_at, wt);
+    }
+}
+
+static onnxio_status parse_message(dec *d, onnxio_message *m, const uint8_t *p, const uint8_t *end, int depth)
+{
+    const onnxio_message_desc *desc = m->desc;
+    size_t hint = 0;
+    while (p < end) {
+        const uint8_t *tag_at = p;
+        uint64_t tag;
+        if (ONNXIO_LIKELY(*p < 0x80)) {
+            tag = *p++;
+        } else if (!(p = wire_read_varint(p, end, &tag))) {
+            return truncated(d, tag_at, m, "truncated or overlong tag");
+        }
+        uint64_t number = tag >> 3;
+        unsigned wt = (unsigned)(tag & 7);
+        if (number == 0 || number > 0x1fffffff)
+            return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: %s: invalid field number %llu",
+                                OFFSET(d, tag_at), desc->name, (unsigned long long)number);
+        if (wt == WIRE_END_GROUP)
+            return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: %s: end-group tag (field %llu) without a start-group",
+                                OFFSET(d, tag_at), desc->name, (unsigned long long)number);
+        if (wt > WIRE_FIXED32)
+            return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: %s: invalid wire type %u (field %llu)",
+                                OFFSET(d, tag_at), desc->name, wt, (unsigned long long)number);
+
+        /* Fields usually arrive in ascending order: search from the last hit. */
+        const onnxio_field_desc *f = NULL;
+        for (size_t k = 0; k < desc->field_count; k++) {
+            size_t i = hint + k < desc->field_count ? hint + k : hint + k - desc->field_count;
+            if (desc->fields[i].number == number) {
+                f = &desc->fields[i];
+                hint = i;
+                break;
+            }
+        }
+        if (!f) {
+            onnxio_status s = skip_value(d, m, wt, (uint32_t)number, &p, end, depth);
+            if (s) return s;
+            if (onnxio__append_unknown(d->arena, m, tag_at, (size_t)(p - tag_at))) return no_memory();
+            continue;
+        }
+        onnxio_status s = parse_field(d, m, f, wt, tag_at, &p, end, depth);
+        if (s) return s;
+    }
+    return ONNXIO_OK;
+}
+
+onnxio_status onnxio__decode(const onnxio__decode_config *cfg, onnxio_message *msg,
+                             const uint8_t *data, size_t size)
+{
+    dec d = {cfg, cfg->arena};
+    return parse_message(&d, msg, data, data + size, 0);
+}

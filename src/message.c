@@ -1,0 +1,331 @@
+/* Generic message operations by descriptor: create, clear, copy, merge,
+ * compare, and field access. Nothing here knows a particular ONNX field. */
+#include <string.h>
+
+#include "internal.h"
+
+ONNXIO_API void *onnxio_message_new(onnxio_arena *arena, const onnxio_message_desc *desc)
+{
+    if (!arena || !desc) return NULL;
+    onnxio_message *m = onnxio_arena_alloc(arena, desc->size);
+    if (!m) return NULL;
+    m->desc = desc;
+    for (size_t i = 0; i < desc->field_count; i++) {
+        const onnxio_field_desc *f = &desc->fields[i];
+        if (f->kind == ONNXIO_KIND_RAW && onnxio__arena_track_span(arena, onnxio__member(m, f))) return NULL;
+    }
+    return m;
+}
+
+size_t onnxio__elem_size(const onnxio_field_desc *f)
+{
+    switch (f->kind) {
+    case ONNXIO_KIND_INT32:
+    case ONNXIO_KIND_ENUM:
+    case ONNXIO_KIND_FLOAT: return 4;
+    case ONNXIO_KIND_INT64:
+    case ONNXIO_KIND_UINT64:
+    case ONNXIO_KIND_DOUBLE: return 8;
+    case ONNXIO_KIND_STRING:
+    case ONNXIO_KIND_BYTES: return sizeof(onnxio_string);
+    case ONNXIO_KIND_RAW: return sizeof(onnxio_span);
+    default: return sizeof(void *);
+    }
+}
+
+void *onnxio__array_reserve(onnxio_arena *arena, onnxio__array *a, size_t elem_size, size_t extra)
+{
+    if (a->capacity - a->size >= extra) return a->data;
+    if (extra > (SIZE_MAX / elem_size) - a->size) return NULL;
+    size_t want = a->size + extra;
+    size_t cap = a->capacity ? a->capacity * 2 : 4;
+    if (cap < want) cap = want;
+    if (cap > SIZE_MAX / elem_size) cap = want;
+    void *data = onnxio__arena_alloc_raw(arena, cap * elem_size);
+    if (!data) return NULL;
+    if (a->size) memcpy(data, a->data, a->size * elem_size);
+    a->data = data;
+    a->capacity = cap;
+    return data;
+}
+
+ONNXIO_API void *onnxio_array_append(onnxio_arena *arena, void *array, size_t elem_size)
+{
+    onnxio__array *a = array;
+    if (!arena || !a || !elem_size || !onnxio__array_reserve(arena, a, elem_size, 1)) return NULL;
+    void *slot = (char *)a->data + a->size * elem_size;
+    memset(slot, 0, elem_size);
+    a->size++;
+    return slot;
+}
+
+ONNXIO_API void *onnxio_list_add(onnxio_arena *arena, void *list, const onnxio_message_desc *desc)
+{
+    onnxio_message *m = onnxio_message_new(arena, desc);
+    if (!m) return NULL;
+    onnxio_message **slot = onnxio_array_append(arena, list, sizeof(void *));
+    if (!slot) return NULL;
+    *slot = m;
+    return m;
+}
+
+ONNXIO_API onnxio_status onnxio_string_set(onnxio_arena *arena, onnxio_string *dst, const void *data, size_t size)
+{
+    if (!arena || !dst || (!data && size)) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "string_set: NULL argument");
+    if (size == SIZE_MAX) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "string too large");
+    char *p = onnxio__arena_alloc_raw(arena, size + 1);
+    if (!p) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory for a %zu-byte string", size);
+    if (size) memcpy(p, data, size);
+    p[size] = '\0';
+    dst->data = p;
+    dst->size = size;
+    return ONNXIO_OK;
+}
+
+onnxio_status onnxio__append_unknown(onnxio_arena *arena, onnxio_message *m, const uint8_t *p, size_t n)
+{
+    onnxio__array *a = (onnxio__array *)&m->unknown;
+    if (!onnxio__array_reserve(arena, a, 1, n)) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    memcpy((uint8_t *)a->data + a->size, p, n);
+    a->size += n;
+    return ONNXIO_OK;
+}
+
+ONNXIO_API void *onnxio_field_ptr(void *msg, const onnxio_field_desc *f)
+{
+    return msg && f ? onnxio__member(msg, f) : NULL;
+}
+
+ONNXIO_API int onnxio_field_present(const void *msg, const onnxio_field_desc *f)
+{
+    const void *member = onnxio__member(msg, f);
+    if (f->label >= ONNXIO_LABEL_REPEATED) return ((const onnxio__array *)member)->size != 0;
+    if (f->kind == ONNXIO_KIND_MESSAGE) return *(void *const *)member != NULL;
+    return (int)((((const onnxio_message *)msg)->has >> f->index) & 1);
+}
+
+ONNXIO_API void onnxio_field_clear(void *msg, const onnxio_field_desc *f)
+{
+    onnxio_message *m = msg;
+    void *member = onnxio__member(m, f);
+    m->has &= ~((uint64_t)1 << f->index);
+    if (f->label >= ONNXIO_LABEL_REPEATED) {
+        onnxio__array *a = member;
+        if (f->kind == ONNXIO_KIND_MESSAGE)
+            for (size_t i = 0; i < a->size; i++) onnxio_message_clear(((onnxio_message **)a->data)[i]);
+        a->size = 0;
+        return;
+    }
+    switch (f->kind) {
+    case ONNXIO_KIND_MESSAGE: {
+        onnxio_message **slot = member;
+        if (*slot) onnxio_message_clear(*slot); /* drop payload references now */
+        *slot = NULL;
+        return;
+    }
+    case ONNXIO_KIND_RAW: onnxio_span_clear(member); return;
+    case ONNXIO_KIND_STRING:
+    case ONNXIO_KIND_BYTES: ((onnxio_string *)member)->data = NULL; ((onnxio_string *)member)->size = 0; return;
+    default: memset(member, 0, onnxio__elem_size(f)); return;
+    }
+}
+
+ONNXIO_API void onnxio_set_has(void *msg, unsigned field_index)
+{
+    onnxio_message *m = msg;
+    if (!m || field_index >= m->desc->field_count) return;
+    const onnxio_field_desc *f = &m->desc->fields[field_index];
+    if (f->oneof) {
+        for (size_t i = 0; i < m->desc->field_count; i++) {
+            const onnxio_field_desc *g = &m->desc->fields[i];
+            if (g != f && g->oneof == f->oneof && onnxio_field_present(m, g)) onnxio_field_clear(m, g);
+        }
+    }
+    m->has |= (uint64_t)1 << field_index;
+}
+
+ONNXIO_API void onnxio_message_clear(void *msg)
+{
+    onnxio_message *m = msg;
+    if (!m) return;
+    for (size_t i = 0; i < m->desc->field_count; i++) onnxio_field_clear(m, &m->desc->fields[i]);
+    m->has = 0;
+    m->unknown.size = 0;
+}
+
+/* Copies field `f` of `src` into `dst`, appending to repeated fields. */
+static onnxio_status merge_field(onnxio_arena *arena, onnxio_message *dst, const onnxio_message *src,
+                                 const onnxio_field_desc *f)
+{
+    if (!onnxio_field_present(src, f)) return ONNXIO_OK;
+    const void *from = onnxio__member(src, f);
+    void *to = onnxio__member(dst, f);
+    if (f->label >= ONNXIO_LABEL_REPEATED) {
+        const onnxio__array *sa = from;
+        onnxio__array *da = to;
+        size_t es = onnxio__elem_size(f);
+        if (!onnxio__array_reserve(arena, da, es, sa->size)) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+        for (size_t i = 0; i < sa->size; i++) {
+            const void *se = (const char *)sa->data + i * es;
+            void *de = (char *)da->data + da->size * es;
+            if (f->kind == ONNXIO_KIND_MESSAGE) {
+                void *copy = onnxio_message_clone(arena, *(void *const *)se);
+                if (!copy) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+                *(void **)de = copy;
+            } else if (f->kind == ONNXIO_KIND_STRING || f->kind == ONNXIO_KIND_BYTES) {
+                const onnxio_string *s = se;
+                if (onnxio_string_set(arena, de, s->data, s->size)) return ONNXIO_ERR_NO_MEMORY;
+            } else {
+                memcpy(de, se, es);
+            }
+            da->size++;
+        }
+        return ONNXIO_OK;
+    }
+    if (f->oneof) onnxio_set_has(dst, f->index);
+    switch (f->kind) {
+    case ONNXIO_KIND_MESSAGE: {
+        onnxio_message **slot = to;
+        if (!*slot && !(*slot = onnxio_message_new(arena, f->message)))
+            return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+        return onnxio_message_merge(arena, *slot, *(void *const *)from);
+    }
+    case ONNXIO_KIND_STRING:
+    case ONNXIO_KIND_BYTES: {
+        const onnxio_string *s = from;
+        if (onnxio_string_set(arena, to, s->data, s->size)) return ONNXIO_ERR_NO_MEMORY;
+        break;
+    }
+    case ONNXIO_KIND_RAW: {
+        const onnxio_span *s = from;
+        onnxio_span_set(to, s->data, s->size, s->owner);
+        break;
+    }
+    default:
+        memcpy(to, from, onnxio__elem_size(f));
+        break;
+    }
+    dst->has |= (uint64_t)1 << f->index;
+    return ONNXIO_OK;
+}
+
+ONNXIO_API onnxio_status onnxio_message_merge(onnxio_arena *arena, void *dst, const void *src)
+{
+    onnxio_message *d = dst;
+    const onnxio_message *s = src;
+    if (!arena || !d || !s || d->desc != s->desc)
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "merge: NULL argument or different message types");
+    for (size_t i = 0; i < s->desc->field_count; i++) {
+        onnxio_status st = merge_field(arena, d, s, &s->desc->fields[i]);
+        if (st) return st;
+    }
+    if (s->unknown.size && onnxio__append_unknown(arena, d, s->unknown.data, s->unknown.size)) return ONNXIO_ERR_NO_MEMORY;
+    return ONNXIO_OK;
+}
+
+ONNXIO_API onnxio_status onnxio_message_copy(onnxio_arena *arena, void *dst, const void *src)
+{
+    if (dst == src) return ONNXIO_OK;
+    onnxio_message_clear(dst);
+    return onnxio_message_merge(arena, dst, src);
+}
+
+ONNXIO_API void *onnxio_message_clone(onnxio_arena *arena, const void *src)
+{
+    if (!src) return NULL;
+    void *m = onnxio_message_new(arena, ((const onnxio_message *)src)->desc);
+    if (!m || onnxio_message_merge(arena, m, src)) return NULL;
+    return m;
+}
+
+static int bytes_equal(const void *a, size_t an, const void *b, size_t bn)
+{
+    return an == bn && (an == 0 || memcmp(a, b, an) == 0);
+}
+
+static int field_equal(const onnxio_message *a, const onnxio_message *b, const onnxio_field_desc *f)
+{
+    const void *x = onnxio__member(a, f), *y = onnxio__member(b, f);
+    if (f->label >= ONNXIO_LABEL_REPEATED) {
+        const onnxio__array *xa = x, *ya = y;
+        if (xa->size != ya->size) return 0;
+        size_t es = onnxio__elem_size(f);
+        for (size_t i = 0; i < xa->size; i++) {
+            const void *xe = (const char *)xa->data + i * es, *ye = (const char *)ya->data + i * es;
+            if (f->kind == ONNXIO_KIND_MESSAGE) {
+                if (!onnxio_message_equal(*(void *const *)xe, *(void *const *)ye)) return 0;
+            } else if (f->kind == ONNXIO_KIND_STRING || f->kind == ONNXIO_KIND_BYTES) {
+                const onnxio_string *s = xe, *t = ye;
+                if (!bytes_equal(s->data, s->size, t->data, t->size)) return 0;
+            } else if (memcmp(xe, ye, es) != 0) {
+                return 0; /* bitwise, so NaN payloads and -0.0 count as written */
+            }
+        }
+        return 1;
+    }
+    if (f->kind == ONNXIO_KIND_MESSAGE) {
+        const void *s = *(void *const *)x, *t = *(void *const *)y;
+        if (!s || !t) return s == t;
+        return onnxio_message_equal(s, t);
+    }
+    int hx = (int)((a->has >> f->index) & 1), hy = (int)((b->has >> f->index) & 1);
+    if (hx != hy) return 0;
+    if (!hx) return 1;
+    switch (f->kind) {
+    case ONNXIO_KIND_STRING:
+    case ONNXIO_KIND_BYTES: {
+        const onnxio_string *s = x, *t = y;
+        return bytes_equal(s->data, s->size, t->data, t->size);
+    }
+    case ONNXIO_KIND_RAW: {
+        const onnxio_span *s = x, *t = y;
+        if (s->size != t->size) return 0;
+        if (!s->data || !t->data) return s->data == t->data;
+        return s->data == t->data || memcmp(s->data, t->data, s->size) == 0;
+    }
+    default:
+        return memcmp(x, y, onnxio__elem_size(f)) == 0;
+    }
+}
+
+ONNXIO_API int onnxio_message_equal(const void *a, const void *b)
+{
+    const onnxio_message *x = a, *y = b;
+    if (x == y) return 1;
+    if (!x || !y || x->desc != y->desc) return 0;
+    for (size_t i = 0; i < x->desc->field_count; i++)
+        if (!field_equal(x, y, &x->desc->fields[i])) return 0;
+    return bytes_equal(x->unknown.data, x->unknown.size, y->unknown.data, y->unknown.size);
+}
+
+static onnxio_status visit(onnxio_message *m, onnxio_message *parent, const onnxio_field_desc *via,
+                           const onnxio_message_desc *target, onnxio__visit_fn fn, void *ctx, int depth)
+{
+    if (depth > 10000) return onnxio__fail(ONNXIO_ERR_DEPTH, "message tree too deep");
+    if (m->desc == target) {
+        onnxio_status s = fn(m, parent, via, ctx);
+        if (s) return s;
+    }
+    for (size_t i = 0; i < m->desc->field_count; i++) {
+        const onnxio_field_desc *f = &m->desc->fields[i];
+        if (f->kind != ONNXIO_KIND_MESSAGE) continue;
+        void *member = onnxio__member(m, f);
+        if (f->label >= ONNXIO_LABEL_REPEATED) {
+            onnxio__array *a = member;
+            for (size_t k = 0; k < a->size; k++) {
+                onnxio_status s = visit(((onnxio_message **)a->data)[k], m, f, target, fn, ctx, depth + 1);
+                if (s) return s;
+            }
+        } else if (*(onnxio_message **)member) {
+            onnxio_status s = visit(*(onnxio_message **)member, m, f, target, fn, ctx, depth + 1);
+            if (s) return s;
+        }
+    }
+    return ONNXIO_OK;
+}
+
+onnxio_status onnxio__visit(onnxio_message *root, const onnxio_message_desc *target,
+                            onnxio__visit_fn fn, void *ctx)
+{
+    return visit(root, NULL, NULL, target, fn, ctx, 0);
+}

@@ -1,0 +1,175 @@
+/* Load and save entry points and their options (DESIGN.md "api"). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static onnxio_status check_parse_options(const onnxio_parse_options *o)
+{
+    if (!o) return ONNXIO_OK;
+    if (o->max_depth < 0) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "max_depth %d is negative", o->max_depth);
+    if (o->num_threads < 0) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "num_threads %d is negative", o->num_threads);
+    uint64_t a = o->tensor_buffer.alignment;
+    if (a & (a - 1)) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "alignment %llu is not a power of two", (unsigned long long)a);
+    return ONNXIO_OK;
+}
+
+ONNXIO_API onnxio_status onnxio_parse_into(void *msg, const void *data, size_t size, onnxio_buffer *owner,
+                                           const onnxio_parse_options *opts, onnxio_arena *arena)
+{
+    onnxio__clear_error();
+    if (!msg || !arena || (!data && size)) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "parse: NULL argument");
+    onnxio_status s = check_parse_options(opts);
+    if (s) return s;
+    onnxio__decode_config cfg = {
+        .arena = arena,
+        .owner = owner,
+        .base = data,
+        .no_copy = opts && opts->no_copy,
+        .skip_raw_data = opts && opts->skip_raw_data,
+        .max_depth = opts && opts->max_depth ? opts->max_depth : ONNXIO_DEFAULT_MAX_DEPTH,
+    };
+    return onnxio__decode(&cfg, msg, data, size);
+}
+
+ONNXIO_API onnxio_status onnxio_parse(const onnxio_message_desc *desc, const void *data, size_t size,
+                                      onnxio_buffer *owner, const onnxio_parse_options *opts,
+                                      onnxio_arena *arena, void **out)
+{
+    if (!out || !desc) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "parse: NULL argument");
+    *out = NULL;
+    void *m = onnxio_message_new(arena, desc);
+    if (!m) return onnxio__fail(arena ? ONNXIO_ERR_NO_MEMORY : ONNXIO_ERR_INVALID_ARGUMENT, "parse: cannot create the message");
+    onnxio_status s = onnxio_parse_into(m, data, size, owner, opts, arena);
+    if (s) {
+        onnxio_message_clear(m);
+        return s;
+    }
+    *out = m;
+    return ONNXIO_OK;
+}
+
+/* Parses a whole file: mapped, and in no_copy mode payloads keep the
+ * mapping alive. */
+static onnxio_status load_mapped(const onnxio_message_desc *desc, const char *path, const onnxio_parse_options *opts,
+                                 onnxio_arena *arena, void **out)
+{
+    onnxio_buffer *map;
+    onnxio_status s = onnxio__map_file(path, &map);
+    if (s) return s;
+    s = onnxio_parse(desc, onnxio_buffer_data(map), onnxio_buffer_size(map), map, opts, arena, out);
+    onnxio_buffer_unref(map);
+    if (s) return onnxio__context(s, "%s", path);
+    return ONNXIO_OK;
+}
+
+ONNXIO_API onnxio_status onnxio_load_file(const onnxio_message_desc *desc, const char *path,
+                                          const onnxio_parse_options *opts, onnxio_arena *arena, void **out)
+{
+    if (!path || !out) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "load: NULL argument");
+    onnxio__clear_error();
+    return load_mapped(desc, path, opts, arena, out);
+}
+
+static int wants_external(const onnxio_parse_options *opts)
+{
+    return !opts || opts->load_external_data != ONNXIO_OFF;
+}
+
+ONNXIO_API onnxio_status onnxio_load_model(const char *path, const onnxio_parse_options *opts,
+                                           onnxio_arena *arena, onnxio_ModelProto **out)
+{
+    if (!path || !out) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "load: NULL argument");
+    onnxio__clear_error();
+    void *m;
+    onnxio_status s = load_mapped(&onnxio_desc_ModelProto, path, opts, arena, &m);
+    if (s) return s;
+    if (wants_external(opts)) {
+        char *dir = opts && opts->base_dir ? NULL : onnxio__dirname(path);
+        const char *base = opts && opts->base_dir ? opts->base_dir : dir;
+        if (!base) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+        s = onnxio_load_external_data(m, base, opts);
+        free(dir);
+        if (s) {
+            onnxio_message_clear(m);
+            return onnxio__context(s, "%s", path);
+        }
+    }
+    *out = m;
+    return ONNXIO_OK;
+}
+
+ONNXIO_API onnxio_status onnxio_load_model_from_bytes(const void *data, size_t size, onnxio_buffer *owner,
+                                                      const onnxio_parse_options *opts, onnxio_arena *arena,
+                                                      onnxio_ModelProto **out)
+{
+    if (!out) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "load: NULL argument");
+    void *m;
+    onnxio_status s = onnxio_parse(&onnxio_desc_ModelProto, data, size, owner, opts, arena, &m);
+    if (s) return s;
+    if (wants_external(opts) && opts && opts->base_dir) {
+        s = onnxio_load_external_data(m, opts->base_dir, opts);
+        if (s) {
+            onnxio_message_clear(m);
+            return s;
+        }
+    }
+    *out = m;
+    return ONNXIO_OK;
+}
+
+/* Writes `msg` to `path` atomically through a staging buffer. */
+static onnxio_status write_file(void *msg, const char *path)
+{
+    onnxio_serialized_size(msg);
+    onnxio__atomic_file f;
+    onnxio_status s = onnxio__atomic_open(path, &f);
+    if (s) return s;
+    size_t cap = 1u << 20;
+    uint8_t *staging = malloc(cap);
+    if (!staging) {
+        onnxio__atomic_abort(&f);
+        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    }
+    onnxio__sink sink = {staging, 0, cap, f.fd, 0, ONNXIO_OK};
+    s = onnxio__encode(msg, &sink);
+    if (!s) s = onnxio__sink_flush(&sink);
+    free(staging);
+    if (s) {
+        onnxio__atomic_abort(&f);
+        return onnxio__context(s, "saving %s", path);
+    }
+    s = onnxio__atomic_commit(&f);
+    return s;
+}
+
+ONNXIO_API onnxio_status onnxio_save_file(void *msg, const char *path, const onnxio_serialize_options *opts)
+{
+    (void)opts;
+    if (!msg || !path) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "save: NULL argument");
+    onnxio__clear_error();
+    return write_file(msg, path);
+}
+
+ONNXIO_API onnxio_status onnxio_save_model(onnxio_ModelProto *model, const char *path,
+                                           const onnxio_serialize_options *opts)
+{
+    if (!model || !path) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "save: NULL argument");
+    onnxio__clear_error();
+    if (opts && (opts->tensor_buffer.alignment & (opts->tensor_buffer.alignment - 1)))
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "alignment %llu is not a power of two",
+                            (unsigned long long)opts->tensor_buffer.alignment);
+    if (!opts || !opts->external_data.location) return write_file(model, path);
+
+    /* The caller's model stays as it is: rewrite a copy whose payloads are
+     * shared, not copied. */
+    onnxio_arena *scratch = onnxio_arena_new();
+    onnxio_ModelProto *copy = scratch ? onnxio_message_clone(scratch, model) : NULL;
+    char *dir = onnxio__dirname(path);
+    onnxio_status s;
+    if (!copy || !dir) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    else if (!(s = onnxio__save_external(scratch, copy, dir, opts))) s = write_file(copy, path);
+    free(dir);
+    onnxio_arena_unref(scratch);
+    return s;
+}
