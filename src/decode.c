@@ -338,6 +338,8 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const uint8_t *p, 
 onnxio_status onnxio__decode(const onnxio__decode_config *cfg, onnxio_message *msg,
                              const uint8_t *data, size_t size)
 {
+    static const uint8_t empty[1];
     dec d = {cfg, cfg->arena};
+    if (!data) data = empty; /* an empty file has no mapping; NULL + 0 is not valid C */
     return parse_message(&d, msg, data, data + size, 0);
 }

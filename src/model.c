@@ -24,7 +24,7 @@ ONNXIO_API onnxio_status onnxio_parse_into(void *msg, const void *data, size_t s
     onnxio__decode_config cfg = {
         .arena = arena,
         .owner = owner,
-        .base = data,
+        .base = data ? data : (const void *)"",
         .no_copy = opts && opts->no_copy,
         .skip_raw_data = opts && opts->skip_raw_data,
         .max_depth = opts && opts->max_depth ? opts->max_depth : ONNXIO_DEFAULT_MAX_DEPTH,

@@ -1,0 +1,199 @@
+#include "common.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "progress.h"
+
+void cli_print_verb_help(const cli_verb *verb)
+{
+    printf("usage: %s\n\n%s\n", verb->usage, verb->summary);
+    if (verb->help && verb->help[0])
+        printf("\n%s", verb->help);
+}
+
+int cli_usage_error(const cli_verb *verb, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "onnxio: %s: ", verb->name);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nusage: %s\n(see 'onnxio %s --help')\n", verb->usage, verb->name);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_fail(const char *verb, const char *file)
+{
+    const char *msg = onnxio_last_error();
+    if (!msg || !msg[0])
+        msg = "failed";
+    /* The library's message may itself start with the file name. */
+    size_t n = strlen(file);
+    if (strncmp(msg, file, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
+        msg += n + 2;
+    fprintf(stderr, "onnxio: %s: %s: %s\n", verb, file, msg);
+    return CLI_EXIT_FAILURE;
+}
+
+int cli_fail_msg(const char *verb, const char *file, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "onnxio: %s: %s: ", verb, file);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return CLI_EXIT_FAILURE;
+}
+
+int cli_finish_stdout(const char *verb, int status)
+{
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        int err = errno;
+        fprintf(stderr, "onnxio: %s: <stdout>: write error%s%s\n", verb, err ? ": " : "",
+                err ? strerror(err) : "");
+        return CLI_EXIT_FAILURE;
+    }
+    return status;
+}
+
+static const cli_option *find_option(const cli_option *opts, size_t count, const char *name,
+                                     size_t len)
+{
+    for (size_t i = 0; i < count; i++)
+        if (strlen(opts[i].name) == len && memcmp(opts[i].name, name, len) == 0)
+            return &opts[i];
+    return NULL;
+}
+
+int cli_parse_args(const cli_verb *verb, int argc, char **argv, const cli_option *opts,
+                   size_t opt_count, char **pos, size_t min_pos, size_t max_pos, size_t *npos)
+{
+    int options_done = 0;
+    *npos = 0;
+    /* --help wins over anything else on the line, even errors. Option values
+     * spelled "--help" are rare enough not to matter. */
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            cli_print_verb_help(verb);
+            return CLI_EXIT_OK;
+        }
+    }
+    for (int i = 1; i < argc; i++) {
+        char *arg = argv[i];
+        if (!options_done && strcmp(arg, "--") == 0) {
+            options_done = 1;
+            continue;
+        }
+        if (!options_done && arg[0] == '-' && arg[1] != '\0') {
+            if (arg[1] != '-')
+                return cli_usage_error(verb, "unknown option '%s'", arg);
+            const char *name = arg + 2;
+            const char *eq = strchr(name, '=');
+            size_t len = eq ? (size_t)(eq - name) : strlen(name);
+            const cli_option *opt = find_option(opts, opt_count, name, len);
+            if (!opt)
+                return cli_usage_error(verb, "unknown option '--%.*s'", (int)len, name);
+            if (opt->value) {
+                if (eq) {
+                    *opt->value = eq + 1;
+                } else {
+                    if (i + 1 >= argc)
+                        return cli_usage_error(verb, "option '--%s' needs a value", opt->name);
+                    *opt->value = argv[++i];
+                }
+            } else {
+                if (eq)
+                    return cli_usage_error(verb, "option '--%s' takes no value", opt->name);
+                *opt->flag = 1;
+            }
+            continue;
+        }
+        if (*npos >= max_pos)
+            return cli_usage_error(verb, "unexpected argument '%s'", arg);
+        pos[(*npos)++] = arg;
+    }
+    if (*npos < min_pos)
+        return cli_usage_error(verb, "missing argument");
+    return -1;
+}
+
+int cli_parse_size(const char *text, uint64_t *out)
+{
+    const char *p = text;
+    uint64_t value = 0;
+    if (*p < '0' || *p > '9')
+        return -1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        unsigned digit = (unsigned)(*p - '0');
+        if (value > (UINT64_MAX - digit) / 10)
+            return -1;
+        value = value * 10 + digit;
+    }
+    unsigned shift = 0;
+    switch (*p) {
+    case 'k': case 'K': shift = 10; p++; break;
+    case 'm': case 'M': shift = 20; p++; break;
+    case 'g': case 'G': shift = 30; p++; break;
+    default: break;
+    }
+    if (shift && p[0] == 'i' && p[1] == 'B')
+        p += 2;
+    else if (p[0] == 'B')
+        p++;
+    if (*p != '\0')
+        return -1;
+    if (shift && value > (UINT64_MAX >> shift))
+        return -1;
+    *out = value << shift;
+    return 0;
+}
+
+const char *cli_human_size(uint64_t bytes, char *buf, size_t buf_size)
+{
+    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    if (bytes < 1024) {
+        snprintf(buf, buf_size, "%llu B", (unsigned long long)bytes);
+        return buf;
+    }
+    double v = (double)bytes;
+    size_t u = 0;
+    v /= 1024.0;
+    while (v >= 1024.0 && u + 1 < sizeof units / sizeof units[0]) {
+        v /= 1024.0;
+        u++;
+    }
+    snprintf(buf, buf_size, "%.1f %s", v, units[u]);
+    return buf;
+}
+
+onnxio_status cli_load_model(const char *path, const onnxio_parse_options *opts,
+                             onnxio_arena *arena, onnxio_ModelProto **out)
+{
+    cli_progress_begin("loading", path);
+    onnxio_status st = onnxio_load_model(path, opts, arena, out);
+    cli_progress_end();
+    return st;
+}
+
+onnxio_status cli_load_file(const onnxio_message_desc *desc, const char *path,
+                            const onnxio_parse_options *opts, onnxio_arena *arena, void **out)
+{
+    cli_progress_begin("loading", path);
+    onnxio_status st = onnxio_load_file(desc, path, opts, arena, out);
+    cli_progress_end();
+    return st;
+}
+
+onnxio_status cli_save_model(onnxio_ModelProto *model, const char *path,
+                             const onnxio_serialize_options *opts)
+{
+    cli_progress_begin("saving", path);
+    onnxio_status st = onnxio_save_model(model, path, opts);
+    cli_progress_end();
+    return st;
+}

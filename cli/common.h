@@ -1,0 +1,99 @@
+/*
+ * Shared pieces of the onnxio command: the verb table, option parsing, the
+ * exit-status rules, error messages, and model loading/saving with a
+ * progress indicator.
+ *
+ * Exit status of every verb: 0 success; 1 invalid input or a failure, with a
+ * one-line message `onnxio: VERB: FILE: reason` on stderr; 2 bad usage
+ * (unknown verb or option, missing or extra argument) with a usage line on
+ * stderr.
+ */
+#ifndef ONNXIO_CLI_COMMON_H
+#define ONNXIO_CLI_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "onnxio/onnxio.h"
+
+enum { CLI_EXIT_OK = 0, CLI_EXIT_FAILURE = 1, CLI_EXIT_USAGE = 2 };
+
+/* One verb of the command (`onnxio VERB ...`). */
+typedef struct cli_verb {
+    const char *name;
+    const char *summary; /* one line, for `onnxio --help` */
+    const char *usage;   /* the synopsis: "onnxio info MODEL [--json]" */
+    const char *help;    /* the rest of `onnxio VERB --help` */
+    /* argv[0] is the verb name; returns the exit status. */
+    int (*run)(int argc, char **argv);
+} cli_verb;
+
+extern const cli_verb cli_verb_info;
+extern const cli_verb cli_verb_print;
+extern const cli_verb cli_verb_convert;
+
+/* Writes `onnxio VERB --help` to stdout. */
+void cli_print_verb_help(const cli_verb *verb);
+
+/* ---- options --------------------------------------------------------- */
+
+/* A long option `--name` (also `--name=value` when it takes a value). */
+typedef struct cli_option {
+    const char *name;   /* without the leading "--" */
+    const char **value; /* options taking a value: where it is stored */
+    int *flag;          /* flags: set to 1 when given */
+} cli_option;
+
+/* Parses argv[1..argc) of `verb`: options from `opts` anywhere on the line,
+ * `--help`/`-h`, `--` ending the options; the other words are positional
+ * arguments, stored in pos[0..*npos). Returns -1 when the verb should go on,
+ * or the exit status to return at once: 0 after printing the help, 2 after
+ * a usage error (unknown option, missing value, fewer than min_pos or more
+ * than max_pos positional arguments). */
+int cli_parse_args(const cli_verb *verb, int argc, char **argv, const cli_option *opts,
+                   size_t opt_count, char **pos, size_t min_pos, size_t max_pos, size_t *npos);
+
+/* Prints `onnxio: VERB: message` and the verb's usage line on stderr;
+ * returns 2. */
+int cli_usage_error(const cli_verb *verb, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Prints `onnxio: VERB: FILE: onnxio_last_error()` on stderr; returns 1. */
+int cli_fail(const char *verb, const char *file);
+/* Prints `onnxio: VERB: FILE: message` on stderr; returns 1. */
+int cli_fail_msg(const char *verb, const char *file, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Flushes stdout; on a write error prints `onnxio: VERB: <stdout>: ...` and
+ * returns 1, else returns `status`. */
+int cli_finish_stdout(const char *verb, int status);
+
+/* ---- numbers and sizes ----------------------------------------------- */
+
+/* Parses a byte count: digits with an optional K, M or G suffix (powers of
+ * 1024, an optional "iB"/"B" after it). Returns 0 on success, -1 when the
+ * text is not such a number or overflows. */
+int cli_parse_size(const char *text, uint64_t *out);
+
+/* "512 B", "1.5 KiB", "12.0 MiB", ... into buf (at least 32 bytes). */
+const char *cli_human_size(uint64_t bytes, char *buf, size_t buf_size);
+
+/* ---- models ---------------------------------------------------------- */
+
+/* onnxio_load_model / onnxio_load_file / onnxio_save_model with a progress
+ * indicator ("loading FILE", "saving FILE") on stderr when it is a
+ * terminal. */
+onnxio_status cli_load_model(const char *path, const onnxio_parse_options *opts,
+                             onnxio_arena *arena, onnxio_ModelProto **out);
+onnxio_status cli_load_file(const onnxio_message_desc *desc, const char *path,
+                            const onnxio_parse_options *opts, onnxio_arena *arena, void **out);
+onnxio_status cli_save_model(onnxio_ModelProto *model, const char *path,
+                             const onnxio_serialize_options *opts);
+
+#endif

@@ -1,0 +1,94 @@
+/* onnxio print: a model (or any ONNX message file) in protobuf text format. */
+#include <stdio.h>
+
+#include "common.h"
+
+static int run_print(int argc, char **argv);
+
+#define PRINT_DEFAULT_MAX_BYTES 64
+
+const cli_verb cli_verb_print = {
+    "print",
+    "Print a model, or another ONNX message file, in protobuf text format.",
+    "onnxio print FILE [--full] [--max-bytes N] [--type MESSAGE] [--external]",
+    "The output is what Python's str() of the onnx message prints, except that\n"
+    "bytes fields (raw_data and the like) longer than 64 bytes are cut short,\n"
+    "with a comment giving their size, unless --full is given.\n"
+    "\n"
+    "Tensors with external data are printed as stored in the file (their\n"
+    "data_location and external_data entries); --external reads the data\n"
+    "first, as onnx.load does, so that they show raw_data instead.\n"
+    "\n"
+    "options:\n"
+    "  --full            print every byte of every bytes field\n"
+    "  --max-bytes N     abbreviate bytes fields longer than N bytes (0: never)\n"
+    "  --type MESSAGE    the file holds this message instead of a ModelProto,\n"
+    "                    e.g. TensorProto for a test_data_set .pb file; any\n"
+    "                    message of onnx.proto (\"TensorProto\", \"onnx.GraphProto\")\n"
+    "  --external        read external data before printing (models only)\n"
+    "  --help            show this help\n",
+    run_print,
+};
+
+static int run_print(int argc, char **argv)
+{
+    int full = 0, external = 0;
+    const char *type_name = NULL, *max_bytes = NULL;
+    const cli_option opts[] = {
+        {"full", NULL, &full},
+        {"max-bytes", &max_bytes, NULL},
+        {"type", &type_name, NULL},
+        {"external", NULL, &external},
+    };
+    char *pos[1];
+    size_t npos;
+    int rc = cli_parse_args(&cli_verb_print, argc, argv, opts, sizeof opts / sizeof opts[0], pos,
+                            1, 1, &npos);
+    if (rc >= 0)
+        return rc;
+    const char *path = pos[0];
+
+    onnxio_text_options to = {PRINT_DEFAULT_MAX_BYTES};
+    if (max_bytes && cli_parse_size(max_bytes, &to.max_bytes_shown) != 0)
+        return cli_usage_error(&cli_verb_print, "invalid byte count '%s'", max_bytes);
+    if (full)
+        to.max_bytes_shown = 0;
+
+    const onnxio_message_desc *desc = &onnxio_desc_ModelProto;
+    if (type_name) {
+        desc = onnxio_message_desc_by_name(type_name);
+        if (!desc)
+            return cli_usage_error(&cli_verb_print, "unknown message type '%s'", type_name);
+    }
+    if (external && desc != &onnxio_desc_ModelProto)
+        return cli_usage_error(&cli_verb_print, "--external applies to models only");
+
+    onnxio_parse_options po = {0};
+    po.no_copy = true;
+    po.load_external_data = external ? ONNXIO_ON : ONNXIO_OFF;
+
+    onnxio_arena *arena = onnxio_arena_new();
+    if (!arena)
+        return cli_fail_msg("print", path, "out of memory");
+    void *msg = NULL;
+    onnxio_status st;
+    if (desc == &onnxio_desc_ModelProto) {
+        onnxio_ModelProto *model = NULL;
+        st = cli_load_model(path, &po, arena, &model);
+        msg = model;
+    } else {
+        st = cli_load_file(desc, path, &po, arena, &msg);
+    }
+    if (st != ONNXIO_OK) {
+        rc = cli_fail("print", path);
+        onnxio_arena_unref(arena);
+        return rc;
+    }
+    st = onnxio_text_print(msg, &to, stdout);
+    onnxio_arena_unref(arena);
+    if (st != ONNXIO_OK) {
+        rc = cli_fail("print", "<stdout>");
+        return rc;
+    }
+    return cli_finish_stdout("print", CLI_EXIT_OK);
+}

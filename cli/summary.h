@@ -1,0 +1,81 @@
+/*
+ * What `onnxio info` reports, computed from a loaded model: node counts by
+ * op type, initializer counts and sizes, the largest initializers, and the
+ * external data files the model refers to. Rendering (text or JSON) is in
+ * info.c.
+ */
+#ifndef ONNXIO_CLI_SUMMARY_H
+#define ONNXIO_CLI_SUMMARY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "onnxio/onnxio.h"
+#include "strmap.h"
+
+#define CLI_LARGEST_SHOWN 10
+
+typedef struct cli_op_count {
+    onnxio_string domain;
+    onnxio_string op_type;
+    uint64_t count;
+} cli_op_count;
+
+typedef struct cli_tensor_size {
+    const onnxio_TensorProto *tensor;
+    uint64_t bytes;
+    int external;
+    size_t order; /* position in the graph, to keep sorting stable */
+} cli_tensor_size;
+
+typedef struct cli_external_file {
+    onnxio_string location; /* as written in the model */
+    uint64_t tensors;       /* tensors that refer to it */
+    uint64_t bytes;         /* sum of their lengths */
+    int checked;            /* 0: location unsafe (absolute or '..'), not looked at */
+    int exists;
+    uint64_t file_size;
+} cli_external_file;
+
+typedef struct cli_summary {
+    uint64_t file_size;
+
+    /* The main graph's nodes, by (domain, op_type), most frequent first. */
+    uint64_t node_count;
+    cli_op_count *ops;
+    size_t op_count;
+    /* Graphs in node attributes (Loop, If, Scan bodies...), at any depth. */
+    uint64_t subgraph_count;
+    uint64_t subgraph_node_count;
+
+    /* The main graph's initializers. */
+    uint64_t init_count;
+    uint64_t init_bytes;
+    cli_tensor_size *largest; /* the biggest first, at most CLI_LARGEST_SHOWN */
+    size_t largest_count;
+
+    /* External data, over every tensor of the model, by location in the
+     * order first seen. Tensors without a location count in
+     * external_unnamed. */
+    cli_external_file *ext;
+    size_t ext_count;
+    uint64_t external_tensors;
+    uint64_t external_unnamed;
+
+    /* Names of the main graph's initializers, to mark graph inputs that are
+     * initializers (models before IR version 4 list them as inputs). */
+    cli_strmap init_names;
+} cli_summary;
+
+/* Fills `s` for `model`, loaded from `model_path` (external data files are
+ * looked for in its directory; nothing is read from them). Returns 0, or -1
+ * when out of memory. */
+int cli_summarize(onnxio_ModelProto *model, const char *model_path, cli_summary *s);
+void cli_summary_free(cli_summary *s);
+
+/* Bytes of one tensor's payload: inline bytes, or for an external tensor its
+ * length (when missing: the rest of the file after its offset, if the file
+ * exists). */
+uint64_t cli_summary_tensor_bytes(const cli_summary *s, const onnxio_TensorProto *t);
+
+#endif

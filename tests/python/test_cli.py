@@ -1,0 +1,768 @@
+"""Tests of the `onnxio` command: exit statuses and messages, help, and the
+verbs info, print and convert checked against what the onnx package reports
+for the same files.
+
+The command is taken from $ONNXIO_CLI, by default <repo>/build/onnxio.
+Models come from /usr/share/libonnx-testdata/data, from <repo>/../shared/corpus
+(those tests are skipped when it is absent) and from models built here.
+"""
+
+import json
+import os
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+REPO = Path(__file__).resolve().parents[2]
+CLI = Path(os.environ.get("ONNXIO_CLI", REPO / "build" / "onnxio"))
+TESTDATA = Path("/usr/share/libonnx-testdata/data")
+SHARED = REPO.parent / "shared"
+CORPUS = SHARED / "corpus"
+
+VERBS = ["info", "print", "convert"]
+
+if "ONNXIO_CLI" not in os.environ and not CLI.exists():
+    pytest.skip(f"{CLI} is not built (cmake --build build)", allow_module_level=True)
+
+needs_corpus = pytest.mark.skipif(
+    not SHARED.is_dir(), reason=f"{SHARED} is absent: no third-party corpus"
+)
+
+
+def run(*args, cwd=None):
+    """Runs the command; returns (returncode, stdout bytes, stderr text)."""
+    p = subprocess.run(
+        [str(CLI), *map(str, args)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        cwd=cwd,
+        timeout=300,
+    )
+    return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
+
+
+def run_ok(*args, cwd=None):
+    rc, out, err = run(*args, cwd=cwd)
+    assert rc == 0, f"onnxio {' '.join(map(str, args))}: rc {rc}: {err}"
+    # Nothing on stderr when it is not a terminal: no progress, no chatter.
+    assert err == ""
+    return out
+
+
+def info_json(path):
+    return json.loads(run_ok("info", "--json", path))
+
+
+def assert_usage_error(rc, out, err, verb=None):
+    assert rc == 2, err
+    assert out == b""
+    if verb:
+        assert err.startswith(f"onnxio: {verb}: ")
+        assert f"usage: onnxio {verb}" in err
+    else:
+        assert "usage: onnxio" in err
+
+
+def assert_failure(rc, out, err, verb, file):
+    assert rc == 1, err
+    assert out == b""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"onnxio: {verb}: {file}: ")
+    assert len(lines[0]) > len(f"onnxio: {verb}: {file}: ")
+
+
+# ---- models ------------------------------------------------------------
+
+TESTDATA_MODELS = [
+    "node/test_add",
+    "node/test_loop11",
+    "simple/test_sequence_model1",
+    "simple/test_expand_shape_model1",
+    "pytorch-converted/test_Conv3d",
+    "pytorch-operator/test_operator_conv",
+]
+
+
+def libonnx_model(name):
+    path = TESTDATA / name / "model.onnx"
+    if not path.exists():
+        pytest.skip(f"{path} is absent")
+    return path
+
+
+def corpus_models():
+    if not CORPUS.is_dir():
+        return []
+    return sorted(CORPUS.glob("*.onnx")) + sorted(CORPUS.glob("*/*.onnx"))
+
+
+def corpus_model(fragment):
+    for p in corpus_models():
+        if fragment in str(p):
+            return p
+    pytest.skip(f"no corpus model matching {fragment}")
+
+
+@pytest.fixture
+def synthetic(tmp_path):
+    """A model with payloads on both sides of the default threshold (1024
+    bytes), typed-data and string tensors (which stay inline), metadata and
+    awkward names."""
+    rng = np.random.default_rng(0)
+    arrays = {
+        "tiny": rng.standard_normal(4).astype(np.float32),  # 16 B
+        "below": rng.standard_normal(255).astype(np.float32),  # 1020 B
+        "exactly": rng.standard_normal(256).astype(np.float32),  # 1024 B
+        "medium": rng.integers(-9, 9, 512).astype(np.int64),  # 4096 B
+        "large": rng.standard_normal((100, 250)).astype(np.float32),  # 100000 B
+        "half": rng.standard_normal((8, 200)).astype(np.float16),  # 3200 B
+    }
+    inits = [numpy_helper.from_array(a, name) for name, a in arrays.items()]
+    inits.append(helper.make_tensor("typed", TensorProto.FLOAT, [300], np.arange(300, dtype=np.float32)))
+    inits.append(helper.make_tensor("words", TensorProto.STRING, [3], [b"ab", b"cde", b""]))
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 250])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 100])
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, None)
+    nodes = [
+        helper.make_node("MatMul", ["x", "large_t"], ["y0"]),
+        helper.make_node("Transpose", ["large"], ["large_t"]),
+        helper.make_node("Identity", ["y0"], ["y"]),
+        helper.make_node("Identity", ["tiny"], ["z"]),
+    ]
+    graph = helper.make_graph(nodes, "synthetic", [x], [y, z], initializer=inits)
+    model = helper.make_model(
+        graph,
+        producer_name="test_cli",
+        producer_version="1.0",
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)],
+    )
+    model.domain = "org.example"
+    model.model_version = 7
+    helper.set_model_props(model, {"author": 'quote " back \\ newline \n tab \t ctl \x01 snow \u2603'})
+    path = tmp_path / "synthetic.onnx"
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+# ---- what onnx says ----------------------------------------------------
+
+
+def graph_tensors(g):
+    """Every TensorProto of a graph, subgraphs included (as
+    onnx.external_data_helper walks them)."""
+    yield from g.initializer
+    for sp in g.sparse_initializer:
+        yield sp.values
+        yield sp.indices
+    for n in g.node:
+        for a in n.attribute:
+            if a.HasField("t"):
+                yield a.t
+            yield from a.tensors
+            if a.HasField("g"):
+                yield from graph_tensors(a.g)
+            for sub in a.graphs:
+                yield from graph_tensors(sub)
+
+
+def model_tensors(m):
+    yield from graph_tensors(m.graph)
+    for f in m.functions:
+        for n in f.node:
+            for a in n.attribute:
+                if a.HasField("t"):
+                    yield a.t
+                yield from a.tensors
+
+
+def is_external(t):
+    return t.HasField("data_location") and t.data_location == TensorProto.EXTERNAL
+
+
+def external_info(t):
+    return {e.key: e.value for e in t.external_data}
+
+
+SUB_BYTE = {TensorProto.INT4, TensorProto.UINT4, TensorProto.FLOAT4E2M1}
+if hasattr(TensorProto, "INT2"):
+    SUB_BYTE |= {TensorProto.INT2, TensorProto.UINT2}
+
+
+def expected_bytes(t, base_dir):
+    """Payload bytes as `info` reports them: raw_data, external length, or
+    the typed data (numpy's nbytes; strings by length)."""
+    if is_external(t):
+        info = external_info(t)
+        if "length" in info:
+            return int(info["length"])
+        p = base_dir / info.get("location", "")
+        if p.is_file():
+            return max(p.stat().st_size - int(info.get("offset", 0)), 0)
+        return 0
+    if t.HasField("raw_data"):
+        return len(t.raw_data)
+    if t.data_type == TensorProto.STRING:
+        return sum(len(s) for s in t.string_data)
+    if t.data_type in SUB_BYTE:
+        return len(t.int32_data)  # one packed byte per entry
+    try:
+        return numpy_helper.to_array(t).nbytes
+    except Exception:  # e.g. weightless models: dims without data
+        item = helper.tensor_dtype_to_np_dtype(t.data_type).itemsize
+        return (
+            4 * len(t.float_data)
+            + 8 * len(t.double_data)
+            + 8 * len(t.int64_data)
+            + item * len(t.int32_data)
+            + (4 if t.data_type == TensorProto.UINT32 else 8) * len(t.uint64_data)
+        )
+
+
+def expected_shape(vi):
+    tp = vi.type
+    which = tp.WhichOneof("value")
+    if which not in ("tensor_type", "sparse_tensor_type"):
+        return None, None
+    tt = getattr(tp, which)
+    elem = TensorProto.DataType.Name(tt.elem_type)
+    if not tt.HasField("shape"):
+        return elem, None
+    dims = []
+    for d in tt.shape.dim:
+        if d.HasField("dim_value"):
+            dims.append(d.dim_value)
+        elif d.HasField("dim_param"):
+            dims.append(d.dim_param)
+        else:
+            dims.append(None)
+    return elem, dims
+
+
+def norm_domain(d):
+    return "" if d == "ai.onnx" else d
+
+
+def check_info_against_onnx(path):
+    m = onnx.load(str(path), load_external_data=False)
+    j = info_json(path)
+    base = Path(path).parent
+
+    assert j["ir_version"] == m.ir_version
+    assert j["producer_name"] == m.producer_name
+    assert j["producer_version"] == m.producer_version
+    assert j["domain"] == m.domain
+    assert j["model_version"] == m.model_version
+    assert j["file_size"] == Path(path).stat().st_size
+    assert [(o["domain"], o["version"]) for o in j["opset_import"]] == [
+        (o.domain, o.version) for o in m.opset_import
+    ]
+    assert [(p["key"], p["value"]) for p in j["metadata_props"]] == [
+        (p.key, p.value) for p in m.metadata_props
+    ]
+    g = m.graph
+    assert j["graph_name"] == g.name
+
+    init_names = {t.name for t in g.initializer}
+    for key, values in (("inputs", g.input), ("outputs", g.output)):
+        got = j[key]
+        assert [v["name"] for v in got] == [v.name for v in values]
+        for v, vi in zip(got, values):
+            elem, shape = expected_shape(vi)
+            assert v["elem_type"] == elem, vi.name
+            assert v["shape"] == shape, vi.name
+            assert v["initializer"] == (vi.name in init_names)
+
+    assert j["node_count"] == len(g.node)
+    want_ops = Counter((norm_domain(n.domain), n.op_type) for n in g.node)
+    got_ops = [(o["domain"], o["op_type"], o["count"]) for o in j["op_types"]]
+    assert {(d, t): c for d, t, c in got_ops} == dict(want_ops)
+    counts = [c for _, _, c in got_ops]
+    assert counts == sorted(counts, reverse=True)
+
+    sizes = [expected_bytes(t, base) for t in g.initializer]
+    assert j["initializers"]["count"] == len(g.initializer)
+    assert j["initializers"]["bytes"] == sum(sizes)
+    largest = j["initializers"]["largest"]
+    assert [t["bytes"] for t in largest] == sorted(sizes, reverse=True)[:10]
+    by_name = {t.name: t for t in g.initializer}
+    for t in largest:
+        ref = by_name[t["name"]]
+        assert t["dims"] == list(ref.dims)
+        assert t["data_type"] == TensorProto.DataType.Name(ref.data_type)
+        assert t["external"] == is_external(ref)
+
+    assert [s["name"] for s in j["sparse_initializers"]] == [
+        s.values.name for s in g.sparse_initializer
+    ]
+    assert [s["dims"] for s in j["sparse_initializers"]] == [list(s.dims) for s in g.sparse_initializer]
+
+    ext = [t for t in model_tensors(m) if is_external(t)]
+    assert j["external_tensors"] == len(ext)
+    want_files = Counter(external_info(t).get("location") for t in ext if external_info(t).get("location"))
+    assert {f["location"]: f["tensors"] for f in j["external_data"]} == dict(want_files)
+    for f in j["external_data"]:
+        assert f["exists"] == (base / f["location"]).is_file()
+        assert f["bytes"] == sum(
+            expected_bytes(t, base) for t in ext if external_info(t).get("location") == f["location"]
+        )
+
+    assert [(f["domain"], f["name"], f["node_count"]) for f in j["functions"]] == [
+        (f.domain, f.name, len(f.node)) for f in m.functions
+    ]
+    assert j["training_info"] == len(m.training_info)
+    return j
+
+
+# ---- global usage ------------------------------------------------------
+
+
+def test_version():
+    out = run_ok("--version").decode()
+    assert out.startswith("onnxio ") and out.strip().split()[1][0].isdigit()
+
+
+@pytest.mark.parametrize("args", [["--help"], ["-h"], ["help"]])
+def test_global_help(args):
+    out = run_ok(*args).decode()
+    assert out.startswith("usage: onnxio")
+    for verb in VERBS:
+        assert f"  {verb} " in out
+    assert "Exit status" in out
+
+
+def test_no_arguments():
+    assert_usage_error(*run())
+
+
+def test_unknown_command():
+    rc, out, err = run("frobnicate", "x.onnx")
+    assert_usage_error(rc, out, err)
+    assert "unknown command 'frobnicate'" in err
+
+
+def test_unknown_global_option():
+    rc, out, err = run("--frobnicate")
+    assert_usage_error(rc, out, err)
+    assert "'--frobnicate'" in err
+
+
+def test_help_unknown_command():
+    rc, out, err = run("help", "frobnicate")
+    assert_usage_error(rc, out, err)
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_verb_help(verb):
+    out = run_ok(verb, "--help").decode()
+    assert out.startswith(f"usage: onnxio {verb} ")
+    assert "--help" in out
+    assert run_ok("help", verb).decode() == out
+    assert run_ok(verb, "-h").decode() == out
+    # --help wins wherever it is, even next to bad arguments.
+    assert run_ok(verb, "a", "b", "c", "--help").decode() == out
+
+
+def test_help_texts_document_options():
+    assert "--json" in run_ok("info", "--help").decode()
+    text = run_ok("print", "--help").decode()
+    for opt in ("--full", "--type", "--max-bytes", "--external"):
+        assert opt in text
+    text = run_ok("convert", "--help").decode()
+    for opt in ("--external-data", "--size-threshold", "--inline"):
+        assert opt in text
+
+
+# ---- usage errors (2) and failures (1) per verb ------------------------
+
+
+@pytest.mark.parametrize(
+    "verb,args",
+    [
+        ("info", []),
+        ("info", ["a.onnx", "b.onnx"]),
+        ("info", ["a.onnx", "--frobnicate"]),
+        ("info", ["a.onnx", "-x"]),
+        ("info", ["a.onnx", "--json=yes"]),
+        ("print", []),
+        ("print", ["a.onnx", "--type"]),
+        ("print", ["a.onnx", "--type", "NoSuchProto"]),
+        ("print", ["a.onnx", "--max-bytes", "lots"]),
+        ("print", ["a.onnx", "--type", "TensorProto", "--external"]),
+        ("convert", []),
+        ("convert", ["a.onnx"]),
+        ("convert", ["a.onnx", "b.onnx", "c.onnx"]),
+        ("convert", ["a.onnx", "b.onnx", "--external-data"]),
+        ("convert", ["a.onnx", "b.onnx", "--external-data", "w.bin", "--inline"]),
+        ("convert", ["a.onnx", "b.onnx", "--size-threshold", "10"]),
+        ("convert", ["a.onnx", "b.onnx", "--external-data", "w.bin", "--size-threshold", "ten"]),
+        ("convert", ["a.onnx", "b.onnx", "--external-data", "w.bin", "--size-threshold", "-1"]),
+        ("convert", ["a.onnx", "b.onnx", "--frobnicate"]),
+    ],
+)
+def test_usage_errors(verb, args, tmp_path):
+    rc, out, err = run(verb, *args, cwd=tmp_path)
+    assert_usage_error(rc, out, err, verb)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_missing_file(verb, tmp_path):
+    missing = tmp_path / "missing.onnx"
+    args = [verb, missing] + ([tmp_path / "out.onnx"] if verb == "convert" else [])
+    assert_failure(*run(*args), verb, missing)
+    assert not (tmp_path / "out.onnx").exists()
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_malformed_file(verb, tmp_path):
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x0a\xff\xff\xff\xff\x0f" + b"garbage")  # length past the end
+    args = [verb, bad] + ([tmp_path / "out.onnx"] if verb == "convert" else [])
+    assert_failure(*run(*args), verb, bad)
+    assert not (tmp_path / "out.onnx").exists()
+
+
+def test_print_other_type_malformed(tmp_path):
+    bad = tmp_path / "bad.pb"
+    bad.write_bytes(b"\x08")  # a tag with no value
+    assert_failure(*run("print", "--type", "TensorProto", bad), "print", bad)
+
+
+def test_convert_to_missing_directory(synthetic, tmp_path):
+    out = tmp_path / "no" / "such" / "dir.onnx"
+    assert_failure(*run("convert", synthetic, out), "convert", out)
+
+
+@pytest.mark.parametrize("location", ["/tmp/onnxio-cli-test-abs.bin", "../escape.bin"])
+def test_convert_unsafe_location(synthetic, tmp_path, location):
+    out = tmp_path / "out.onnx"
+    rc, stdout, err = run("convert", synthetic, out, "--external-data", location)
+    assert_failure(rc, stdout, err, "convert", out)
+    assert not out.exists()
+    assert not Path(location).exists() or location.startswith("..")
+    assert not (tmp_path.parent / "escape.bin").exists()
+
+
+def test_convert_location_is_model(synthetic, tmp_path):
+    out = tmp_path / "out.onnx"
+    assert_failure(*run("convert", synthetic, out, "--external-data", "out.onnx"), "convert", out)
+
+
+# ---- info ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", TESTDATA_MODELS)
+def test_info_json_testdata(name):
+    check_info_against_onnx(libonnx_model(name))
+
+
+@needs_corpus
+@pytest.mark.parametrize("path", corpus_models(), ids=lambda p: p.name)
+def test_info_json_corpus(path):
+    check_info_against_onnx(path)
+
+
+def test_info_json_synthetic(synthetic):
+    j = check_info_against_onnx(synthetic)
+    assert j["producer_name"] == "test_cli"
+    assert j["domain"] == "org.example" and j["model_version"] == 7
+    assert j["inputs"][0]["shape"] == ["N", 250]
+    assert j["outputs"][1]["shape"] is None and j["outputs"][1]["elem_type"] == "FLOAT"
+    assert j["initializers"]["largest"][0]["name"] == "large"
+    assert j["initializers"]["largest"][0]["bytes"] == 100000
+    words = [t for t in j["initializers"]["largest"] if t["name"] == "words"]
+    assert words and words[0]["bytes"] == 5 and words[0]["data_type"] == "STRING"
+    typed = [t for t in j["initializers"]["largest"] if t["name"] == "typed"]
+    assert typed and typed[0]["bytes"] == 1200
+
+
+def test_info_json_escapes_bytes(tmp_path):
+    """Names that are not valid UTF-8 still give valid JSON (U+FFFD)."""
+    model = helper.make_model(
+        helper.make_graph([], "g", [], []), producer_name="AB@@EF", producer_version='q"\\\n\x02'
+    )
+    data = model.SerializeToString().replace(b"AB@@EF", b"AB\xff\xfeEF")
+    path = tmp_path / "odd.onnx"
+    path.write_bytes(data)
+    j = info_json(path)
+    assert j["producer_name"] == "AB\ufffd\ufffdEF"
+    assert j["producer_version"] == 'q"\\\n\x02'
+
+
+def test_info_empty_model(tmp_path):
+    """An empty file is a valid, empty ModelProto."""
+    path = tmp_path / "empty.onnx"
+    path.write_bytes(b"")
+    j = info_json(path)
+    assert j["graph_name"] is None and j["inputs"] == [] and j["node_count"] == 0
+    assert j["opset_import"] == [] and j["initializers"]["count"] == 0
+    assert run_ok("print", path) == b""
+
+
+def test_dash_dash_ends_options(synthetic, tmp_path):
+    odd = tmp_path / "-odd.onnx"
+    odd.write_bytes(synthetic.read_bytes())
+    j = json.loads(run_ok("info", "--json", "--", "-odd.onnx", cwd=tmp_path))
+    assert j["graph_name"] == "synthetic"
+    rc, out, err = run("info", "-odd.onnx", cwd=tmp_path)
+    assert_usage_error(rc, out, err, "info")
+
+
+def test_info_text(synthetic):
+    out = run_ok("info", synthetic).decode()
+    for text in ("ir_version", "test_cli 1.0", "ai.onnx 17", "ai.onnx.ml 3", "synthetic",
+                 "FLOAT [N, 250]", "MatMul", "Identity", "large", "author ="):
+        assert text in out, text
+    # control characters of names are escaped, not sent to the terminal
+    assert "\x01" not in out and "\\x01" in out
+
+
+@needs_corpus
+def test_info_external_and_missing_data():
+    j = info_json(corpus_model("mnist-external__mnist/mnist.onnx"))
+    assert [f["location"] for f in j["external_data"]] == ["mnist.onnx.data"]
+    assert j["external_data"][0]["exists"] is True
+    j = info_json(corpus_model("image_classifier16"))
+    assert len(j["external_data"]) == 1 and j["external_data"][0]["exists"] is False
+    out = run_ok("info", corpus_model("image_classifier16")).decode()
+    assert "(missing)" in out
+
+
+@needs_corpus
+def test_info_functions_and_sparse():
+    j = info_json(corpus_model("nested_local_function"))
+    assert len(j["functions"]) == 2
+    j = info_json(corpus_model("sparse_nnz.onnx"))
+    assert len(j["sparse_initializers"]) == 1
+
+
+# ---- print ---------------------------------------------------------------
+
+
+def small_models():
+    models = [libonnx_model(n) for n in ("node/test_add", "node/test_loop11", "simple/test_sequence_model1")]
+    if CORPUS.is_dir():
+        models += [corpus_model(n) for n in ("sparse_nnz.onnx", "loop.onnx", "conv2d_local_func_example")]
+    return models
+
+
+def test_print_full_equals_onnx_str():
+    for path in small_models():
+        assert run_ok("print", "--full", path).decode() == str(onnx.load(str(path))), path
+
+
+def test_print_full_equals_onnx_str_synthetic(synthetic):
+    assert run_ok("print", "--full", synthetic).decode() == str(onnx.load(str(synthetic)))
+
+
+def test_print_tensor_pb():
+    pb = TESTDATA / "node/test_add/test_data_set_0/input_0.pb"
+    if not pb.exists():
+        pytest.skip(f"{pb} is absent")
+    want = str(onnx.load_tensor(str(pb)))
+    assert run_ok("print", "--type", "TensorProto", "--full", pb).decode() == want
+    assert run_ok("print", "--type", "onnx.TensorProto", "--max-bytes", "0", pb).decode() == want
+
+
+def test_print_abbreviates_by_default(synthetic):
+    full = run_ok("print", "--full", synthetic)
+    short = run_ok("print", synthetic)
+    assert len(short) < len(full) // 10
+    assert run_ok("print", "--max-bytes", "0", synthetic) == full
+    # nothing shorter than 64 bytes is cut
+    assert b'raw_data: "' in short
+
+
+@needs_corpus
+def test_print_external_model():
+    path = corpus_model("mnist-external__mnist/mnist.onnx")
+    stored = run_ok("print", "--full", path).decode()
+    assert "data_location: EXTERNAL" in stored and "mnist.onnx.data" in stored
+    loaded = run_ok("print", "--full", "--external", path).decode()
+    assert "data_location: EXTERNAL" not in loaded
+    assert len(loaded) > len(stored)
+
+
+# ---- convert -------------------------------------------------------------
+
+
+def libprotobuf_bytes(path):
+    return onnx.load(str(path), load_external_data=False).SerializeToString()
+
+
+def raw_sizes(path):
+    m = onnx.load(str(path), load_external_data=False)
+    return {t.name: len(t.raw_data) for t in m.graph.initializer if t.HasField("raw_data")}
+
+
+def assert_same_tensors(a_path, b_path):
+    a = onnx.load(str(a_path))  # reads external data
+    b = onnx.load(str(b_path))
+    assert [t.name for t in a.graph.initializer] == [t.name for t in b.graph.initializer]
+    for x, y in zip(a.graph.initializer, b.graph.initializer):
+        xa, ya = numpy_helper.to_array(x), numpy_helper.to_array(y)
+        assert xa.dtype == ya.dtype and xa.shape == ya.shape, x.name
+        assert np.array_equal(xa, ya), x.name
+
+
+def check_external_round_trip(src, tmp_path, threshold=None):
+    ext = tmp_path / "ext.onnx"
+    args = ["convert", src, ext, "--external-data", "weights.bin"]
+    if threshold is not None:
+        args += ["--size-threshold", str(threshold)]
+    run_ok(*args)
+    assert (tmp_path / "weights.bin").exists()
+    assert_same_tensors(ext, src)
+
+    # what moved: raw_data payloads of at least the threshold, nothing else
+    limit = 1024 if threshold is None else max(int(threshold), 1)
+    sizes = raw_sizes(src)
+    m = onnx.load(str(ext), load_external_data=False)
+    for t in m.graph.initializer:
+        if t.name in sizes and sizes[t.name] >= limit:
+            assert is_external(t), t.name
+            info = external_info(t)
+            assert info["location"] == "weights.bin"
+            assert int(info["length"]) == sizes[t.name]
+        else:
+            assert not is_external(t), t.name
+    moved = sum(s for s in sizes.values() if s >= limit)
+    assert (tmp_path / "weights.bin").stat().st_size >= moved
+
+    back = tmp_path / "back.onnx"
+    run_ok("convert", ext, back, "--inline")
+    assert back.read_bytes() == libprotobuf_bytes(src)
+    plain = tmp_path / "plain.onnx"
+    run_ok("convert", src, plain)
+    assert plain.read_bytes() == back.read_bytes()
+    return ext
+
+
+def test_convert_round_trip_synthetic(synthetic, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    check_external_round_trip(synthetic, out)
+    assert raw_sizes(synthetic)["exactly"] == 1024  # the boundary case is covered
+    # the original was written by libprotobuf: the round trip gives it back
+    assert (out / "back.onnx").read_bytes() == synthetic.read_bytes()
+
+
+def test_convert_option_spellings(synthetic, tmp_path):
+    run_ok("convert", synthetic, tmp_path / "a.onnx", "--external-data=a.bin", "--size-threshold=4096")
+    run_ok("convert", "--size-threshold", "4096", "--external-data", "b.bin", synthetic, tmp_path / "b.onnx")
+    assert (tmp_path / "a.bin").read_bytes() == (tmp_path / "b.bin").read_bytes()
+    m = onnx.load(str(tmp_path / "a.onnx"), load_external_data=False)
+    assert {t.name for t in m.graph.initializer if is_external(t)} == {"medium", "large"}
+
+
+@pytest.mark.parametrize("threshold", ["0", "1", "1024", "4096", "4K", "1M"])
+def test_convert_size_threshold(synthetic, tmp_path, threshold):
+    out = tmp_path / "out"
+    out.mkdir()
+    value = {"4K": 4096, "1M": 1 << 20}.get(threshold, threshold)
+    check_external_round_trip(synthetic, out, threshold=value)
+    # the same with the suffix spelled on the command line
+    run_ok("convert", synthetic, out / "again.onnx", "--external-data", "again.bin",
+           "--size-threshold", threshold)
+    assert_same_tensors(out / "again.onnx", synthetic)
+
+
+@pytest.mark.parametrize("name", ["pytorch-converted/test_Conv3d", "pytorch-operator/test_operator_conv"])
+def test_convert_round_trip_testdata(name, tmp_path):
+    check_external_round_trip(libonnx_model(name), tmp_path)
+
+
+@needs_corpus
+@pytest.mark.parametrize(
+    "fragment",
+    ["rten-onnx__test-data__mnist.onnx", "version-RFB-320.onnx", "pipeline_tfidf", "loop.onnx"],
+)
+def test_convert_round_trip_corpus(fragment, tmp_path):
+    check_external_round_trip(corpus_model(fragment), tmp_path)
+
+
+def test_convert_plain_is_libprotobuf_bytes(tmp_path):
+    for path in small_models():
+        out = tmp_path / "out.onnx"
+        run_ok("convert", path, out)
+        assert out.read_bytes() == libprotobuf_bytes(path), path
+
+
+def test_convert_in_place(synthetic):
+    want = libprotobuf_bytes(synthetic)
+    run_ok("convert", synthetic, synthetic)
+    assert synthetic.read_bytes() == want
+
+
+def test_convert_keeps_external(synthetic, tmp_path):
+    """A plain convert leaves external tensors external, pointing at the same
+    file; outside the input's directory it refuses rather than break them."""
+    ext = tmp_path / "ext.onnx"
+    run_ok("convert", synthetic, ext, "--external-data", "weights.bin")
+    data = (tmp_path / "weights.bin").read_bytes()
+    copy = tmp_path / "copy.onnx"
+    run_ok("convert", ext, copy)
+    assert copy.read_bytes() == libprotobuf_bytes(ext)
+    assert (tmp_path / "weights.bin").read_bytes() == data
+    assert_same_tensors(copy, synthetic)
+
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    rc, out, err = run("convert", ext, other / "copy.onnx")
+    assert_failure(rc, out, err, "convert", other / "copy.onnx")
+    assert "--inline" in err
+    assert list(other.iterdir()) == []
+    # --inline and --external-data write anywhere
+    run_ok("convert", ext, other / "inline.onnx", "--inline")
+    assert (other / "inline.onnx").read_bytes() == libprotobuf_bytes(synthetic)
+    run_ok("convert", ext, other / "moved.onnx", "--external-data", "moved.bin")
+    assert_same_tensors(other / "moved.onnx", synthetic)
+
+    # the model must not overwrite its own data file
+    rc, out, err = run("convert", ext, tmp_path / "weights.bin")
+    assert_failure(rc, out, err, "convert", tmp_path / "weights.bin")
+    assert (tmp_path / "weights.bin").read_bytes() == data
+
+
+def test_convert_rewrites_existing_external(synthetic, tmp_path):
+    """Re-externalizing into the file the input reads from replaces it."""
+    ext = tmp_path / "ext.onnx"
+    run_ok("convert", synthetic, ext, "--external-data", "weights.bin")
+    run_ok("convert", ext, ext, "--external-data", "weights.bin", "--size-threshold", "2048")
+    assert_same_tensors(ext, synthetic)
+    m = onnx.load(str(ext), load_external_data=False)
+    assert {t.name for t in m.graph.initializer if is_external(t)} == {"medium", "large", "half"}
+
+
+@needs_corpus
+def test_convert_external_corpus(tmp_path):
+    src = corpus_model("mnist-external__mnist/mnist.onnx")
+    back = tmp_path / "inline.onnx"
+    run_ok("convert", src, back, "--inline")
+    assert_same_tensors(back, src)
+    assert not any(is_external(t) for t in onnx.load(str(back), load_external_data=False).graph.initializer)
+
+
+@needs_corpus
+def test_convert_dangling_external(tmp_path):
+    """--inline of a model whose data file is missing fails cleanly."""
+    src = corpus_model("image_classifier16")
+    out = tmp_path / "out.onnx"
+    assert_failure(*run("convert", src, out, "--inline"), "convert", src)
+    assert not out.exists()
+
+
+def test_stdout_write_error(synthetic):
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full")
+    with open("/dev/full", "wb") as full:
+        p = subprocess.run([str(CLI), "print", "--full", str(synthetic)], stdout=full,
+                           stderr=subprocess.PIPE, timeout=60)
+    assert p.returncode == 1
+    assert p.stderr.decode().startswith("onnxio: print: ")
