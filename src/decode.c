@@ -16,13 +16,6 @@ typedef struct dec {
 
 static onnxio_status parse_message(dec *d, onnxio_message *m, const uint8_t *p, const uint8_t *end, int depth);
 
-static const char *wire_type_name(unsigned wt)
-{
-    static const char *names[] = {"varint", "fixed64", "length-delimited", "start-group",
-                                  "end-group", "fixed32", "invalid (6)", "invalid (7)"};
-    return names[wt & 7];
-}
-
 static onnxio_status truncated(dec *d, const uint8_t *at, const onnxio_message *m, const char *what)
 {
     return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: %s: %s", OFFSET(d, at), m->desc->name, what);
@@ -88,11 +81,20 @@ static onnxio_status skip_value(dec *d, const onnxio_message *m, unsigned wt, ui
     return ONNXIO_OK;
 }
 
-static onnxio_status wrong_wire_type(dec *d, const onnxio_message *m, const onnxio_field_desc *f,
-                                     const uint8_t *at, unsigned wt)
+/* Whether wire type `wt` can carry field `f`. Repeated scalars accept the
+ * packed form whatever the schema's packing. A field that arrives with
+ * another wire type is kept as an unknown field, as libprotobuf does. */
+static int wire_type_fits(const onnxio_field_desc *f, unsigned wt)
 {
-    return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: field %s.%s (%u) has wire type %s, which does not fit its type",
-                        OFFSET(d, at), m->desc->name, f->name, f->number, wire_type_name(wt));
+    switch (f->kind) {
+    case ONNXIO_KIND_FLOAT: return wt == WIRE_FIXED32 || (wt == WIRE_LEN && f->label >= ONNXIO_LABEL_REPEATED);
+    case ONNXIO_KIND_DOUBLE: return wt == WIRE_FIXED64 || (wt == WIRE_LEN && f->label >= ONNXIO_LABEL_REPEATED);
+    case ONNXIO_KIND_INT32:
+    case ONNXIO_KIND_INT64:
+    case ONNXIO_KIND_UINT64:
+    case ONNXIO_KIND_ENUM: return wt == WIRE_VARINT || (wt == WIRE_LEN && f->label >= ONNXIO_LABEL_REPEATED);
+    default: return wt == WIRE_LEN;
+    }
 }
 
 static onnxio_status no_memory(void) { return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory while parsing"); }
@@ -202,15 +204,10 @@ static onnxio_status parse_field(dec *d, onnxio_message *m, const onnxio_field_d
             if (!(p = wire_read_varint(p, end, &v)) || v > (uint64_t)(end - p))
                 return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: packed field %s.%s: length runs past the end of the input",
                                     OFFSET(d, at), m->desc->name, f->name);
-            if (kind == ONNXIO_KIND_ENUM) {
-                /* no repeated enum in ONNX; keep the generic path honest */
-                return wrong_wire_type(d, m, f, tag_at, wt);
-            }
             onnxio_status s = parse_packed(d, m, f, p, p + v);
             *pp = p + v;
             return s;
         }
-        if (wt != expect) return wrong_wire_type(d, m, f, tag_at, wt);
         const uint8_t *at = p;
         if (expect == WIRE_VARINT) {
             if (!(p = wire_read_varint(p, end, &v))) return truncated(d, at, m, "truncated or overlong varint");
@@ -230,7 +227,6 @@ static onnxio_status parse_field(dec *d, onnxio_message *m, const onnxio_field_d
         return store_scalar(d, m, f, v);
     }
 
-    if (wt != WIRE_LEN) return wrong_wire_type(d, m, f, tag_at, wt);
     const uint8_t *at = p;
     if (!(p = wire_read_varint(p, end, &v)) || v > (uint64_t)(end - p))
         return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: field %s.%s (%u): length runs past the end of the input",
@@ -285,7 +281,7 @@ static onnxio_status parse_field(dec *d, onnxio_message *m, const onnxio_field_d
         return parse_message(d, sub, p, p + len, depth + 1);
     }
     default:
-        return wrong_wire_type(d, m, f, tag_at, wt);
+        return ONNXIO_OK;
     }
 }
 
@@ -323,7 +319,7 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const uint8_t *p, 
                 break;
             }
         }
-        if (!f) {
+        if (!f || !wire_type_fits(f, wt)) {
             onnxio_status s = skip_value(d, m, wt, (uint32_t)number, &p, end, depth);
             if (s) return s;
             if (onnxio__append_unknown(d->arena, m, tag_at, (size_t)(p - tag_at))) return no_memory();

@@ -70,13 +70,50 @@ static void indent(out *o, int depth)
     for (int i = 0; i < depth; i++) put(o, "  ", 2);
 }
 
+/* Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong
+ * forms, no surrogates, nothing above U+10FFFF), or 0. */
+static size_t utf8_sequence(const unsigned char *p, size_t n)
+{
+    unsigned c = p[0];
+    size_t len;
+    unsigned lo = 0x80, hi = 0xbf;
+    if (c >= 0xc2 && c <= 0xdf) len = 2;
+    else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        if (c == 0xe0) lo = 0xa0;
+        if (c == 0xed) hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        if (c == 0xf0) lo = 0x90;
+        if (c == 0xf4) hi = 0x8f;
+    } else
+        return 0;
+    if (n < len || p[1] < lo || p[1] > hi) return 0;
+    for (size_t i = 2; i < len; i++)
+        if (p[i] < 0x80 || p[i] > 0xbf) return 0;
+    return len;
+}
+
+/* `bytes`: a bytes field (every non-printable byte escaped, and long values
+ * abbreviated when asked); otherwise a string field, whose well-formed UTF-8
+ * is kept and whose other bytes are escaped, as Python protobuf prints. */
 static void put_escaped(out *o, const char *p, size_t n, int bytes)
 {
     put(o, "\"", 1);
     uint64_t shown = n;
-    if (o->max_bytes && n > o->max_bytes) shown = o->max_bytes;
+    if (bytes && o->max_bytes && n > o->max_bytes) shown = o->max_bytes;
     for (size_t i = 0; i < shown; i++) {
         unsigned char c = (unsigned char)p[i];
+        if (!bytes && c >= 0x80) {
+            size_t len = utf8_sequence((const unsigned char *)p + i, n - i);
+            if (len) {
+                put(o, p + i, len);
+                i += len - 1;
+            } else {
+                printf_(o, "\\%03o", c);
+            }
+            continue;
+        }
         switch (c) {
         case '\n': put(o, "\\n", 2); break;
         case '\r': put(o, "\\r", 2); break;

@@ -290,10 +290,10 @@ onnxio_status onnxio_load_external_data(onnxio_ModelProto *model, const char *ba
 /* ---- text format ---------------------------------------------------- */
 
 typedef struct onnxio_text_options {
-    /* bytes fields longer than this print only their first max_bytes_shown
-     * bytes, followed by a comment giving the full size (`# N bytes, first K
-     * shown`);
-     * 0 prints everything. */
+    /* bytes fields (raw_data, string_data, AttributeProto.s, ...) longer
+     * than this print only their first max_bytes_shown bytes, followed by a
+     * text-format comment giving the full size: `"..." # N bytes, first K
+     * shown`. String fields are never abbreviated. 0 prints everything. */
     uint64_t max_bytes_shown;
 } onnxio_text_options;
 
