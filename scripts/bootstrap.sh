@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Installs what building, testing and benchmarking onnxio need, and nothing
+# when it is all there already (a second run takes well under a second).
+#
+#   scripts/bootstrap.sh            Debian packages + .venv with requirements.txt
+#   ONNXIO_NO_VENV=1 scripts/bootstrap.sh    Debian packages only
+#
+# Debian packages: checked with dpkg-query; missing ones are installed with
+# apt-get when running as root, otherwise the exact command is printed and
+# the script exits 1. The Python environment: .venv at the repository root,
+# made with whatever `python3` is on PATH, filled from requirements.txt; a
+# stamp file in .venv holds the hash of requirements.txt (and the Python
+# version) so that pip only runs when they change.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+log() { printf 'bootstrap: %s\n' "$*" >&2; }
+
+# ---- Debian packages -------------------------------------------------------
+
+packages=(
+    build-essential       # gcc, g++ (the libprotobuf benchmark), make
+    cmake
+    clang                 # libFuzzer targets
+    libclang-rt-14-dev    # clang's sanitizer and libFuzzer runtimes
+    zlib1g-dev
+    libssl-dev
+    libprotobuf-dev       # C++ baseline in bench/
+    protobuf-compiler
+    libonnx-testdata      # ONNX's own test models, used by tests and the demo
+)
+
+py="$(command -v python3 || true)"
+if [[ -z "$py" ]]; then
+    packages+=(python3 python3-venv)
+elif ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    # Debian's own python3 ships venv's pip bootstrap separately.
+    packages+=(python3-venv)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+    status="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)"
+    if [[ "$status" != "install ok installed" ]]; then
+        missing+=("$p")
+    fi
+done
+
+if ((${#missing[@]})); then
+    cmd="apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing[*]}"
+    if [[ "$(id -u)" != 0 ]]; then
+        log "missing Debian packages: ${missing[*]}"
+        log "install them as root with:"
+        printf "  sudo sh -c '%s'\n" "$cmd" >&2
+        exit 1
+    fi
+    log "installing Debian packages: ${missing[*]}"
+    apt-get update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+# ---- Python environment ----------------------------------------------------
+
+if [[ "${ONNXIO_NO_VENV:-0}" == 1 ]]; then
+    exit 0
+fi
+
+venv="$root/.venv"
+stamp="$venv/.onnxio-requirements.sha256"
+pyver="$(python3 -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])')"
+want="$(sha256sum requirements.txt | cut -d' ' -f1) python-$pyver"
+
+if [[ -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+    exit 0
+fi
+
+have="$("$venv/bin/python" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' 2>/dev/null || true)"
+if [[ "$have" != "$pyver" ]]; then
+    log "creating $venv with $(command -v python3) ($pyver)"
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+fi
+log "installing requirements.txt into $venv"
+"$venv/bin/python" -m pip install --disable-pip-version-check -q -r requirements.txt
+"$venv/bin/python" -c 'import onnx, numpy, pytest, google.protobuf, grpc_tools'
+printf '%s\n' "$want" > "$stamp"
+log "Python environment ready"

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# What `make demo` runs once the library is built and the tools installed:
+# round trips through the onnxio command on two models, with a timing for
+# each step, checking that the bytes come back exactly.
+#
+#   scripts/demo.sh [MODEL ...]
+#
+# Default models: a PyTorch-exported convolution with its weights from ONNX's
+# own test data (libonnx-testdata), and the GPT-2-small-shaped model that
+# scripts/make_gpt2.py writes to .cache/models/gpt2.onnx (about 500 MB; made
+# here when missing). For each model:
+#   onnxio info M
+#   onnxio convert M copy.onnx                              copy.onnx == M
+#   onnxio convert M ext.onnx --external-data ext.onnx.data  sizes shown
+#   onnxio convert ext.onnx back.onnx --inline              back.onnx == M
+# Work files go to .cache/demo/<model>/ (replaced on every run). Exits 1 on
+# any failed command or byte mismatch.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+onnxio="$root/build/onnxio"
+testdata="${TESTDATA:-/usr/share/libonnx-testdata/data}"
+conv="$testdata/pytorch-operator/test_operator_conv/model.onnx"
+gpt2="$root/.cache/models/gpt2.onnx"
+
+if [[ ! -x "$onnxio" ]]; then
+    echo "demo: $onnxio is missing; run \`make\` first" >&2
+    exit 1
+fi
+
+if (($#)); then
+    models=("$@")
+else
+    if [[ ! -f "$gpt2" ]]; then
+        echo "demo: making $gpt2 (once)"
+        "$root/.venv/bin/python" scripts/make_gpt2.py --out "$gpt2"
+    fi
+    models=("$conv" "$gpt2")
+fi
+
+now() { date +%s.%N; }
+rows=()
+failed=0
+
+# run LABEL CMD...: runs CMD in the current directory, times it, records a row.
+run() {
+    local label="$1"
+    shift
+    local t0 t1 status=ok
+    echo "\$ onnxio ${*:2}"
+    t0=$(now)
+    if ! "$@"; then
+        status=FAILED
+        failed=1
+    fi
+    t1=$(now)
+    rows+=("$(awk -v n="$name" -v l="$label" -v a="$t0" -v b="$t1" -v s="$status" \
+        'BEGIN { printf "%-12s %-44s %9.3f  %s", n, l, b - a, s }')")
+    [[ $status == ok ]]
+}
+
+same() { # same A B: records whether two files hold the same bytes
+    local what="$1"
+    if cmp -s "$2" "$3"; then
+        rows+=("$(printf '%-12s %-44s %9s  %s' "$name" "$what" "" "identical")")
+        echo "    $2 and $3 are identical"
+    else
+        rows+=("$(printf '%-12s %-44s %9s  %s' "$name" "$what" "" "DIFFERENT")")
+        echo "    $2 and $3 DIFFER: $(cmp "$2" "$3" 2>&1 | head -1)" >&2
+        failed=1
+    fi
+}
+
+size() { stat -c %s "$1"; }
+
+for model in "${models[@]}"; do
+    if [[ ! -f "$model" ]]; then
+        echo "demo: $model is missing" >&2
+        exit 1
+    fi
+    model="$(cd "$(dirname "$model")" && pwd)/$(basename "$model")"
+    case "$model" in
+        "$conv") name=conv ;;
+        "$gpt2") name=gpt2 ;;
+        *) name="$(basename "$model" .onnx)"; [[ $name == model ]] && name="$(basename "$(dirname "$model")")" ;;
+    esac
+    work="$root/.cache/demo/$name"
+    rm -rf "$work"
+    mkdir -p "$work"
+    echo
+    echo "==== $name: $model ($(size "$model") bytes)"
+    cd "$work"
+    run "info" "$onnxio" info "$model" || true
+    if run "convert M copy.onnx" "$onnxio" convert "$model" copy.onnx; then
+        same "copy.onnx == M" "$model" copy.onnx
+    fi
+    if run "convert M ext.onnx --external-data" "$onnxio" convert "$model" ext.onnx \
+        --external-data ext.onnx.data; then
+        echo "    ext.onnx: $(size ext.onnx) bytes, ext.onnx.data: $(size ext.onnx.data 2>/dev/null || echo missing) bytes"
+        rows+=("$(printf '%-12s %-44s %9s  %s' "$name" "  ext.onnx + ext.onnx.data bytes" "" \
+            "$(size ext.onnx) + $(size ext.onnx.data 2>/dev/null || echo missing)")")
+        if run "convert ext.onnx back.onnx --inline" "$onnxio" convert ext.onnx back.onnx --inline; then
+            same "back.onnx == M" "$model" back.onnx
+        fi
+    fi
+    cd "$root"
+done
+
+echo
+printf '%-12s %-44s %9s  %s\n' model step seconds result
+printf '%-12s %-44s %9s  %s\n' ----- ---- ------- ------
+printf '%s\n' "${rows[@]}"
+if ((failed)); then
+    echo "demo: FAILED" >&2
+    exit 1
+fi
+echo "demo: all round trips give back the original bytes"

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (tests/fuzz/fuzz_*.c) with clang, ASan and
+# UBSan, the library instrumented for coverage too, and runs each one for
+# FUZZ_SECONDS (default 60) seeded from real ONNX files. `make test` runs it.
+#
+#   scripts/fuzz.sh                 build build-fuzz/ and run every fuzzer
+#   FUZZ_SECONDS=600 scripts/fuzz.sh fuzz_decode    one fuzzer, longer
+#
+# Seeds: .onnx and .pb files of at most 64 KiB from libonnx-testdata and
+# ../shared/corpus (a fixed selection of a few hundred), copied to
+# .cache/fuzz/seed/, plus what tests/fuzz/make_seeds.sh makes when it exists
+# (.cache/fuzz/seed-tests/). What a fuzzer finds beyond them accumulates in
+# .cache/fuzz/corpus/NAME/; a crash leaves its input in
+# .cache/fuzz/artifacts/ and makes the script exit 1 (after the other
+# fuzzers have run). Exits 0 with a note when there are no fuzz targets.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
+JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
+SHARED="${SHARED:-$root/../shared}"
+TESTDATA="${TESTDATA:-/usr/share/libonnx-testdata/data}"
+CC_FUZZ="${CC_FUZZ:-clang}"
+build=build-fuzz
+cache=.cache/fuzz
+max_seed=65536
+
+shopt -s nullglob
+sources=(tests/fuzz/fuzz_*.c)
+if ((${#sources[@]} == 0)); then
+    echo "fuzz: no tests/fuzz/fuzz_*.c, skipped"
+    exit 0
+fi
+
+echo "==> fuzz: configure and build $build/ ($CC_FUZZ, ASan+UBSan, libFuzzer)"
+# The library gets coverage instrumentation from CMAKE_C_FLAGS
+# (fuzzer-no-link); ONNXIO_SANITIZE adds ASan and UBSan everywhere and the
+# fuzz targets link libFuzzer itself.
+CMAKE="${CMAKE:-cmake}"
+CC="$CC_FUZZ" "$CMAKE" -S . -B "$build" -DONNXIO_FUZZ=ON -DONNXIO_SANITIZE=ON -DONNXIO_TESTS=OFF \
+    -DCMAKE_C_COMPILER="$CC_FUZZ" -DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link >/dev/null
+targets=()
+for src in "${sources[@]}"; do targets+=("$(basename "$src" .c)"); done
+"$CMAKE" --build "$build" -j"$JOBS" --target "${targets[@]}"
+
+# ---- seed corpus -----------------------------------------------------------
+
+# A fixed, spread-out selection (every Nth file in sorted order) so that the
+# seeds are the same on every machine with the same inputs.
+pick() { # pick EVERY < list-of-files
+    awk -v n="$1" 'NR % n == 1 || n == 1'
+}
+small() { find "$@" -type f \( -name '*.onnx' -o -name '*.pb' \) -size -"$((max_seed + 1))"c 2>/dev/null | LC_ALL=C sort; }
+
+seed="$cache/seed"
+rm -rf "$seed"
+mkdir -p "$seed"
+{
+    if [[ -d "$SHARED/corpus" ]]; then small "$SHARED/corpus"; fi
+    if [[ -d "$TESTDATA" ]]; then
+        small "$TESTDATA" | { grep '/model\.onnx$' || true; } | pick 5  # ~210 of 1,072 models
+        small "$TESTDATA" | { grep '\.pb$' || true; } | pick 32         # ~100 of 3,200 tensors
+    fi
+} | while IFS= read -r f; do
+    # Named by content: duplicates collapse.
+    h="$(sha1sum "$f" | cut -c1-40)"
+    cp "$f" "$seed/$h"
+done
+n_seed=$(find "$seed" -type f | wc -l)
+if ((n_seed == 0)); then
+    echo "fuzz: no seed files found (looked in $TESTDATA and $SHARED/corpus); fuzzing from empty" >&2
+fi
+echo "==> fuzz: $n_seed seed files in $seed"
+seeds=("$seed")
+# Seeds the fuzz targets' author made for them (e.g. tensors with a leading
+# type byte), when tests/fuzz provides a script for that.
+if [[ -f tests/fuzz/make_seeds.sh ]]; then
+    rm -rf "$cache/seed-tests"
+    echo "==> fuzz: tests/fuzz/make_seeds.sh: $(sh tests/fuzz/make_seeds.sh "$cache/seed-tests" "$max_seed" | tail -n 1)"
+    seeds+=("$cache/seed-tests")
+fi
+
+# ---- run -------------------------------------------------------------------
+
+want=("$@")
+failed=()
+export ASAN_OPTIONS="${FUZZ_ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}"
+export UBSAN_OPTIONS="${FUZZ_UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+mkdir -p "$cache/artifacts"
+for src in "${sources[@]}"; do
+    name="$(basename "$src" .c)"
+    if ((${#want[@]})) && [[ " ${want[*]} " != *" $name "* ]]; then
+        continue
+    fi
+    bin="$build/$name"
+    if [[ ! -x "$bin" ]]; then
+        echo "fuzz: $bin was not built" >&2
+        failed+=("$name")
+        continue
+    fi
+    corpus="$cache/corpus/$name"
+    mkdir -p "$corpus"
+    echo "==> fuzz: $name for ${FUZZ_SECONDS}s"
+    # -rss_limit_mb: malformed sizes must not turn into huge allocations.
+    if "$bin" -max_total_time="$FUZZ_SECONDS" -timeout=25 -rss_limit_mb=2048 \
+        -max_len="$max_seed" -print_final_stats=1 \
+        -artifact_prefix="$cache/artifacts/$name-" "$corpus" "${seeds[@]}" \
+        >"$cache/$name.log" 2>&1; then
+        grep -E 'DONE|^stat::(number_of_executed_units|new_units_added|peak_rss_mb)' "$cache/$name.log" || true
+    else
+        echo "fuzz: $name FAILED; last lines of $cache/$name.log:" >&2
+        tail -n 60 "$cache/$name.log" >&2
+        for a in "$cache/artifacts/$name-"*; do
+            [[ -e "$a" ]] && echo "fuzz: reproduce with: $build/$name $a" >&2
+        done
+        failed+=("$name")
+    fi
+done
+
+if ((${#failed[@]})); then
+    echo "fuzz: failed: ${failed[*]} (inputs in $cache/artifacts/)" >&2
+    exit 1
+fi
+echo "==> fuzz: all fuzzers ran clean"

@@ -1,0 +1,446 @@
+/* The C tests' harness (see testutil.h). */
+#include "testutil.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+long tu_passed, tu_failed;
+
+/* the current group */
+static char group_name[256];
+static bool in_group;
+static long group_checks, group_failures;
+
+#define MAX_REPORTS_PER_GROUP 25
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "testutil: out of memory (%zu bytes)\n", n);
+        abort();
+    }
+    return p;
+}
+
+static void *xrealloc(void *p, size_t n)
+{
+    p = realloc(p, n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "testutil: out of memory (%zu bytes)\n", n);
+        abort();
+    }
+    return p;
+}
+
+static char *xstrdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = xmalloc(n);
+    memcpy(d, s, n);
+    return d;
+}
+
+bool tu_check(bool ok, const char *file, int line, const char *fmt, ...)
+{
+    group_checks++;
+    if (ok) {
+        tu_passed++;
+        return true;
+    }
+    tu_failed++;
+    group_failures++;
+    if (group_failures <= MAX_REPORTS_PER_GROUP) {
+        va_list ap;
+        va_start(ap, fmt);
+        fprintf(stdout, "    %s:%d: ", file, line);
+        vfprintf(stdout, fmt, ap);
+        fputc('\n', stdout);
+        va_end(ap);
+    } else if (group_failures == MAX_REPORTS_PER_GROUP + 1) {
+        fprintf(stdout, "    (more failures in this group are not shown)\n");
+    }
+    fflush(stdout);
+    return false;
+}
+
+bool tu_check_status(onnxio_status got, onnxio_status want, const char *expr, const char *file, int line)
+{
+    if (got == want) return tu_check(true, file, line, "%s", expr);
+    return tu_check(false, file, line, "%s gave %s, want %s (last error: \"%s\")", expr,
+                    onnxio_status_name(got), onnxio_status_name(want), onnxio_last_error());
+}
+
+bool tu_check_bytes(const void *got, size_t got_size, const void *want, size_t want_size,
+                    const char *what, const char *file, int line)
+{
+    if (got_size == want_size && (want_size == 0 || (got && want && memcmp(got, want, want_size) == 0)))
+        return tu_check(true, file, line, "%s", what);
+    size_t i = 0;
+    size_t n = got_size < want_size ? got_size : want_size;
+    if (got && want)
+        while (i < n && ((const uint8_t *)got)[i] == ((const uint8_t *)want)[i]) i++;
+    size_t from = i > 8 ? i - 8 : 0;
+    char *g = tu_hex(got ? (const uint8_t *)got + from : NULL, got && got_size > from ? got_size - from : 0, 40);
+    char *w = tu_hex(want ? (const uint8_t *)want + from : NULL, want && want_size > from ? want_size - from : 0, 40);
+    bool r = tu_check(false, file, line,
+                      "%s: bytes differ at offset %zu (got %zu bytes, want %zu); from offset %zu: got %s want %s",
+                      what, i, got_size, want_size, from, g, w);
+    free(g);
+    free(w);
+    return r;
+}
+
+void tu_begin(const char *fmt, ...)
+{
+    if (in_group) tu_end();
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(group_name, sizeof group_name, fmt, ap);
+    va_end(ap);
+    in_group = true;
+    group_checks = group_failures = 0;
+}
+
+void tu_end(void)
+{
+    if (!in_group) return;
+    if (group_failures == 0)
+        printf("ok   %s (%ld checks)\n", group_name, group_checks);
+    else
+        printf("FAIL %s (%ld of %ld checks failed)\n", group_name, group_failures, group_checks);
+    fflush(stdout);
+    in_group = false;
+}
+
+void tu_note(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("     ", stdout);
+    vfprintf(stdout, fmt, ap);
+    fputc('\n', stdout);
+    va_end(ap);
+    fflush(stdout);
+}
+
+int tu_finish(void)
+{
+    tu_end();
+    printf("%ld passed, %ld failed\n", tu_passed, tu_failed);
+    fflush(stdout);
+    return tu_failed ? 1 : 0;
+}
+
+/* ---- bytes ------------------------------------------------------------ */
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+uint8_t *tu_unhex(const char *hex, size_t *size)
+{
+    size_t len = strlen(hex);
+    uint8_t *out = xmalloc(len / 2 + 1);
+    size_t n = 0;
+    int hi = -1;
+    for (const char *p = hex; *p; p++) {
+        if (isspace((unsigned char)*p)) continue;
+        int v = hexval(*p);
+        if (v < 0) {
+            fprintf(stderr, "testutil: bad hex literal \"%s\"\n", hex);
+            abort();
+        }
+        if (hi < 0) {
+            hi = v;
+        } else {
+            out[n++] = (uint8_t)(hi << 4 | v);
+            hi = -1;
+        }
+    }
+    if (hi >= 0) {
+        fprintf(stderr, "testutil: odd number of hex digits in \"%s\"\n", hex);
+        abort();
+    }
+    *size = n;
+    return out;
+}
+
+char *tu_hex(const void *data, size_t size, size_t max)
+{
+    size_t shown = size < max ? size : max;
+    char *s = xmalloc(shown * 2 + 4);
+    const uint8_t *p = data;
+    for (size_t i = 0; i < shown; i++) sprintf(s + 2 * i, "%02x", p[i]);
+    s[shown * 2] = '\0';
+    if (shown < size) strcat(s, "...");
+    if (size == 0) strcpy(s, "(empty)");
+    return s;
+}
+
+void tu_bytes_put(tu_bytes *b, const void *data, size_t size)
+{
+    if (b->size + size > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (cap < b->size + size) cap *= 2;
+        b->data = xrealloc(b->data, cap);
+        b->cap = cap;
+    }
+    if (size) memcpy(b->data + b->size, data, size);
+    b->size += size;
+}
+
+void tu_bytes_byte(tu_bytes *b, uint8_t byte) { tu_bytes_put(b, &byte, 1); }
+
+void tu_bytes_varint(tu_bytes *b, uint64_t v)
+{
+    while (v >= 0x80) {
+        tu_bytes_byte(b, (uint8_t)(v | 0x80));
+        v >>= 7;
+    }
+    tu_bytes_byte(b, (uint8_t)v);
+}
+
+void tu_bytes_tag(tu_bytes *b, uint32_t field, unsigned wire_type)
+{
+    tu_bytes_varint(b, ((uint64_t)field << 3) | wire_type);
+}
+
+void tu_bytes_free(tu_bytes *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->size = b->cap = 0;
+}
+
+/* ---- files ------------------------------------------------------------ */
+
+uint8_t *tu_read_file(const char *path, size_t *size)
+{
+    *size = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0;
+    uint8_t *buf = xmalloc(cap);
+    for (;;) {
+        if (n == cap) {
+            cap *= 2;
+            buf = xrealloc(buf, cap);
+        }
+        size_t r = fread(buf + n, 1, cap - n, f);
+        n += r;
+        if (r == 0) break;
+    }
+    bool err = ferror(f) != 0;
+    fclose(f);
+    if (err) {
+        free(buf);
+        return NULL;
+    }
+    *size = n;
+    return buf;
+}
+
+bool tu_write_file(const char *path, const void *data, size_t size)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) return false;
+    bool ok = fwrite(data, 1, size, f) == size;
+    if (fclose(f) != 0) ok = false;
+    return ok;
+}
+
+bool tu_exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+bool tu_is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+void tu_strlist_add(tu_strlist *l, const char *s)
+{
+    if (l->size == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 64;
+        l->items = xrealloc(l->items, l->cap * sizeof *l->items);
+    }
+    l->items[l->size++] = xstrdup(s);
+}
+
+void tu_strlist_free(tu_strlist *l)
+{
+    for (size_t i = 0; i < l->size; i++) free(l->items[i]);
+    free(l->items);
+    l->items = NULL;
+    l->size = l->cap = 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && memcmp(s + n - m, suffix, m) == 0;
+}
+
+static void find_rec(const char *dir, const char *suffix, tu_strlist *out, int depth)
+{
+    if (depth > 64) return;
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        char *p = tu_path_join(dir, e->d_name);
+        struct stat st;
+        if (lstat(p, &st) == 0) {
+            if (S_ISDIR(st.st_mode))
+                find_rec(p, suffix, out, depth + 1);
+            else if (S_ISREG(st.st_mode) && ends_with(e->d_name, suffix))
+                tu_strlist_add(out, p);
+        }
+        free(p);
+    }
+    closedir(d);
+}
+
+void tu_find_files(const char *root, const char *suffix, tu_strlist *out)
+{
+    size_t first = out->size;
+    find_rec(root, suffix, out, 0);
+    if (out->size > first) qsort(out->items + first, out->size - first, sizeof *out->items, cmp_str);
+}
+
+void tu_list_dir(const char *dir, tu_strlist *out)
+{
+    size_t first = out->size;
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        tu_strlist_add(out, e->d_name);
+    }
+    closedir(d);
+    if (out->size > first) qsort(out->items + first, out->size - first, sizeof *out->items, cmp_str);
+}
+
+char *tu_make_temp_dir(const char *prefix)
+{
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !*tmp) tmp = "/tmp";
+    char *templ = tu_strdup_printf("%s/onnxio-%s-XXXXXX", tmp, prefix ? prefix : "test");
+    if (!mkdtemp(templ)) {
+        fprintf(stderr, "testutil: mkdtemp(%s): %s\n", templ, strerror(errno));
+        abort();
+    }
+    return templ;
+}
+
+void tu_remove_tree(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0) return;
+    if (S_ISDIR(st.st_mode)) {
+        DIR *d = opendir(path);
+        if (d) {
+            struct dirent *e;
+            while ((e = readdir(d)) != NULL) {
+                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+                char *p = tu_path_join(path, e->d_name);
+                tu_remove_tree(p);
+                free(p);
+            }
+            closedir(d);
+        }
+        rmdir(path);
+    } else {
+        unlink(path);
+    }
+}
+
+char *tu_path_join(const char *a, const char *b)
+{
+    return tu_strdup_printf("%s/%s", a, b);
+}
+
+char *tu_strdup_printf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) abort();
+    char *s = xmalloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+/* ---- test data -------------------------------------------------------- */
+
+#define TESTDATA_DIR "/usr/share/libonnx-testdata/data"
+
+const char *tu_testdata_dir(void)
+{
+    static int state; /* 0 unknown, 1 present, 2 absent */
+    if (state == 0) {
+        state = tu_is_dir(TESTDATA_DIR) ? 1 : 2;
+        if (state == 2)
+            printf("skip checks on libonnx-testdata: %s is absent (apt-get install libonnx-testdata)\n",
+                   TESTDATA_DIR);
+    }
+    return state == 1 ? TESTDATA_DIR : NULL;
+}
+
+const char *tu_corpus_dir(const char *repo)
+{
+    static int state;
+    static char path[4096];
+    if (state == 0) {
+        snprintf(path, sizeof path, "%s/../shared/corpus", repo ? repo : ".");
+        char shared[4096];
+        snprintf(shared, sizeof shared, "%s/../shared", repo ? repo : ".");
+        if (!tu_is_dir(shared)) {
+            printf("skip checks on the shared corpus: %s is absent\n", shared);
+            state = 2;
+        } else if (!tu_is_dir(path)) {
+            printf("skip checks on the shared corpus: %s is absent\n", path);
+            state = 2;
+        } else {
+            state = 1;
+        }
+    }
+    return state == 1 ? path : NULL;
+}
+
+/* ---- misc ------------------------------------------------------------- */
+
+bool tu_mentions_offset(const char *msg)
+{
+    if (!msg) return false;
+    bool word = strstr(msg, "offset") != NULL || strstr(msg, "byte") != NULL;
+    bool digit = false;
+    for (const char *p = msg; *p; p++)
+        if (isdigit((unsigned char)*p)) digit = true;
+    return word && digit;
+}

@@ -1,0 +1,156 @@
+/* A tiny test harness for the C tests: checks with file:line, check groups,
+ * file and directory helpers, and where to find real models.
+ *
+ * Every test program is run as `test_x <repo-source-dir>` (CTest passes
+ * CMAKE_SOURCE_DIR). It prints one line per check group, then
+ * "N passed, N failed", and exits non-zero when any check failed. */
+#ifndef ONNXIO_TESTUTIL_H
+#define ONNXIO_TESTUTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "onnxio/onnxio.h"
+
+/* ---- checks ---------------------------------------------------------- */
+
+/* Records one check; prints "file:line: msg" on failure (at most a few per
+ * group, so a loop over thousands of inputs stays readable). Returns `ok`. */
+bool tu_check(bool ok, const char *file, int line, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+#define CHECK(cond) tu_check((cond) ? true : false, __FILE__, __LINE__, "CHECK(%s)", #cond)
+#define CHECK_MSG(cond, ...) tu_check((cond) ? true : false, __FILE__, __LINE__, __VA_ARGS__)
+
+#define CHECK_EQ_INT(got, want)                                                                  \
+    do {                                                                                         \
+        long long tu_g_ = (long long)(got), tu_w_ = (long long)(want);                           \
+        tu_check(tu_g_ == tu_w_, __FILE__, __LINE__, "%s == %lld, want %s == %lld", #got, tu_g_, \
+                 #want, tu_w_);                                                                  \
+    } while (0)
+
+#define CHECK_EQ_U64(got, want)                                                                  \
+    do {                                                                                         \
+        unsigned long long tu_g_ = (unsigned long long)(got), tu_w_ = (unsigned long long)(want); \
+        tu_check(tu_g_ == tu_w_, __FILE__, __LINE__, "%s == %llu, want %llu", #got, tu_g_, tu_w_); \
+    } while (0)
+
+#define CHECK_STR(got, want)                                                                      \
+    do {                                                                                          \
+        const char *tu_g_ = (got), *tu_w_ = (want);                                               \
+        tu_check(tu_g_ && tu_w_ && strcmp(tu_g_, tu_w_) == 0, __FILE__, __LINE__,                \
+                 "%s == \"%s\", want \"%s\"", #got, tu_g_ ? tu_g_ : "(null)", tu_w_ ? tu_w_ : "(null)"); \
+    } while (0)
+
+/* Checks a status; on mismatch prints both names and onnxio_last_error(). */
+#define CHECK_STATUS(expr, want) tu_check_status((expr), (want), #expr, __FILE__, __LINE__)
+bool tu_check_status(onnxio_status got, onnxio_status want, const char *expr, const char *file, int line);
+
+/* Checks that got[0..got_size) equals want[0..want_size); on mismatch prints
+ * the first differing offset and both byte ranges around it in hex. */
+#define CHECK_BYTES(got, got_size, want, want_size) \
+    tu_check_bytes((got), (got_size), (want), (want_size), #got, __FILE__, __LINE__)
+bool tu_check_bytes(const void *got, size_t got_size, const void *want, size_t want_size,
+                    const char *what, const char *file, int line);
+
+/* Check groups: tu_begin("name") ... tu_end() prints one line
+ * "ok   name (N checks)" or "FAIL name (N of M checks failed)". */
+void tu_begin(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+void tu_end(void);
+/* Prints an informational line (indented) inside or between groups. */
+void tu_note(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+/* Prints "N passed, N failed"; returns the exit status (0 when none failed). */
+int tu_finish(void);
+
+/* Checks counted so far (for tests that report their own totals). */
+extern long tu_passed, tu_failed;
+
+/* ---- bytes ------------------------------------------------------------ */
+
+/* Decodes a hex string ("0a 01 ff", spaces ignored) into a malloc'd block
+ * (*size bytes); aborts the test on a malformed literal (a bug in the test). */
+uint8_t *tu_unhex(const char *hex, size_t *size);
+/* Writes `size` bytes as lowercase hex into a malloc'd NUL-terminated string
+ * (at most `max` bytes shown, then "..."). */
+char *tu_hex(const void *data, size_t size, size_t max);
+
+/* A growable byte buffer for building inputs. */
+typedef struct tu_bytes {
+    uint8_t *data;
+    size_t size, cap;
+} tu_bytes;
+void tu_bytes_put(tu_bytes *b, const void *data, size_t size);
+void tu_bytes_byte(tu_bytes *b, uint8_t byte);
+void tu_bytes_varint(tu_bytes *b, uint64_t v);
+void tu_bytes_tag(tu_bytes *b, uint32_t field, unsigned wire_type);
+void tu_bytes_free(tu_bytes *b);
+
+/* ---- files ------------------------------------------------------------ */
+
+/* Reads a whole file into a malloc'd block (NULL and *size 0 on failure; an
+ * empty file gives a non-NULL block). */
+uint8_t *tu_read_file(const char *path, size_t *size);
+/* Writes (creates/truncates) a file; returns true on success. */
+bool tu_write_file(const char *path, const void *data, size_t size);
+bool tu_exists(const char *path);
+bool tu_is_dir(const char *path);
+
+/* A list of malloc'd strings. */
+typedef struct tu_strlist {
+    char **items;
+    size_t size, cap;
+} tu_strlist;
+void tu_strlist_add(tu_strlist *l, const char *s);
+void tu_strlist_free(tu_strlist *l);
+
+/* Appends to `out`, sorted, every regular file under `root` (recursively,
+ * following no symlinked directories) whose name ends with `suffix`. */
+void tu_find_files(const char *root, const char *suffix, tu_strlist *out);
+/* The names (not paths) of the entries of a directory, sorted, without "."
+ * and "..". */
+void tu_list_dir(const char *dir, tu_strlist *out);
+
+/* A new empty directory under $TMPDIR or /tmp (malloc'd path); aborts the
+ * test when it cannot be made. */
+char *tu_make_temp_dir(const char *prefix);
+/* Removes a file or a directory tree (does not follow symlinks). */
+void tu_remove_tree(const char *path);
+/* malloc'd "a/b". */
+char *tu_path_join(const char *a, const char *b);
+/* malloc'd printf. */
+char *tu_strdup_printf(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* ---- test data -------------------------------------------------------- */
+
+/* Debian's libonnx-testdata (/usr/share/libonnx-testdata/data), or NULL when
+ * it is not installed (a line saying so is printed once). */
+const char *tu_testdata_dir(void);
+/* <repo>/../shared/corpus, or NULL when ../shared is absent (a line saying so
+ * is printed once). `repo` is argv[1]; NULL means "." */
+const char *tu_corpus_dir(const char *repo);
+
+/* ---- misc ------------------------------------------------------------- */
+
+/* True when `msg` mentions a byte offset: a decimal number next to the word
+ * "offset" or "byte". */
+bool tu_mentions_offset(const char *msg);
+
+#include <string.h>
+
+#endif
