@@ -313,9 +313,11 @@ static onnxio_status externalize(onnxio_message *msg, onnxio_message *parent, co
 }
 
 /* Rewrites `model` (a scratch copy) so that its large payloads live in the
- * data file opts->location under `dir`, which is written atomically. */
+ * data file opts->location under `dir`. The data file is left as a written
+ * temporary file in *data; the caller commits it once the model is written
+ * too, or aborts it. */
 onnxio_status onnxio__save_external(onnxio_arena *arena, onnxio_ModelProto *model, const char *dir,
-                                    const onnxio_serialize_options *opts)
+                                    const onnxio_serialize_options *opts, onnxio__atomic_file *data)
 {
     const onnxio_external_data_options *x = &opts->external_data;
     onnxio_status s = onnxio__check_location(x->location, strlen(x->location));
@@ -332,5 +334,6 @@ onnxio_status onnxio__save_external(onnxio_arena *arena, onnxio_ModelProto *mode
         onnxio__atomic_abort(&c.file);
         return s;
     }
-    return onnxio__atomic_commit(&c.file);
+    *data = c.file;
+    return ONNXIO_OK;
 }

@@ -96,9 +96,9 @@ char *onnxio__path_join(const char *dir, const char *name);
 onnxio_status onnxio__check_location(const char *location, size_t size);
 /* Moves the large initializer payloads of `model` (a scratch copy in
  * `arena`) to the external data file named by opts->external_data under
- * `dir`, written atomically. */
+ * `dir`, left uncommitted in *data (see onnxio__atomic_commit). */
 onnxio_status onnxio__save_external(onnxio_arena *arena, onnxio_ModelProto *model, const char *dir,
-                                    const onnxio_serialize_options *opts);
+                                    const onnxio_serialize_options *opts, onnxio__atomic_file *data);
 
 /* message.c: calls fn(msg, parent, field) for every message of type
  * `target` in the tree under `root` (depth first, in field order), where

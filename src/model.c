@@ -118,29 +118,35 @@ ONNXIO_API onnxio_status onnxio_load_model_from_bytes(const void *data, size_t s
     return ONNXIO_OK;
 }
 
-/* Writes `msg` to `path` atomically through a staging buffer. */
-static onnxio_status write_file(void *msg, const char *path)
+/* Writes `msg` to a temporary file beside `path` (*f), through a staging
+ * buffer; the caller commits or aborts it. */
+static onnxio_status write_temp(void *msg, const char *path, onnxio__atomic_file *f)
 {
     onnxio_serialized_size(msg);
-    onnxio__atomic_file f;
-    onnxio_status s = onnxio__atomic_open(path, &f);
+    onnxio_status s = onnxio__atomic_open(path, f);
     if (s) return s;
     size_t cap = 1u << 20;
     uint8_t *staging = malloc(cap);
     if (!staging) {
-        onnxio__atomic_abort(&f);
+        onnxio__atomic_abort(f);
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     }
-    onnxio__sink sink = {staging, 0, cap, f.fd, 0, ONNXIO_OK};
+    onnxio__sink sink = {staging, 0, cap, f->fd, 0, ONNXIO_OK};
     s = onnxio__encode(msg, &sink);
     if (!s) s = onnxio__sink_flush(&sink);
     free(staging);
     if (s) {
-        onnxio__atomic_abort(&f);
+        onnxio__atomic_abort(f);
         return onnxio__context(s, "saving %s", path);
     }
-    s = onnxio__atomic_commit(&f);
-    return s;
+    return ONNXIO_OK;
+}
+
+static onnxio_status write_file(void *msg, const char *path)
+{
+    onnxio__atomic_file f;
+    onnxio_status s = write_temp(msg, path, &f);
+    return s ? s : onnxio__atomic_commit(&f);
 }
 
 ONNXIO_API onnxio_status onnxio_save_file(void *msg, const char *path, const onnxio_serialize_options *opts)
@@ -168,7 +174,15 @@ ONNXIO_API onnxio_status onnxio_save_model(onnxio_ModelProto *model, const char 
     char *dir = onnxio__dirname(path);
     onnxio_status s;
     if (!copy || !dir) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-    else if (!(s = onnxio__save_external(scratch, copy, dir, opts))) s = write_file(copy, path);
+    else {
+        /* Both files are written in full before either replaces anything. */
+        onnxio__atomic_file data, model_file;
+        if (!(s = onnxio__save_external(scratch, copy, dir, opts, &data))) {
+            if ((s = write_temp(copy, path, &model_file))) onnxio__atomic_abort(&data);
+            else if ((s = onnxio__atomic_commit(&data))) onnxio__atomic_abort(&model_file);
+            else s = onnxio__atomic_commit(&model_file);
+        }
+    }
     free(dir);
     onnxio_arena_unref(scratch);
     return s;
