@@ -166,7 +166,7 @@ def table(results, how):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("models", nargs="*", default=DEFAULT_MODELS)
-    ap.add_argument("--repeats", type=int, default=5, help="best of N (default 5)")
+    ap.add_argument("--repeats", type=int, default=7, help="runs of each operation (default 7)")
     ap.add_argument("--threads", type=int, default=0,
                     help="onnxio num_threads (default 0: one per core)")
     ap.add_argument("--json", default=os.path.join(OUT, "results.json"))

@@ -215,6 +215,7 @@ ONNXIO_API onnxio_status onnxio_message_merge(onnxio_arena *arena, void *dst, co
     const onnxio_message *s = src;
     if (!arena || !d || !s || d->desc != s->desc)
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "merge: NULL argument or different message types");
+    if (d == s) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "merge: a message cannot be merged into itself");
     for (size_t i = 0; i < s->desc->field_count; i++) {
         onnxio_status st = merge_field(arena, d, s, &s->desc->fields[i]);
         if (st) return st;

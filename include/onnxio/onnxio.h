@@ -123,7 +123,9 @@ onnxio_status onnxio_message_copy(onnxio_arena *arena, void *dst, const void *sr
 /* Deep copy into a new message of `arena`; NULL when out of memory. */
 void *onnxio_message_clone(onnxio_arena *arena, const void *src);
 /* Merges `src` into `dst` as protobuf's MergeFrom does: set scalars
- * overwrite, repeated fields append, messages merge recursively. */
+ * overwrite, repeated fields append, messages merge recursively.
+ * ONNXIO_ERR_INVALID_ARGUMENT when dst and src are the same message (as
+ * protobuf forbids), NULL, or of different types. */
 onnxio_status onnxio_message_merge(onnxio_arena *arena, void *dst, const void *src);
 /* 1 when both messages have the same type, the same fields present with the
  * same values (payload bytes compared) and the same unknown-field bytes. */
