@@ -194,7 +194,7 @@ def main():
         for m in args.models:
             m = os.path.abspath(m)
             name = os.path.basename(m)
-            print(f"bench: {name} ({os.path.getsize(m):,} bytes), best of {args.repeats}",
+            print(f"bench: {name} ({os.path.getsize(m):,} bytes), {args.repeats} runs of each operation",
                   file=sys.stderr)
             r = {"model": m, "bytes": os.path.getsize(m)}
             for key, cmd in (
