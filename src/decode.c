@@ -99,22 +99,6 @@ static int wire_type_fits(const onnxio_field_desc *f, unsigned wt)
 
 static onnxio_status no_memory(void) { return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory while parsing"); }
 
-static void oneof_select(onnxio_message *m, const onnxio_field_desc *f)
-{
-    const onnxio_message_desc *desc = m->desc;
-    for (size_t i = 0; i < desc->field_count; i++) {
-        const onnxio_field_desc *g = &desc->fields[i];
-        if (g != f && g->oneof == f->oneof && onnxio_field_present(m, g)) onnxio_field_clear(m, g);
-    }
-}
-
-static int enum_is_valid(const onnxio_enum_desc *e, int32_t v)
-{
-    for (size_t i = 0; i < e->value_count; i++)
-        if (e->values[i].number == v) return 1;
-    return 0;
-}
-
 /* Stores one scalar read from the wire into a singular or repeated field. */
 static onnxio_status store_scalar(dec *d, onnxio_message *m, const onnxio_field_desc *f, uint64_t raw)
 {
@@ -149,10 +133,7 @@ static onnxio_status store_scalar(dec *d, onnxio_message *m, const onnxio_field_
     default:
         break;
     }
-    if (!repeated) {
-        if (f->oneof) oneof_select(m, f);
-        m->has |= (uint64_t)1 << f->index;
-    }
+    if (!repeated) onnxio_set_has(m, f->index);
     return ONNXIO_OK;
 }
 
@@ -221,7 +202,7 @@ static onnxio_status parse_field(dec *d, onnxio_message *m, const onnxio_field_d
             p += 8;
         }
         *pp = p;
-        if (kind == ONNXIO_KIND_ENUM && !enum_is_valid(f->enum_type, (int32_t)(uint32_t)v))
+        if (kind == ONNXIO_KIND_ENUM && !onnxio_enum_value_name(f->enum_type, (int32_t)(uint32_t)v))
             /* proto2 enums are closed: an unknown value is kept as an unknown field */
             return onnxio__append_unknown(d->arena, m, tag_at, (size_t)(p - tag_at));
         return store_scalar(d, m, f, v);
@@ -243,10 +224,7 @@ static onnxio_status parse_field(dec *d, onnxio_message *m, const onnxio_field_d
             if (!(dst = onnxio_array_append(d->arena, member, sizeof *dst))) return no_memory();
         }
         if (onnxio_string_set(d->arena, dst, p, len)) return no_memory();
-        if (!repeated) {
-            if (f->oneof) oneof_select(m, f);
-            m->has |= (uint64_t)1 << f->index;
-        }
+        if (!repeated) onnxio_set_has(m, f->index);
         return ONNXIO_OK;
     }
     case ONNXIO_KIND_RAW: {
@@ -273,7 +251,7 @@ static onnxio_status parse_field(dec *d, onnxio_message *m, const onnxio_field_d
         } else {
             onnxio_message **slot = member;
             if (!*slot) {
-                if (f->oneof) oneof_select(m, f);
+                onnxio_set_has(m, f->index); /* clears the other oneof members */
                 if (!(*slot = onnxio_message_new(d->arena, f->message))) return no_memory();
             }
             sub = *slot;
