@@ -232,14 +232,17 @@ static onnxio_status parse_field(dec *d, onnxio_message *m, const onnxio_field_d
         if (d->cfg->skip_raw_data) {
             onnxio_span_clear(span);
             span->size = len;
-        } else if (d->cfg->no_copy) {
-            onnxio_span_set(span, (uint8_t *)p, len, d->cfg->owner);
-        } else {
-            onnxio_status s = onnxio_span_copy_from(span, p, len);
-            if (s) return s;
+            m->has |= (uint64_t)1 << f->index;
+            return ONNXIO_OK;
         }
-        m->has |= (uint64_t)1 << f->index;
-        return ONNXIO_OK;
+        onnxio__payload_src src = {
+            .data = p,
+            .owner = d->cfg->owner,
+            .fd = d->cfg->fd,
+            .offset = (uint64_t)(p - d->cfg->base),
+            .size = len,
+        };
+        return onnxio__payload_take(d->cfg->payloads, (onnxio_TensorProto *)m, &src);
     }
     case ONNXIO_KIND_MESSAGE: {
         if (depth + 1 > d->cfg->max_depth)

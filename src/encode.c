@@ -116,10 +116,31 @@ ONNXIO_API uint64_t onnxio_serialized_size(void *msg) { return msg ? message_siz
 
 /* ---- sink ----------------------------------------------------------- */
 
+/* Writes `n` bytes at file offset `at`. */
+static onnxio_status pwrite_all(onnxio__sink *s, const uint8_t *data, size_t n, uint64_t at)
+{
+    onnxio__job job = {.kind = ONNXIO__JOB_PWRITE, .fd = s->fd, .offset = at, .src = data, .size = n,
+                       .what = s->what ? s->what : "the output file"};
+    if (s->pool && n >= s->threshold && n >= SINK_DIRECT_WRITE) return onnxio__pool_add(s->pool, &job);
+    while (n) {
+        ssize_t w = pwrite(s->fd, data, n > (1u << 30) ? (1u << 30) : n, (off_t)at);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return onnxio__fail(ONNXIO_ERR_IO, "cannot write %s: %s", job.what, w < 0 ? strerror(errno) : "no progress");
+        data += w;
+        n -= (size_t)w;
+        at += (uint64_t)w;
+    }
+    return ONNXIO_OK;
+}
+
 onnxio_status onnxio__sink_flush(onnxio__sink *s)
 {
     if (s->fd < 0 || s->pos == 0 || s->status) return s->status;
-    s->status = onnxio__write_all(s->fd, s->buf, s->pos, "model");
+    /* The staging buffer is reused at once, so it is never queued. */
+    onnxio__pool *pool = s->pool;
+    s->pool = NULL;
+    s->status = pwrite_all(s, s->buf, s->pos, s->written);
+    s->pool = pool;
     s->written += s->pos;
     s->pos = 0;
     return s->status;
@@ -142,7 +163,9 @@ static void sink_put(onnxio__sink *s, const void *data, size_t n)
     if (s->fd >= 0 && (n >= SINK_DIRECT_WRITE || n > s->cap - s->pos)) {
         if (onnxio__sink_flush(s)) return;
         if (n >= SINK_DIRECT_WRITE || n > s->cap) {
-            s->status = onnxio__write_all(s->fd, data, n, "model");
+            /* Large payloads go straight to their offset in the file, on
+             * the pool when there is one. */
+            s->status = pwrite_all(s, data, n, s->written);
             s->written += n;
             return;
         }
@@ -151,7 +174,12 @@ static void sink_put(onnxio__sink *s, const void *data, size_t n)
         s->status = onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "serialize: destination too small");
         return;
     }
-    memcpy(s->buf + s->pos, data, n);
+    if (s->fd < 0 && s->pool && n >= s->threshold) {
+        onnxio__job job = {.kind = ONNXIO__JOB_COPY, .dst = s->buf + s->pos, .src = data, .size = n, .what = "memory"};
+        s->status = onnxio__pool_add(s->pool, &job);
+    } else {
+        memcpy(s->buf + s->pos, data, n);
+    }
     s->pos += n;
 }
 
@@ -305,7 +333,7 @@ ONNXIO_API onnxio_status onnxio_serialize_into(void *msg, void *dst, uint64_t si
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT,
                             "serialize: destination is %llu bytes but the message needs %llu (call onnxio_serialized_size first)",
                             (unsigned long long)size, (unsigned long long)((onnxio_message *)msg)->cached_size);
-    onnxio__sink sink = {dst, 0, (size_t)size, -1, 0, ONNXIO_OK};
+    onnxio__sink sink = {.buf = dst, .cap = (size_t)size, .fd = -1};
     onnxio_status s = onnxio__encode(msg, &sink);
     if (!s && sink.pos != size)
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "serialize: wrote %zu bytes, expected %llu (message changed?)",

@@ -55,6 +55,9 @@ ONNXIO_API const char *onnxio_status_name(onnxio_status status)
     case ONNXIO_ERR_EXTERNAL_RANGE: return "ONNXIO_ERR_EXTERNAL_RANGE";
     case ONNXIO_ERR_EXTERNAL_DATA: return "ONNXIO_ERR_EXTERNAL_DATA";
     case ONNXIO_ERR_MISSING_PAYLOAD: return "ONNXIO_ERR_MISSING_PAYLOAD";
+    case ONNXIO_ERR_PATH_LINK: return "ONNXIO_ERR_PATH_LINK";
+    case ONNXIO_ERR_PATH_SELF: return "ONNXIO_ERR_PATH_SELF";
+    case ONNXIO_ERR_CHECKSUM: return "ONNXIO_ERR_CHECKSUM";
     }
     return "ONNXIO_ERR_UNKNOWN";
 }

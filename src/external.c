@@ -101,6 +101,7 @@ typedef struct load_ctx {
     char *base_real;
     const onnxio_parse_options *opts;
     data_file *files;
+    onnxio__payloads *payloads;
 } load_ctx;
 
 static onnxio_status open_data_file(load_ctx *c, const onnxio_TensorProto *t, const char *location, data_file **out)
@@ -159,7 +160,7 @@ static onnxio_status open_data_file(load_ctx *c, const onnxio_TensorProto *t, co
     f->fd = fd;
     f->size = (uint64_t)st.st_size;
     if (c->opts && c->opts->no_copy) {
-        onnxio_status s = onnxio__map_file(path, &f->map);
+        onnxio_status s = onnxio__map_file(path, &f->map, NULL);
         if (s) {
             close(fd);
             free(f->location);
@@ -199,47 +200,37 @@ static onnxio_status load_tensor(onnxio_message *msg, onnxio_message *parent, co
                             "tensor '%s': external data offset %llu + length %llu runs past the end of %s (%llu bytes)",
                             tensor_name(t), (unsigned long long)r.offset, (unsigned long long)length, r.location->data,
                             (unsigned long long)f->size);
-    onnxio_span *span = &t->raw_data;
-    if (c->opts && c->opts->skip_raw_data) {
-        onnxio_span_clear(span);
-        span->size = (size_t)length;
-    } else if (f->map) {
-        onnxio_span_set(span, onnxio_buffer_data(f->map) + r.offset, (size_t)length, f->map);
-    } else {
-        onnxio_buffer *b = onnxio_buffer_new((size_t)length, 64);
-        if (!b) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "tensor '%s': out of memory for %llu bytes", tensor_name(t),
-                                    (unsigned long long)length);
-        uint8_t *dst = onnxio_buffer_data(b);
-        uint64_t done = 0;
-        while (done < length) {
-            ssize_t n = pread(f->fd, dst + done, (size_t)(length - done), (off_t)(r.offset + done));
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) {
-                onnxio_buffer_unref(b);
-                return onnxio__fail(ONNXIO_ERR_IO, "tensor '%s': cannot read %s: %s", tensor_name(t), r.location->data,
-                                    n < 0 ? strerror(errno) : "file shrank while reading");
-            }
-            done += (uint64_t)n;
-        }
-        onnxio_span_set(span, dst, (size_t)length, b);
-        onnxio_buffer_unref(b);
-    }
-    onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
-    onnxio_field_clear(t, &onnxio_desc_TensorProto.fields[ONNXIO_FIELD_TensorProto_data_location]);
-    onnxio_field_clear(t, &onnxio_desc_TensorProto.fields[ONNXIO_FIELD_TensorProto_external_data]);
-    return ONNXIO_OK;
+    if (c->opts && c->opts->skip_raw_data) return ONNXIO_OK; /* stays external */
+    onnxio__payload_src src = {
+        .data = f->map ? onnxio_buffer_data(f->map) + r.offset : NULL,
+        .owner = f->map,
+        .fd = f->fd,
+        .offset = r.offset,
+        .size = length,
+        .external = true,
+        .what = f->location,
+    };
+    return onnxio__payload_take(c->payloads, t, &src);
 }
 
 ONNXIO_API onnxio_status onnxio_load_external_data(onnxio_ModelProto *model, const char *base_dir,
                                                    const onnxio_parse_options *opts)
 {
     if (!model || !base_dir) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "load_external_data: NULL argument");
-    load_ctx c = {base_dir, NULL, opts, NULL};
+    load_ctx c = {base_dir, NULL, opts, NULL, NULL};
     c.base_real = realpath(base_dir, NULL);
     if (!c.base_real)
         return onnxio__fail(errno == ENOENT ? ONNXIO_ERR_NOT_FOUND : ONNXIO_ERR_IO, "base directory %s: %s", base_dir,
                             strerror(errno));
-    onnxio_status s = onnxio__visit(&model->base, &onnxio_desc_TensorProto, load_tensor, &c);
+    onnxio__pool *pool = NULL;
+    onnxio_status s = onnxio__pool_new(opts ? opts->num_threads : 0, &pool);
+    if (!s) s = onnxio__payloads_new(opts, pool, &c.payloads);
+    if (!s) s = onnxio__visit(&model->base, &onnxio_desc_TensorProto, load_tensor, &c);
+    if (!s) s = onnxio__payloads_resolve(c.payloads);
+    /* The reads must be over before the files close. */
+    onnxio_status s2 = onnxio__pool_finish(pool);
+    if (!s) s = s2;
+    onnxio__payloads_free(c.payloads);
     for (data_file *f = c.files, *next; f; f = next) {
         next = f->next;
         close(f->fd);

@@ -24,9 +24,10 @@ static void release_mapping(void *ctx, void *data, size_t size)
     if (size) munmap(data, size);
 }
 
-onnxio_status onnxio__map_file(const char *path, onnxio_buffer **out)
+onnxio_status onnxio__map_file(const char *path, onnxio_buffer **out, int *fd_out)
 {
     *out = NULL;
+    if (fd_out) *fd_out = -1;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return io_error(errno, "cannot open", path);
     struct stat st;
@@ -55,12 +56,14 @@ onnxio_status onnxio__map_file(const char *path, onnxio_buffer **out)
             return io_error(err, "cannot map", path);
         }
     }
-    close(fd);
     onnxio_buffer *b = onnxio_buffer_wrap(data, size, release_mapping, NULL);
     if (!b) {
+        close(fd);
         release_mapping(NULL, data, size);
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     }
+    if (fd_out) *fd_out = fd;
+    else close(fd);
     *out = b;
     return ONNXIO_OK;
 }
@@ -111,6 +114,7 @@ onnxio_status onnxio__atomic_open(const char *path, onnxio__atomic_file *f)
     if (!f->final_path || !dir) {
         free(dir);
         free(f->final_path);
+        f->final_path = NULL;
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     }
     size_t n = strlen(dir) + strlen(base) + 32;
@@ -118,6 +122,7 @@ onnxio_status onnxio__atomic_open(const char *path, onnxio__atomic_file *f)
     if (!f->tmp_path) {
         free(dir);
         free(f->final_path);
+        f->final_path = NULL;
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     }
     snprintf(f->tmp_path, n, "%s/.%s.tmp-XXXXXX", dir, base);

@@ -50,14 +50,64 @@ size_t onnxio__elem_size(const onnxio_field_desc *f);
 void *onnxio__message_new_tracked(onnxio_arena *arena, const onnxio_message_desc *desc);
 onnxio_status onnxio__append_unknown(onnxio_arena *arena, onnxio_message *m, const uint8_t *p, size_t n);
 
+/* pool.c: payload byte moves run on a few threads (DESIGN.md "parallel"). */
+typedef enum onnxio__job_kind {
+    ONNXIO__JOB_COPY,   /* memcpy(dst, src, size) */
+    ONNXIO__JOB_PREAD,  /* read `size` bytes at `offset` of `fd` into dst */
+    ONNXIO__JOB_PWRITE, /* write `size` bytes from src at `offset` of `fd` */
+} onnxio__job_kind;
+typedef struct onnxio__job {
+    onnxio__job_kind kind;
+    int fd;
+    uint64_t offset;
+    uint8_t *dst;
+    const uint8_t *src;
+    uint64_t size;
+    const char *what; /* file or tensor named in errors; must outlive the pool */
+} onnxio__job;
+typedef struct onnxio__pool onnxio__pool;
+/* num_threads as in the options: 0 = one per core, 1 = serial. */
+int onnxio__num_threads(int requested);
+onnxio_status onnxio__pool_new(int num_threads, onnxio__pool **out);
+int onnxio__pool_threads(const onnxio__pool *pool);
+/* Queues a job (a serial pool runs it now). The memory it touches must stay
+ * valid until onnxio__pool_finish. After a failure, later jobs are dropped
+ * and the failure is returned. */
+onnxio_status onnxio__pool_add(onnxio__pool *pool, const onnxio__job *job);
+/* Runs what is left (the calling thread helps), waits for every job, frees
+ * the pool and returns the first failure. Must be called before the memory
+ * of any queued job is freed, also on error paths. NULL is a no-op. */
+onnxio_status onnxio__pool_finish(onnxio__pool *pool);
+
+/* payload.c: placing loaded payloads (copy, borrow, callback) and filling
+ * them through the pool. */
+typedef struct onnxio__payload_src {
+    const uint8_t *data;  /* the bytes in memory, or NULL when only in a file */
+    onnxio_buffer *owner; /* keeps `data` alive for no_copy (NULL: borrowed) */
+    int fd;               /* the same bytes in a file (-1: none): read with pread */
+    uint64_t offset;      /* their offset in fd */
+    uint64_t size;
+    bool external;        /* from an external data file: loading clears data_location/external_data */
+    const char *what;     /* file named in read errors (NULL: the tensor name) */
+} onnxio__payload_src;
+typedef struct onnxio__payloads onnxio__payloads;
+onnxio_status onnxio__payloads_new(const onnxio_parse_options *opts, onnxio__pool *pool, onnxio__payloads **out);
+/* Loads one payload into `tensor`, or, with a payload callback, remembers
+ * it for onnxio__payloads_resolve. */
+onnxio_status onnxio__payload_take(onnxio__payloads *p, onnxio_TensorProto *tensor, const onnxio__payload_src *src);
+/* Asks the payload callback about every remembered payload and places it. */
+onnxio_status onnxio__payloads_resolve(onnxio__payloads *p);
+void onnxio__payloads_free(onnxio__payloads *p);
+
 /* decode.c */
 typedef struct onnxio__decode_config {
     onnxio_arena *arena;
     onnxio_buffer *owner;   /* keeps input alive in no_copy mode */
     const uint8_t *base;    /* start of the whole input (for error offsets) */
-    bool no_copy;
     bool skip_raw_data;
     int max_depth;
+    onnxio__payloads *payloads; /* where raw_data goes */
+    int fd;                 /* >= 0: the input is this whole file (read payloads with pread) */
 } onnxio__decode_config;
 onnxio_status onnxio__decode(const onnxio__decode_config *cfg, onnxio_message *msg,
                              const uint8_t *data, size_t size);
@@ -68,8 +118,11 @@ typedef struct onnxio__sink {
     size_t pos;
     size_t cap;
     int fd;              /* -1 for memory output */
-    uint64_t written;    /* bytes flushed to fd */
+    uint64_t written;    /* file output: bytes of the file before buf (flushed or queued) */
     onnxio_status status;
+    onnxio__pool *pool;  /* NULL: payloads are written in line */
+    uint64_t threshold;  /* payloads at least this large become pool jobs */
+    const char *what;    /* the file named in write errors */
 } onnxio__sink;
 onnxio_status onnxio__encode(void *msg, onnxio__sink *sink);
 onnxio_status onnxio__sink_flush(onnxio__sink *sink);
@@ -80,9 +133,10 @@ typedef struct onnxio__atomic_file {
     char *tmp_path;
     char *final_path;
 } onnxio__atomic_file;
-/* Maps a whole file read-only-shared/copy-on-write; an empty file gives a
- * buffer of size 0. */
-onnxio_status onnxio__map_file(const char *path, onnxio_buffer **out);
+/* Maps a whole file private (copy-on-write); an empty file gives a buffer
+ * of size 0. With fd_out, the open descriptor is returned too (the caller
+ * closes it); otherwise it is closed. */
+onnxio_status onnxio__map_file(const char *path, onnxio_buffer **out, int *fd_out);
 onnxio_status onnxio__atomic_open(const char *path, onnxio__atomic_file *f);
 onnxio_status onnxio__atomic_commit(onnxio__atomic_file *f);
 void onnxio__atomic_abort(onnxio__atomic_file *f);

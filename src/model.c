@@ -1,6 +1,7 @@
 /* Load and save entry points and their options (DESIGN.md "api"). */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -14,22 +15,44 @@ static onnxio_status check_parse_options(const onnxio_parse_options *o)
     return ONNXIO_OK;
 }
 
+/* Parses `size` bytes at `data` into `msg`. `fd` >= 0 says the bytes are
+ * that whole file, so that copies can be preads (the mapping's pages are
+ * then never touched, and never count against the process). Payloads are
+ * moved on the pool while the structure is parsed. */
+static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxio_buffer *owner, int fd,
+                                 const onnxio_parse_options *opts, onnxio_arena *arena)
+{
+    onnxio_status s = check_parse_options(opts);
+    if (s) return s;
+    onnxio__pool *pool = NULL;
+    onnxio__payloads *payloads = NULL;
+    if ((s = onnxio__pool_new(opts ? opts->num_threads : 0, &pool))) return s;
+    if ((s = onnxio__payloads_new(opts, pool, &payloads))) {
+        onnxio__pool_finish(pool);
+        return s;
+    }
+    onnxio__decode_config cfg = {
+        .arena = arena,
+        .owner = owner,
+        .base = data ? data : (const void *)"",
+        .skip_raw_data = opts && opts->skip_raw_data,
+        .max_depth = opts && opts->max_depth ? opts->max_depth : ONNXIO_DEFAULT_MAX_DEPTH,
+        .payloads = payloads,
+        .fd = opts && opts->no_copy ? -1 : fd,
+    };
+    s = onnxio__decode(&cfg, msg, data, size);
+    if (!s) s = onnxio__payloads_resolve(payloads);
+    onnxio_status s2 = onnxio__pool_finish(pool);
+    onnxio__payloads_free(payloads);
+    return s ? s : s2;
+}
+
 ONNXIO_API onnxio_status onnxio_parse_into(void *msg, const void *data, size_t size, onnxio_buffer *owner,
                                            const onnxio_parse_options *opts, onnxio_arena *arena)
 {
     onnxio__clear_error();
     if (!msg || !arena || (!data && size)) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "parse: NULL argument");
-    onnxio_status s = check_parse_options(opts);
-    if (s) return s;
-    onnxio__decode_config cfg = {
-        .arena = arena,
-        .owner = owner,
-        .base = data ? data : (const void *)"",
-        .no_copy = opts && opts->no_copy,
-        .skip_raw_data = opts && opts->skip_raw_data,
-        .max_depth = opts && opts->max_depth ? opts->max_depth : ONNXIO_DEFAULT_MAX_DEPTH,
-    };
-    return onnxio__decode(&cfg, msg, data, size);
+    return parse_bytes(msg, data, size, owner, -1, opts, arena);
 }
 
 ONNXIO_API onnxio_status onnxio_parse(const onnxio_message_desc *desc, const void *data, size_t size,
@@ -55,11 +78,20 @@ static onnxio_status load_mapped(const onnxio_message_desc *desc, const char *pa
                                  onnxio_arena *arena, void **out)
 {
     onnxio_buffer *map;
-    onnxio_status s = onnxio__map_file(path, &map);
+    int fd;
+    *out = NULL;
+    onnxio_status s = onnxio__map_file(path, &map, &fd);
     if (s) return s;
-    s = onnxio_parse(desc, onnxio_buffer_data(map), onnxio_buffer_size(map), map, opts, arena, out);
+    void *m = onnxio_message_new(arena, desc);
+    if (!m) s = onnxio__fail(arena ? ONNXIO_ERR_NO_MEMORY : ONNXIO_ERR_INVALID_ARGUMENT, "load: cannot create the message");
+    else s = parse_bytes(m, onnxio_buffer_data(map), onnxio_buffer_size(map), map, fd, opts, arena);
+    close(fd);
     onnxio_buffer_unref(map);
-    if (s) return onnxio__context(s, "%s", path);
+    if (s) {
+        if (m) onnxio_message_clear(m);
+        return onnxio__context(s, "%s", path);
+    }
+    *out = m;
     return ONNXIO_OK;
 }
 
@@ -118,9 +150,10 @@ ONNXIO_API onnxio_status onnxio_load_model_from_bytes(const void *data, size_t s
     return ONNXIO_OK;
 }
 
-/* Writes `msg` to a temporary file beside `path` (*f), through a staging
- * buffer; the caller commits or aborts it. */
-static onnxio_status write_temp(void *msg, const char *path, onnxio__atomic_file *f)
+/* Writes `msg` to a temporary file beside `path` (*f), structure through a
+ * staging buffer, large payloads at their offsets on `pool` (which the
+ * caller finishes before committing); the caller commits or aborts *f. */
+static onnxio_status write_temp(void *msg, const char *path, onnxio__pool *pool, onnxio__atomic_file *f)
 {
     onnxio_serialized_size(msg);
     onnxio_status s = onnxio__atomic_open(path, f);
@@ -131,30 +164,36 @@ static onnxio_status write_temp(void *msg, const char *path, onnxio__atomic_file
         onnxio__atomic_abort(f);
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     }
-    onnxio__sink sink = {staging, 0, cap, f->fd, 0, ONNXIO_OK};
+    onnxio__sink sink = {.buf = staging, .cap = cap, .fd = f->fd, .pool = pool, .threshold = 1, .what = f->tmp_path};
     s = onnxio__encode(msg, &sink);
     if (!s) s = onnxio__sink_flush(&sink);
     free(staging);
-    if (s) {
-        onnxio__atomic_abort(f);
-        return onnxio__context(s, "saving %s", path);
-    }
+    if (s) return onnxio__context(s, "saving %s", path);
     return ONNXIO_OK;
 }
 
-static onnxio_status write_file(void *msg, const char *path)
+static onnxio_status write_file(void *msg, const char *path, const onnxio_serialize_options *opts)
 {
     onnxio__atomic_file f;
-    onnxio_status s = write_temp(msg, path, &f);
-    return s ? s : onnxio__atomic_commit(&f);
+    onnxio__pool *pool;
+    onnxio_status s = onnxio__pool_new(opts ? opts->num_threads : 0, &pool);
+    if (s) return s;
+    s = write_temp(msg, path, pool, &f);
+    /* Every queued write must be over before the file is synced or removed. */
+    onnxio_status s2 = onnxio__pool_finish(pool);
+    if (!s && s2) s = onnxio__context(s2, "saving %s", path);
+    if (s) {
+        onnxio__atomic_abort(&f);
+        return s;
+    }
+    return onnxio__atomic_commit(&f);
 }
 
 ONNXIO_API onnxio_status onnxio_save_file(void *msg, const char *path, const onnxio_serialize_options *opts)
 {
-    (void)opts;
     if (!msg || !path) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "save: NULL argument");
     onnxio__clear_error();
-    return write_file(msg, path);
+    return write_file(msg, path, opts);
 }
 
 ONNXIO_API onnxio_status onnxio_save_model(onnxio_ModelProto *model, const char *path,
@@ -165,7 +204,7 @@ ONNXIO_API onnxio_status onnxio_save_model(onnxio_ModelProto *model, const char 
     if (opts && (opts->tensor_buffer.alignment & (opts->tensor_buffer.alignment - 1)))
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "alignment %llu is not a power of two",
                             (unsigned long long)opts->tensor_buffer.alignment);
-    if (!opts || !opts->external_data.location) return write_file(model, path);
+    if (!opts || !opts->external_data.location) return write_file(model, path, opts);
 
     /* The caller's model stays as it is: rewrite a copy whose payloads are
      * shared, not copied. */
@@ -178,7 +217,10 @@ ONNXIO_API onnxio_status onnxio_save_model(onnxio_ModelProto *model, const char 
         /* Both files are written in full before either replaces anything. */
         onnxio__atomic_file data, model_file;
         if (!(s = onnxio__save_external(scratch, copy, dir, opts, &data))) {
-            if ((s = write_temp(copy, path, &model_file))) onnxio__atomic_abort(&data);
+            if ((s = write_temp(copy, path, NULL, &model_file))) {
+                onnxio__atomic_abort(&model_file);
+                onnxio__atomic_abort(&data);
+            }
             else if ((s = onnxio__atomic_commit(&data))) onnxio__atomic_abort(&model_file);
             else s = onnxio__atomic_commit(&model_file);
         }

@@ -49,8 +49,12 @@ typedef enum onnxio_status {
     ONNXIO_ERR_PATH_PARENT = 8,      /* external data location has a '..' component */
     ONNXIO_ERR_PATH_ESCAPES = 9,     /* a symlink takes the location outside the base directory */
     ONNXIO_ERR_EXTERNAL_RANGE = 10,  /* offset/length do not fit the external data file */
-    ONNXIO_ERR_EXTERNAL_DATA = 11,   /* other bad external_data entries (missing location, bad number) */
+    ONNXIO_ERR_EXTERNAL_DATA = 11,   /* other bad external_data entries (missing location, bad number,
+                                      * a length that does not match the tensor's type and shape) */
     ONNXIO_ERR_MISSING_PAYLOAD = 12, /* serializing a payload that was never loaded (skip_raw_data) */
+    ONNXIO_ERR_PATH_LINK = 13,       /* an external data file has other hard links (it may be a file outside the base directory) */
+    ONNXIO_ERR_PATH_SELF = 14,       /* an external data location names the model file itself */
+    ONNXIO_ERR_CHECKSUM = 15,        /* an external data file's SHA-1 differs from its checksum key */
 } onnxio_status;
 
 /* The symbolic name of a status ("ONNXIO_ERR_DECODE"); static storage. */
@@ -174,14 +178,54 @@ typedef struct onnxio_tensor_buffer_options {
     uint64_t raw_data_threshold;
     /* Alignment in bytes (a power of two) of large payload buffers and of
      * offsets in consolidated buffers and external data files. 0 means the
-     * default: 64 in memory, none (1) in external data files. */
+     * default: 64 in memory; 4096 (the page size) in external data files,
+     * as onnx-ml.proto recommends ("Offset values SHOULD be multiples 4096
+     * to enable mmap support"). 1 means no alignment. */
     uint64_t alignment;
 } onnxio_tensor_buffer_options;
 
+/* ---- payload placement ---------------------------------------------- */
+
+/* What a payload callback decides for one tensor. */
+typedef enum onnxio_payload_action {
+    /* Load the payload the usual way (copied into an owned buffer, or
+     * borrowed/shared with no_copy). */
+    ONNXIO_PAYLOAD_LOAD = 0,
+    /* Do not read it: an inline payload keeps its size with data NULL (as
+     * skip_raw_data), an external one stays external (data_location and
+     * external_data kept) and can be loaded later with
+     * onnxio_load_tensor_external_data. */
+    ONNXIO_PAYLOAD_SKIP = 1,
+    /* Copy it to the memory the callback returned in *dst (`size` bytes,
+     * any alignment). The span then points there and holds a reference to
+     * the *owner the callback returned, or borrows the memory when *owner is
+     * NULL (the caller keeps it alive as long as the tensor uses it). */
+    ONNXIO_PAYLOAD_PLACED = 2,
+} onnxio_payload_action;
+
+/* One payload about to be loaded. `tensor` is fully parsed (name,
+ * data_type, dims, external_data) but its raw_data is not set yet; it must
+ * not be modified by the callback. */
+typedef struct onnxio_payload_request {
+    const onnxio_TensorProto *tensor;
+    uint64_t size;  /* payload bytes */
+    bool external;  /* the payload comes from an external data file */
+} onnxio_payload_request;
+
+/* Decides where a payload goes (see onnxio_payload_action). Called on the
+ * loading thread, once per tensor that has a raw_data payload (inline or
+ * external, any size), after the whole structure is parsed, in tree order.
+ * For ONNXIO_PAYLOAD_PLACED, set *dst (and optionally *owner: the span takes
+ * its own reference; the callback keeps its own). A PLACED result with *dst
+ * NULL and size > 0 fails the load with ONNXIO_ERR_INVALID_ARGUMENT. */
+typedef onnxio_payload_action (*onnxio_payload_fn)(void *ctx, const onnxio_payload_request *request, void **dst,
+                                                   onnxio_buffer **owner);
+
 typedef struct onnxio_parse_options {
     onnxio_tensor_buffer_options tensor_buffer;
-    /* Threads for payload copies: 0 = one per core, 1 = serial. (Loading is
-     * serial in this release; the setting is accepted.) */
+    /* Threads for payload copies and external data reads: 0 = one per
+     * core, 1 = serial (everything on the calling thread). The result is
+     * the same whatever the count. */
     int num_threads;
     /* Payloads point into the input (bytes or the file's memory mapping)
      * instead of being copied; see onnxio_parse for ownership. */
@@ -197,24 +241,54 @@ typedef struct onnxio_parse_options {
     bool skip_raw_data;
     /* Maximum message nesting depth; 0 means 100. */
     int max_depth;
+    /* Where payloads go, tensor by tensor (NULL: every payload is loaded).
+     * A callback that only returns LOAD or SKIP is a selective-loading
+     * predicate. Not called with skip_raw_data. */
+    onnxio_payload_fn payload_fn;
+    void *payload_ctx;
+    /* External data whose external_data has a "checksum" key: compute the
+     * SHA-1 of the whole data file (onnx-ml.proto: "SHA1 digest of file
+     * specified under 'location'") and refuse a mismatch with
+     * ONNXIO_ERR_CHECKSUM before any payload of that file is used. */
+    bool verify_checksum;
 } onnxio_parse_options;
 
 /* Moving payloads to an external data file on save (ONNX external data:
  * data_location = EXTERNAL with external_data keys location/offset/length). */
 typedef struct onnxio_external_data_options {
     /* File name of the data file, relative to the model's directory; NULL:
-     * payloads stay where they are. Must pass the same safety checks as on
-     * load (no absolute path, no '..'). */
+     * payloads stay where they are (unless all_tensors_to_one_file is OFF).
+     * Must pass the same safety checks as on load (no absolute path, no
+     * '..', no symlink or hard link leading elsewhere, not the model file). */
     const char *location;
-    /* Payloads (raw_data) of at least this many bytes go to the file. 0 means
-     * the default, 1024; 1 moves every non-empty payload. */
+    /* Payloads (raw_data) of at least this many bytes go to external data.
+     * 0 means the default, 1024; 1 moves every non-empty payload. */
     uint64_t size_threshold;
+    /* ON (default): every payload goes to `location`. OFF: one file per
+     * tensor in the model's directory, named from the tensor name with
+     * characters outside [A-Za-z0-9._-] replaced by '_', never starting
+     * with '.', and made unique (also when case is folded, and distinct from
+     * the model file) by a "_<n>" suffix; `location` is then ignored. */
+    onnxio_toggle all_tensors_to_one_file;
+    /* false (default), as onnx: only initializers of the main graph and of
+     * subgraphs. true: every tensor with raw_data, including those in
+     * attributes (Constant nodes, AttributeProto.t/tensors), in sparse
+     * tensors and in functions. */
+    bool convert_attribute;
+    /* When non-zero, no data file grows past this many bytes: payloads go,
+     * in order, into files named "<stem>-00001-of-0000N<ext>" (stem and
+     * extension from `location`); a payload larger than the limit gets a file
+     * of its own. 0: no limit. Ignored in one-file-per-tensor mode. */
+    uint64_t max_file_size;
+    /* Write a "checksum" key (SHA-1 of the whole data file, 40 hex digits)
+     * in every external tensor. */
+    bool checksum;
 } onnxio_external_data_options;
 
 typedef struct onnxio_serialize_options {
     onnxio_tensor_buffer_options tensor_buffer;
-    /* Threads for payload writes: 0 = one per core, 1 = serial. (Saving is
-     * serial in this release; the setting is accepted.) */
+    /* Threads for payload writes: 0 = one per core, 1 = serial. The bytes
+     * written are the same whatever the count. */
     int num_threads;
     onnxio_external_data_options external_data;
 } onnxio_serialize_options;
@@ -285,9 +359,29 @@ onnxio_status onnxio_save_file(void *msg, const char *path, const onnxio_seriali
 
 /* Reads the payloads of every tensor of `model` that is still external
  * (data_location = EXTERNAL), resolving locations under `base_dir` with the
- * same checks as onnxio_load_model. */
+ * same checks as onnxio_load_model. opts->no_copy maps each data file once
+ * and shares it; otherwise payloads are read (in parallel with
+ * num_threads) into owned buffers. payload_fn and verify_checksum apply. */
 onnxio_status onnxio_load_external_data(onnxio_ModelProto *model, const char *base_dir,
                                         const onnxio_parse_options *opts);
+/* The same for one tensor (does nothing when it is not external). */
+onnxio_status onnxio_load_tensor_external_data(onnxio_TensorProto *tensor, const char *base_dir,
+                                               const onnxio_parse_options *opts);
+
+/* ---- consolidation -------------------------------------------------- */
+
+/* Moves every loaded raw_data payload of at least
+ * opts->raw_data_threshold bytes (default 1024) in the tree under `msg` (any
+ * message; usually a ModelProto) into one new buffer: each payload at an
+ * offset rounded up to opts->alignment (default 64), the buffer itself
+ * aligned the same way. Each such tensor then holds a shared reference to
+ * the buffer and drops its old payload; smaller, skipped and external
+ * payloads are left as they were. Copies run on one thread per core.
+ * *out (optional) receives a new reference to the buffer (NULL when no
+ * payload qualified). Errors: ONNXIO_ERR_NO_MEMORY (nothing changed),
+ * ONNXIO_ERR_INVALID_ARGUMENT. */
+onnxio_status onnxio_consolidate_tensors_to_buffer(void *msg, const onnxio_tensor_buffer_options *opts,
+                                                   onnxio_buffer **out);
 
 /* ---- text format ---------------------------------------------------- */
 

@@ -1,0 +1,174 @@
+/* Where a tensor's payload goes when it is loaded (DESIGN.md "Memory
+ * model"): borrowed or shared with no_copy, an owned buffer otherwise, or
+ * the caller's memory through the payload callback; and the pool job that
+ * fills it. The codec hands inline raw_data here, the external-data code
+ * hands payloads read from data files, so both follow the same rules. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+typedef struct pending {
+    onnxio_TensorProto *tensor;
+    onnxio__payload_src src; /* holds a reference to src.owner */
+} pending;
+
+struct onnxio__payloads {
+    onnxio__pool *pool;
+    bool no_copy;
+    uint64_t threshold;
+    uint64_t alignment;
+    onnxio_payload_fn fn;
+    void *ctx;
+    pending *items;
+    size_t count, capacity;
+};
+
+onnxio_status onnxio__payloads_new(const onnxio_parse_options *opts, onnxio__pool *pool, onnxio__payloads **out)
+{
+    onnxio__payloads *p = calloc(1, sizeof *p);
+    if (!p) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    p->pool = pool;
+    p->no_copy = opts && opts->no_copy;
+    p->threshold = opts && opts->tensor_buffer.raw_data_threshold ? opts->tensor_buffer.raw_data_threshold
+                                                                  : ONNXIO_DEFAULT_RAW_DATA_THRESHOLD;
+    p->alignment = opts && opts->tensor_buffer.alignment ? opts->tensor_buffer.alignment : 64;
+    if (opts && !opts->skip_raw_data) {
+        p->fn = opts->payload_fn;
+        p->ctx = opts->payload_ctx;
+    }
+    *out = p;
+    return ONNXIO_OK;
+}
+
+void onnxio__payloads_free(onnxio__payloads *p)
+{
+    if (!p) return;
+    for (size_t i = 0; i < p->count; i++) onnxio_buffer_unref(p->items[i].src.owner);
+    free(p->items);
+    free(p);
+}
+
+static const char *name_of(const onnxio_TensorProto *t) { return t->name.data ? t->name.data : ""; }
+
+/* Marks the payload as loaded; an external tensor stops being external. */
+static void loaded(onnxio_TensorProto *t, const onnxio__payload_src *src)
+{
+    onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
+    if (src->external) {
+        onnxio_field_clear(t, &onnxio_desc_TensorProto.fields[ONNXIO_FIELD_TensorProto_data_location]);
+        onnxio_field_clear(t, &onnxio_desc_TensorProto.fields[ONNXIO_FIELD_TensorProto_external_data]);
+    }
+}
+
+/* Queues the move of the source bytes to `dst` (a pread when they are in a
+ * file and not mapped, so the file's pages never count against the
+ * process). */
+static onnxio_status fill(onnxio__payloads *p, const onnxio_TensorProto *t, const onnxio__payload_src *src, uint8_t *dst)
+{
+    onnxio__job job = {.dst = dst, .size = src->size, .what = src->what ? src->what : name_of(t)};
+    if (src->fd >= 0 && (src->size >= p->threshold || !src->data)) {
+        job.kind = ONNXIO__JOB_PREAD;
+        job.fd = src->fd;
+        job.offset = src->offset;
+    } else if (src->size < p->threshold) {
+        memcpy(dst, src->data, (size_t)src->size);
+        return ONNXIO_OK;
+    } else {
+        job.kind = ONNXIO__JOB_COPY;
+        job.src = src->data;
+    }
+    return onnxio__pool_add(p->pool, &job);
+}
+
+static onnxio_status place(onnxio__payloads *p, onnxio_TensorProto *t, const onnxio__payload_src *src,
+                           onnxio_payload_action action, uint8_t *dst, onnxio_buffer *owner)
+{
+    onnxio_span *span = &t->raw_data;
+    if (action == ONNXIO_PAYLOAD_SKIP) {
+        if (!src->external) {
+            onnxio_span_clear(span);
+            span->size = (size_t)src->size;
+            onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
+        }
+        return ONNXIO_OK;
+    }
+    if (action == ONNXIO_PAYLOAD_PLACED) {
+        if (!dst && src->size)
+            return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "tensor '%s': the payload callback placed %llu bytes at NULL",
+                                name_of(t), (unsigned long long)src->size);
+        onnxio_status s = fill(p, t, src, dst);
+        if (s) return s;
+        onnxio_span_set(span, dst, (size_t)src->size, owner);
+        loaded(t, src);
+        return ONNXIO_OK;
+    }
+    if (p->no_copy && src->data) {
+        onnxio_span_set(span, (uint8_t *)src->data, (size_t)src->size, src->owner);
+        loaded(t, src);
+        return ONNXIO_OK;
+    }
+    if (src->size >= p->threshold || !src->data) {
+        if (src->size > SIZE_MAX)
+            return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "tensor '%s': %llu bytes do not fit in memory", name_of(t),
+                                (unsigned long long)src->size);
+        onnxio_buffer *b = onnxio_buffer_new((size_t)src->size, (size_t)p->alignment);
+        if (!b)
+            return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "tensor '%s': out of memory for %llu bytes", name_of(t),
+                                (unsigned long long)src->size);
+        onnxio_span_set(span, onnxio_buffer_data(b), (size_t)src->size, b);
+        onnxio_buffer_unref(b);
+        loaded(t, src);
+        return fill(p, t, src, span->data);
+    }
+    onnxio_status s = onnxio_span_copy_from(span, src->data, (size_t)src->size);
+    if (s) return s;
+    loaded(t, src);
+    return ONNXIO_OK;
+}
+
+onnxio_status onnxio__payload_take(onnxio__payloads *p, onnxio_TensorProto *t, const onnxio__payload_src *src)
+{
+    if (!p->fn) return place(p, t, src, ONNXIO_PAYLOAD_LOAD, NULL, NULL);
+    /* The callback sees the whole tensor, so it runs after the parse. Until
+     * then an inline payload looks like a skipped one. */
+    if (p->count == p->capacity) {
+        size_t cap = p->capacity ? p->capacity * 2 : 32;
+        pending *items = realloc(p->items, cap * sizeof *items);
+        if (!items) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+        p->items = items;
+        p->capacity = cap;
+    }
+    p->items[p->count].tensor = t;
+    p->items[p->count].src = *src;
+    onnxio_buffer_ref(src->owner);
+    p->count++;
+    if (!src->external) {
+        onnxio_span_clear(&t->raw_data);
+        t->raw_data.size = (size_t)src->size;
+        onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
+    }
+    return ONNXIO_OK;
+}
+
+onnxio_status onnxio__payloads_resolve(onnxio__payloads *p)
+{
+    onnxio_status s = ONNXIO_OK;
+    size_t i = 0;
+    for (; i < p->count && !s; i++) {
+        pending *q = &p->items[i];
+        onnxio_payload_request req = {q->tensor, q->src.size, q->src.external};
+        void *dst = NULL;
+        onnxio_buffer *owner = NULL;
+        onnxio_payload_action action = p->fn(p->ctx, &req, &dst, &owner);
+        if (action != ONNXIO_PAYLOAD_LOAD && action != ONNXIO_PAYLOAD_SKIP && action != ONNXIO_PAYLOAD_PLACED)
+            s = onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "tensor '%s': the payload callback returned %d",
+                             name_of(q->tensor), (int)action);
+        else
+            s = place(p, q->tensor, &q->src, action, dst, owner);
+        onnxio_buffer_unref(q->src.owner);
+    }
+    for (; i < p->count; i++) onnxio_buffer_unref(p->items[i].src.owner);
+    p->count = 0;
+    return s;
+}

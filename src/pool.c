@@ -1,0 +1,204 @@
+/* A small pthread pool for payload copies, reads and writes (DESIGN.md
+ * "parallel"). Jobs are byte moves with no dependencies between them: the
+ * structure is parsed or written on the calling thread while the workers
+ * move payloads, and onnxio__pool_finish has the calling thread help with
+ * what is left and then waits. Large jobs are cut into pieces so that one
+ * big tensor still spreads over every thread. A pool of one thread runs
+ * each job when it is added: nothing is queued, nothing is started. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* Pieces of this size keep every thread busy on one large tensor while
+ * costing one lock round trip per 8 MiB. */
+#define PIECE_SIZE (8u << 20)
+#define MAX_THREADS 64
+
+struct onnxio__pool {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;     /* workers: a job was added or the pool is closing */
+    pthread_cond_t idle;     /* finish: a worker finished its job */
+    onnxio__job *jobs;
+    size_t count, capacity, next, running;
+    int threads;             /* wanted, counting the calling thread */
+    int started;             /* workers started so far */
+    int closing;
+    pthread_t workers[MAX_THREADS];
+    onnxio_status status;    /* the first failure */
+    char error[512];
+};
+
+int onnxio__num_threads(int requested)
+{
+    if (requested > 0) return requested > MAX_THREADS ? MAX_THREADS : requested;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 1;
+    return n > MAX_THREADS ? MAX_THREADS : (int)n;
+}
+
+static onnxio_status run_job(const onnxio__job *j, char *error, size_t error_size)
+{
+    uint64_t done = 0;
+    switch (j->kind) {
+    case ONNXIO__JOB_COPY:
+        memcpy(j->dst, j->src, (size_t)j->size);
+        return ONNXIO_OK;
+    case ONNXIO__JOB_PREAD:
+        while (done < j->size) {
+            uint64_t want = j->size - done;
+            ssize_t n = pread(j->fd, j->dst + done, want > (1u << 30) ? (1u << 30) : (size_t)want,
+                              (off_t)(j->offset + done));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) {
+                snprintf(error, error_size, "cannot read %llu bytes at offset %llu of %s: %s",
+                         (unsigned long long)j->size, (unsigned long long)j->offset, j->what,
+                         n < 0 ? strerror(errno) : "the file is shorter than expected (changed while loading?)");
+                return ONNXIO_ERR_IO;
+            }
+            done += (uint64_t)n;
+        }
+        return ONNXIO_OK;
+    case ONNXIO__JOB_PWRITE:
+        while (done < j->size) {
+            uint64_t want = j->size - done;
+            ssize_t n = pwrite(j->fd, j->src + done, want > (1u << 30) ? (1u << 30) : (size_t)want,
+                               (off_t)(j->offset + done));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) {
+                snprintf(error, error_size, "cannot write %llu bytes at offset %llu of %s: %s",
+                         (unsigned long long)j->size, (unsigned long long)j->offset, j->what,
+                         n < 0 ? strerror(errno) : "no progress");
+                return ONNXIO_ERR_IO;
+            }
+            done += (uint64_t)n;
+        }
+        return ONNXIO_OK;
+    }
+    return ONNXIO_OK;
+}
+
+/* Takes and runs jobs until none is left; the lock is held on entry and exit. */
+static void drain(onnxio__pool *p)
+{
+    while (p->next < p->count) {
+        onnxio__job j = p->jobs[p->next++];
+        p->running++;
+        pthread_mutex_unlock(&p->lock);
+        char error[512];
+        onnxio_status s = p->status ? ONNXIO_OK : run_job(&j, error, sizeof error);
+        pthread_mutex_lock(&p->lock);
+        if (s && !p->status) {
+            p->status = s;
+            memcpy(p->error, error, sizeof error);
+        }
+        p->running--;
+        if (p->running == 0 && p->next == p->count) pthread_cond_broadcast(&p->idle);
+    }
+}
+
+static void *worker(void *arg)
+{
+    onnxio__pool *p = arg;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        drain(p);
+        if (p->closing) break;
+        pthread_cond_wait(&p->wake, &p->lock);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+onnxio_status onnxio__pool_new(int num_threads, onnxio__pool **out)
+{
+    onnxio__pool *p = calloc(1, sizeof *p);
+    if (!p) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    p->threads = onnxio__num_threads(num_threads);
+    if (p->threads > 1) {
+        pthread_mutex_init(&p->lock, NULL);
+        pthread_cond_init(&p->wake, NULL);
+        pthread_cond_init(&p->idle, NULL);
+    }
+    *out = p;
+    return ONNXIO_OK;
+}
+
+int onnxio__pool_threads(const onnxio__pool *p) { return p ? p->threads : 1; }
+
+static onnxio_status push(onnxio__pool *p, const onnxio__job *j)
+{
+    if (p->count == p->capacity) {
+        size_t cap = p->capacity ? p->capacity * 2 : 64;
+        onnxio__job *jobs = realloc(p->jobs, cap * sizeof *jobs);
+        if (!jobs) return ONNXIO_ERR_NO_MEMORY;
+        p->jobs = jobs;
+        p->capacity = cap;
+    }
+    p->jobs[p->count++] = *j;
+    return ONNXIO_OK;
+}
+
+onnxio_status onnxio__pool_add(onnxio__pool *p, const onnxio__job *job)
+{
+    if (job->size == 0) return ONNXIO_OK;
+    if (p->threads <= 1) {
+        if (p->status) return p->status;
+        char error[512];
+        onnxio_status s = run_job(job, error, sizeof error);
+        if (s) {
+            p->status = s;
+            memcpy(p->error, error, sizeof error);
+            return onnxio__fail(s, "%s", error);
+        }
+        return ONNXIO_OK;
+    }
+    pthread_mutex_lock(&p->lock);
+    onnxio_status s = p->status;
+    for (uint64_t at = 0; !s && at < job->size; at += PIECE_SIZE) {
+        onnxio__job piece = *job;
+        piece.size = job->size - at < PIECE_SIZE ? job->size - at : PIECE_SIZE;
+        piece.offset = job->offset + at;
+        if (piece.dst) piece.dst += at;
+        if (piece.src) piece.src += at;
+        s = push(p, &piece);
+    }
+    /* Workers start with the first job, so a load without large payloads
+     * never starts a thread. */
+    while (!s && p->started < p->threads - 1) {
+        if (pthread_create(&p->workers[p->started], NULL, worker, p) != 0) break;
+        p->started++;
+    }
+    if (!s) pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->lock);
+    if (s == ONNXIO_ERR_NO_MEMORY) return onnxio__fail(s, "out of memory for the job list");
+    if (s) return onnxio__fail(s, "%s", p->error);
+    return ONNXIO_OK;
+}
+
+onnxio_status onnxio__pool_finish(onnxio__pool *p)
+{
+    if (!p) return ONNXIO_OK;
+    onnxio_status s;
+    if (p->threads > 1) {
+        pthread_mutex_lock(&p->lock);
+        drain(p);
+        while (p->running) pthread_cond_wait(&p->idle, &p->lock);
+        p->closing = 1;
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->lock);
+        for (int i = 0; i < p->started; i++) pthread_join(p->workers[i], NULL);
+        pthread_mutex_destroy(&p->lock);
+        pthread_cond_destroy(&p->wake);
+        pthread_cond_destroy(&p->idle);
+    }
+    s = p->status;
+    if (s) onnxio__fail(s, "%s", p->error);
+    free(p->jobs);
+    free(p);
+    return s;
+}
