@@ -176,3 +176,58 @@ onnxio_status onnxio__atomic_commit(onnxio__atomic_file *f)
     f->tmp_path = f->final_path = NULL;
     return ONNXIO_OK;
 }
+
+onnxio_status onnxio__map_fd(int fd, const char *what, onnxio_buffer **out)
+{
+    *out = NULL;
+    struct stat st;
+    if (fstat(fd, &st) != 0) return io_error(errno, "cannot stat", what);
+    if ((uint64_t)st.st_size > SIZE_MAX) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "%s is too large to map", what);
+    size_t size = (size_t)st.st_size;
+    void *data = NULL;
+    if (size) {
+        /* Private, as in onnxio__map_file: edits never reach the file. */
+        data = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+        if (data == MAP_FAILED) return io_error(errno, "cannot map", what);
+    }
+    onnxio_buffer *b = onnxio_buffer_wrap(data, size, release_mapping, NULL);
+    if (!b) {
+        release_mapping(NULL, data, size);
+        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    }
+    *out = b;
+    return ONNXIO_OK;
+}
+
+onnxio_status onnxio__atomic_sync(onnxio__atomic_file *f)
+{
+    onnxio_status s = ONNXIO_OK;
+    if (fsync(f->fd) != 0) s = io_error(errno, "cannot sync", f->tmp_path);
+    if (close(f->fd) != 0 && !s) s = io_error(errno, "cannot close", f->tmp_path);
+    f->fd = -1;
+    return s;
+}
+
+onnxio_status onnxio__atomic_rename(onnxio__atomic_file *f)
+{
+    if (rename(f->tmp_path, f->final_path) != 0) {
+        onnxio_status s = io_error(errno, "cannot rename onto", f->final_path);
+        onnxio__atomic_abort(f);
+        return s;
+    }
+    free(f->tmp_path);
+    free(f->final_path);
+    f->tmp_path = f->final_path = NULL;
+    return ONNXIO_OK;
+}
+
+void onnxio__sync_dir(const char *path)
+{
+    char *dir = onnxio__dirname(path);
+    int dfd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+    free(dir);
+}

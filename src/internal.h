@@ -144,15 +144,39 @@ onnxio_status onnxio__write_all(int fd, const void *data, size_t size, const cha
 /* The directory part of a path ("." when none); malloc'd. */
 char *onnxio__dirname(const char *path);
 char *onnxio__path_join(const char *dir, const char *name);
+/* Maps the whole open file `fd` private (as onnxio__map_file); `what`
+ * names it in errors. The caller keeps and closes fd. */
+onnxio_status onnxio__map_fd(int fd, const char *what, onnxio_buffer **out);
+/* Splits onnxio__atomic_commit for saves of many files: fsync and close the
+ * temporary file (f->fd becomes -1, the file stays), then later rename it
+ * onto its final path (on failure it is removed), then fsync the directory
+ * of `path` once for all renames. */
+onnxio_status onnxio__atomic_sync(onnxio__atomic_file *f);
+onnxio_status onnxio__atomic_rename(onnxio__atomic_file *f);
+void onnxio__sync_dir(const char *path);
 
 /* external.c */
 /* Checks an external-data location: relative, no '..', not empty. */
 onnxio_status onnxio__check_location(const char *location, size_t size);
-/* Moves the large initializer payloads of `model` (a scratch copy in
- * `arena`) to the external data file named by opts->external_data under
- * `dir`, left uncommitted in *data (see onnxio__atomic_commit). */
-onnxio_status onnxio__save_external(onnxio_arena *arena, onnxio_ModelProto *model, const char *dir,
-                                    const onnxio_serialize_options *opts, onnxio__atomic_file *data);
+/* Reads the external payloads of the tensors under `root` (a ModelProto, or
+ * one TensorProto) from files under `base_dir`. `model_path` (NULL when
+ * unknown) is the model file, refused as a data file (ONNXIO_ERR_PATH_SELF). */
+onnxio_status onnxio__load_external(onnxio_message *root, const char *base_dir, const onnxio_parse_options *opts,
+                                    const char *model_path);
+/* The data files of one save, written in full but not yet renamed. */
+typedef struct onnxio__data_files onnxio__data_files;
+/* Moves the payloads of `model` (a scratch copy in `arena`) that
+ * opts->external_data selects to data files beside `model_path`, and
+ * rewrites those tensors to refer to them. The files are left as written
+ * temporary files in *out (NULL when no payload moved): the caller writes
+ * the model, then commits them, or aborts them. */
+onnxio_status onnxio__save_external(onnxio_arena *arena, onnxio_ModelProto *model, const char *model_path,
+                                    const onnxio_serialize_options *opts, onnxio__data_files **out);
+/* Renames every data file onto its final name and frees *files (also on
+ * failure, where the files not yet renamed are removed). NULL is a no-op. */
+onnxio_status onnxio__data_files_commit(onnxio__data_files *files);
+/* Removes the temporary data files and frees *files. NULL is a no-op. */
+void onnxio__data_files_abort(onnxio__data_files *files);
 
 /* message.c: calls fn(msg, parent, field) for every message of type
  * `target` in the tree under `root` (depth first, in field order), where

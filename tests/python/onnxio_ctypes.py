@@ -84,6 +84,9 @@ class ParseOptions(ctypes.Structure):
         ("base_dir", ctypes.c_char_p),
         ("skip_raw_data", ctypes.c_bool),
         ("max_depth", ctypes.c_int),
+        ("payload_fn", ctypes.c_void_p),
+        ("payload_ctx", ctypes.c_void_p),
+        ("verify_checksum", ctypes.c_bool),
     ]
 
 

@@ -1,0 +1,387 @@
+/* Payload ownership in every load mode (docs/memory.md), the payload
+ * callback, consolidation, and thread-count independence.
+ *
+ * The input model is encoded by hand here (tags and varints written one by
+ * one, payloads filled with a known pattern), so that the bytes each tensor
+ * must hold are known without asking onnxio's own encoder. Whether a
+ * mapping is really released is read from /proc/self/maps, not from the
+ * library. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#define NT 6
+/* Sizes straddle the default 1024-byte threshold and the 8 MiB piece size
+ * of the pool; the 3 MiB one takes the huge-page path of onnxio_buffer_new. */
+static const size_t sizes[NT] = {16, 1023, 1024, 70000, 3u << 20, (9u << 20) + 5};
+
+static uint8_t pattern(size_t tensor, size_t i) { return (uint8_t)(i * 7 + tensor * 31 + (i >> 11)); }
+
+static void put_len_field(tu_bytes *b, uint32_t field, const tu_bytes *inner)
+{
+    tu_bytes_tag(b, field, 2);
+    tu_bytes_varint(b, inner->size);
+    tu_bytes_put(b, inner->data, inner->size);
+}
+
+/* TensorProto{dims: n, data_type: UINT8, name: "t<k>", raw_data}; with
+ * `raw_first` the raw_data comes before dims and name on the wire. */
+static void encode_tensor(tu_bytes *t, size_t k, int raw_first)
+{
+    char name[16];
+    snprintf(name, sizeof name, "t%zu", k);
+    uint8_t *raw = malloc(sizes[k]);
+    for (size_t i = 0; i < sizes[k]; i++) raw[i] = pattern(k, i);
+    if (raw_first) {
+        tu_bytes_tag(t, 9, 2);
+        tu_bytes_varint(t, sizes[k]);
+        tu_bytes_put(t, raw, sizes[k]);
+    }
+    tu_bytes_tag(t, 1, 0);
+    tu_bytes_varint(t, sizes[k]);
+    tu_bytes_tag(t, 2, 0);
+    tu_bytes_varint(t, 2); /* UINT8 */
+    tu_bytes_tag(t, 8, 2);
+    tu_bytes_varint(t, strlen(name));
+    tu_bytes_put(t, name, strlen(name));
+    if (!raw_first) {
+        tu_bytes_tag(t, 9, 2);
+        tu_bytes_varint(t, sizes[k]);
+        tu_bytes_put(t, raw, sizes[k]);
+    }
+    free(raw);
+}
+
+/* ModelProto{ir_version: 10, graph: {name: "g", initializer: t0..t5}}, in
+ * libprotobuf's field order (unless raw_first). */
+static tu_bytes encode_model(int raw_first)
+{
+    tu_bytes graph = {0}, model = {0};
+    tu_bytes_tag(&graph, 2, 2);
+    tu_bytes_varint(&graph, 1);
+    tu_bytes_byte(&graph, 'g');
+    for (size_t k = 0; k < NT; k++) {
+        tu_bytes t = {0};
+        encode_tensor(&t, k, raw_first && k % 2);
+        put_len_field(&graph, 5, &t);
+        tu_bytes_free(&t);
+    }
+    tu_bytes_tag(&model, 1, 0);
+    tu_bytes_varint(&model, 10);
+    put_len_field(&model, 7, &graph);
+    tu_bytes_free(&graph);
+    return model;
+}
+
+static bool payload_ok(const onnxio_TensorProto *t, size_t k)
+{
+    if (!t->raw_data.data || t->raw_data.size != sizes[k]) return false;
+    for (size_t i = 0; i < sizes[k]; i++)
+        if (t->raw_data.data[i] != pattern(k, i)) return false;
+    return true;
+}
+
+/* Mappings of `path` in this process, from the kernel's own list. */
+static int mappings_of(const char *path)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f) return -1;
+    char line[4096];
+    int n = 0;
+    size_t len = strlen(path);
+    while (fgets(line, sizeof line, f)) {
+        char *nl = strchr(line, '\n');
+        if (nl) *nl = '\0';
+        size_t l = strlen(line);
+        if (l >= len && strcmp(line + l - len, path) == 0) n++;
+    }
+    fclose(f);
+    return n;
+}
+
+static onnxio_TensorProto *tensor(onnxio_ModelProto *m, size_t k) { return m->graph->initializer.data[k]; }
+
+static void test_modes(const char *dir)
+{
+    tu_bytes in = encode_model(0);
+    char *path = tu_path_join(dir, "model.onnx");
+    tu_write_file(path, in.data, in.size);
+    char *real = realpath(path, NULL);
+
+    tu_begin("copy mode: every payload privately owned, freed with its tensor");
+    for (int threads = 1; threads <= 4; threads *= 2) {
+        onnxio_arena *a = onnxio_arena_new();
+        onnxio_ModelProto *m = NULL;
+        onnxio_parse_options o = {.num_threads = threads};
+        CHECK_STATUS(onnxio_load_model(path, &o, a, &m), ONNXIO_OK);
+        if (m) {
+            CHECK_EQ_INT(mappings_of(real), 0);
+            for (size_t k = 0; k < NT; k++) {
+                CHECK_MSG(payload_ok(tensor(m, k), k), "threads %d tensor %zu bytes", threads, k);
+                CHECK(tensor(m, k)->raw_data.owner != NULL);
+                CHECK_EQ_U64(onnxio_buffer_refcount(tensor(m, k)->raw_data.owner), 1);
+                CHECK(tensor(m, k)->raw_data.data < in.data || tensor(m, k)->raw_data.data >= in.data + in.size);
+            }
+            /* Replacing a payload releases the old block at once. */
+            onnxio_buffer *old = onnxio_buffer_ref(tensor(m, 5)->raw_data.owner);
+            onnxio_span_clear(&tensor(m, 5)->raw_data);
+            CHECK_EQ_U64(onnxio_buffer_refcount(old), 1);
+            onnxio_buffer_unref(old);
+        }
+        onnxio_arena_unref(a);
+    }
+    tu_end();
+
+    tu_begin("no_copy from a file: one shared mapping, released with the last span");
+    {
+        onnxio_arena *a = onnxio_arena_new();
+        onnxio_ModelProto *m = NULL;
+        onnxio_parse_options o = {.no_copy = true};
+        CHECK_STATUS(onnxio_load_model(path, &o, a, &m), ONNXIO_OK);
+        if (m) {
+            CHECK_EQ_INT(mappings_of(real), 1);
+            onnxio_buffer *map = tensor(m, 0)->raw_data.owner;
+            CHECK(map != NULL);
+            for (size_t k = 0; k < NT; k++) {
+                CHECK(payload_ok(tensor(m, k), k));
+                CHECK(tensor(m, k)->raw_data.owner == map);
+            }
+            CHECK_EQ_U64(onnxio_buffer_refcount(map), NT);
+            /* A copy of the tree shares the mapping too. */
+            onnxio_arena *b = onnxio_arena_new();
+            onnxio_ModelProto *copy = onnxio_message_clone(b, m);
+            CHECK(copy != NULL);
+            CHECK_EQ_U64(onnxio_buffer_refcount(map), 2 * NT);
+            onnxio_arena_unref(a);
+            CHECK_EQ_INT(mappings_of(real), 1);
+            if (copy) CHECK(payload_ok(tensor(copy, 5), 5));
+            onnxio_arena_unref(b);
+        } else {
+            onnxio_arena_unref(a);
+        }
+        CHECK_EQ_INT(mappings_of(real), 0);
+    }
+    tu_end();
+
+    tu_begin("no_copy from caller bytes: borrowed without an owner, shared with one");
+    {
+        onnxio_arena *a = onnxio_arena_new();
+        onnxio_ModelProto *m = NULL;
+        onnxio_parse_options o = {.no_copy = true};
+        CHECK_STATUS(onnxio_load_model_from_bytes(in.data, in.size, NULL, &o, a, &m), ONNXIO_OK);
+        for (size_t k = 0; m && k < NT; k++) {
+            CHECK(tensor(m, k)->raw_data.owner == NULL);
+            CHECK(tensor(m, k)->raw_data.data > in.data && tensor(m, k)->raw_data.data < in.data + in.size);
+            CHECK(payload_ok(tensor(m, k), k));
+        }
+        onnxio_arena_unref(a);
+
+        uint8_t *copy = malloc(in.size);
+        memcpy(copy, in.data, in.size);
+        onnxio_buffer *owner = onnxio_buffer_wrap(copy, in.size, NULL, NULL);
+        a = onnxio_arena_new();
+        CHECK_STATUS(onnxio_load_model_from_bytes(copy, in.size, owner, &o, a, &m), ONNXIO_OK);
+        CHECK_EQ_U64(onnxio_buffer_refcount(owner), NT + 1);
+        onnxio_arena_unref(a);
+        CHECK_EQ_U64(onnxio_buffer_refcount(owner), 1);
+        onnxio_buffer_unref(owner);
+        free(copy);
+    }
+    tu_end();
+
+    tu_begin("skip_raw_data: sizes kept, nothing read, serializing refuses");
+    {
+        onnxio_arena *a = onnxio_arena_new();
+        onnxio_ModelProto *m = NULL;
+        onnxio_parse_options o = {.skip_raw_data = true};
+        CHECK_STATUS(onnxio_load_model(path, &o, a, &m), ONNXIO_OK);
+        for (size_t k = 0; m && k < NT; k++) {
+            CHECK(tensor(m, k)->raw_data.data == NULL);
+            CHECK_EQ_U64(tensor(m, k)->raw_data.size, sizes[k]);
+        }
+        onnxio_buffer *out = NULL;
+        if (m) CHECK_STATUS(onnxio_serialize(m, &out), ONNXIO_ERR_MISSING_PAYLOAD);
+        onnxio_arena_unref(a);
+    }
+    tu_end();
+
+    tu_begin("the serialized model and a saved file equal the input, for 1, 2 and 4 threads");
+    for (int threads = 1; threads <= 4; threads *= 2) {
+        onnxio_arena *a = onnxio_arena_new();
+        onnxio_ModelProto *m = NULL;
+        onnxio_parse_options o = {.num_threads = threads};
+        CHECK_STATUS(onnxio_load_model_from_bytes(in.data, in.size, NULL, &o, a, &m), ONNXIO_OK);
+        if (m) {
+            onnxio_buffer *out = NULL;
+            CHECK_STATUS(onnxio_serialize(m, &out), ONNXIO_OK);
+            if (out) CHECK_BYTES(onnxio_buffer_data(out), onnxio_buffer_size(out), in.data, in.size);
+            onnxio_buffer_unref(out);
+            char *saved = tu_path_join(dir, "saved.onnx");
+            onnxio_serialize_options so = {.num_threads = threads};
+            CHECK_STATUS(onnxio_save_model(m, saved, &so), ONNXIO_OK);
+            size_t n = 0;
+            uint8_t *bytes = tu_read_file(saved, &n);
+            CHECK_BYTES(bytes, n, in.data, in.size);
+            free(bytes);
+            free(saved);
+        }
+        onnxio_arena_unref(a);
+    }
+    tu_end();
+
+    free(real);
+    free(path);
+    tu_bytes_free(&in);
+}
+
+/* ---- payload callback ----------------------------------------------- */
+
+typedef struct place_ctx {
+    uint8_t *arena_mem; /* caller memory the even tensors go to */
+    size_t used;
+    int calls;
+    int saw_metadata;   /* every request had its name and dims */
+    onnxio_buffer *owner;
+} place_ctx;
+
+static onnxio_payload_action place(void *ctx, const onnxio_payload_request *r, void **dst, onnxio_buffer **owner)
+{
+    place_ctx *c = ctx;
+    size_t k = (size_t)atoi(r->tensor->name.data ? r->tensor->name.data + 1 : "0");
+    c->calls++;
+    if (r->tensor->name.size == 2 && r->tensor->dims.size == 1 && (uint64_t)r->tensor->dims.data[0] == r->size &&
+        r->tensor->data_type == 2 && !r->external)
+        c->saw_metadata++;
+    if (k == 1) return ONNXIO_PAYLOAD_SKIP;
+    if (k % 2 == 0) {
+        *dst = c->arena_mem + c->used;
+        c->used += (size_t)r->size;
+        *owner = c->owner;
+        return ONNXIO_PAYLOAD_PLACED;
+    }
+    return ONNXIO_PAYLOAD_LOAD;
+}
+
+static int released;
+static void count_release(void *ctx, void *data, size_t size)
+{
+    (void)ctx;
+    (void)size;
+    free(data);
+    released++;
+}
+
+static void test_callback(void)
+{
+    tu_begin("payload callback: placed in caller memory, skipped, or loaded; sees the whole tensor");
+    for (int raw_first = 0; raw_first <= 1; raw_first++) {
+        for (int threads = 1; threads <= 2; threads++) {
+            tu_bytes in = encode_model(raw_first);
+            size_t total = 0;
+            for (size_t k = 0; k < NT; k++) total += sizes[k];
+            place_ctx c = {malloc(total), 0, 0, 0, NULL};
+            released = 0;
+            c.owner = onnxio_buffer_wrap(c.arena_mem, total, count_release, NULL);
+            onnxio_arena *a = onnxio_arena_new();
+            onnxio_ModelProto *m = NULL;
+            onnxio_parse_options o = {.num_threads = threads, .payload_fn = place, .payload_ctx = &c};
+            CHECK_STATUS(onnxio_load_model_from_bytes(in.data, in.size, NULL, &o, a, &m), ONNXIO_OK);
+            CHECK_EQ_INT(c.calls, NT);
+            CHECK_EQ_INT(c.saw_metadata, NT);
+            size_t at = 0;
+            for (size_t k = 0; m && k < NT; k++) {
+                onnxio_TensorProto *t = tensor(m, k);
+                if (k == 1) {
+                    CHECK(t->raw_data.data == NULL);
+                    CHECK_EQ_U64(t->raw_data.size, sizes[k]);
+                } else if (k % 2 == 0) {
+                    CHECK(t->raw_data.data == c.arena_mem + at);
+                    CHECK(t->raw_data.owner == c.owner);
+                    CHECK(payload_ok(t, k));
+                    at += sizes[k];
+                } else {
+                    CHECK(payload_ok(t, k));
+                    CHECK(t->raw_data.owner != c.owner);
+                }
+            }
+            onnxio_buffer_unref(c.owner);
+            CHECK_EQ_INT(released, 0); /* the placed tensors still hold it */
+            onnxio_arena_unref(a);
+            CHECK_EQ_INT(released, 1);
+            tu_bytes_free(&in);
+        }
+    }
+    tu_end();
+}
+
+/* ---- consolidation -------------------------------------------------- */
+
+static void test_consolidate(void)
+{
+    tu_begin("consolidation: large payloads share one aligned buffer, small ones stay, bytes unchanged");
+    uint64_t aligns[] = {0, 64, 4096};
+    for (size_t ai = 0; ai < 3; ai++) {
+        tu_bytes in = encode_model(0);
+        onnxio_arena *a = onnxio_arena_new();
+        onnxio_ModelProto *m = NULL;
+        CHECK_STATUS(onnxio_load_model_from_bytes(in.data, in.size, NULL, NULL, a, &m), ONNXIO_OK);
+        if (!m) continue;
+        onnxio_buffer *old_small = onnxio_buffer_ref(tensor(m, 1)->raw_data.owner);
+        onnxio_buffer *old_large = onnxio_buffer_ref(tensor(m, 4)->raw_data.owner);
+        onnxio_tensor_buffer_options tb = {.alignment = aligns[ai]};
+        onnxio_buffer *buf = NULL;
+        CHECK_STATUS(onnxio_consolidate_tensors_to_buffer(m, &tb, &buf), ONNXIO_OK);
+        uint64_t align = aligns[ai] ? aligns[ai] : 64;
+        size_t large = 0;
+        for (size_t k = 0; k < NT; k++) {
+            onnxio_TensorProto *t = tensor(m, k);
+            CHECK(payload_ok(t, k));
+            if (sizes[k] >= 1024) {
+                large++;
+                CHECK(t->raw_data.owner == buf);
+                CHECK_EQ_U64((uintptr_t)t->raw_data.data % align, 0);
+                CHECK(t->raw_data.data >= onnxio_buffer_data(buf) &&
+                      t->raw_data.data + t->raw_data.size <= onnxio_buffer_data(buf) + onnxio_buffer_size(buf));
+            } else {
+                CHECK(t->raw_data.owner != buf);
+            }
+        }
+        CHECK_EQ_U64(onnxio_buffer_refcount(buf), large + 1);
+        CHECK_EQ_U64(onnxio_buffer_refcount(old_small), 2); /* left as it was */
+        CHECK_EQ_U64(onnxio_buffer_refcount(old_large), 1); /* dropped by its tensor */
+        onnxio_buffer *out = NULL;
+        CHECK_STATUS(onnxio_serialize(m, &out), ONNXIO_OK);
+        if (out) CHECK_BYTES(onnxio_buffer_data(out), onnxio_buffer_size(out), in.data, in.size);
+        onnxio_buffer_unref(out);
+        onnxio_buffer_unref(old_small);
+        onnxio_buffer_unref(old_large);
+        onnxio_arena_unref(a);
+        CHECK_EQ_U64(onnxio_buffer_refcount(buf), 1);
+        onnxio_buffer_unref(buf);
+        tu_bytes_free(&in);
+    }
+    onnxio_tensor_buffer_options bad = {.alignment = 48};
+    onnxio_arena *a = onnxio_arena_new();
+    onnxio_ModelProto *m = onnxio_message_new(a, &onnxio_desc_ModelProto);
+    CHECK_STATUS(onnxio_consolidate_tensors_to_buffer(m, &bad, NULL), ONNXIO_ERR_INVALID_ARGUMENT);
+    onnxio_buffer *none = (onnxio_buffer *)1;
+    CHECK_STATUS(onnxio_consolidate_tensors_to_buffer(m, NULL, &none), ONNXIO_OK);
+    CHECK(none == NULL);
+    onnxio_arena_unref(a);
+    tu_end();
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    char *dir = tu_make_temp_dir("onnxio-ownership");
+    test_modes(dir);
+    test_callback();
+    test_consolidate();
+    tu_remove_tree(dir);
+    free(dir);
+    return tu_finish();
+}
