@@ -12,7 +12,7 @@ struct onnxio_buffer {
     atomic_size_t refs;
     uint8_t *data;
     size_t size;
-    onnxio_release_fn release; /* NULL for blocks made by onnxio_buffer_new */
+    onnxio_release_fn release;
     void *ctx;
 };
 
@@ -34,11 +34,29 @@ static void release_unmap(void *ctx, void *data, size_t size)
  * hundred thousand, and freeing returns the memory at once. */
 #define LARGE_BLOCK (2u << 20)
 
+static onnxio_buffer *init(onnxio_buffer *b, void *data, size_t size, onnxio_release_fn release, void *ctx)
+{
+    atomic_init(&b->refs, 1);
+    b->data = data;
+    b->size = size;
+    b->release = release;
+    b->ctx = ctx;
+    return b;
+}
+
 ONNXIO_API onnxio_buffer *onnxio_buffer_new(size_t size, size_t alignment)
 {
     if (alignment == 0) alignment = 64;
     if (alignment & (alignment - 1)) return NULL;
     if (alignment < sizeof(void *)) alignment = sizeof(void *);
+    if (size <= 4096 && alignment <= 64) {
+        /* Small payloads: header and bytes in one block, one malloc (the
+         * final free of the header frees both). */
+        size_t head = (sizeof(onnxio_buffer) + alignment - 1) & ~(alignment - 1);
+        void *block = NULL;
+        if (posix_memalign(&block, alignment, head + (size ? size : 1)) != 0) return NULL;
+        return init(block, (uint8_t *)block + head, size, NULL, NULL);
+    }
     onnxio_buffer *b = malloc(sizeof *b);
     if (!b) return NULL;
     void *data = NULL;
@@ -51,35 +69,19 @@ ONNXIO_API onnxio_buffer *onnxio_buffer_new(size_t size, size_t alignment)
 #ifdef MADV_HUGEPAGE
         madvise(data, size, MADV_HUGEPAGE);
 #endif
-        atomic_init(&b->refs, 1);
-        b->data = data;
-        b->size = size;
-        b->release = release_unmap;
-        b->ctx = NULL;
-        return b;
+        return init(b, data, size, release_unmap, NULL);
     }
     if (posix_memalign(&data, alignment, size ? size : 1) != 0) {
         free(b);
         return NULL;
     }
-    atomic_init(&b->refs, 1);
-    b->data = data;
-    b->size = size;
-    b->release = release_free;
-    b->ctx = data;
-    return b;
+    return init(b, data, size, release_free, data);
 }
 
 ONNXIO_API onnxio_buffer *onnxio_buffer_wrap(void *data, size_t size, onnxio_release_fn release, void *ctx)
 {
     onnxio_buffer *b = malloc(sizeof *b);
-    if (!b) return NULL;
-    atomic_init(&b->refs, 1);
-    b->data = data;
-    b->size = size;
-    b->release = release;
-    b->ctx = ctx;
-    return b;
+    return b ? init(b, data, size, release, ctx) : NULL;
 }
 
 ONNXIO_API onnxio_buffer *onnxio_buffer_ref(onnxio_buffer *b)

@@ -16,6 +16,14 @@ typedef struct dec {
 
 static onnxio_status parse_message(dec *d, onnxio_message *m, const uint8_t *p, const uint8_t *end, int depth);
 
+/* Marks a field present; only oneof members need onnxio_set_has's sibling
+ * clearing, and most fields are not in one. */
+static inline void mark_present(onnxio_message *m, const onnxio_field_desc *f)
+{
+    if (ONNXIO_LIKELY(!f->oneof)) m->has |= (uint64_t)1 << f->index;
+    else onnxio_set_has(m, f->index);
+}
+
 static onnxio_status truncated(dec *d, const uint8_t *at, const onnxio_message *m, const char *what)
 {
     return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: %s: %s", OFFSET(d, at), m->desc->name, what);
@@ -133,7 +141,7 @@ static onnxio_status store_scalar(dec *d, onnxio_message *m, const onnxio_field_
     default:
         break;
     }
-    if (!repeated) onnxio_set_has(m, f->index);
+    if (!repeated) mark_present(m, f);
     return ONNXIO_OK;
 }
 
@@ -224,7 +232,7 @@ static onnxio_status parse_field(dec *d, onnxio_message *m, const onnxio_field_d
             if (!(dst = onnxio_array_append(d->arena, member, sizeof *dst))) return no_memory();
         }
         if (onnxio_string_set(d->arena, dst, p, len)) return no_memory();
-        if (!repeated) onnxio_set_has(m, f->index);
+        if (!repeated) mark_present(m, f);
         return ONNXIO_OK;
     }
     case ONNXIO_KIND_RAW: {
@@ -254,7 +262,7 @@ static onnxio_status parse_field(dec *d, onnxio_message *m, const onnxio_field_d
         } else {
             onnxio_message **slot = member;
             if (!*slot) {
-                onnxio_set_has(m, f->index); /* clears the other oneof members */
+                mark_present(m, f); /* clears the other oneof members */
                 if (!(*slot = onnxio_message_new(d->arena, f->message))) return no_memory();
             }
             sub = *slot;

@@ -10,10 +10,11 @@ ONNXIO_API void *onnxio_message_new(onnxio_arena *arena, const onnxio_message_de
     onnxio_message *m = onnxio_arena_alloc(arena, desc->size);
     if (!m) return NULL;
     m->desc = desc;
-    for (size_t i = 0; i < desc->field_count; i++) {
-        const onnxio_field_desc *f = &desc->fields[i];
-        if (f->kind == ONNXIO_KIND_RAW && onnxio__arena_track_span(arena, onnxio__member(m, f))) return NULL;
-    }
+    /* Only TensorProto has a payload span (kind RAW); the arena must know
+     * it to drop the payload's reference when freed. */
+    if (desc == &onnxio_desc_TensorProto &&
+        onnxio__arena_track_span(arena, &((onnxio_TensorProto *)m)->raw_data))
+        return NULL;
     return m;
 }
 
