@@ -4,13 +4,16 @@
 #   make demo         bootstrap, build, round-trip a test model and GPT-2 (scripts/demo.sh)
 #   make test         bootstrap; -Werror build + ctest; ASan/UBSan build + ctest;
 #                     libFuzzer targets for FUZZ_SECONDS each; pytest tests/python
-#   make bench        bootstrap, build, onnxio vs libprotobuf C++ vs onnx Python (bench/)
+#   make bench        bootstrap, build, onnxio vs libprotobuf C++ vs onnx Python (bench/);
+#                     rewrites the results in BENCHMARKS.md and docs/bench.png
+#   make models       the benchmark models in .cache/models (made once)
 #   make bootstrap    install Debian packages and .venv (scripts/bootstrap.sh)
 #   make clean        remove build directories and bench/out (keeps .cache/models, .venv)
 #   make distclean    clean, plus .cache and .venv
 #
 # Variables: JOBS (parallel build jobs; default: cores), CTEST_JOBS (default 1),
-# FUZZ_SECONDS (default 60), BENCH_ARGS (passed to bench/bench.py),
+# FUZZ_SECONDS (default 60), BENCH_ARGS (passed to bench/bench.py, e.g. --repeats 3
+# or --no-write), BENCH_BUILD (the library build the harness links; default build),
 # SHARED (default ../shared), CMAKE_ARGS (extra arguments for every configure).
 
 SHELL := /bin/bash
@@ -24,6 +27,7 @@ CTEST ?= ctest
 CMAKE_ARGS ?=
 SHARED ?= ../shared
 BENCH_ARGS ?=
+BENCH_BUILD ?= build
 PYTHON := .venv/bin/python
 # CMake's own make must not inherit this make's flags and level (it would
 # print every directory it enters and fight over the job server).
@@ -121,15 +125,19 @@ bench/out/pb_bench: bench/pb_bench.cc bench/out/pb/onnx-ml.pb.cc
 	$(CXX) -O2 -std=c++17 -Ibench/out/pb -o $@ bench/pb_bench.cc bench/out/pb/onnx-ml.pb.cc \
 	  -lprotobuf -pthread
 
-bench/out/onnxio_bench: bench/onnxio_bench.c build/libonnxio.a
+bench/out/onnxio_bench: bench/onnxio_bench.c $(BENCH_BUILD)/libonnxio.a
 	@mkdir -p bench/out
-	$(CC) -O2 -std=c11 -Wall -Wextra -Wpedantic -Iinclude -Ibuild/include -o $@ $< \
-	  build/libonnxio.a $(BENCH_LIBS)
+	$(CC) -O2 -std=c11 -Wall -Wextra -Wpedantic -Iinclude -I$(BENCH_BUILD)/include -o $@ $< \
+	  $(BENCH_BUILD)/libonnxio.a $(BENCH_LIBS)
 
-models: .cache/models/gpt2.onnx .cache/models/many_nodes.onnx
+models: .cache/models/gpt2.onnx .cache/models/gpt2_external/gpt2.onnx .cache/models/many_nodes.onnx
 
 .cache/models/gpt2.onnx: scripts/make_gpt2.py
 	$(PYTHON) scripts/make_gpt2.py --force --out $@
+
+# The external-data twin of gpt2.onnx, written by onnx (gpt2.onnx.data beside it).
+.cache/models/gpt2_external/gpt2.onnx: .cache/models/gpt2.onnx scripts/make_gpt2_external.py
+	$(PYTHON) scripts/make_gpt2_external.py --force --src $< --out $@
 
 .cache/models/many_nodes.onnx: scripts/make_many_nodes.py
 	$(PYTHON) scripts/make_many_nodes.py --force --out $@

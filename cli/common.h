@@ -31,6 +31,7 @@ typedef struct cli_verb {
 extern const cli_verb cli_verb_info;
 extern const cli_verb cli_verb_print;
 extern const cli_verb cli_verb_convert;
+extern const cli_verb cli_verb_bench;
 
 /* Writes `onnxio VERB --help` to stdout. */
 void cli_print_verb_help(const cli_verb *verb);

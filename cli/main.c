@@ -4,7 +4,8 @@
 
 #include "common.h"
 
-static const cli_verb *const verbs[] = {&cli_verb_info, &cli_verb_print, &cli_verb_convert};
+static const cli_verb *const verbs[] = {&cli_verb_info, &cli_verb_print, &cli_verb_convert,
+                                        &cli_verb_bench};
 #define VERB_COUNT (sizeof verbs / sizeof verbs[0])
 
 static const char usage_line[] = "usage: onnxio COMMAND [ARGS...]   (see 'onnxio --help')\n";

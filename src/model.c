@@ -120,7 +120,7 @@ ONNXIO_API onnxio_status onnxio_load_model(const char *path, const onnxio_parse_
         char *dir = opts && opts->base_dir ? NULL : onnxio__dirname(path);
         const char *base = opts && opts->base_dir ? opts->base_dir : dir;
         if (!base) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-        s = onnxio_load_external_data(m, base, opts);
+        s = onnxio__load_external(m, base, opts, path);
         free(dir);
         if (s) {
             onnxio_message_clear(m);
@@ -204,28 +204,32 @@ ONNXIO_API onnxio_status onnxio_save_model(onnxio_ModelProto *model, const char 
     if (opts && (opts->tensor_buffer.alignment & (opts->tensor_buffer.alignment - 1)))
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "alignment %llu is not a power of two",
                             (unsigned long long)opts->tensor_buffer.alignment);
-    if (!opts || !opts->external_data.location) return write_file(model, path, opts);
+    if (!opts || (!opts->external_data.location && opts->external_data.all_tensors_to_one_file != ONNXIO_OFF))
+        return write_file(model, path, opts);
 
     /* The caller's model stays as it is: rewrite a copy whose payloads are
      * shared, not copied. */
     onnxio_arena *scratch = onnxio_arena_new();
     onnxio_ModelProto *copy = scratch ? onnxio_message_clone(scratch, model) : NULL;
-    char *dir = onnxio__dirname(path);
     onnxio_status s;
-    if (!copy || !dir) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    if (!copy) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     else {
-        /* Both files are written in full before either replaces anything. */
-        onnxio__atomic_file data, model_file;
-        if (!(s = onnxio__save_external(scratch, copy, dir, opts, &data))) {
-            if ((s = write_temp(copy, path, NULL, &model_file))) {
-                onnxio__atomic_abort(&model_file);
-                onnxio__atomic_abort(&data);
+        /* Every file is written in full before any replaces anything. */
+        onnxio__data_files *data = NULL;
+        if (!(s = onnxio__save_external(scratch, copy, path, opts, &data))) {
+            onnxio__atomic_file model_file;
+            onnxio__pool *pool = NULL;
+            if (!(s = onnxio__pool_new(opts->num_threads, &pool))) {
+                s = write_temp(copy, path, pool, &model_file);
+                onnxio_status s2 = onnxio__pool_finish(pool);
+                if (!s && s2) s = onnxio__context(s2, "saving %s", path);
+                if (s) onnxio__atomic_abort(&model_file);
             }
-            else if ((s = onnxio__atomic_commit(&data))) onnxio__atomic_abort(&model_file);
+            if (s) onnxio__data_files_abort(data);
+            else if ((s = onnxio__data_files_commit(data))) onnxio__atomic_abort(&model_file);
             else s = onnxio__atomic_commit(&model_file);
         }
     }
-    free(dir);
     onnxio_arena_unref(scratch);
     return s;
 }
