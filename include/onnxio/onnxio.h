@@ -326,14 +326,19 @@ onnxio_status onnxio_serialize(void *msg, onnxio_buffer **out);
 
 /* Loads a model file (ModelProto) into `arena`. The file is memory-mapped;
  * with no_copy, payloads point into the mapping and hold a reference to it,
- * otherwise they are copied and the mapping is released before returning.
+ * otherwise they are read into owned buffers (on num_threads threads) and
+ * the mapping is released before returning (docs/memory.md has every mode).
  * External data is read (unless load_external_data is OFF) from files
- * resolved under opts->base_dir or the model's directory: absolute
- * locations, '..' components, and symlinks leading outside that directory
- * are refused (ONNXIO_ERR_PATH_*), and offset/length are checked against the
- * file size before anything is allocated (ONNXIO_ERR_EXTERNAL_RANGE). Loaded
- * tensors hold their payload in raw_data; their data_location and
- * external_data fields are unset. */
+ * resolved under opts->base_dir or the model's directory. Refused, each
+ * before anything is allocated or read: absolute locations and '..'
+ * components (ONNXIO_ERR_PATH_ABSOLUTE / PATH_PARENT), symlinks leading
+ * outside that directory (PATH_ESCAPES), data files with other hard links
+ * (PATH_LINK), a location naming the model file itself (PATH_SELF),
+ * offset/length outside the file (EXTERNAL_RANGE), a length that does not
+ * match the tensor's data_type and dims (EXTERNAL_DATA), and with
+ * verify_checksum a SHA-1 mismatch (CHECKSUM). Loaded tensors hold their
+ * payload in raw_data; their data_location and external_data fields are
+ * unset. */
 onnxio_status onnxio_load_model(const char *path, const onnxio_parse_options *opts,
                                 onnxio_arena *arena, onnxio_ModelProto **out);
 /* Loads a model from bytes (see onnxio_parse for ownership). External data
@@ -347,11 +352,16 @@ onnxio_status onnxio_load_file(const onnxio_message_desc *desc, const char *path
 
 /* Saves a model to `path` atomically: written to a temporary file in the
  * same directory, fsync'd, then renamed over `path`; on any failure the
- * previous file is untouched and the temporary file removed. With
- * opts->external_data.location, every raw_data payload of at least
- * size_threshold bytes (initializers of the graph and of subgraphs) is
- * written to that file (also atomically) and the saved model refers to it;
- * `model` itself is not modified. */
+ * previous file is untouched and the temporary file removed. Payloads are
+ * written at their offsets on num_threads threads; the bytes do not depend
+ * on the count. With opts->external_data (location set, or
+ * all_tensors_to_one_file OFF), the raw_data payloads it selects (see
+ * onnxio_external_data_options) go to data files, every data file and the
+ * model are written in full before any is renamed, and the saved model
+ * refers to them; `model` itself is not modified. The same path checks as
+ * on load apply to the data files. A tensor that is still external and
+ * refers to a data file this save replaces is refused
+ * (ONNXIO_ERR_EXTERNAL_DATA): load its data first. */
 onnxio_status onnxio_save_model(onnxio_ModelProto *model, const char *path,
                                 const onnxio_serialize_options *opts);
 /* Saves any message to `path` atomically (no external data). */

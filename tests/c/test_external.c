@@ -20,6 +20,9 @@
 
 #include "testutil.h"
 
+/* SHA-1 of data_bytes, from Python's hashlib (an independent reference). */
+#define DATA_SHA1 "bede92be29c3874e1b54ddc77988d606fc857a8e"
+
 #define DATA_SIZE 64
 
 static uint8_t data_bytes[DATA_SIZE];
@@ -67,11 +70,24 @@ static void add_entry(onnxio_arena *a, onnxio_TensorProto *t, const char *key, c
 
 /* Writes <dir>/model.onnx: one initializer "w" whose data is external with
  * the given keys (NULL: key left out). */
+/* The tensor is UINT8 with as many elements as the reference's bytes
+ * (length, or what is left of the file after offset), so that the length
+ * matches its shape; references that fail earlier checks get 16. */
 static void write_external_model(const char *dir, const char *location, const char *offset, const char *length)
 {
     onnxio_arena *a = onnxio_arena_new();
     onnxio_ModelProto *m = new_model(a);
     onnxio_TensorProto *t = add_tensor(a, m->graph, "w", 4);
+    {
+        char *end;
+        unsigned long long off = offset ? strtoull(offset, &end, 10) : 0, n = 16;
+        if (length && length[0] && strspn(length, "0123456789") == strlen(length) && strlen(length) < 8)
+            n = strtoull(length, NULL, 10);
+        else if (!length && off <= DATA_SIZE)
+            n = DATA_SIZE - off;
+        t->data_type = ONNXIO_TensorProto_DataType_UINT8;
+        t->dims.data[0] = (int64_t)n;
+    }
     if (location) add_entry(a, t, "location", location);
     if (offset) add_entry(a, t, "offset", offset);
     if (length) add_entry(a, t, "length", length);
@@ -809,6 +825,788 @@ static void test_atomic_save(void)
     free(path);
 }
 
+/* ---- hard links, the model itself, lengths, checksums ------------------------ */
+
+/* Writes <dir>/model.onnx: one initializer "w" of `data_type` and `dims`
+ * whose data is external (location, offset 0, length, optional checksum). */
+static void write_typed_model(const char *dir, const char *location, const char *length, int32_t data_type,
+                              const int64_t *dims, size_t nd, const char *checksum)
+{
+    onnxio_arena *a = onnxio_arena_new();
+    onnxio_ModelProto *m = new_model(a);
+    onnxio_TensorProto *t = add_tensor(a, m->graph, "w", 1);
+    onnxio_field_clear(t, &onnxio_desc_TensorProto.fields[ONNXIO_FIELD_TensorProto_dims]);
+    for (size_t i = 0; i < nd; i++) *(int64_t *)onnxio_array_append(a, &t->dims, sizeof(int64_t)) = dims[i];
+    t->data_type = data_type;
+    add_entry(a, t, "location", location);
+    add_entry(a, t, "offset", "0");
+    add_entry(a, t, "length", length);
+    if (checksum) add_entry(a, t, "checksum", checksum);
+    t->data_location = ONNXIO_TensorProto_DataLocation_EXTERNAL;
+    onnxio_set_has(t, ONNXIO_FIELD_TensorProto_data_location);
+    char *path = tu_path_join(dir, "model.onnx");
+    CHECK_STATUS(onnxio_save_file(m, path, NULL), ONNXIO_OK);
+    free(path);
+    onnxio_arena_unref(a);
+}
+
+/* Loads <dir>/model.onnx in copy and no_copy mode; both must give `want`. */
+static void expect_status(const char *what, const char *dir, bool verify, onnxio_status want)
+{
+    char *path = tu_path_join(dir, "model.onnx");
+    for (int no_copy = 0; no_copy <= 1; no_copy++) {
+        onnxio_parse_options o = {0};
+        o.no_copy = no_copy;
+        o.verify_checksum = verify;
+        onnxio_arena *a = onnxio_arena_new();
+        onnxio_ModelProto *m = NULL;
+        onnxio_status st = onnxio_load_model(path, &o, a, &m);
+        CHECK_MSG(st == want, "%s (%s): gave %s, want %s (\"%s\")", what, no_copy ? "no_copy" : "copy",
+                  onnxio_status_name(st), onnxio_status_name(want), onnxio_last_error());
+        onnxio_arena_unref(a);
+    }
+    free(path);
+}
+
+static void test_load_safety_more(void)
+{
+    tu_begin("external data: hard links and the model file itself");
+    char *root = tu_make_temp_dir("ext2");
+    char *base = tu_path_join(root, "base");
+    char *outside = tu_path_join(root, "outside");
+    mkdir(base, 0777);
+    mkdir(outside, 0777);
+    write_data_file(base, "data.bin");
+    write_data_file(outside, "secret.bin");
+    {
+        char *secret = tu_path_join(outside, "secret.bin"), *hl = tu_path_join(base, "h.bin");
+        CHECK(link(secret, hl) == 0);
+        write_external_model(base, "h.bin", "0", "16");
+        expect_load("hard link to a file outside", base, NULL, ONNXIO_ERR_PATH_LINK, 0, 0);
+        free(secret);
+        free(hl);
+        char *data = tu_path_join(base, "data.bin"), *data2 = tu_path_join(base, "data2.bin");
+        CHECK(link(data, data2) == 0);
+        write_external_model(base, "data.bin", "0", "16");
+        expect_load("data file with a second name", base, NULL, ONNXIO_ERR_PATH_LINK, 0, 0);
+        unlink(data2);
+        expect_load("the second name removed", base, NULL, ONNXIO_OK, 0, 16);
+        free(data);
+        free(data2);
+    }
+    write_external_model(base, "model.onnx", "0", "16");
+    expect_load("location is the model file", base, NULL, ONNXIO_ERR_PATH_SELF, 0, 0);
+    write_external_model(base, "./model.onnx", "0", "16");
+    expect_load("location ./model.onnx", base, NULL, ONNXIO_ERR_PATH_SELF, 0, 0);
+    {
+        char *lnk = tu_path_join(base, "self.lnk");
+        CHECK(symlink("model.onnx", lnk) == 0);
+        write_external_model(base, "self.lnk", "0", "16");
+        expect_load("symlink to the model file", base, NULL, ONNXIO_ERR_PATH_SELF, 0, 0);
+        free(lnk);
+    }
+    write_external_model(base, "data.bin", "65", "0");
+    expect_load("offset past the end", base, NULL, ONNXIO_ERR_EXTERNAL_RANGE, 0, 0);
+    tu_end();
+
+    tu_begin("external data: length against type and shape");
+    static const struct {
+        int32_t type;
+        int64_t dims[3];
+        size_t nd;
+        const char *length;
+        bool ok;
+    } cases[] = {
+        {ONNXIO_TensorProto_DataType_FLOAT, {4}, 1, "16", true},
+        {ONNXIO_TensorProto_DataType_FLOAT, {4}, 1, "12", false},
+        {ONNXIO_TensorProto_DataType_FLOAT, {4}, 1, "20", false},
+        {ONNXIO_TensorProto_DataType_FLOAT, {2, 3}, 2, "24", true},
+        {ONNXIO_TensorProto_DataType_FLOAT, {0}, 0, "4", true}, /* a scalar */
+        {ONNXIO_TensorProto_DataType_FLOAT, {3, 0}, 2, "0", true},
+        {ONNXIO_TensorProto_DataType_FLOAT, {3, 0}, 2, "4", false},
+        {ONNXIO_TensorProto_DataType_INT4, {5}, 1, "3", true},
+        {ONNXIO_TensorProto_DataType_INT4, {5}, 1, "2", false},
+        {ONNXIO_TensorProto_DataType_UINT4, {4}, 1, "2", true},
+        {ONNXIO_TensorProto_DataType_FLOAT4E2M1, {3}, 1, "2", true},
+        {ONNXIO_TensorProto_DataType_UINT2, {5}, 1, "2", true},
+        {ONNXIO_TensorProto_DataType_INT2, {4}, 1, "1", true},
+        {ONNXIO_TensorProto_DataType_INT2, {5}, 1, "1", false},
+        {ONNXIO_TensorProto_DataType_COMPLEX64, {2}, 1, "16", true},
+        {ONNXIO_TensorProto_DataType_COMPLEX128, {2}, 1, "32", true},
+        {ONNXIO_TensorProto_DataType_COMPLEX128, {2}, 1, "16", false},
+        {ONNXIO_TensorProto_DataType_DOUBLE, {3}, 1, "24", true},
+        {ONNXIO_TensorProto_DataType_BOOL, {10}, 1, "10", true},
+        {ONNXIO_TensorProto_DataType_BFLOAT16, {8}, 1, "16", true},
+        {ONNXIO_TensorProto_DataType_FLOAT8E4M3FN, {7}, 1, "7", true},
+        {ONNXIO_TensorProto_DataType_INT64, {2}, 1, "16", true},
+        {ONNXIO_TensorProto_DataType_STRING, {3}, 1, "10", true},    /* not checked */
+        {ONNXIO_TensorProto_DataType_UNDEFINED, {3}, 1, "5", true}, /* not checked */
+        {ONNXIO_TensorProto_DataType_FLOAT, {-1}, 1, "16", false},
+        {ONNXIO_TensorProto_DataType_FLOAT, {1LL << 40, 1LL << 40}, 2, "16", false}, /* elements overflow */
+        {ONNXIO_TensorProto_DataType_INT64, {1LL << 61}, 1, "16", false},            /* bytes overflow */
+        {ONNXIO_TensorProto_DataType_COMPLEX128, {1LL << 60}, 1, "16", false},
+        {ONNXIO_TensorProto_DataType_INT2, {INT64_MAX}, 1, "16", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_typed_model(base, "data.bin", cases[i].length, cases[i].type, cases[i].dims, cases[i].nd, NULL);
+        char what[96];
+        snprintf(what, sizeof what, "case %zu (type %d, length %s)", i, (int)cases[i].type, cases[i].length);
+        expect_status(what, base, false, cases[i].ok ? ONNXIO_OK : ONNXIO_ERR_EXTERNAL_DATA);
+    }
+    tu_end();
+
+    tu_begin("external data: checksum key verified on request");
+    const int64_t d64[] = {64};
+    write_typed_model(base, "data.bin", "64", ONNXIO_TensorProto_DataType_UINT8, d64, 1, DATA_SHA1);
+    expect_status("right checksum", base, true, ONNXIO_OK);
+    write_typed_model(base, "data.bin", "64", ONNXIO_TensorProto_DataType_UINT8, d64, 1,
+                      "BEDE92BE29C3874E1B54DDC77988D606FC857A8E");
+    expect_status("right checksum in upper case", base, true, ONNXIO_OK);
+    write_typed_model(base, "data.bin", "64", ONNXIO_TensorProto_DataType_UINT8, d64, 1,
+                      "bede92be29c3874e1b54ddc77988d606fc857a8f");
+    expect_status("wrong checksum", base, true, ONNXIO_ERR_CHECKSUM);
+    expect_status("wrong checksum, not verified", base, false, ONNXIO_OK);
+    write_typed_model(base, "data.bin", "64", ONNXIO_TensorProto_DataType_UINT8, d64, 1, "xyz");
+    expect_status("malformed checksum", base, true, ONNXIO_ERR_CHECKSUM);
+    tu_end();
+
+    tu_remove_tree(root);
+    free(base);
+    free(outside);
+    free(root);
+}
+
+/* ---- save modes ------------------------------------------------------------- */
+
+/* The SHA-1 of a file from sha1sum(1) (an independent reference). */
+static bool sha1sum(const char *path, char out[41])
+{
+    char *cmd = tu_strdup_printf("sha1sum '%s'", path);
+    FILE *p = popen(cmd, "r");
+    free(cmd);
+    if (!p) return false;
+    bool ok = fread(out, 1, 40, p) == 40;
+    out[40] = '\0';
+    pclose(p);
+    return ok;
+}
+
+enum { NT = 7 };
+/* The tensors of rich_model, in tree order: initializers t0..t2, the
+ * subgraph initializer, a Constant node's value, a sparse initializer's
+ * values, a function's Constant value. */
+static const char *const rich_names[NT] = {"t0", "t1", "t2", "sub", "const", "sparse_values", "fconst"};
+
+static onnxio_TensorProto *uint8_tensor(onnxio_arena *a, onnxio_TensorProto *t, const char *name, const uint8_t *p, size_t n)
+{
+    int64_t *d = onnxio_array_append(a, &t->dims, sizeof(int64_t));
+    *d = (int64_t)n;
+    t->data_type = ONNXIO_TensorProto_DataType_UINT8;
+    onnxio_set_has(t, ONNXIO_FIELD_TensorProto_data_type);
+    set_string(a, t, &t->name, ONNXIO_FIELD_TensorProto_name, name);
+    onnxio_span_copy_from(&t->raw_data, p, n);
+    onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
+    return t;
+}
+
+static onnxio_AttributeProto *constant_node(onnxio_arena *a, void *nodes)
+{
+    onnxio_NodeProto *node = onnxio_list_add(a, nodes, &onnxio_desc_NodeProto);
+    set_string(a, node, &node->op_type, ONNXIO_FIELD_NodeProto_op_type, "Constant");
+    onnxio_AttributeProto *attr = onnxio_list_add(a, &node->attribute, &onnxio_desc_AttributeProto);
+    set_string(a, attr, &attr->name, ONNXIO_FIELD_AttributeProto_name, "value");
+    attr->type = ONNXIO_AttributeProto_AttributeType_TENSOR;
+    onnxio_set_has(attr, ONNXIO_FIELD_AttributeProto_type);
+    attr->t = onnxio_message_new(a, &onnxio_desc_TensorProto);
+    return attr;
+}
+
+static onnxio_ModelProto *rich_model(onnxio_arena *a, const size_t *sizes, uint8_t **payloads)
+{
+    onnxio_ModelProto *m = model_with_payloads(a, sizes, 4, payloads);
+    for (int i = 4; i < NT; i++) {
+        payloads[i] = malloc(sizes[i]);
+        fill(payloads[i], sizes[i], (unsigned)i + 1);
+    }
+    uint8_tensor(a, constant_node(a, &m->graph->node)->t, "const", payloads[4], sizes[4]);
+    onnxio_SparseTensorProto *sp = onnxio_list_add(a, &m->graph->sparse_initializer, &onnxio_desc_SparseTensorProto);
+    sp->values = uint8_tensor(a, onnxio_message_new(a, &onnxio_desc_TensorProto), "sparse_values", payloads[5], sizes[5]);
+    onnxio_FunctionProto *f = onnxio_list_add(a, &m->functions, &onnxio_desc_FunctionProto);
+    set_string(a, f, &f->name, ONNXIO_FIELD_FunctionProto_name, "f");
+    set_string(a, f, &f->domain, ONNXIO_FIELD_FunctionProto_domain, "local");
+    uint8_tensor(a, constant_node(a, &f->node)->t, "fconst", payloads[6], sizes[6]);
+    return m;
+}
+
+/* rich_model's tensors, found by walking the structure by hand. */
+static void rich_tensors(onnxio_ModelProto *m, onnxio_TensorProto **out)
+{
+    memset(out, 0, NT * sizeof *out);
+    if (!m || !m->graph) return;
+    onnxio_TensorProto *ts[8];
+    size_t n = collect_tensors(m, ts, 8);
+    for (size_t i = 0; i < n && i < 4; i++) out[i] = ts[i];
+    for (size_t i = 0; i < m->graph->node.size; i++)
+        if (strcmp(m->graph->node.data[i]->op_type.data, "Constant") == 0) out[4] = m->graph->node.data[i]->attribute.data[0]->t;
+    if (m->graph->sparse_initializer.size) out[5] = m->graph->sparse_initializer.data[0]->values;
+    if (m->functions.size && m->functions.data[0]->node.size) out[6] = m->functions.data[0]->node.data[0]->attribute.data[0]->t;
+}
+
+static bool is_external_t(const onnxio_TensorProto *t)
+{
+    return onnxio_has(t, ONNXIO_FIELD_TensorProto_data_location) &&
+           t->data_location == ONNXIO_TensorProto_DataLocation_EXTERNAL;
+}
+
+typedef struct saved_info {
+    char location[NT][256];
+    unsigned long long offset[NT], length[NT];
+    bool external[NT];
+} saved_info;
+
+/* Checks a saved model by hand: which tensors are external, that the bytes
+ * at their offset in their data file are the payload, offsets aligned,
+ * checksum keys equal to sha1sum; then that a normal load gives every
+ * payload back. */
+static void check_saved(const char *what, const char *dir, const char *model, const size_t *sizes, uint8_t **payloads,
+                        const bool *want_external, unsigned long long alignment, bool checksum, saved_info *info)
+{
+    char *mpath = tu_path_join(dir, model);
+    onnxio_parse_options off = {0};
+    off.load_external_data = ONNXIO_OFF;
+    onnxio_arena *a = onnxio_arena_new();
+    onnxio_ModelProto *m = NULL;
+    CHECK_STATUS(onnxio_load_model(mpath, &off, a, &m), ONNXIO_OK);
+    onnxio_TensorProto *ts[NT];
+    rich_tensors(m, ts);
+    saved_info local;
+    if (!info) info = &local;
+    memset(info, 0, sizeof *info);
+    for (int i = 0; i < NT; i++) {
+        if (!CHECK_MSG(ts[i] != NULL, "%s: tensor %s missing", what, rich_names[i])) continue;
+        info->external[i] = is_external_t(ts[i]);
+        if (!want_external[i]) {
+            CHECK_MSG(!info->external[i], "%s: %s should stay inline", what, rich_names[i]);
+            CHECK_BYTES(ts[i]->raw_data.data, ts[i]->raw_data.size, payloads[i], sizes[i]);
+            continue;
+        }
+        if (!CHECK_MSG(info->external[i] && !onnxio_has(ts[i], ONNXIO_FIELD_TensorProto_raw_data),
+                       "%s: %s should be external", what, rich_names[i]))
+            continue;
+        const char *loc = entry(ts[i], "location"), *o = entry(ts[i], "offset"), *l = entry(ts[i], "length");
+        const char *sum = entry(ts[i], "checksum");
+        if (!CHECK_MSG(loc && o && l, "%s: %s lacks keys", what, rich_names[i])) continue;
+        snprintf(info->location[i], sizeof info->location[i], "%s", loc);
+        info->offset[i] = strtoull(o, NULL, 10);
+        info->length[i] = strtoull(l, NULL, 10);
+        CHECK_EQ_U64(info->length[i], sizes[i]);
+        CHECK_MSG(info->offset[i] % alignment == 0, "%s: %s at offset %llu, not a multiple of %llu", what, rich_names[i],
+                  info->offset[i], alignment);
+        char *dpath = tu_path_join(dir, loc);
+        size_t dn;
+        uint8_t *d = tu_read_file(dpath, &dn);
+        if (CHECK_MSG(d && info->offset[i] + sizes[i] <= dn, "%s: %s past the end of %s", what, rich_names[i], loc))
+            CHECK_BYTES(d + info->offset[i], sizes[i], payloads[i], sizes[i]);
+        CHECK_MSG((sum != NULL) == checksum, "%s: %s: checksum key %s", what, rich_names[i], sum ? "present" : "absent");
+        char want[41];
+        if (sum && CHECK(sha1sum(dpath, want))) CHECK_STR(sum, want);
+        free(d);
+        free(dpath);
+    }
+    onnxio_arena_unref(a);
+    /* and the data files hold nothing else: payloads and zero padding */
+    for (int i = 0; i < NT; i++) {
+        if (!info->external[i]) continue;
+        char *dpath = tu_path_join(dir, info->location[i]);
+        size_t dn;
+        uint8_t *d = tu_read_file(dpath, &dn);
+        unsigned long long end = 0;
+        bool *covered = calloc(dn + 1, 1);
+        for (int k = 0; k < NT; k++)
+            if (info->external[k] && strcmp(info->location[k], info->location[i]) == 0) {
+                if (info->offset[k] + info->length[k] > end) end = info->offset[k] + info->length[k];
+                for (unsigned long long b = info->offset[k]; b < info->offset[k] + info->length[k] && b < dn; b++) covered[b] = 1;
+            }
+        CHECK_MSG(end == dn, "%s: %s is %zu bytes, its last payload ends at %llu", what, info->location[i], dn, end);
+        size_t junk = 0;
+        for (size_t b = 0; d && b < dn; b++) junk += !covered[b] && d[b] != 0;
+        CHECK_MSG(junk == 0, "%s: %s has %zu non-zero padding bytes", what, info->location[i], junk);
+        free(covered);
+        free(d);
+        free(dpath);
+    }
+    /* a normal load gives back every payload */
+    for (int v = 0; v <= 1; v++) {
+        onnxio_parse_options o = {0};
+        o.no_copy = v;
+        o.verify_checksum = checksum;
+        a = onnxio_arena_new();
+        m = NULL;
+        CHECK_STATUS(onnxio_load_model(mpath, &o, a, &m), ONNXIO_OK);
+        rich_tensors(m, ts);
+        for (int i = 0; i < NT && m; i++) {
+            if (!CHECK(ts[i] != NULL)) continue;
+            CHECK_MSG(!is_external_t(ts[i]), "%s: %s still external after load", what, rich_names[i]);
+            CHECK_BYTES(ts[i]->raw_data.data, ts[i]->raw_data.size, payloads[i], sizes[i]);
+        }
+        onnxio_arena_unref(a);
+    }
+    free(mpath);
+}
+
+static bool same_file_bytes(const char *a, const char *b)
+{
+    size_t na, nb;
+    uint8_t *x = tu_read_file(a, &na), *y = tu_read_file(b, &nb);
+    bool same = x && y && na == nb && memcmp(x, y, na) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+/* A payload callback that skips tensor "t2" and loads the others. */
+static onnxio_payload_action skip_t2(void *ctx, const onnxio_payload_request *r, void **dst, onnxio_buffer **owner)
+{
+    (void)dst;
+    (void)owner;
+    (*(int *)ctx)++;
+    return strcmp(r->tensor->name.data, "t2") == 0 ? ONNXIO_PAYLOAD_SKIP : ONNXIO_PAYLOAD_LOAD;
+}
+
+static void test_save_modes(void)
+{
+    char *root = tu_make_temp_dir("modes");
+    const size_t sizes[NT] = {16, 2000, 5000, 3000, 1500, 1200, 1100};
+    uint8_t *payloads[NT];
+    onnxio_arena *a = onnxio_arena_new();
+    onnxio_ModelProto *m = rich_model(a, sizes, payloads);
+    const bool init_only[NT] = {false, true, true, true, false, false, false};
+    const bool everything[NT] = {false, true, true, true, true, true, true};
+
+    tu_begin("save: default alignment 4096, initializers only");
+    {
+        char *dir = tu_path_join(root, "default");
+        mkdir(dir, 0777);
+        char *mpath = tu_path_join(dir, "m.onnx");
+        onnxio_serialize_options so = {0};
+        so.external_data.location = "w.bin";
+        CHECK_STATUS(onnxio_save_model(m, mpath, &so), ONNXIO_OK);
+        saved_info info;
+        check_saved("default", dir, "m.onnx", sizes, payloads, init_only, 4096, false, &info);
+        /* tree order: a graph's nodes (field 1) come before its
+         * initializers (field 5), so the subgraph's "sub" is first */
+        CHECK_EQ_U64(info.offset[3], 0);
+        CHECK_EQ_U64(info.offset[1], 4096);
+        CHECK_EQ_U64(info.offset[2], 8192);
+        free(mpath);
+        free(dir);
+    }
+    tu_end();
+
+    tu_begin("save: convert_attribute, alignment 1, threshold 1");
+    {
+        char *dir = tu_path_join(root, "attr");
+        mkdir(dir, 0777);
+        char *mpath = tu_path_join(dir, "m.onnx");
+        onnxio_serialize_options so = {0};
+        so.external_data.location = "w.bin";
+        so.external_data.convert_attribute = true;
+        so.external_data.size_threshold = 1;
+        so.tensor_buffer.alignment = 1;
+        CHECK_STATUS(onnxio_save_model(m, mpath, &so), ONNXIO_OK);
+        const bool all[NT] = {true, true, true, true, true, true, true};
+        saved_info info;
+        check_saved("convert_attribute", dir, "m.onnx", sizes, payloads, all, 1, false, &info);
+        /* packed, in tree order: sub, const (nodes), t0..t2, sparse, function */
+        static const int order[NT] = {3, 4, 0, 1, 2, 5, 6};
+        unsigned long long at = 0;
+        for (int k = 0; k < NT; k++) {
+            CHECK_EQ_U64(info.offset[order[k]], at);
+            at += sizes[order[k]];
+        }
+        free(mpath);
+        free(dir);
+    }
+    tu_end();
+
+    tu_begin("save: the same bytes for 1, 2 and 4 threads (checksum on)");
+    {
+        char *first_m = NULL, *first_w = NULL;
+        const int threads[] = {1, 2, 4};
+        for (int k = 0; k < 3; k++) {
+            char *dir = tu_strdup_printf("%s/threads%d", root, threads[k]);
+            mkdir(dir, 0777);
+            char *mpath = tu_path_join(dir, "m.onnx"), *wpath = tu_path_join(dir, "w.bin");
+            onnxio_serialize_options so = {0};
+            so.num_threads = threads[k];
+            so.external_data.location = "w.bin";
+            so.external_data.convert_attribute = true;
+            so.external_data.checksum = true;
+            CHECK_STATUS(onnxio_save_model(m, mpath, &so), ONNXIO_OK);
+            check_saved("threads", dir, "m.onnx", sizes, payloads, everything, 4096, true, NULL);
+            if (!first_m) {
+                first_m = mpath;
+                first_w = wpath;
+            } else {
+                CHECK_MSG(same_file_bytes(first_m, mpath), "model bytes differ with %d threads", threads[k]);
+                CHECK_MSG(same_file_bytes(first_w, wpath), "data bytes differ with %d threads", threads[k]);
+                free(mpath);
+                free(wpath);
+            }
+            free(dir);
+        }
+        free(first_m);
+        free(first_w);
+    }
+    tu_end();
+
+    tu_begin("save: max_file_size splits into numbered files");
+    {
+        const size_t big[NT] = {16, 2000, 7000, 3000, 1500, 1200, 1100};
+        uint8_t *pl[NT];
+        onnxio_arena *b = onnxio_arena_new();
+        onnxio_ModelProto *mb = rich_model(b, big, pl);
+        char *dir = tu_path_join(root, "split");
+        mkdir(dir, 0777);
+        char *mpath = tu_path_join(dir, "m.onnx");
+        onnxio_serialize_options so = {0};
+        so.external_data.location = "w.bin";
+        so.external_data.convert_attribute = true;
+        so.external_data.max_file_size = 3500;
+        so.external_data.checksum = true;
+        so.tensor_buffer.alignment = 1;
+        CHECK_STATUS(onnxio_save_model(mb, mpath, &so), ONNXIO_OK);
+        saved_info info;
+        check_saved("split", dir, "m.onnx", big, pl, everything, 1, true, &info);
+        /* tree order: sub 3000 | const 1500 + t1 2000 (exactly the limit) |
+         * t2 7000 (alone, over the limit) | sparse 1200 + fconst 1100 */
+        tu_strlist names = {0};
+        tu_list_dir(dir, &names);
+        CHECK_EQ_INT(names.size, 5);
+        size_t number = 0;
+        for (size_t i = 0; i < names.size; i++) {
+            if (strcmp(names.items[i], "m.onnx") == 0) continue;
+            char want[64];
+            snprintf(want, sizeof want, "w-%05zu-of-00004.bin", ++number);
+            CHECK_STR(names.items[i], want);
+            char *p = tu_path_join(dir, names.items[i]);
+            struct stat st;
+            int count = 0;
+            for (int t = 0; t < NT; t++) count += info.external[t] && strcmp(info.location[t], names.items[i]) == 0;
+            if (CHECK(stat(p, &st) == 0))
+                CHECK_MSG(st.st_size <= 3500 || count == 1, "%s: %lld bytes over the limit with %d payloads",
+                          names.items[i], (long long)st.st_size, count);
+            free(p);
+        }
+        CHECK_STR(info.location[3], "w-00001-of-00004.bin");
+        CHECK_STR(info.location[4], "w-00002-of-00004.bin");
+        CHECK_STR(info.location[1], "w-00002-of-00004.bin");
+        CHECK_EQ_U64(info.offset[1], 1500);
+        CHECK_STR(info.location[2], "w-00003-of-00004.bin");
+        CHECK_STR(info.location[5], "w-00004-of-00004.bin");
+        CHECK_STR(info.location[6], "w-00004-of-00004.bin");
+        CHECK_EQ_U64(info.offset[6], 1200);
+        tu_strlist_free(&names);
+        free(mpath);
+        free(dir);
+        onnxio_arena_unref(b);
+        for (int i = 0; i < NT; i++) free(pl[i]);
+    }
+    tu_end();
+
+    tu_begin("save: one file per tensor");
+    {
+        onnxio_arena *b = onnxio_arena_new();
+        onnxio_ModelProto *mb = new_model(b);
+        static const char *const tnames[] = {"a/b", "A_B", ".hidden", "model.onnx", "", "x:y", "a_b_1"};
+        static const char *const fnames[] = {"a_b", "A_B_1", "_hidden", "model.onnx_1", "tensor", "x_y", "a_b_1_1"};
+        enum { K = 7 };
+        uint8_t *pl[K];
+        for (int i = 0; i < K; i++) {
+            pl[i] = malloc(2000);
+            fill(pl[i], 2000, 40 + (unsigned)i);
+            onnxio_TensorProto *t = onnxio_list_add(b, &mb->graph->initializer, &onnxio_desc_TensorProto);
+            uint8_tensor(b, t, tnames[i], pl[i], 2000);
+        }
+        char *dir = tu_path_join(root, "per_tensor");
+        mkdir(dir, 0777);
+        char *mpath = tu_path_join(dir, "model.onnx");
+        onnxio_serialize_options so = {0};
+        so.external_data.all_tensors_to_one_file = ONNXIO_OFF;
+        so.external_data.checksum = true;
+        CHECK_STATUS(onnxio_save_model(mb, mpath, &so), ONNXIO_OK);
+        tu_strlist names = {0};
+        tu_list_dir(dir, &names);
+        CHECK_EQ_INT(names.size, K + 1);
+        for (size_t i = 0; i < names.size; i++)
+            for (size_t j = i + 1; j < names.size; j++)
+                CHECK_MSG(strcasecmp(names.items[i], names.items[j]) != 0, "%s and %s differ only in case",
+                          names.items[i], names.items[j]);
+        tu_strlist_free(&names);
+        onnxio_parse_options off = {0};
+        off.load_external_data = ONNXIO_OFF;
+        onnxio_arena *c = onnxio_arena_new();
+        onnxio_ModelProto *back = NULL;
+        CHECK_STATUS(onnxio_load_model(mpath, &off, c, &back), ONNXIO_OK);
+        for (int i = 0; back && i < K; i++) {
+            onnxio_TensorProto *t = back->graph->initializer.data[i];
+            CHECK(is_external_t(t));
+            CHECK_STR(entry(t, "location"), fnames[i]);
+            CHECK_STR(entry(t, "offset"), "0");
+            char *p = tu_path_join(dir, fnames[i]);
+            size_t n;
+            uint8_t *d = tu_read_file(p, &n);
+            CHECK_BYTES(d, n, pl[i], 2000);
+            char want[41];
+            if (CHECK(sha1sum(p, want))) CHECK_STR(entry(t, "checksum"), want);
+            free(d);
+            free(p);
+        }
+        onnxio_arena_unref(c);
+        c = onnxio_arena_new();
+        back = NULL;
+        onnxio_parse_options verify = {0};
+        verify.verify_checksum = true;
+        CHECK_STATUS(onnxio_load_model(mpath, &verify, c, &back), ONNXIO_OK);
+        if (back) CHECK(onnxio_message_equal(back, mb) == 1);
+        onnxio_arena_unref(c);
+        /* a changed byte is caught */
+        char *p = tu_path_join(dir, "x_y");
+        pl[5][100] ^= 1;
+        CHECK(tu_write_file(p, pl[5], 2000));
+        c = onnxio_arena_new();
+        back = NULL;
+        CHECK_STATUS(onnxio_load_model(mpath, &verify, c, &back), ONNXIO_ERR_CHECKSUM);
+        onnxio_arena_unref(c);
+        free(p);
+        free(mpath);
+        free(dir);
+        onnxio_arena_unref(b);
+        for (int i = 0; i < K; i++) free(pl[i]);
+    }
+    tu_end();
+
+    tu_begin("save: re-saving to the location it was loaded from");
+    {
+        char *dir = tu_path_join(root, "resave");
+        mkdir(dir, 0777);
+        char *mpath = tu_path_join(dir, "m.onnx"), *wpath = tu_path_join(dir, "w.bin");
+        onnxio_serialize_options packed = {0};
+        packed.external_data.location = "w.bin";
+        packed.external_data.convert_attribute = true;
+        packed.tensor_buffer.alignment = 1;
+        CHECK_STATUS(onnxio_save_model(m, mpath, &packed), ONNXIO_OK);
+        const size_t packed_size = 2000 + 5000 + 3000 + 1500 + 1200 + 1100;
+        struct stat st;
+        CHECK(stat(wpath, &st) == 0 && (size_t)st.st_size == packed_size);
+        for (int no_copy = 0; no_copy <= 1; no_copy++) {
+            for (int round = 0; round < 2; round++) {
+                onnxio_parse_options o = {0};
+                o.no_copy = no_copy;
+                onnxio_arena *b = onnxio_arena_new();
+                onnxio_ModelProto *loaded = NULL;
+                CHECK_STATUS(onnxio_load_model(mpath, &o, b, &loaded), ONNXIO_OK);
+                /* aligned first: the data file grows; packed again: it shrinks back */
+                onnxio_serialize_options so = packed;
+                if (round == 0) so.tensor_buffer.alignment = 0;
+                if (loaded) CHECK_STATUS(onnxio_save_model(loaded, mpath, &so), ONNXIO_OK);
+                onnxio_arena_unref(b);
+                check_saved("re-save", dir, "m.onnx", sizes, payloads, everything, round == 0 ? 4096 : 1, false, NULL);
+                CHECK(stat(wpath, &st) == 0);
+                if (round == 0) CHECK_EQ_U64(st.st_size, 6 * 4096 + 1100);
+                else CHECK_EQ_U64(st.st_size, packed_size);
+            }
+        }
+        /* saving twice: the same bytes */
+        size_t n1, n2;
+        uint8_t *w1 = tu_read_file(wpath, &n1);
+        CHECK_STATUS(onnxio_save_model(m, mpath, &packed), ONNXIO_OK);
+        uint8_t *w2 = tu_read_file(wpath, &n2);
+        CHECK_BYTES(w2, n2, w1, n1);
+        free(w1);
+        free(w2);
+        /* a model whose tensors are still external cannot be saved over its data file */
+        onnxio_parse_options off = {0};
+        off.load_external_data = ONNXIO_OFF;
+        onnxio_arena *b = onnxio_arena_new();
+        onnxio_ModelProto *ext = NULL;
+        CHECK_STATUS(onnxio_load_model(mpath, &off, b, &ext), ONNXIO_OK);
+        if (ext) CHECK_STATUS(onnxio_save_model(ext, mpath, &packed), ONNXIO_ERR_EXTERNAL_DATA);
+        check_saved("after a refused re-save", dir, "m.onnx", sizes, payloads, everything, 1, false, NULL);
+        onnxio_arena_unref(b);
+        free(mpath);
+        free(wpath);
+        free(dir);
+    }
+    tu_end();
+
+    tu_begin("load: one tensor at a time, skipped payloads stay external, moved directories");
+    {
+        char *dir = tu_path_join(root, "lazy");
+        mkdir(dir, 0777);
+        char *mpath = tu_path_join(dir, "m.onnx");
+        onnxio_serialize_options so = {0};
+        so.external_data.location = "w.bin";
+        so.external_data.convert_attribute = true;
+        CHECK_STATUS(onnxio_save_model(m, mpath, &so), ONNXIO_OK);
+        for (int no_copy = 0; no_copy <= 1; no_copy++) {
+            onnxio_parse_options off = {0};
+            off.load_external_data = ONNXIO_OFF;
+            off.no_copy = no_copy;
+            onnxio_arena *b = onnxio_arena_new();
+            onnxio_ModelProto *lm = NULL;
+            CHECK_STATUS(onnxio_load_model(mpath, &off, b, &lm), ONNXIO_OK);
+            onnxio_TensorProto *ts[NT];
+            rich_tensors(lm, ts);
+            if (lm && CHECK(ts[2] && ts[3] && ts[0])) {
+                CHECK(is_external_t(ts[2]) && is_external_t(ts[3]));
+                CHECK_STATUS(onnxio_load_tensor_external_data(ts[2], dir, &off), ONNXIO_OK);
+                CHECK(!is_external_t(ts[2]) && ts[2]->external_data.size == 0);
+                CHECK_BYTES(ts[2]->raw_data.data, ts[2]->raw_data.size, payloads[2], sizes[2]);
+                CHECK(is_external_t(ts[3]));
+                CHECK_STATUS(onnxio_load_tensor_external_data(ts[0], dir, &off), ONNXIO_OK); /* inline: nothing */
+                CHECK_BYTES(ts[0]->raw_data.data, ts[0]->raw_data.size, payloads[0], sizes[0]);
+                CHECK_STATUS(onnxio_load_external_data(lm, dir, &off), ONNXIO_OK);
+                for (int i = 0; i < NT; i++) {
+                    CHECK(!is_external_t(ts[i]));
+                    CHECK_BYTES(ts[i]->raw_data.data, ts[i]->raw_data.size, payloads[i], sizes[i]);
+                }
+                CHECK(onnxio_message_equal(lm, m) == 1);
+            }
+            onnxio_arena_unref(b);
+        }
+        /* a payload callback's SKIP leaves that tensor external */
+        for (int no_copy = 0; no_copy <= 1; no_copy++) {
+            int calls = 0;
+            onnxio_parse_options o = {0};
+            o.no_copy = no_copy;
+            o.payload_fn = skip_t2;
+            o.payload_ctx = &calls;
+            onnxio_arena *b = onnxio_arena_new();
+            onnxio_ModelProto *lm = NULL;
+            CHECK_STATUS(onnxio_load_model(mpath, &o, b, &lm), ONNXIO_OK);
+            CHECK(calls == NT);
+            onnxio_TensorProto *ts[NT];
+            rich_tensors(lm, ts);
+            for (int i = 0; lm && i < NT; i++) {
+                if (!CHECK(ts[i] != NULL)) continue;
+                if (i == 2) {
+                    CHECK(is_external_t(ts[2]) && !onnxio_has(ts[2], ONNXIO_FIELD_TensorProto_raw_data));
+                    CHECK_STR(entry(ts[2], "location"), "w.bin");
+                } else {
+                    CHECK(!is_external_t(ts[i]));
+                    CHECK_BYTES(ts[i]->raw_data.data, ts[i]->raw_data.size, payloads[i], sizes[i]);
+                }
+            }
+            if (lm && ts[2]) {
+                o.payload_fn = NULL;
+                CHECK_STATUS(onnxio_load_tensor_external_data(ts[2], dir, &o), ONNXIO_OK);
+                CHECK_BYTES(ts[2]->raw_data.data, ts[2]->raw_data.size, payloads[2], sizes[2]);
+                CHECK(onnxio_message_equal(lm, m) == 1);
+            }
+            onnxio_arena_unref(b);
+        }
+        /* a wrong base directory: not found */
+        {
+            onnxio_parse_options off = {0};
+            off.load_external_data = ONNXIO_OFF;
+            onnxio_arena *b = onnxio_arena_new();
+            onnxio_ModelProto *lm = NULL;
+            CHECK_STATUS(onnxio_load_model(mpath, &off, b, &lm), ONNXIO_OK);
+            onnxio_TensorProto *ts[NT];
+            rich_tensors(lm, ts);
+            if (lm && ts[1]) CHECK_STATUS(onnxio_load_tensor_external_data(ts[1], root, NULL), ONNXIO_ERR_NOT_FOUND);
+            if (ts[1]) CHECK(is_external_t(ts[1]));
+            onnxio_arena_unref(b);
+        }
+        /* moving the directory keeps the model loadable */
+        char *moved = tu_path_join(root, "lazy-moved");
+        CHECK(rename(dir, moved) == 0);
+        check_saved("moved", moved, "m.onnx", sizes, payloads, everything, 4096, false, NULL);
+        free(moved);
+        free(mpath);
+        free(dir);
+    }
+    tu_end();
+
+    tu_begin("save: refused targets");
+    {
+        char *dir = tu_path_join(root, "refuse"), *outside = tu_path_join(root, "refuse-outside");
+        mkdir(dir, 0777);
+        mkdir(outside, 0777);
+        char *mpath = tu_path_join(dir, "m.onnx");
+        CHECK_STATUS(onnxio_save_model(m, mpath, NULL), ONNXIO_OK);
+        size_t model_n;
+        uint8_t *model_bytes = tu_read_file(mpath, &model_n);
+        write_data_file(outside, "x.bin");
+        write_data_file(outside, "y.bin");
+        char *x = tu_path_join(outside, "x.bin"), *y = tu_path_join(outside, "y.bin");
+        char *hl = tu_path_join(dir, "hl.bin"), *sl = tu_path_join(dir, "sl.bin"), *ld = tu_path_join(dir, "ld");
+        char *alias = tu_path_join(dir, "alias");
+        CHECK(link(x, hl) == 0);
+        CHECK(symlink(y, sl) == 0);
+        CHECK(symlink(outside, ld) == 0);
+        CHECK(symlink("m.onnx", alias) == 0);
+        static const struct {
+            const char *location;
+            onnxio_status want;
+        } bad[] = {
+            {"m.onnx", ONNXIO_ERR_PATH_SELF},   {"./m.onnx", ONNXIO_ERR_PATH_SELF},
+            {"alias", ONNXIO_ERR_PATH_SELF},    {"hl.bin", ONNXIO_ERR_PATH_LINK},
+            {"sl.bin", ONNXIO_ERR_PATH_ESCAPES}, {"ld/w.bin", ONNXIO_ERR_PATH_ESCAPES},
+            {"ld/x.bin", ONNXIO_ERR_PATH_ESCAPES}, {"../w.bin", ONNXIO_ERR_PATH_PARENT},
+            {"nodir/w.bin", ONNXIO_ERR_NOT_FOUND},
+        };
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            onnxio_serialize_options so = {0};
+            so.external_data.location = bad[i].location;
+            onnxio_status st = onnxio_save_model(m, mpath, &so);
+            CHECK_MSG(st == bad[i].want, "save to location %s gave %s, want %s (%s)", bad[i].location,
+                      onnxio_status_name(st), onnxio_status_name(bad[i].want), onnxio_last_error());
+            /* split names are checked the same way */
+            so.external_data.max_file_size = 1000;
+            if (strcmp(bad[i].location, "ld/w.bin") == 0) CHECK_STATUS(onnxio_save_model(m, mpath, &so), bad[i].want);
+        }
+        check_file_is("refused saves: the model", mpath, model_bytes, model_n);
+        check_file_is("refused saves: outside x.bin", x, data_bytes, DATA_SIZE);
+        check_file_is("refused saves: outside y.bin", y, data_bytes, DATA_SIZE);
+        {
+            const char *const names[] = {"alias", "hl.bin", "ld", "m.onnx", "sl.bin"};
+            check_dir_is("refused saves", dir, names, 5);
+            const char *const onames[] = {"x.bin", "y.bin"};
+            check_dir_is("refused saves: outside", outside, onames, 2);
+        }
+        /* a symlink that stays inside is replaced by the new file; its
+         * target is not written through */
+        write_data_file(dir, "target.bin");
+        char *inl = tu_path_join(dir, "in.bin"), *target = tu_path_join(dir, "target.bin");
+        CHECK(symlink("target.bin", inl) == 0);
+        onnxio_serialize_options so = {0};
+        so.external_data.location = "in.bin";
+        CHECK_STATUS(onnxio_save_model(m, mpath, &so), ONNXIO_OK);
+        check_file_is("symlink inside: its old target", target, data_bytes, DATA_SIZE);
+        check_saved("symlink inside", dir, "m.onnx", sizes, payloads, init_only, 4096, false, NULL);
+        free(inl);
+        free(target);
+        free(model_bytes);
+        free(x);
+        free(y);
+        free(hl);
+        free(sl);
+        free(ld);
+        free(alias);
+        free(mpath);
+        free(dir);
+        free(outside);
+    }
+    tu_end();
+
+    onnxio_arena_unref(a);
+    for (int i = 0; i < NT; i++) free(payloads[i]);
+    tu_remove_tree(root);
+    free(root);
+}
+
 int main(int argc, char **argv)
 {
     const char *repo = argc > 1 ? argv[1] : ".";
@@ -817,5 +1615,7 @@ int main(int argc, char **argv)
     test_corpus_external(tu_corpus_dir(repo));
     test_save_external();
     test_atomic_save();
+    test_load_safety_more();
+    test_save_modes();
     return tu_finish();
 }
