@@ -49,14 +49,6 @@ ONNXIO_API onnxio_buffer *onnxio_buffer_new(size_t size, size_t alignment)
     if (alignment == 0) alignment = 64;
     if (alignment & (alignment - 1)) return NULL;
     if (alignment < sizeof(void *)) alignment = sizeof(void *);
-    if (size <= 4096 && alignment <= 64) {
-        /* Small payloads: header and bytes in one block, one malloc (the
-         * final free of the header frees both). */
-        size_t head = (sizeof(onnxio_buffer) + alignment - 1) & ~(alignment - 1);
-        void *block = NULL;
-        if (posix_memalign(&block, alignment, head + (size ? size : 1)) != 0) return NULL;
-        return init(block, (uint8_t *)block + head, size, NULL, NULL);
-    }
     onnxio_buffer *b = malloc(sizeof *b);
     if (!b) return NULL;
     void *data = NULL;
