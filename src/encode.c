@@ -3,9 +3,7 @@
  * presence, packing only where the schema says so, unknown fields last.
  * Two passes: the size pass caches every message's encoded size, then the
  * write pass emits bytes into a sink (exact-size memory or a file). */
-#include <errno.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "internal.h"
 #include "wire.h"
@@ -116,31 +114,20 @@ ONNXIO_API uint64_t onnxio_serialized_size(void *msg) { return msg ? message_siz
 
 /* ---- sink ----------------------------------------------------------- */
 
-/* Writes `n` bytes at file offset `at`. */
-static onnxio_status pwrite_all(onnxio__sink *s, const uint8_t *data, size_t n, uint64_t at)
+/* Writes `n` bytes at file offset `at`: queued on the pool when allowed
+ * and there is one, otherwise now. */
+static onnxio_status sink_write(onnxio__sink *s, const uint8_t *data, size_t n, uint64_t at, int may_queue)
 {
     onnxio__job job = {.kind = ONNXIO__JOB_PWRITE, .fd = s->fd, .offset = at, .src = data, .size = n,
                        .what = s->what ? s->what : "the output file"};
-    if (s->pool && n >= s->threshold && n >= SINK_DIRECT_WRITE) return onnxio__pool_add(s->pool, &job);
-    while (n) {
-        ssize_t w = pwrite(s->fd, data, n > (1u << 30) ? (1u << 30) : n, (off_t)at);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return onnxio__fail(ONNXIO_ERR_IO, "cannot write %s: %s", job.what, w < 0 ? strerror(errno) : "no progress");
-        data += w;
-        n -= (size_t)w;
-        at += (uint64_t)w;
-    }
-    return ONNXIO_OK;
+    return may_queue && s->pool ? onnxio__pool_add(s->pool, &job) : onnxio__job_run(&job);
 }
 
 onnxio_status onnxio__sink_flush(onnxio__sink *s)
 {
     if (s->fd < 0 || s->pos == 0 || s->status) return s->status;
     /* The staging buffer is reused at once, so it is never queued. */
-    onnxio__pool *pool = s->pool;
-    s->pool = NULL;
-    s->status = pwrite_all(s, s->buf, s->pos, s->written);
-    s->pool = pool;
+    s->status = sink_write(s, s->buf, s->pos, s->written, 0);
     s->written += s->pos;
     s->pos = 0;
     return s->status;
@@ -165,7 +152,7 @@ static void sink_put(onnxio__sink *s, const void *data, size_t n)
         if (n >= SINK_DIRECT_WRITE || n > s->cap) {
             /* Large payloads go straight to their offset in the file, on
              * the pool when there is one. */
-            s->status = pwrite_all(s, data, n, s->written);
+            s->status = sink_write(s, data, n, s->written, n >= s->threshold);
             s->written += n;
             return;
         }

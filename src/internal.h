@@ -74,6 +74,8 @@ int onnxio__pool_threads(const onnxio__pool *pool);
  * valid until onnxio__pool_finish. After a failure, later jobs are dropped
  * and the failure is returned. */
 onnxio_status onnxio__pool_add(onnxio__pool *pool, const onnxio__job *job);
+/* Runs one job now on the calling thread (last error set on failure). */
+onnxio_status onnxio__job_run(const onnxio__job *job);
 /* Runs what is left (the calling thread helps), waits for every job, frees
  * the pool and returns the first failure. Must be called before the memory
  * of any queued job is freed, also on error paths. NULL is a no-op. */

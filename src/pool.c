@@ -43,43 +43,34 @@ int onnxio__num_threads(int requested)
 
 static onnxio_status run_job(const onnxio__job *j, char *error, size_t error_size)
 {
-    uint64_t done = 0;
-    switch (j->kind) {
-    case ONNXIO__JOB_COPY:
+    if (j->kind == ONNXIO__JOB_COPY) {
         memcpy(j->dst, j->src, (size_t)j->size);
         return ONNXIO_OK;
-    case ONNXIO__JOB_PREAD:
-        while (done < j->size) {
-            uint64_t want = j->size - done;
-            ssize_t n = pread(j->fd, j->dst + done, want > (1u << 30) ? (1u << 30) : (size_t)want,
-                              (off_t)(j->offset + done));
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) {
-                snprintf(error, error_size, "cannot read %llu bytes at offset %llu of %s: %s",
-                         (unsigned long long)j->size, (unsigned long long)j->offset, j->what,
-                         n < 0 ? strerror(errno) : "the file is shorter than expected (changed while loading?)");
-                return ONNXIO_ERR_IO;
-            }
-            done += (uint64_t)n;
+    }
+    int reading = j->kind == ONNXIO__JOB_PREAD;
+    for (uint64_t done = 0; done < j->size;) {
+        uint64_t want = j->size - done;
+        size_t n1 = want > (1u << 30) ? (1u << 30) : (size_t)want;
+        off_t at = (off_t)(j->offset + done);
+        ssize_t n = reading ? pread(j->fd, j->dst + done, n1, at) : pwrite(j->fd, j->src + done, n1, at);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            snprintf(error, error_size, "cannot %s %llu bytes at offset %llu of %s: %s", reading ? "read" : "write",
+                     (unsigned long long)j->size, (unsigned long long)j->offset, j->what,
+                     n < 0 ? strerror(errno)
+                           : reading ? "the file is shorter than expected (changed while loading?)" : "no progress");
+            return ONNXIO_ERR_IO;
         }
-        return ONNXIO_OK;
-    case ONNXIO__JOB_PWRITE:
-        while (done < j->size) {
-            uint64_t want = j->size - done;
-            ssize_t n = pwrite(j->fd, j->src + done, want > (1u << 30) ? (1u << 30) : (size_t)want,
-                               (off_t)(j->offset + done));
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) {
-                snprintf(error, error_size, "cannot write %llu bytes at offset %llu of %s: %s",
-                         (unsigned long long)j->size, (unsigned long long)j->offset, j->what,
-                         n < 0 ? strerror(errno) : "no progress");
-                return ONNXIO_ERR_IO;
-            }
-            done += (uint64_t)n;
-        }
-        return ONNXIO_OK;
+        done += (uint64_t)n;
     }
     return ONNXIO_OK;
+}
+
+onnxio_status onnxio__job_run(const onnxio__job *job)
+{
+    char error[512];
+    onnxio_status s = run_job(job, error, sizeof error);
+    return s ? onnxio__fail(s, "%s", error) : ONNXIO_OK;
 }
 
 /* Takes and runs jobs until none is left; the lock is held on entry and exit. */
@@ -148,14 +139,12 @@ onnxio_status onnxio__pool_add(onnxio__pool *p, const onnxio__job *job)
     if (job->size == 0) return ONNXIO_OK;
     if (p->threads <= 1) {
         if (p->status) return p->status;
-        char error[512];
-        onnxio_status s = run_job(job, error, sizeof error);
+        onnxio_status s = onnxio__job_run(job);
         if (s) {
             p->status = s;
-            memcpy(p->error, error, sizeof error);
-            return onnxio__fail(s, "%s", error);
+            snprintf(p->error, sizeof p->error, "%s", onnxio_last_error());
         }
-        return ONNXIO_OK;
+        return s;
     }
     pthread_mutex_lock(&p->lock);
     onnxio_status s = p->status;
