@@ -96,8 +96,12 @@ test-python:
 	@echo "==> pytest tests/python"
 	@if [ -z "$(have_py_tests)" ]; then echo "pytest: no tests in tests/python, skipped"; \
 	 else test -f build/libonnxio.so || $(MAKE) --no-print-directory all; \
+	   rm -f .cache/pytest-current; mkdir -p .cache; \
 	   ONNXIO_LIB=$(CURDIR)/build/libonnxio.so ONNXIO_CLI=$(CURDIR)/build/onnxio \
-	   $(PYTHON) -m pytest -q tests/python; fi
+	   ONNXIO_PYTEST_CURRENT=$(CURDIR)/.cache/pytest-current \
+	   $(PYTHON) -m pytest -q tests/python; rc=$$?; \
+	   if [ $$rc -gt 128 ]; then echo "pytest died (signal $$((rc - 128))) in: $$(cat .cache/pytest-current 2>/dev/null)" >&2; fi; \
+	   exit $$rc; fi
 
 # ---- benchmarks -------------------------------------------------------------
 

@@ -64,6 +64,11 @@ typedef struct onnxio__job {
     const uint8_t *src;
     uint64_t size;
     const char *what; /* file or tensor named in errors; must outlive the pool */
+    /* The buffer that dst points into, or NULL. A queued job holds a
+     * reference to it until onnxio__pool_finish, because the payload it fills
+     * can be replaced before it runs (raw_data, or a whole tensor, read twice
+     * in one message: the last one wins). */
+    onnxio_buffer *keep;
 } onnxio__job;
 typedef struct onnxio__pool onnxio__pool;
 /* num_threads as in the options: 0 = one per core, 1 = serial. */

@@ -64,9 +64,10 @@ static void loaded(onnxio_TensorProto *t, const onnxio__payload_src *src)
 /* Queues the move of the source bytes to `dst` (a pread when they are in a
  * file and not mapped, so the file's pages never count against the
  * process). */
-static onnxio_status fill(onnxio__payloads *p, const onnxio_TensorProto *t, const onnxio__payload_src *src, uint8_t *dst)
+static onnxio_status fill(onnxio__payloads *p, const onnxio_TensorProto *t, const onnxio__payload_src *src, uint8_t *dst,
+                          onnxio_buffer *dst_owner)
 {
-    onnxio__job job = {.dst = dst, .size = src->size, .what = src->what ? src->what : name_of(t)};
+    onnxio__job job = {.dst = dst, .size = src->size, .what = src->what ? src->what : name_of(t), .keep = dst_owner};
     if (src->fd >= 0 && (src->size >= p->threshold || !src->data)) {
         job.kind = ONNXIO__JOB_PREAD;
         job.fd = src->fd;
@@ -97,7 +98,7 @@ static onnxio_status place(onnxio__payloads *p, onnxio_TensorProto *t, const onn
         if (!dst && src->size)
             return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "tensor '%s': the payload callback placed %llu bytes at NULL",
                                 name_of(t), (unsigned long long)src->size);
-        onnxio_status s = fill(p, t, src, dst);
+        onnxio_status s = fill(p, t, src, dst, owner);
         if (s) return s;
         onnxio_span_set(span, dst, (size_t)src->size, owner);
         loaded(t, src);
@@ -119,7 +120,7 @@ static onnxio_status place(onnxio__payloads *p, onnxio_TensorProto *t, const onn
         onnxio_span_set(span, onnxio_buffer_data(b), (size_t)src->size, b);
         onnxio_buffer_unref(b);
         loaded(t, src);
-        return fill(p, t, src, span->data);
+        return fill(p, t, src, span->data, span->owner);
     }
     onnxio_status s = onnxio_span_copy_from(span, src->data, (size_t)src->size);
     if (s) return s;

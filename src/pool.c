@@ -29,6 +29,8 @@ struct onnxio__pool {
     int started;             /* workers started so far */
     int closing;
     pthread_t workers[MAX_THREADS];
+    onnxio_buffer **keeps;   /* references held for queued jobs (job.keep) */
+    size_t keep_count, keep_capacity;
     onnxio_status status;    /* the first failure */
     char error[512];
 };
@@ -134,6 +136,19 @@ static onnxio_status push(onnxio__pool *p, const onnxio__job *j)
     return ONNXIO_OK;
 }
 
+static onnxio_status keep(onnxio__pool *p, onnxio_buffer *b)
+{
+    if (p->keep_count == p->keep_capacity) {
+        size_t cap = p->keep_capacity ? p->keep_capacity * 2 : 64;
+        onnxio_buffer **keeps = realloc(p->keeps, cap * sizeof *keeps);
+        if (!keeps) return ONNXIO_ERR_NO_MEMORY;
+        p->keeps = keeps;
+        p->keep_capacity = cap;
+    }
+    p->keeps[p->keep_count++] = onnxio_buffer_ref(b);
+    return ONNXIO_OK;
+}
+
 onnxio_status onnxio__pool_add(onnxio__pool *p, const onnxio__job *job)
 {
     if (job->size == 0) return ONNXIO_OK;
@@ -148,6 +163,7 @@ onnxio_status onnxio__pool_add(onnxio__pool *p, const onnxio__job *job)
     }
     pthread_mutex_lock(&p->lock);
     onnxio_status s = p->status;
+    if (!s && job->keep) s = keep(p, job->keep);
     for (uint64_t at = 0; !s && at < job->size; at += PIECE_SIZE) {
         onnxio__job piece = *job;
         piece.size = job->size - at < PIECE_SIZE ? job->size - at : PIECE_SIZE;
@@ -187,6 +203,8 @@ onnxio_status onnxio__pool_finish(onnxio__pool *p)
     }
     s = p->status;
     if (s) onnxio__fail(s, "%s", p->error);
+    for (size_t i = 0; i < p->keep_count; i++) onnxio_buffer_unref(p->keeps[i]);
+    free(p->keeps);
     free(p->jobs);
     free(p);
     return s;

@@ -373,6 +373,48 @@ static void test_consolidate(void)
     tu_end();
 }
 
+/* raw_data twice in one tensor, and a whole tensor read twice as a
+ * singular message: the last payload wins while the first one's copy may
+ * still be queued on the pool. Its buffer must stay alive until the copy ran
+ * (ASan saw a heap corruption here before the pool held a reference). */
+static void test_replaced_while_queued(const char *dir)
+{
+    tu_begin("a payload replaced while its copy is queued");
+    tu_bytes t = {0}, t2 = {0}, attr = {0};
+    encode_tensor(&t, 5, 0);  /* 9 MiB: several pool pieces */
+    encode_tensor(&t2, 4, 0); /* 3 MiB */
+    tu_bytes_put(&t, t2.data, t2.size); /* merged: the second raw_data wins */
+    /* AttributeProto.t (field 5) twice: the messages merge, raw_data last wins */
+    put_len_field(&attr, 5, &t);
+    put_len_field(&attr, 5, &t2);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/twice.pb", dir);
+    tu_write_file(path, attr.data, attr.size);
+    for (int threads = 1; threads <= 4; threads++) {
+        for (int from_file = 0; from_file < 2; from_file++) {
+            onnxio_arena *a = onnxio_arena_new();
+            onnxio_parse_options o = {.num_threads = threads};
+            onnxio_AttributeProto *m = NULL;
+            if (from_file)
+                CHECK_STATUS(onnxio_load_file(&onnxio_desc_AttributeProto, path, &o, a, (void **)&m), ONNXIO_OK);
+            else
+                CHECK_STATUS(onnxio_parse(&onnxio_desc_AttributeProto, attr.data, attr.size, NULL, &o, a, (void **)&m),
+                             ONNXIO_OK);
+            if (m && m->t) {
+                CHECK(payload_ok(m->t, 4));
+                CHECK_STR(m->t->name.data, "t4");
+            } else {
+                CHECK(m && m->t);
+            }
+            onnxio_arena_unref(a);
+        }
+    }
+    tu_bytes_free(&t);
+    tu_bytes_free(&t2);
+    tu_bytes_free(&attr);
+    tu_end();
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -381,6 +423,7 @@ int main(int argc, char **argv)
     test_modes(dir);
     test_callback();
     test_consolidate();
+    test_replaced_while_queued(dir);
     tu_remove_tree(dir);
     free(dir);
     return tu_finish();
