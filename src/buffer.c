@@ -91,6 +91,10 @@ ONNXIO_API void onnxio_buffer_unref(onnxio_buffer *b)
 
 ONNXIO_API uint8_t *onnxio_buffer_data(const onnxio_buffer *b) { return b ? b->data : NULL; }
 ONNXIO_API size_t onnxio_buffer_size(const onnxio_buffer *b) { return b ? b->size : 0; }
+ONNXIO_API int onnxio_buffer_is_allocated(const onnxio_buffer *b)
+{
+    return b && (b->release == release_free || b->release == release_unmap);
+}
 ONNXIO_API size_t onnxio_buffer_refcount(const onnxio_buffer *b) { return b ? atomic_load(&b->refs) : 0; }
 
 ONNXIO_API void onnxio_span_set(onnxio_span *span, uint8_t *data, size_t size, onnxio_buffer *owner)

@@ -101,6 +101,10 @@ uint8_t *onnxio_buffer_data(const onnxio_buffer *buffer);
 size_t onnxio_buffer_size(const onnxio_buffer *buffer);
 /* The current reference count (for tests and diagnostics). */
 size_t onnxio_buffer_refcount(const onnxio_buffer *buffer);
+/* 1 when the buffer's memory was allocated by onnxio_buffer_new (private
+ * to the library, writable); 0 for memory-mapped files and wrapped foreign
+ * memory (onnxio_buffer_wrap), which must be treated as read-only. */
+int onnxio_buffer_is_allocated(const onnxio_buffer *buffer);
 
 /* Points `span` at `size` bytes at `data` held alive by `owner` (a new
  * reference is taken; NULL = borrowed), dropping the reference the span held

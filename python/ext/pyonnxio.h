@@ -1,0 +1,113 @@
+/*
+ * pyonnxio.h: what the files of the onnxio Python extension (onnxio._onnxio)
+ * share. Plain CPython C API, no numpy C API (numpy sees payloads through
+ * the buffer protocol), no code generation: every class comes from the
+ * descriptors of onnxio/proto.h at import time.
+ *
+ * Files (one job each):
+ *   module.c    module init, exceptions, status -> exception mapping,
+ *               parse/serialize/load/save/consolidate entry points with the
+ *               GIL released, payload buffers (buffer protocol) for numpy.
+ *   message.c   one heap type per message descriptor, field get/set,
+ *               presence, the protobuf message methods, text format.
+ *   repeated.c  the repeated-field containers (scalar and message).
+ *
+ * Object model (DESIGN.md "Front ends"): a Python message is a view of one C
+ * message in an onnxio_arena and holds a reference to that arena, so it
+ * stays valid whatever happens to the Python object it was read from. A
+ * top-level message made in Python (onnxio.ModelProto()) gets an arena of
+ * its own; sub-messages live in their root's arena. Nothing is serialized to
+ * cross between Python and C.
+ *
+ * Lazy sub-messages (protobuf's rule): reading an unset message field gives
+ * an empty message that is not present; the first write into it (or into
+ * any of its descendants, extend([]) included) creates it in the parent's
+ * arena and marks it present in the parent, which is created first if it is
+ * lazy itself.
+ *
+ * Clearing (Clear, ClearField, oneof switches done from Python, del of list
+ * items) unlinks sub-messages rather than emptying them, so a Python object
+ * still referring to one keeps its contents, as in protobuf. Their memory
+ * goes with the arena.
+ *
+ * Payloads (TensorProto.raw_data) always have an owner in objects made by
+ * the extension: copy-mode buffers, the shared mapping of a no_copy file
+ * load, or the Python bytes object of a no_copy load from bytes (wrapped
+ * with a release that takes the GIL). A payload view holds its own reference
+ * to that owner, so a numpy array outlives its tensor, model and arena.
+ */
+#ifndef ONNXIO_PYONNXIO_H
+#define ONNXIO_PYONNXIO_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "onnxio/onnxio.h"
+
+/* ---- message.c ------------------------------------------------------- */
+
+typedef struct PyOnnxioMessage {
+    PyObject_HEAD
+    /* The C message and a reference to its arena; both NULL while lazy. */
+    onnxio_arena *arena;
+    onnxio_message *msg;
+    /* Lazy only: the parent object (a strong reference) and the parent's
+     * singular message field this object stands for. Dropped once the
+     * message exists. */
+    struct PyOnnxioMessage *parent;
+    const onnxio_field_desc *parent_field;
+} PyOnnxioMessage;
+
+/* Creates the class of every message descriptor (onnxio_all_messages),
+ * nests them (TensorProto.Segment is an attribute of TensorProto), and adds
+ * the top-level ones to `module` under their ONNX names. 0 or -1. */
+int pyonnxio_message_init(PyObject *module);
+/* The class of a descriptor (borrowed reference); NULL if unknown. */
+PyTypeObject *pyonnxio_message_type(const onnxio_message_desc *desc);
+/* The descriptor of an onnxio message object, NULL (no exception set) when
+ * `obj` is not one. */
+const onnxio_message_desc *pyonnxio_message_desc_of(PyObject *obj);
+/* A new Python object for `msg` (a message of `arena`); takes its own arena
+ * reference. New reference, NULL with an exception on failure. */
+PyObject *pyonnxio_message_wrap(onnxio_arena *arena, void *msg);
+/* A new empty top-level message of class `desc` in a new arena. */
+PyObject *pyonnxio_message_new_root(const onnxio_message_desc *desc);
+/* The C message behind `m`. for_write = 0: NULL while it is still lazy
+ * (read the defaults). for_write = 1: creates it (and its lazy ancestors)
+ * first; NULL with MemoryError set only when that fails. */
+void *pyonnxio_message_get(PyOnnxioMessage *m, int for_write);
+
+/* ---- repeated.c ------------------------------------------------------ */
+
+/* Creates the container classes (RepeatedScalarContainer,
+ * RepeatedCompositeContainer) and adds them to `module`. 0 or -1. */
+int pyonnxio_repeated_init(PyObject *module);
+/* A container for repeated field `field` of `owner` (which may be lazy: the
+ * container creates it on the first write, extend([]) included). It holds a
+ * strong reference to `owner`. New reference. */
+PyObject *pyonnxio_repeated_new(PyOnnxioMessage *owner, const onnxio_field_desc *field);
+
+/* ---- module.c -------------------------------------------------------- */
+
+/* onnxio.DecodeError (a ValueError, protobuf's DecodeError name) and
+ * onnxio.EncodeError. */
+extern PyObject *pyonnxio_DecodeError;
+extern PyObject *pyonnxio_EncodeError;
+/* Raises the exception for a failed status with onnxio_last_error() as its
+ * message: DECODE, DEPTH -> DecodeError; NOT_FOUND -> FileNotFoundError;
+ * IO -> OSError; NO_MEMORY -> MemoryError; MISSING_PAYLOAD -> EncodeError;
+ * INVALID_ARGUMENT -> ValueError; path and external-data refusals ->
+ * onnxio.ExternalDataError (a ValueError); CHECKSUM -> the same. Returns
+ * NULL so that callers can `return pyonnxio_raise(s);`. */
+PyObject *pyonnxio_raise(onnxio_status status);
+/* A payload owner for the bytes of `obj` (a bytes object, or any object
+ * exporting a contiguous read-only or writable buffer): the buffer keeps a
+ * strong reference to `obj` (and its Py_buffer) and releases them, taking
+ * the GIL, when its last reference goes. NULL with an exception set. */
+onnxio_buffer *pyonnxio_buffer_for_object(PyObject *obj);
+/* A read-only or writable memoryview of a tensor's payload that holds its
+ * own reference to the span's owner (a copy is made for a borrowed span).
+ * Writable only when onnxio_buffer_is_allocated(owner). New reference. */
+PyObject *pyonnxio_payload_view(const onnxio_span *span);
+
+#endif

@@ -1,0 +1,46 @@
+"""Builds the onnxio._onnxio extension: the C library (src/*.c) and the
+extension (python/ext/*.c) compiled together into one module, so the wheel
+needs no shared library beside it. pyproject.toml has the metadata; this file
+only describes the extension, which pyproject.toml cannot.
+
+The public header onnxio/proto.h includes "onnxio/schema.def"; the schema
+rows live in src/schema.def (DESIGN.md), so the build copies them into a
+scratch include directory, as CMake does for build/include/onnxio/."""
+import glob
+import os
+import shutil
+
+from setuptools import Extension, setup
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def rel(*parts):
+    return os.path.join(*parts)
+
+
+def schema_include_dir():
+    inc = rel("build", "py-include")
+    os.makedirs(rel(inc, "onnxio"), exist_ok=True)
+    shutil.copyfile(rel("src", "schema.def"), rel(inc, "onnxio", "schema.def"))
+    return inc
+
+
+os.chdir(HERE)
+sources = sorted(glob.glob(rel("src", "*.c"))) + sorted(glob.glob(rel("python", "ext", "*.c")))
+
+setup(
+    ext_modules=[
+        Extension(
+            "onnxio._onnxio",
+            sources=sources,
+            include_dirs=[schema_include_dir(), "include", rel("python", "ext")],
+            libraries=["crypto", "pthread"],
+            extra_compile_args=["-std=c11", "-O2", "-fvisibility=hidden", "-D_GNU_SOURCE", "-DONNXIO_BUILDING",
+                                "-Wall", "-Wextra", "-Wno-missing-field-initializers",
+                                "-Wno-unused-parameter", "-Wno-cast-function-type"],
+            depends=glob.glob(rel("src", "*.h")) + glob.glob(rel("python", "ext", "*.h"))
+            + [rel("src", "schema.def"), rel("include", "onnxio", "onnxio.h"), rel("include", "onnxio", "proto.h")],
+        )
+    ],
+)
