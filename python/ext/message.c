@@ -1,3 +1,1386 @@
-/* SKELETON, replaced by message.c's owner. */
+/* The message classes of onnxio._onnxio: one heap type per message
+ * descriptor of onnxio/proto.h, all subclasses of onnxio.Message, which holds
+ * the protobuf message methods. Field access goes through one PyGetSetDef per
+ * field whose closure is the field's descriptor, so an attribute read is a
+ * type-cache hit plus one C call. Nothing here names an ONNX field: classes,
+ * nesting, enum constants and descriptors all come from onnxio_all_messages
+ * and onnxio_all_enums. See pyonnxio.h for the object model. */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
 #include "pyonnxio.h"
-int pyonnxio_message_init(PyObject *module) { (void)module; return 0; }
+
+/* ---- registry: descriptor <-> class ---------------------------------- */
+
+typedef struct entry {
+    const onnxio_message_desc *desc;
+    PyTypeObject *type;
+    PyObject *descriptor;  /* the DESCRIPTOR object */
+    PyObject **field_descs; /* FieldDescriptor objects, by field index */
+    void *empty;           /* an empty message, read by lazy objects; never written */
+} entry;
+
+static entry *entries;
+static size_t entry_count;
+static onnxio_arena *empty_arena;
+PyTypeObject *pyonnxio_MessageType;
+
+/* Two small open-addressing tables, keyed by pointer: descriptor -> entry
+ * and class -> entry. Wrapping a C message looks its class up on every
+ * element access, so this must be cheaper than a scan of the ~45 messages. */
+#define TABLE_SIZE 256
+static entry *by_desc[TABLE_SIZE];
+static entry *by_type[TABLE_SIZE];
+
+static inline size_t ptr_hash(const void *p)
+{
+    uintptr_t x = (uintptr_t)p;
+    x ^= x >> 17;
+    x *= (uintptr_t)0x9E3779B97F4A7C15ull;
+    return (size_t)(x >> 24) & (TABLE_SIZE - 1);
+}
+
+static void table_put(entry **table, const void *key, entry *e, int by_type_key)
+{
+    size_t i = ptr_hash(key);
+    while (table[i]) i = (i + 1) & (TABLE_SIZE - 1);
+    table[i] = e;
+    (void)by_type_key;
+}
+
+static inline entry *entry_for_desc(const onnxio_message_desc *desc)
+{
+    for (size_t i = ptr_hash(desc);; i = (i + 1) & (TABLE_SIZE - 1)) {
+        entry *e = by_desc[i];
+        if (!e || e->desc == desc) return e;
+    }
+}
+
+static inline entry *entry_for_exact_type(PyTypeObject *tp)
+{
+    for (size_t i = ptr_hash(tp);; i = (i + 1) & (TABLE_SIZE - 1)) {
+        entry *e = by_type[i];
+        if (!e || e->type == tp) return e;
+    }
+}
+
+/* The entry of a message class or of a Python subclass of one. */
+static entry *entry_for_type(PyTypeObject *tp)
+{
+    for (; tp; tp = tp->tp_base) {
+        entry *e = entry_for_exact_type(tp);
+        if (e) return e;
+    }
+    return NULL;
+}
+
+PyTypeObject *pyonnxio_message_type(const onnxio_message_desc *desc)
+{
+    entry *e = entry_for_desc(desc);
+    return e ? e->type : NULL;
+}
+
+static inline const onnxio_message_desc *desc_of(PyOnnxioMessage *m)
+{
+    return m->msg ? m->msg->desc : m->parent_field->message;
+}
+
+const onnxio_message_desc *pyonnxio_message_desc_of(PyObject *obj)
+{
+    if (!obj || !PyObject_TypeCheck(obj, pyonnxio_MessageType)) return NULL;
+    PyOnnxioMessage *m = (PyOnnxioMessage *)obj;
+    if (!m->msg && !m->parent_field) return NULL; /* Message() itself, never built */
+    return desc_of(m);
+}
+
+/* ---- object lifetime -------------------------------------------------- */
+
+static PyOnnxioMessage *alloc_object(PyTypeObject *tp)
+{
+    return (PyOnnxioMessage *)tp->tp_alloc(tp, 0);
+}
+
+PyObject *pyonnxio_message_wrap(onnxio_arena *arena, void *msg)
+{
+    entry *e = entry_for_desc(((onnxio_message *)msg)->desc);
+    if (!e) {
+        PyErr_SetString(PyExc_SystemError, "onnxio: message of an unknown type");
+        return NULL;
+    }
+    PyOnnxioMessage *o = alloc_object(e->type);
+    if (!o) return NULL;
+    o->arena = onnxio_arena_ref(arena);
+    o->msg = msg;
+    return (PyObject *)o;
+}
+
+/* A lazy object for the unset message field `f` of `parent`. */
+static PyObject *wrap_lazy(PyOnnxioMessage *parent, const onnxio_field_desc *f)
+{
+    entry *e = entry_for_desc(f->message);
+    PyOnnxioMessage *o = alloc_object(e->type);
+    if (!o) return NULL;
+    Py_INCREF(parent);
+    o->parent = parent;
+    o->parent_field = f;
+    return (PyObject *)o;
+}
+
+static PyObject *new_root_of_type(PyTypeObject *tp, const onnxio_message_desc *desc)
+{
+    PyOnnxioMessage *o = alloc_object(tp);
+    if (!o) return NULL;
+    o->arena = onnxio_arena_new();
+    if (o->arena) o->msg = onnxio_message_new(o->arena, desc);
+    if (!o->msg) {
+        Py_DECREF(o);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)o;
+}
+
+PyObject *pyonnxio_message_new_root(const onnxio_message_desc *desc)
+{
+    entry *e = entry_for_desc(desc);
+    if (!e) {
+        PyErr_SetString(PyExc_SystemError, "onnxio: unknown message descriptor");
+        return NULL;
+    }
+    return new_root_of_type(e->type, desc);
+}
+
+static void message_dealloc(PyOnnxioMessage *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    onnxio_arena_unref(self->arena);
+    Py_XDECREF(self->parent);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+/* ---- presence --------------------------------------------------------- */
+
+static inline void *member(void *msg, const onnxio_field_desc *f)
+{
+    return (char *)msg + f->offset;
+}
+
+typedef struct generic_array {
+    void *data;
+    size_t size, capacity;
+} generic_array;
+
+void pyonnxio_field_unlink(void *msg, const onnxio_field_desc *f)
+{
+    onnxio_message *m = msg;
+    void *p = member(m, f);
+    m->has &= ~((uint64_t)1 << f->index);
+    if (f->label >= ONNXIO_LABEL_REPEATED) {
+        /* Elements stay in the arena, so Python objects for them stay valid. */
+        ((generic_array *)p)->size = 0;
+        return;
+    }
+    switch (f->kind) {
+    case ONNXIO_KIND_MESSAGE: *(void **)p = NULL; return;
+    case ONNXIO_KIND_RAW: onnxio_span_clear(p); return;
+    case ONNXIO_KIND_STRING:
+    case ONNXIO_KIND_BYTES: ((onnxio_string *)p)->data = NULL; ((onnxio_string *)p)->size = 0; return;
+    default: memset(p, 0, pyonnxio_elem_size(f)); return;
+    }
+}
+
+/* Marks singular field `f` present, unlinking the other members of its
+ * oneof (not onnxio_set_has, which clears their sub-messages in place). */
+static void set_present(onnxio_message *m, const onnxio_field_desc *f)
+{
+    if (f->oneof) {
+        const onnxio_message_desc *d = m->desc;
+        for (size_t i = 0; i < d->field_count; i++) {
+            const onnxio_field_desc *g = &d->fields[i];
+            if (g != f && g->oneof == f->oneof && onnxio_field_present(m, g)) pyonnxio_field_unlink(m, g);
+        }
+    }
+    m->has |= (uint64_t)1 << f->index;
+}
+
+void *pyonnxio_message_get(PyOnnxioMessage *m, int for_write)
+{
+    if (m->msg) return m->msg;
+    if (!m->parent) {
+        if (for_write) PyErr_SetString(PyExc_TypeError, "onnxio.Message is abstract: use a message class");
+        return NULL;
+    }
+    PyOnnxioMessage *parent = m->parent;
+    const onnxio_field_desc *f = m->parent_field;
+    onnxio_message *pm = pyonnxio_message_get(parent, for_write);
+    if (!pm) return NULL;
+    onnxio_message **slot = member(pm, f);
+    if (!*slot) {
+        if (!for_write) return NULL;
+        *slot = onnxio_message_new(parent->arena, f->message);
+        if (!*slot) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        set_present(pm, f);
+    }
+    /* Adopt the parent's message (made now, or by another object standing
+     * for the same field), and stop being lazy. */
+    m->arena = onnxio_arena_ref(parent->arena);
+    m->msg = (onnxio_message *)*slot;
+    m->parent = NULL;
+    m->parent_field = NULL;
+    Py_DECREF(parent);
+    return m->msg;
+}
+
+void *pyonnxio_message_read(PyOnnxioMessage *m)
+{
+    void *c = pyonnxio_message_get(m, 0);
+    if (c) return c;
+    entry *e = entry_for_desc(desc_of(m));
+    return e->empty;
+}
+
+/* ---- values ----------------------------------------------------------- */
+
+size_t pyonnxio_elem_size(const onnxio_field_desc *f)
+{
+    if (f->kind == ONNXIO_KIND_MESSAGE) return sizeof(void *);
+    switch (f->kind) {
+    case ONNXIO_KIND_INT32:
+    case ONNXIO_KIND_ENUM: return sizeof(int32_t);
+    case ONNXIO_KIND_FLOAT: return sizeof(float);
+    case ONNXIO_KIND_INT64:
+    case ONNXIO_KIND_UINT64:
+    case ONNXIO_KIND_DOUBLE: return 8;
+    case ONNXIO_KIND_STRING:
+    case ONNXIO_KIND_BYTES: return sizeof(onnxio_string);
+    case ONNXIO_KIND_RAW: return sizeof(onnxio_span);
+    default: return sizeof(void *);
+    }
+}
+
+static PyObject *string_to_py(const onnxio_string *s, int text)
+{
+    const char *data = s->size ? s->data : "";
+    if (!text) return PyBytes_FromStringAndSize(data, (Py_ssize_t)s->size);
+    PyObject *r = PyUnicode_DecodeUTF8(data, (Py_ssize_t)s->size, NULL);
+    if (!r && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+        /* A parsed string field that is not UTF-8: upb gives its bytes. */
+        PyErr_Clear();
+        r = PyBytes_FromStringAndSize(data, (Py_ssize_t)s->size);
+    }
+    return r;
+}
+
+PyObject *pyonnxio_value_to_py(const onnxio_field_desc *f, const void *p)
+{
+    switch (f->kind) {
+    case ONNXIO_KIND_INT32:
+    case ONNXIO_KIND_ENUM: return PyLong_FromLong(*(const int32_t *)p);
+    case ONNXIO_KIND_INT64: return PyLong_FromLongLong(*(const int64_t *)p);
+    case ONNXIO_KIND_UINT64: return PyLong_FromUnsignedLongLong(*(const uint64_t *)p);
+    case ONNXIO_KIND_FLOAT: return PyFloat_FromDouble(*(const float *)p);
+    case ONNXIO_KIND_DOUBLE: return PyFloat_FromDouble(*(const double *)p);
+    case ONNXIO_KIND_STRING: return string_to_py(p, 1);
+    case ONNXIO_KIND_BYTES: return string_to_py(p, 0);
+    default: PyErr_SetString(PyExc_SystemError, "onnxio: not a scalar field"); return NULL;
+    }
+}
+
+static int integer_from_py(const onnxio_field_desc *f, PyObject *obj, pyonnxio_value *out)
+{
+    if (PyBool_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "Field %s: Expected an int, got a boolean.", f->name);
+        return -1;
+    }
+    PyObject *n = PyNumber_Index(obj); /* ints and numpy integers; TypeError for floats and str */
+    if (!n) return -1;
+    int overflow = 0;
+    if (f->kind == ONNXIO_KIND_UINT64) {
+        unsigned long long u = PyLong_AsUnsignedLongLong(n);
+        if (u == (unsigned long long)-1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            overflow = 1;
+        }
+        out->n.u = u;
+    } else {
+        long long v = PyLong_AsLongLongAndOverflow(n, &overflow);
+        if (v == -1 && PyErr_Occurred()) {
+            Py_DECREF(n);
+            return -1;
+        }
+        if (!overflow && f->kind != ONNXIO_KIND_INT64 && (v < INT32_MIN || v > INT32_MAX)) overflow = 1;
+        out->n.i = v;
+    }
+    if (overflow) {
+        PyErr_Format(PyExc_ValueError, "Value out of range: %S", n);
+        Py_DECREF(n);
+        return -1;
+    }
+    Py_DECREF(n);
+    return 0;
+}
+
+static int enum_from_py(const onnxio_field_desc *f, PyObject *obj, pyonnxio_value *out)
+{
+    const onnxio_enum_desc *e = f->enum_type;
+    if (PyUnicode_Check(obj)) { /* upb accepts a value's name */
+        const char *name = PyUnicode_AsUTF8(obj);
+        if (!name) return -1;
+        for (size_t i = 0; e && i < e->value_count; i++)
+            if (strcmp(e->values[i].name, name) == 0) {
+                out->n.i = e->values[i].number;
+                return 0;
+            }
+        PyErr_Format(PyExc_ValueError, "unknown enum label \"%s\"", name);
+        return -1;
+    }
+    if (integer_from_py(f, obj, out) < 0) return -1;
+    /* ONNX's enums are closed (proto2): upb refuses numbers they lack. */
+    if (e && !onnxio_enum_value_name(e, (int32_t)out->n.i)) {
+        PyErr_Format(PyExc_ValueError, "invalid enumerator %lld", (long long)out->n.i);
+        return -1;
+    }
+    return 0;
+}
+
+int pyonnxio_value_from_py(const onnxio_field_desc *f, PyObject *obj, pyonnxio_value *out)
+{
+    switch (f->kind) {
+    case ONNXIO_KIND_INT32:
+    case ONNXIO_KIND_INT64:
+    case ONNXIO_KIND_UINT64: return integer_from_py(f, obj, out);
+    case ONNXIO_KIND_ENUM: return enum_from_py(f, obj, out);
+    case ONNXIO_KIND_FLOAT:
+    case ONNXIO_KIND_DOUBLE: {
+        double d = PyFloat_AsDouble(obj); /* ints and anything with __float__; TypeError for str */
+        if (d == -1.0 && PyErr_Occurred()) return -1;
+        out->n.d = d;
+        return 0;
+    }
+    case ONNXIO_KIND_STRING:
+        if (PyUnicode_Check(obj)) {
+            out->data = PyUnicode_AsUTF8AndSize(obj, &out->size);
+            return out->data ? 0 : -1;
+        }
+        if (PyBytes_Check(obj)) { /* accepted when it is UTF-8, as protobuf does */
+            PyObject *check = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(obj), PyBytes_GET_SIZE(obj), NULL);
+            if (!check) return -1;
+            Py_DECREF(check);
+            out->data = PyBytes_AS_STRING(obj);
+            out->size = PyBytes_GET_SIZE(obj);
+            return 0;
+        }
+        PyErr_Format(PyExc_TypeError, "field %s: expected str or bytes, got %.200s", f->name, Py_TYPE(obj)->tp_name);
+        return -1;
+    case ONNXIO_KIND_BYTES:
+        if (PyBytes_Check(obj)) {
+            out->data = PyBytes_AS_STRING(obj);
+            out->size = PyBytes_GET_SIZE(obj);
+            return 0;
+        }
+        PyErr_Format(PyExc_TypeError, "field %s: expected bytes, %.200s found", f->name, Py_TYPE(obj)->tp_name);
+        return -1;
+    default:
+        PyErr_SetString(PyExc_SystemError, "onnxio: not a scalar field");
+        return -1;
+    }
+}
+
+int pyonnxio_value_store(onnxio_arena *arena, const onnxio_field_desc *f, void *p, const pyonnxio_value *v)
+{
+    switch (f->kind) {
+    case ONNXIO_KIND_INT32:
+    case ONNXIO_KIND_ENUM: *(int32_t *)p = (int32_t)v->n.i; return 0;
+    case ONNXIO_KIND_INT64: *(int64_t *)p = v->n.i; return 0;
+    case ONNXIO_KIND_UINT64: *(uint64_t *)p = v->n.u; return 0;
+    /* IEEE conversion (C11 Annex F): out-of-range values become +-inf, as in upb. */
+    case ONNXIO_KIND_FLOAT: *(float *)p = (float)v->n.d; return 0;
+    case ONNXIO_KIND_DOUBLE: *(double *)p = v->n.d; return 0;
+    case ONNXIO_KIND_STRING:
+    case ONNXIO_KIND_BYTES:
+        if (onnxio_string_set(arena, p, v->data, (size_t)v->size)) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        return 0;
+    default: PyErr_SetString(PyExc_SystemError, "onnxio: not a scalar field"); return -1;
+    }
+}
+
+/* ---- field access ----------------------------------------------------- */
+
+static PyObject *raw_to_py(const onnxio_span *s)
+{
+    if (!s->data && s->size) {
+        PyErr_SetString(PyExc_ValueError,
+                        "raw_data was not loaded (skip_raw_data or a skipped payload): only its size is known");
+        return NULL;
+    }
+    return PyBytes_FromStringAndSize(s->size ? (const char *)s->data : "", (Py_ssize_t)s->size);
+}
+
+static PyObject *field_get(PyOnnxioMessage *self, void *closure)
+{
+    const onnxio_field_desc *f = closure;
+    if (f->label >= ONNXIO_LABEL_REPEATED) return pyonnxio_repeated_new(self, f);
+    void *c = self->msg ? (void *)self->msg : pyonnxio_message_read(self);
+    void *p = member(c, f);
+    switch (f->kind) {
+    case ONNXIO_KIND_MESSAGE: {
+        void *sub = *(void **)p;
+        if (sub) return pyonnxio_message_wrap(self->arena, sub);
+        return wrap_lazy(self, f);
+    }
+    case ONNXIO_KIND_RAW: return raw_to_py(p);
+    default: return pyonnxio_value_to_py(f, p);
+    }
+}
+
+static int set_raw(PyOnnxioMessage *self, const onnxio_field_desc *f, PyObject *value)
+{
+    Py_buffer view;
+    if (PyUnicode_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "field %s: expected bytes, str found", f->name);
+        return -1;
+    }
+    if (PyObject_GetBuffer(value, &view, PyBUF_SIMPLE) < 0) return -1;
+    onnxio_message *c = pyonnxio_message_get(self, 1);
+    int rc = -1;
+    if (c) {
+        if (onnxio_span_copy_from(member(c, f), view.buf, (size_t)view.len)) {
+            PyErr_NoMemory();
+        } else {
+            set_present(c, f);
+            rc = 0;
+        }
+    }
+    PyBuffer_Release(&view);
+    return rc;
+}
+
+/* Sets singular scalar, string, bytes, enum or raw field `f`. */
+static int set_scalar(PyOnnxioMessage *self, const onnxio_field_desc *f, PyObject *value)
+{
+    if (f->kind == ONNXIO_KIND_RAW) return set_raw(self, f, value);
+    pyonnxio_value v;
+    if (pyonnxio_value_from_py(f, value, &v) < 0) return -1;
+    onnxio_message *c = pyonnxio_message_get(self, 1);
+    if (!c) return -1;
+    if (pyonnxio_value_store(self->arena, f, member(c, f), &v) < 0) return -1;
+    set_present(c, f);
+    return 0;
+}
+
+static int field_set(PyOnnxioMessage *self, PyObject *value, void *closure)
+{
+    const onnxio_field_desc *f = closure;
+    if (!value) {
+        PyErr_SetString(PyExc_AttributeError, "Cannot delete field attribute");
+        return -1;
+    }
+    if (f->label >= ONNXIO_LABEL_REPEATED) {
+        PyErr_Format(PyExc_AttributeError,
+                     "Assignment not allowed to map, or repeated field \"%s\" in protocol message object.", f->name);
+        return -1;
+    }
+    if (f->kind == ONNXIO_KIND_MESSAGE) {
+        PyErr_Format(PyExc_AttributeError,
+                     "Assignment not allowed to message field \"%s\" in protocol message object.", f->name);
+        return -1;
+    }
+    return set_scalar(self, f, value);
+}
+
+/* ---- helpers for methods ---------------------------------------------- */
+
+static const char *short_name(const onnxio_message_desc *d)
+{
+    const char *dot = strrchr(d->full_name, '.');
+    return dot ? dot + 1 : d->full_name;
+}
+
+static PyObject *no_field(const onnxio_message_desc *d, PyObject *name)
+{
+    return PyErr_Format(PyExc_ValueError, "Protocol message %s has no \"%U\" field.", short_name(d), name);
+}
+
+/* The field called `name`, or NULL with ValueError set. */
+static const onnxio_field_desc *field_named(const onnxio_message_desc *d, PyObject *name, int *is_oneof)
+{
+    if (is_oneof) *is_oneof = 0;
+    if (!PyUnicode_Check(name)) {
+        PyErr_Format(PyExc_TypeError, "field name must be str, not %.200s", Py_TYPE(name)->tp_name);
+        return NULL;
+    }
+    const char *s = PyUnicode_AsUTF8(name);
+    if (!s) return NULL;
+    const onnxio_field_desc *f = onnxio_field_by_name(d, s);
+    if (f) return f;
+    if (is_oneof)
+        for (size_t i = 0; i < d->field_count; i++)
+            if (d->fields[i].oneof_name && strcmp(d->fields[i].oneof_name, s) == 0) {
+                *is_oneof = 1;
+                return &d->fields[i]; /* the first member of the oneof */
+            }
+    no_field(d, name);
+    return NULL;
+}
+
+/* The present member of the oneof of `f` in `c`, or NULL. */
+static const onnxio_field_desc *oneof_case(const onnxio_message *c, const onnxio_field_desc *f)
+{
+    const onnxio_message_desc *d = c->desc;
+    for (size_t i = 0; i < d->field_count; i++) {
+        const onnxio_field_desc *g = &d->fields[i];
+        if (g->oneof == f->oneof && onnxio_field_present(c, g)) return g;
+    }
+    return NULL;
+}
+
+static int check_same_class(PyOnnxioMessage *self, PyObject *other, const char *method)
+{
+    const onnxio_message_desc *od = pyonnxio_message_desc_of(other);
+    if (od && od == desc_of(self)) return 0;
+    PyErr_Format(PyExc_TypeError, "Parameter to %s() must be instance of same class: expected %s got %.200s.",
+                 method, desc_of(self)->full_name, Py_TYPE(other)->tp_name);
+    return -1;
+}
+
+/* Unsets every field of `c`, unlinking sub-messages (pyonnxio.h). */
+static void clear_unlink(onnxio_message *c)
+{
+    for (size_t i = 0; i < c->desc->field_count; i++) pyonnxio_field_unlink(c, &c->desc->fields[i]);
+    c->has = 0;
+    c->unknown.size = 0;
+}
+
+/* Merges `src` (any arena) into self's message. A source in the same arena
+ * may be self's ancestor or descendant, so it is cloned first. */
+static int merge_into(PyOnnxioMessage *self, PyOnnxioMessage *src)
+{
+    void *from = pyonnxio_message_read(src);
+    onnxio_message *to = pyonnxio_message_get(self, 1);
+    if (!to) return -1;
+    if (src->arena == self->arena) { /* also m.MergeFrom(m), which protobuf allows */
+        from = onnxio_message_clone(self->arena, from);
+        if (!from) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    onnxio_status s = onnxio_message_merge(self->arena, to, from);
+    if (s) {
+        pyonnxio_raise(s);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- keyword initialization ------------------------------------------- */
+
+static int init_message_field(PyOnnxioMessage *self, const onnxio_field_desc *f, PyObject *value);
+
+/* Appends `item` (a message of the field's class, or a dict of its fields)
+ * to repeated message field `f` of `c` (self's message). */
+static int append_message_item(PyOnnxioMessage *self, onnxio_message *c, const onnxio_field_desc *f, PyObject *item)
+{
+    if (PyDict_Check(item)) {
+        void *elem = onnxio_list_add(self->arena, member(c, f), f->message);
+        if (!elem) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        PyObject *w = pyonnxio_message_wrap(self->arena, elem);
+        if (!w) return -1;
+        int rc = pyonnxio_message_init_kwargs(w, item);
+        Py_DECREF(w);
+        return rc;
+    }
+    const onnxio_message_desc *d = pyonnxio_message_desc_of(item);
+    if (d != f->message) {
+        PyErr_Format(PyExc_TypeError,
+                     "Parameter to initialize message field must be dict or instance of same class: expected %s got "
+                     "%.200s.",
+                     f->message->full_name, Py_TYPE(item)->tp_name);
+        return -1;
+    }
+    void *copy = onnxio_message_clone(self->arena, pyonnxio_message_read((PyOnnxioMessage *)item));
+    void **slot = copy ? onnxio_array_append(self->arena, member(c, f), sizeof(void *)) : NULL;
+    if (!slot) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *slot = copy;
+    return 0;
+}
+
+static int init_message_field(PyOnnxioMessage *self, const onnxio_field_desc *f, PyObject *value)
+{
+    if (f->label >= ONNXIO_LABEL_REPEATED) {
+        onnxio_message *c = pyonnxio_message_get(self, 1);
+        if (!c) return -1;
+        PyObject *it = PyObject_GetIter(value);
+        if (!it) return -1;
+        PyObject *item;
+        while ((item = PyIter_Next(it))) {
+            int rc = append_message_item(self, c, f, item);
+            Py_DECREF(item);
+            if (rc < 0) {
+                Py_DECREF(it);
+                return -1;
+            }
+        }
+        Py_DECREF(it);
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    PyObject *sub = field_get(self, (void *)f);
+    if (!sub) return -1;
+    int rc;
+    if (PyDict_Check(value)) {
+        /* Even an empty dict makes the field present, as in protobuf. */
+        rc = pyonnxio_message_get((PyOnnxioMessage *)sub, 1) ? pyonnxio_message_init_kwargs(sub, value) : -1;
+    } else if (pyonnxio_message_desc_of(value) == f->message) {
+        PyOnnxioMessage *s = (PyOnnxioMessage *)sub;
+        onnxio_message *to = pyonnxio_message_get(s, 1);
+        rc = -1;
+        if (to) {
+            clear_unlink(to);
+            rc = merge_into(s, (PyOnnxioMessage *)value);
+        }
+    } else {
+        PyErr_Format(PyExc_TypeError,
+                     "Parameter to initialize message field must be dict or instance of same class: expected %s got "
+                     "%.200s.",
+                     f->message->full_name, Py_TYPE(value)->tp_name);
+        rc = -1;
+    }
+    Py_DECREF(sub);
+    return rc;
+}
+
+int pyonnxio_message_init_kwargs(PyObject *obj, PyObject *kwargs)
+{
+    PyOnnxioMessage *self = (PyOnnxioMessage *)obj;
+    const onnxio_message_desc *d = desc_of(self);
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(kwargs, &pos, &key, &value)) {
+        const onnxio_field_desc *f = field_named(d, key, NULL);
+        if (!f) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError, "Protocol message %s has no \"%S\" field.", short_name(d), key);
+            return -1;
+        }
+        if (value == Py_None) continue; /* protobuf: None leaves the field unset */
+        int rc;
+        if (f->kind == ONNXIO_KIND_MESSAGE) {
+            rc = init_message_field(self, f, value);
+        } else if (f->label >= ONNXIO_LABEL_REPEATED) {
+            PyObject *container = pyonnxio_repeated_new(self, f);
+            if (!container) return -1;
+            PyObject *r = PyObject_CallMethod(container, "extend", "O", value);
+            Py_DECREF(container);
+            rc = r ? 0 : -1;
+            Py_XDECREF(r);
+        } else {
+            rc = set_scalar(self, f, value);
+        }
+        if (rc < 0) return -1;
+    }
+    return 0;
+}
+
+static PyObject *message_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs)
+{
+    entry *e = entry_for_type(tp);
+    if (!e) return PyErr_Format(PyExc_TypeError, "cannot create '%.200s' instances: not a message class", tp->tp_name);
+    return new_root_of_type(tp, e->desc);
+}
+
+static int message_init(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    if (args && PyTuple_GET_SIZE(args)) {
+        PyErr_SetString(PyExc_TypeError, "No positional arguments allowed");
+        return -1;
+    }
+    return kwargs ? pyonnxio_message_init_kwargs(self, kwargs) : 0;
+}
+
+/* ---- methods ---------------------------------------------------------- */
+
+static PyObject *m_HasField(PyOnnxioMessage *self, PyObject *name)
+{
+    const onnxio_message_desc *d = desc_of(self);
+    int is_oneof;
+    const onnxio_field_desc *f = field_named(d, name, &is_oneof);
+    if (!f) return NULL;
+    if (f->label >= ONNXIO_LABEL_REPEATED)
+        return PyErr_Format(PyExc_ValueError, "Field %s.%s does not have presence.", d->full_name, f->name);
+    onnxio_message *c = pyonnxio_message_read(self);
+    if (is_oneof) return PyBool_FromLong(oneof_case(c, f) != NULL);
+    return PyBool_FromLong(onnxio_field_present(c, f));
+}
+
+static PyObject *m_ClearField(PyOnnxioMessage *self, PyObject *name)
+{
+    int is_oneof;
+    const onnxio_field_desc *f = field_named(desc_of(self), name, &is_oneof);
+    if (!f) return NULL;
+    onnxio_message *c = pyonnxio_message_get(self, 0); /* a lazy message has nothing to clear */
+    if (c) {
+        if (is_oneof) f = oneof_case(c, f);
+        if (f) pyonnxio_field_unlink(c, f);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *m_WhichOneof(PyOnnxioMessage *self, PyObject *name)
+{
+    const onnxio_message_desc *d = desc_of(self);
+    int is_oneof;
+    const onnxio_field_desc *f = field_named(d, name, &is_oneof);
+    if (!f) return NULL;
+    if (!is_oneof) return PyErr_Format(PyExc_ValueError, "Expected a oneof name, but got field name %s.", f->name);
+    const onnxio_field_desc *g = oneof_case(pyonnxio_message_read(self), f);
+    if (!g) Py_RETURN_NONE;
+    return PyUnicode_FromString(g->name);
+}
+
+static PyObject *m_ListFields(PyOnnxioMessage *self, PyObject *unused)
+{
+    onnxio_message *c = pyonnxio_message_read(self);
+    entry *e = entry_for_desc(c->desc);
+    PyObject *list = PyList_New(0);
+    if (!list) return NULL;
+    for (size_t i = 0; i < c->desc->field_count; i++) {
+        const onnxio_field_desc *f = &c->desc->fields[i];
+        if (!onnxio_field_present(c, f)) continue;
+        PyObject *v = field_get(self, (void *)f);
+        PyObject *pair = v ? PyTuple_Pack(2, e->field_descs[i], v) : NULL;
+        Py_XDECREF(v);
+        if (!pair || PyList_Append(list, pair) < 0) {
+            Py_XDECREF(pair);
+            Py_DECREF(list);
+            return NULL;
+        }
+        Py_DECREF(pair);
+    }
+    return list;
+}
+
+static PyObject *m_Clear(PyOnnxioMessage *self, PyObject *unused)
+{
+    onnxio_message *c = pyonnxio_message_get(self, 0);
+    if (c) clear_unlink(c);
+    Py_RETURN_NONE;
+}
+
+static PyObject *m_SetInParent(PyOnnxioMessage *self, PyObject *unused)
+{
+    if (!pyonnxio_message_get(self, 1)) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *m_CopyFrom(PyOnnxioMessage *self, PyObject *other)
+{
+    if (check_same_class(self, other, "CopyFrom") < 0) return NULL;
+    PyOnnxioMessage *src = (PyOnnxioMessage *)other;
+    if (src == self || (self->msg && src->msg == self->msg)) Py_RETURN_NONE;
+    onnxio_message *to = pyonnxio_message_get(self, 1);
+    if (!to) return NULL;
+    void *from = pyonnxio_message_read(src);
+    if (src->arena == self->arena) { /* src may contain self: copy it before clearing */
+        from = onnxio_message_clone(self->arena, from);
+        if (!from) return PyErr_NoMemory();
+    }
+    clear_unlink(to);
+    onnxio_status s = onnxio_message_merge(self->arena, to, from);
+    if (s) return pyonnxio_raise(s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *m_MergeFrom(PyOnnxioMessage *self, PyObject *other)
+{
+    if (check_same_class(self, other, "MergeFrom") < 0) return NULL;
+    if (merge_into(self, (PyOnnxioMessage *)other) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* Parses `data` into self, merging (protobuf's MergeFromString). Returns
+ * the number of bytes read, as protobuf. */
+static PyObject *parse_merge(PyOnnxioMessage *self, PyObject *data, int clear_first)
+{
+    Py_buffer view;
+    if (PyUnicode_Check(data)) return PyErr_Format(PyExc_TypeError, "expected bytes, str found");
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) return NULL;
+    onnxio_message *c = pyonnxio_message_get(self, 1);
+    if (!c) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    if (clear_first) clear_unlink(c);
+    onnxio_status s;
+    onnxio_arena *arena = self->arena;
+    Py_BEGIN_ALLOW_THREADS
+    s = onnxio_parse_into(c, view.buf, (size_t)view.len, NULL, NULL, arena);
+    Py_END_ALLOW_THREADS
+    Py_ssize_t n = view.len;
+    PyBuffer_Release(&view);
+    if (s) return pyonnxio_raise(s);
+    return PyLong_FromSsize_t(n);
+}
+
+static PyObject *m_MergeFromString(PyOnnxioMessage *self, PyObject *data)
+{
+    return parse_merge(self, data, 0);
+}
+
+static PyObject *m_ParseFromString(PyOnnxioMessage *self, PyObject *data)
+{
+    return parse_merge(self, data, 1);
+}
+
+static PyObject *m_FromString(PyObject *cls, PyObject *data)
+{
+    PyObject *m = PyObject_CallNoArgs(cls);
+    if (!m) return NULL;
+    PyObject *r = parse_merge((PyOnnxioMessage *)m, data, 0);
+    if (!r) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_DECREF(r);
+    return m;
+}
+
+/* Payload copies dominate big messages; small ones are not worth a GIL
+ * round trip. */
+#define RELEASE_GIL_ABOVE (64u * 1024)
+
+static PyObject *serialize(PyOnnxioMessage *self)
+{
+    void *c = pyonnxio_message_get(self, 0);
+    if (!c) return PyBytes_FromStringAndSize("", 0); /* lazy: empty */
+    uint64_t size = onnxio_serialized_size(c);
+    if (size > (uint64_t)PY_SSIZE_T_MAX) return PyErr_NoMemory();
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
+    if (!out) return NULL;
+    onnxio_status s;
+    char *dst = PyBytes_AS_STRING(out);
+    if (size >= RELEASE_GIL_ABOVE) {
+        Py_BEGIN_ALLOW_THREADS
+        s = onnxio_serialize_into(c, dst, size);
+        Py_END_ALLOW_THREADS
+    } else {
+        s = onnxio_serialize_into(c, dst, size);
+    }
+    if (s) {
+        Py_DECREF(out);
+        return pyonnxio_raise(s);
+    }
+    return out;
+}
+
+static PyObject *m_SerializeToString(PyOnnxioMessage *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"deterministic", NULL};
+    PyObject *deterministic = NULL; /* accepted and ignored: the output is always deterministic */
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:SerializeToString", kwlist, &deterministic)) return NULL;
+    return serialize(self);
+}
+
+static PyObject *m_ByteSize(PyOnnxioMessage *self, PyObject *unused)
+{
+    void *c = pyonnxio_message_get(self, 0);
+    return PyLong_FromUnsignedLongLong(c ? onnxio_serialized_size(c) : 0);
+}
+
+static PyObject *m_IsInitialized(PyObject *self, PyObject *args)
+{
+    Py_RETURN_TRUE; /* proto2 ONNX has no required fields */
+}
+
+static PyObject *m_FindInitializationErrors(PyObject *self, PyObject *unused)
+{
+    return PyList_New(0);
+}
+
+static void discard_unknown(onnxio_message *c)
+{
+    c->unknown.size = 0;
+    for (size_t i = 0; i < c->desc->field_count; i++) {
+        const onnxio_field_desc *f = &c->desc->fields[i];
+        if (f->kind != ONNXIO_KIND_MESSAGE) continue;
+        void *p = member(c, f);
+        if (f->label >= ONNXIO_LABEL_REPEATED) {
+            generic_array *a = p;
+            for (size_t k = 0; k < a->size; k++) discard_unknown(((onnxio_message **)a->data)[k]);
+        } else if (*(void **)p) {
+            discard_unknown(*(onnxio_message **)p);
+        }
+    }
+}
+
+static PyObject *m_DiscardUnknownFields(PyOnnxioMessage *self, PyObject *unused)
+{
+    onnxio_message *c = pyonnxio_message_get(self, 0);
+    if (c) discard_unknown(c);
+    Py_RETURN_NONE;
+}
+
+/* A deep copy as a new top-level message of the same class (protobuf's
+ * copy.copy and copy.deepcopy both copy deeply). */
+static PyObject *m_deepcopy(PyOnnxioMessage *self, PyObject *args)
+{
+    entry *e = entry_for_desc(desc_of(self));
+    PyOnnxioMessage *o = (PyOnnxioMessage *)new_root_of_type(Py_TYPE(self), e->desc);
+    if (!o) return NULL;
+    onnxio_status s = onnxio_message_merge(o->arena, o->msg, pyonnxio_message_read(self));
+    if (s) {
+        Py_DECREF(o);
+        return pyonnxio_raise(s);
+    }
+    return (PyObject *)o;
+}
+
+static PyObject *m_reduce(PyOnnxioMessage *self, PyObject *unused)
+{
+    PyObject *bytes = serialize(self);
+    if (!bytes) return NULL;
+    return Py_BuildValue("(O(){sN})", (PyObject *)Py_TYPE(self), "serialized", bytes);
+}
+
+static PyObject *m_setstate(PyOnnxioMessage *self, PyObject *state)
+{
+    PyObject *data = PyDict_Check(state) ? PyDict_GetItemString(state, "serialized") : NULL;
+    if (!data) return PyErr_Format(PyExc_TypeError, "bad pickle state for %s", desc_of(self)->full_name);
+    PyObject *r = parse_merge(self, data, 1);
+    if (!r) return NULL;
+    Py_DECREF(r);
+    Py_RETURN_NONE;
+}
+
+static PyObject *message_str(PyOnnxioMessage *self)
+{
+    onnxio_buffer *buf = NULL;
+    onnxio_status s = onnxio_text_format(pyonnxio_message_read(self), NULL, &buf);
+    if (s) return pyonnxio_raise(s);
+    PyObject *r = PyUnicode_DecodeUTF8((const char *)onnxio_buffer_data(buf), (Py_ssize_t)onnxio_buffer_size(buf),
+                                       "replace");
+    onnxio_buffer_unref(buf);
+    return r;
+}
+
+static PyObject *message_richcompare(PyObject *a, PyObject *b, int op)
+{
+    if (op != Py_EQ && op != Py_NE) Py_RETURN_NOTIMPLEMENTED;
+    const onnxio_message_desc *da = pyonnxio_message_desc_of(a), *db = pyonnxio_message_desc_of(b);
+    if (!da || !db) Py_RETURN_NOTIMPLEMENTED;
+    int eq = da == db && onnxio_message_equal(pyonnxio_message_read((PyOnnxioMessage *)a),
+                                              pyonnxio_message_read((PyOnnxioMessage *)b));
+    return PyBool_FromLong(op == Py_EQ ? eq : !eq);
+}
+
+static PyMethodDef message_methods[] = {
+    {"HasField", (PyCFunction)m_HasField, METH_O,
+     "HasField(field_name) -> bool: whether a singular field (or a oneof, by its name) is set. ValueError for a "
+     "repeated or unknown field."},
+    {"ClearField", (PyCFunction)m_ClearField, METH_O,
+     "ClearField(field_name): unsets a field (or the set member of a oneof). Sub-messages are unlinked: Python "
+     "objects still referring to them keep their contents."},
+    {"WhichOneof", (PyCFunction)m_WhichOneof, METH_O,
+     "WhichOneof(oneof_name) -> str or None: the name of the oneof's set field."},
+    {"ListFields", (PyCFunction)m_ListFields, METH_NOARGS,
+     "ListFields() -> list of (FieldDescriptor, value) for the set fields, in field-number order."},
+    {"Clear", (PyCFunction)m_Clear, METH_NOARGS, "Clear(): unsets every field (sub-messages are unlinked)."},
+    {"SetInParent", (PyCFunction)m_SetInParent, METH_NOARGS,
+     "SetInParent(): makes a lazily read sub-message present in its parent."},
+    {"CopyFrom", (PyCFunction)m_CopyFrom, METH_O,
+     "CopyFrom(other): makes this message a deep copy of `other` (same class; TypeError otherwise). Payloads are "
+     "shared, not copied."},
+    {"MergeFrom", (PyCFunction)m_MergeFrom, METH_O,
+     "MergeFrom(other): protobuf merge: set scalars overwrite, repeated fields append, messages merge."},
+    {"MergeFromString", (PyCFunction)m_MergeFromString, METH_O,
+     "MergeFromString(data) -> int: parses bytes (any buffer) into this message, merging; returns len(data). "
+     "onnxio.DecodeError for malformed bytes. The GIL is released while parsing."},
+    {"ParseFromString", (PyCFunction)m_ParseFromString, METH_O,
+     "ParseFromString(data) -> int: clears this message, then MergeFromString(data)."},
+    {"ParsePartialFromString", (PyCFunction)m_ParseFromString, METH_O, "Same as ParseFromString (no required fields)."},
+    {"FromString", (PyCFunction)m_FromString, METH_O | METH_CLASS,
+     "FromString(data) -> message: a new message parsed from bytes."},
+    {"SerializeToString", (PyCFunction)(void (*)(void))m_SerializeToString, METH_VARARGS | METH_KEYWORDS,
+     "SerializeToString(deterministic=None) -> bytes: the protobuf wire format, byte for byte what libprotobuf "
+     "writes. onnxio.EncodeError for a payload that was never loaded."},
+    {"SerializePartialToString", (PyCFunction)(void (*)(void))m_SerializeToString, METH_VARARGS | METH_KEYWORDS,
+     "Same as SerializeToString (no required fields)."},
+    {"ByteSize", (PyCFunction)m_ByteSize, METH_NOARGS, "ByteSize() -> int: the serialized size in bytes."},
+    {"IsInitialized", (PyCFunction)m_IsInitialized, METH_VARARGS, "IsInitialized() -> True (ONNX has no required fields)."},
+    {"FindInitializationErrors", (PyCFunction)m_FindInitializationErrors, METH_NOARGS, "Always []."},
+    {"DiscardUnknownFields", (PyCFunction)m_DiscardUnknownFields, METH_NOARGS,
+     "DiscardUnknownFields(): drops unknown fields here and in every sub-message."},
+    {"__deepcopy__", (PyCFunction)m_deepcopy, METH_VARARGS, "A deep copy in a new arena."},
+    {"__copy__", (PyCFunction)m_deepcopy, METH_VARARGS, "A deep copy in a new arena (as protobuf)."},
+    {"__reduce__", (PyCFunction)m_reduce, METH_NOARGS, "Pickling: (class, (), {'serialized': bytes}), as protobuf."},
+    {"__setstate__", (PyCFunction)m_setstate, METH_O, "Unpickling: parses state['serialized']."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot base_slots[] = {
+    {Py_tp_dealloc, message_dealloc},
+    {Py_tp_new, message_new},
+    {Py_tp_init, message_init},
+    {Py_tp_methods, message_methods},
+    {Py_tp_str, message_str},
+    {Py_tp_repr, message_str},
+    {Py_tp_richcompare, message_richcompare},
+    {Py_tp_hash, PyObject_HashNotImplemented},
+    {Py_tp_doc, "Base class of the onnxio message classes (the protobuf Message API over onnxio's C messages)."},
+    {0, NULL},
+};
+
+static PyType_Spec base_spec = {
+    "onnxio.Message", sizeof(PyOnnxioMessage), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, base_slots,
+};
+
+/* ---- descriptors (DESCRIPTOR, FieldDescriptor) ------------------------ */
+
+/* Protobuf's FieldDescriptor constants. */
+enum { TYPE_DOUBLE = 1, TYPE_FLOAT = 2, TYPE_INT64 = 3, TYPE_UINT64 = 4, TYPE_INT32 = 5, TYPE_STRING = 9,
+       TYPE_MESSAGE = 11, TYPE_BYTES = 12, TYPE_ENUM = 14 };
+enum { CPPTYPE_INT32 = 1, CPPTYPE_INT64 = 2, CPPTYPE_UINT64 = 4, CPPTYPE_DOUBLE = 5, CPPTYPE_FLOAT = 6,
+       CPPTYPE_ENUM = 8, CPPTYPE_STRING = 9, CPPTYPE_MESSAGE = 10 };
+
+static const struct { const char *name; int value; } fd_constants[] = {
+    {"TYPE_DOUBLE", 1}, {"TYPE_FLOAT", 2}, {"TYPE_INT64", 3}, {"TYPE_UINT64", 4}, {"TYPE_INT32", 5},
+    {"TYPE_FIXED64", 6}, {"TYPE_FIXED32", 7}, {"TYPE_BOOL", 8}, {"TYPE_STRING", 9}, {"TYPE_GROUP", 10},
+    {"TYPE_MESSAGE", 11}, {"TYPE_BYTES", 12}, {"TYPE_UINT32", 13}, {"TYPE_ENUM", 14}, {"TYPE_SFIXED32", 15},
+    {"TYPE_SFIXED64", 16}, {"TYPE_SINT32", 17}, {"TYPE_SINT64", 18},
+    {"CPPTYPE_INT32", 1}, {"CPPTYPE_INT64", 2}, {"CPPTYPE_UINT32", 3}, {"CPPTYPE_UINT64", 4},
+    {"CPPTYPE_DOUBLE", 5}, {"CPPTYPE_FLOAT", 6}, {"CPPTYPE_BOOL", 7}, {"CPPTYPE_ENUM", 8},
+    {"CPPTYPE_STRING", 9}, {"CPPTYPE_MESSAGE", 10},
+    {"LABEL_OPTIONAL", 1}, {"LABEL_REQUIRED", 2}, {"LABEL_REPEATED", 3},
+};
+
+static void field_types(const onnxio_field_desc *f, int *type, int *cpp)
+{
+    switch (f->kind) {
+    case ONNXIO_KIND_INT32: *type = TYPE_INT32; *cpp = CPPTYPE_INT32; return;
+    case ONNXIO_KIND_INT64: *type = TYPE_INT64; *cpp = CPPTYPE_INT64; return;
+    case ONNXIO_KIND_UINT64: *type = TYPE_UINT64; *cpp = CPPTYPE_UINT64; return;
+    case ONNXIO_KIND_FLOAT: *type = TYPE_FLOAT; *cpp = CPPTYPE_FLOAT; return;
+    case ONNXIO_KIND_DOUBLE: *type = TYPE_DOUBLE; *cpp = CPPTYPE_DOUBLE; return;
+    case ONNXIO_KIND_STRING: *type = TYPE_STRING; *cpp = CPPTYPE_STRING; return;
+    case ONNXIO_KIND_ENUM: *type = TYPE_ENUM; *cpp = CPPTYPE_ENUM; return;
+    case ONNXIO_KIND_MESSAGE: *type = TYPE_MESSAGE; *cpp = CPPTYPE_MESSAGE; return;
+    default: *type = TYPE_BYTES; *cpp = CPPTYPE_STRING; return;
+    }
+}
+
+/* A plain Python class (instances have a __dict__) made at import. */
+static PyObject *make_plain_class(PyObject *module, const char *name, const char *doc)
+{
+    PyObject *ns = Py_BuildValue("{s:s,s:s}", "__module__", "onnxio", "__doc__", doc);
+    if (!ns) return NULL;
+    PyObject *cls = PyObject_CallFunction((PyObject *)&PyType_Type, "s(O)O", name, (PyObject *)&PyBaseObject_Type, ns);
+    Py_DECREF(ns);
+    if (cls && PyModule_AddObjectRef(module, name, cls) < 0) Py_CLEAR(cls);
+    return cls;
+}
+
+static int set_attr(PyObject *o, const char *name, PyObject *v)
+{
+    if (!v) return -1;
+    int rc = PyObject_SetAttrString(o, name, v);
+    Py_DECREF(v);
+    return rc;
+}
+
+static PyObject *new_instance(PyObject *cls)
+{
+    return PyObject_CallNoArgs(cls);
+}
+
+static PyObject *enum_descriptor(PyObject *enum_cls, PyObject *cache, const onnxio_enum_desc *e)
+{
+    PyObject *d = PyDict_GetItemString(cache, e->full_name);
+    if (d) return Py_NewRef(d);
+    d = new_instance(enum_cls);
+    if (!d) return NULL;
+    PyObject *by_name = PyDict_New(), *by_number = PyDict_New(), *values = PyList_New(0);
+    int ok = by_name && by_number && values;
+    for (size_t i = 0; ok && i < e->value_count; i++) {
+        PyObject *num = PyLong_FromLong(e->values[i].number);
+        PyObject *pair = num ? Py_BuildValue("(sO)", e->values[i].name, num) : NULL;
+        ok = pair && PyList_Append(values, pair) == 0 && PyDict_SetItemString(by_name, e->values[i].name, num) == 0 &&
+             (PyDict_Contains(by_number, num) || PyDict_SetItem(by_number, num, PyTuple_GET_ITEM(pair, 0)) == 0);
+        Py_XDECREF(num);
+        Py_XDECREF(pair);
+    }
+    const char *dot = strrchr(e->full_name, '.');
+    ok = ok && set_attr(d, "name", PyUnicode_FromString(dot ? dot + 1 : e->full_name)) == 0 &&
+         set_attr(d, "full_name", PyUnicode_FromString(e->full_name)) == 0 &&
+         set_attr(d, "values", Py_NewRef(values)) == 0 && set_attr(d, "values_by_name", Py_NewRef(by_name)) == 0 &&
+         set_attr(d, "values_by_number", Py_NewRef(by_number)) == 0 && PyDict_SetItemString(cache, e->full_name, d) == 0;
+    Py_XDECREF(by_name);
+    Py_XDECREF(by_number);
+    Py_XDECREF(values);
+    if (!ok) Py_CLEAR(d);
+    return d;
+}
+
+/* Builds DESCRIPTOR objects: protobuf's Descriptor/FieldDescriptor subset
+ * that code walking messages generically uses (name, full_name, fields,
+ * fields_by_name, type, label, message_type, containing_oneof, ...). */
+static int build_descriptors(PyObject *module)
+{
+    PyObject *desc_cls = make_plain_class(module, "Descriptor", "A message descriptor (protobuf's Descriptor subset).");
+    PyObject *field_cls =
+        make_plain_class(module, "FieldDescriptor", "A field descriptor (protobuf's FieldDescriptor subset).");
+    PyObject *oneof_cls = make_plain_class(module, "OneofDescriptor", "A oneof descriptor (name, full_name, fields).");
+    PyObject *enum_cls = make_plain_class(module, "EnumDescriptor", "An enum descriptor (name, full_name, values).");
+    PyObject *enum_cache = PyDict_New();
+    int rc = -1;
+    if (!desc_cls || !field_cls || !oneof_cls || !enum_cls || !enum_cache) goto done;
+    for (size_t i = 0; i < sizeof fd_constants / sizeof fd_constants[0]; i++)
+        if (set_attr(field_cls, fd_constants[i].name, PyLong_FromLong(fd_constants[i].value)) < 0) goto done;
+    for (size_t i = 0; i < entry_count; i++)
+        if (!(entries[i].descriptor = new_instance(desc_cls))) goto done;
+    for (size_t i = 0; i < entry_count; i++) {
+        entry *e = &entries[i];
+        const onnxio_message_desc *d = e->desc;
+        PyObject *D = e->descriptor;
+        PyObject *fields = PyList_New(0), *by_name = PyDict_New(), *by_number = PyDict_New();
+        PyObject *oneofs = PyList_New(0), *oneofs_by_name = PyDict_New();
+        int ok = fields && by_name && by_number && oneofs && oneofs_by_name;
+        e->field_descs = PyMem_Calloc(d->field_count ? d->field_count : 1, sizeof(PyObject *));
+        ok = ok && e->field_descs;
+        for (size_t k = 0; ok && k < d->field_count; k++) {
+            const onnxio_field_desc *f = &d->fields[k];
+            PyObject *F = new_instance(field_cls);
+            int type, cpp;
+            field_types(f, &type, &cpp);
+            int repeated = f->label >= ONNXIO_LABEL_REPEATED;
+            PyObject *oneof = Py_None;
+            if (F && f->oneof_name) {
+                oneof = PyDict_GetItemString(oneofs_by_name, f->oneof_name);
+                if (!oneof) {
+                    oneof = new_instance(oneof_cls);
+                    ok = oneof && set_attr(oneof, "name", PyUnicode_FromString(f->oneof_name)) == 0 &&
+                         set_attr(oneof, "full_name", PyUnicode_FromFormat("%s.%s", d->full_name, f->oneof_name)) == 0 &&
+                         set_attr(oneof, "fields", PyList_New(0)) == 0 && set_attr(oneof, "containing_type", Py_NewRef(D)) == 0 &&
+                         PyDict_SetItemString(oneofs_by_name, f->oneof_name, oneof) == 0 && PyList_Append(oneofs, oneof) == 0;
+                    Py_XDECREF(oneof); /* the dict keeps it */
+                    if (!ok) {
+                        Py_XDECREF(F);
+                        break;
+                    }
+                }
+                PyObject *members = PyObject_GetAttrString(oneof, "fields");
+                ok = members && PyList_Append(members, F) == 0;
+                Py_XDECREF(members);
+            }
+            PyObject *message_type = Py_None;
+            if (f->kind == ONNXIO_KIND_MESSAGE) message_type = entry_for_desc(f->message)->descriptor;
+            PyObject *enum_type = f->enum_type ? enum_descriptor(enum_cls, enum_cache, f->enum_type) : Py_NewRef(Py_None);
+            ok = ok && F && enum_type && set_attr(F, "name", PyUnicode_FromString(f->name)) == 0 &&
+                 set_attr(F, "full_name", PyUnicode_FromFormat("%s.%s", d->full_name, f->name)) == 0 &&
+                 set_attr(F, "number", PyLong_FromUnsignedLong(f->number)) == 0 &&
+                 set_attr(F, "index", PyLong_FromSize_t(k)) == 0 && set_attr(F, "type", PyLong_FromLong(type)) == 0 &&
+                 set_attr(F, "cpp_type", PyLong_FromLong(cpp)) == 0 &&
+                 set_attr(F, "label", PyLong_FromLong(repeated ? 3 : 1)) == 0 &&
+                 set_attr(F, "is_repeated", PyBool_FromLong(repeated)) == 0 &&
+                 set_attr(F, "has_presence", PyBool_FromLong(!repeated)) == 0 &&
+                 set_attr(F, "is_packed", PyBool_FromLong(f->label == ONNXIO_LABEL_PACKED)) == 0 &&
+                 set_attr(F, "containing_type", Py_NewRef(D)) == 0 &&
+                 set_attr(F, "containing_oneof", Py_NewRef(oneof)) == 0 &&
+                 set_attr(F, "message_type", Py_NewRef(message_type)) == 0 &&
+                 set_attr(F, "enum_type", Py_NewRef(enum_type)) == 0 && PyList_Append(fields, F) == 0 &&
+                 PyDict_SetItemString(by_name, f->name, F) == 0;
+            if (ok) {
+                PyObject *num = PyLong_FromUnsignedLong(f->number);
+                ok = num && PyDict_SetItem(by_number, num, F) == 0;
+                Py_XDECREF(num);
+            }
+            Py_XDECREF(enum_type);
+            if (ok) e->field_descs[k] = F;
+            else Py_XDECREF(F);
+        }
+        ok = ok && set_attr(D, "name", PyUnicode_FromString(short_name(d))) == 0 &&
+             set_attr(D, "full_name", PyUnicode_FromString(d->full_name)) == 0 &&
+             set_attr(D, "fields", Py_NewRef(fields)) == 0 && set_attr(D, "fields_by_name", Py_NewRef(by_name)) == 0 &&
+             set_attr(D, "fields_by_number", Py_NewRef(by_number)) == 0 &&
+             set_attr(D, "oneofs", Py_NewRef(oneofs)) == 0 &&
+             set_attr(D, "oneofs_by_name", Py_NewRef(oneofs_by_name)) == 0 &&
+             set_attr(D, "_concrete_class", Py_NewRef((PyObject *)e->type)) == 0 &&
+             PyObject_SetAttrString((PyObject *)e->type, "DESCRIPTOR", D) == 0;
+        Py_XDECREF(fields);
+        Py_XDECREF(by_name);
+        Py_XDECREF(by_number);
+        Py_XDECREF(oneofs);
+        Py_XDECREF(oneofs_by_name);
+        if (!ok) goto done;
+    }
+    rc = 0;
+done:
+    Py_XDECREF(desc_cls);
+    Py_XDECREF(field_cls);
+    Py_XDECREF(oneof_cls);
+    Py_XDECREF(enum_cls);
+    Py_XDECREF(enum_cache);
+    return rc;
+}
+
+/* ---- module init ------------------------------------------------------ */
+
+/* Heap type names and getset tables must outlive the types: they are made
+ * once per process and never freed (the module cannot be unloaded). */
+static PyTypeObject *make_class(const onnxio_message_desc *d, PyObject *bases)
+{
+    PyGetSetDef *getset = PyMem_Calloc(d->field_count + 1, sizeof(PyGetSetDef));
+    char *name = PyMem_Malloc(strlen(short_name(d)) + sizeof "onnxio.");
+    if (!getset || !name) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    strcpy(name, "onnxio.");
+    strcat(name, short_name(d));
+    for (size_t i = 0; i < d->field_count; i++) {
+        getset[i].name = d->fields[i].name;
+        getset[i].get = (getter)field_get;
+        getset[i].set = (setter)field_set;
+        getset[i].closure = (void *)&d->fields[i];
+    }
+    PyType_Slot *slots = PyMem_Calloc(3, sizeof(PyType_Slot));
+    PyType_Spec *spec = PyMem_Calloc(1, sizeof(PyType_Spec));
+    if (!slots || !spec) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    slots[0].slot = Py_tp_getset;
+    slots[0].pfunc = getset;
+    static const char doc_fmt[] =
+        "The ONNX message %s. Keyword arguments set fields as protobuf's constructor does (scalars, iterables "
+        "for repeated fields, a message or a dict for message fields). Instances are views of C messages: "
+        "see onnxio.Message.";
+    size_t doc_size = sizeof doc_fmt + strlen(d->full_name);
+    char *doc = PyMem_Malloc(doc_size);
+    if (!doc) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    snprintf(doc, doc_size, doc_fmt, d->full_name);
+    slots[1].slot = Py_tp_doc;
+    slots[1].pfunc = doc;
+    spec->name = name;
+    spec->basicsize = 0; /* PyOnnxioMessage, inherited */
+    spec->flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE;
+    spec->slots = slots;
+    return (PyTypeObject *)PyType_FromSpecWithBases(spec, bases);
+}
+
+int pyonnxio_message_init(PyObject *module)
+{
+    PyObject *bases = NULL, *messages = NULL, *enums = NULL;
+    int rc = -1;
+    pyonnxio_MessageType = (PyTypeObject *)PyType_FromSpec(&base_spec);
+    if (!pyonnxio_MessageType || PyModule_AddObjectRef(module, "Message", (PyObject *)pyonnxio_MessageType) < 0)
+        return -1;
+    if (onnxio_all_message_count * 2 > TABLE_SIZE) {
+        PyErr_SetString(PyExc_SystemError, "onnxio: too many messages for the class table");
+        return -1;
+    }
+    entries = PyMem_Calloc(onnxio_all_message_count, sizeof(entry));
+    empty_arena = onnxio_arena_new();
+    bases = PyTuple_Pack(1, (PyObject *)pyonnxio_MessageType);
+    messages = PyDict_New();
+    enums = PyDict_New();
+    if (!entries || !empty_arena || !bases || !messages || !enums) goto done;
+    for (size_t i = 0; i < onnxio_all_message_count; i++) {
+        const onnxio_message_desc *d = onnxio_all_messages[i];
+        entry *e = &entries[entry_count];
+        e->desc = d;
+        e->empty = onnxio_message_new(empty_arena, d);
+        if (!e->empty) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        e->type = make_class(d, bases);
+        if (!e->type) goto done;
+        entry_count++;
+        table_put(by_desc, d, e, 0);
+        table_put(by_type, e->type, e, 1);
+        if (PyDict_SetItemString(messages, d->full_name, (PyObject *)e->type) < 0) goto done;
+    }
+    /* Nesting: "onnx.TensorProto.Segment" becomes TensorProto.Segment; a
+     * top-level message goes into the module. */
+    for (size_t i = 0; i < entry_count; i++) {
+        entry *e = &entries[i];
+        const char *full = e->desc->full_name;
+        const char *rel = strncmp(full, "onnx.", 5) == 0 ? full + 5 : full;
+        const char *dot = strrchr(full, '.');
+        PyObject *qual = PyUnicode_FromString(rel);
+        if (set_attr((PyObject *)e->type, "__qualname__", qual) < 0) goto done;
+        if (set_attr((PyObject *)e->type, "_enum_types", PyDict_New()) < 0) goto done;
+        if (!strchr(rel, '.')) {
+            if (PyModule_AddObjectRef(module, rel, (PyObject *)e->type) < 0) goto done;
+            continue;
+        }
+        PyObject *parent_name = PyUnicode_FromStringAndSize(full, dot - full);
+        PyObject *parent = parent_name ? PyDict_GetItemWithError(messages, parent_name) : NULL;
+        Py_XDECREF(parent_name);
+        if (!parent) {
+            if (!PyErr_Occurred()) PyErr_Format(PyExc_SystemError, "onnxio: no parent message for %s", full);
+            goto done;
+        }
+        if (PyObject_SetAttrString(parent, dot + 1, (PyObject *)e->type) < 0) goto done;
+    }
+    /* Enum constants: class attributes of the enclosing message
+     * (TensorProto.FLOAT), module attributes for top-level enums. */
+    for (size_t i = 0; i < onnxio_all_enum_count; i++) {
+        const onnxio_enum_desc *en = onnxio_all_enums[i];
+        const char *dot = strrchr(en->full_name, '.');
+        PyObject *parent_name = PyUnicode_FromStringAndSize(en->full_name, dot - en->full_name);
+        PyObject *holder = parent_name ? PyDict_GetItemWithError(messages, parent_name) : NULL;
+        Py_XDECREF(parent_name);
+        if (!holder && PyErr_Occurred()) goto done;
+        if (!holder) holder = module;
+        PyObject *values = PyTuple_New((Py_ssize_t)en->value_count);
+        if (!values) goto done;
+        for (size_t k = 0; k < en->value_count; k++) {
+            PyObject *num = PyLong_FromLong(en->values[k].number);
+            PyObject *pair = num ? Py_BuildValue("(sO)", en->values[k].name, num) : NULL;
+            int bad = !pair || PyObject_SetAttrString(holder, en->values[k].name, num) < 0;
+            Py_XDECREF(num);
+            if (bad) {
+                Py_XDECREF(pair);
+                Py_DECREF(values);
+                goto done;
+            }
+            PyTuple_SET_ITEM(values, (Py_ssize_t)k, pair);
+        }
+        int bad = PyDict_SetItemString(enums, en->full_name, values) < 0;
+        Py_DECREF(values);
+        if (bad) goto done;
+        if (holder != module) {
+            PyObject *types = PyObject_GetAttrString(holder, "_enum_types");
+            PyObject *full = PyUnicode_FromString(en->full_name);
+            bad = !types || !full || PyDict_SetItemString(types, dot + 1, full) < 0;
+            Py_XDECREF(types);
+            Py_XDECREF(full);
+            if (bad) goto done;
+        }
+    }
+    if (build_descriptors(module) < 0) goto done;
+    if (PyModule_AddObjectRef(module, "_messages", messages) < 0) goto done;
+    if (PyModule_AddObjectRef(module, "_enums", enums) < 0) goto done;
+    rc = 0;
+done:
+    Py_XDECREF(bases);
+    Py_XDECREF(messages);
+    Py_XDECREF(enums);
+    return rc;
+}

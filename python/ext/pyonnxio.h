@@ -77,6 +77,43 @@ PyObject *pyonnxio_message_new_root(const onnxio_message_desc *desc);
  * first; NULL with MemoryError set only when that fails. */
 void *pyonnxio_message_get(PyOnnxioMessage *m, int for_write);
 
+/* Added by message.c for repeated.c (and any file that needs them): */
+/* onnxio.Message, the base class of every message class. */
+extern PyTypeObject *pyonnxio_MessageType;
+/* The C message behind `m` for reading: its own, or while it is lazy a
+ * shared empty message of its type, which must never be written. */
+void *pyonnxio_message_read(PyOnnxioMessage *m);
+/* Applies constructor keywords (protobuf's Message(**kwargs): scalars set,
+ * repeated fields extended, message fields copied from a message of their
+ * class or initialized from a dict) to message object `self`. 0 or -1. */
+int pyonnxio_message_init_kwargs(PyObject *self, PyObject *kwargs);
+/* Unsets field `f` of `msg` without touching its sub-messages (has-bit off,
+ * value zeroed, arrays emptied, sub-message pointer NULL, payload reference
+ * dropped), so Python objects still referring to them stay intact. */
+void pyonnxio_field_unlink(void *msg, const onnxio_field_desc *f);
+/* One converted value of a scalar, enum, string or bytes field: n for
+ * numbers, data/size for strings and bytes (borrowed from the Python object
+ * it came from, which must outlive the value). */
+typedef struct pyonnxio_value {
+    union { int64_t i; uint64_t u; double d; } n;
+    const char *data;
+    Py_ssize_t size;
+} pyonnxio_value;
+/* Converts `obj` for field `f` (singular or an element of a repeated
+ * field) with protobuf's checks: TypeError for a wrong type (bool for an
+ * integer, float for an integer, str for bytes), ValueError out of range or
+ * for a number a closed enum lacks. 0 or -1. */
+int pyonnxio_value_from_py(const onnxio_field_desc *f, PyObject *obj, pyonnxio_value *out);
+/* Stores a converted value at `elem` (the C member, or an array element);
+ * strings are copied into `arena`. Does not touch has-bits. 0 or -1. */
+int pyonnxio_value_store(onnxio_arena *arena, const onnxio_field_desc *f, void *elem, const pyonnxio_value *v);
+/* The Python value of one element: int, float, str (bytes when a parsed
+ * string is not UTF-8, as upb) or bytes. New reference. */
+PyObject *pyonnxio_value_to_py(const onnxio_field_desc *f, const void *elem);
+/* Bytes of one element of field `f` in its C array (a pointer for
+ * messages). */
+size_t pyonnxio_elem_size(const onnxio_field_desc *f);
+
 /* ---- repeated.c ------------------------------------------------------ */
 
 /* Creates the container classes (RepeatedScalarContainer,

@@ -1,3 +1,689 @@
-/* SKELETON, replaced by repeated.c's owner. */
+/* The repeated-field containers of onnxio._onnxio (protobuf's
+ * RepeatedScalarContainer and RepeatedCompositeContainer). A container is
+ * only (owner message object, field descriptor): every operation reads the
+ * owner's C array afresh, so a container never goes stale, and a container
+ * of a lazy owner creates the owner on its first write (extend([])
+ * included), as protobuf does. Arrays grow in the owner's arena
+ * (onnxio_array_append / onnxio_list_add); deletions shift elements with
+ * memmove. Removed message elements stay in the arena, so Python objects for
+ * them stay valid (pyonnxio.h). */
+#include <string.h>
+
 #include "pyonnxio.h"
-int pyonnxio_repeated_init(PyObject *module) { (void)module; return 0; }
+
+typedef struct Repeated {
+    PyObject_HEAD
+    PyOnnxioMessage *owner; /* strong reference */
+    const onnxio_field_desc *field;
+} Repeated;
+
+/* Every onnxio_*_array and onnxio_*_list has this layout (proto.h). */
+typedef struct generic_array {
+    char *data;
+    size_t size, capacity;
+} generic_array;
+
+static PyTypeObject *ScalarType;
+static PyTypeObject *CompositeType;
+
+static inline int is_composite(Repeated *r)
+{
+    return r->field->kind == ONNXIO_KIND_MESSAGE;
+}
+
+static inline generic_array *arr_read(Repeated *r)
+{
+    void *c = r->owner->msg ? (void *)r->owner->msg : pyonnxio_message_read(r->owner);
+    return (generic_array *)((char *)c + r->field->offset);
+}
+
+/* The array for writing (the owner is created when lazy); NULL with an
+ * exception set. */
+static generic_array *arr_write(Repeated *r)
+{
+    void *c = pyonnxio_message_get(r->owner, 1);
+    return c ? (generic_array *)((char *)c + r->field->offset) : NULL;
+}
+
+PyObject *pyonnxio_repeated_new(PyOnnxioMessage *owner, const onnxio_field_desc *field)
+{
+    PyTypeObject *tp = field->kind == ONNXIO_KIND_MESSAGE ? CompositeType : ScalarType;
+    Repeated *r = (Repeated *)tp->tp_alloc(tp, 0);
+    if (!r) return NULL;
+    Py_INCREF(owner);
+    r->owner = owner;
+    r->field = field;
+    return (PyObject *)r;
+}
+
+static void repeated_dealloc(Repeated *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    Py_XDECREF(self->owner);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+/* ---- element access --------------------------------------------------- */
+
+static PyObject *elem_to_py(Repeated *r, generic_array *a, size_t i)
+{
+    if (is_composite(r)) return pyonnxio_message_wrap(r->owner->arena, ((void **)a->data)[i]);
+    return pyonnxio_value_to_py(r->field, a->data + i * pyonnxio_elem_size(r->field));
+}
+
+static Py_ssize_t repeated_len(Repeated *self)
+{
+    return (Py_ssize_t)arr_read(self)->size;
+}
+
+static PyObject *repeated_item(Repeated *self, Py_ssize_t i)
+{
+    generic_array *a = arr_read(self);
+    if (i < 0 || (size_t)i >= a->size) {
+        PyErr_SetString(PyExc_IndexError, "list index out of range");
+        return NULL;
+    }
+    return elem_to_py(self, a, (size_t)i);
+}
+
+/* A Python list of the elements (wrappers for messages). */
+static PyObject *to_list(Repeated *self)
+{
+    generic_array *a = arr_read(self);
+    PyObject *list = PyList_New((Py_ssize_t)a->size);
+    if (!list) return NULL;
+    for (size_t i = 0; i < a->size; i++) {
+        PyObject *v = elem_to_py(self, a, i);
+        if (!v) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, v);
+    }
+    return list;
+}
+
+/* Normalizes an index as list does: negative from the end; IndexError
+ * outside [0, n). */
+static int norm_index(PyObject *key, size_t n, size_t *out)
+{
+    Py_ssize_t i = PyNumber_AsSsize_t(key, PyExc_IndexError);
+    if (i == -1 && PyErr_Occurred()) return -1;
+    if (i < 0) i += (Py_ssize_t)n;
+    if (i < 0 || (size_t)i >= n) {
+        PyErr_SetString(PyExc_IndexError, "list index out of range");
+        return -1;
+    }
+    *out = (size_t)i;
+    return 0;
+}
+
+static PyObject *repeated_subscript(Repeated *self, PyObject *key)
+{
+    generic_array *a = arr_read(self);
+    if (PySlice_Check(key)) {
+        Py_ssize_t start, stop, step;
+        if (PySlice_Unpack(key, &start, &stop, &step) < 0) return NULL;
+        Py_ssize_t n = PySlice_AdjustIndices((Py_ssize_t)a->size, &start, &stop, step);
+        PyObject *list = PyList_New(n);
+        if (!list) return NULL;
+        for (Py_ssize_t k = 0; k < n; k++) {
+            PyObject *v = elem_to_py(self, a, (size_t)(start + k * step));
+            if (!v) {
+                Py_DECREF(list);
+                return NULL;
+            }
+            PyList_SET_ITEM(list, k, v);
+        }
+        return list;
+    }
+    size_t i;
+    if (norm_index(key, a->size, &i) < 0) return NULL;
+    return elem_to_py(self, a, i);
+}
+
+/* Removes the elements a slice selects (or one index), keeping order. */
+static int delete_items(Repeated *self, PyObject *key)
+{
+    generic_array *a = arr_read(self);
+    size_t es = pyonnxio_elem_size(self->field);
+    size_t start, step, count;
+    if (PySlice_Check(key)) {
+        Py_ssize_t b, e, s;
+        if (PySlice_Unpack(key, &b, &e, &s) < 0) return -1;
+        Py_ssize_t n = PySlice_AdjustIndices((Py_ssize_t)a->size, &b, &e, s);
+        if (n == 0) return 0;
+        if (s < 0) { /* the same elements, walked upwards */
+            b += (n - 1) * s;
+            s = -s;
+        }
+        start = (size_t)b;
+        step = (size_t)s;
+        count = (size_t)n;
+    } else {
+        if (norm_index(key, a->size, &start) < 0) return -1;
+        step = 1;
+        count = 1;
+    }
+    if (step == 1) {
+        memmove(a->data + start * es, a->data + (start + count) * es, (a->size - start - count) * es);
+    } else {
+        size_t w = start;
+        for (size_t r = start; r < a->size; r++) {
+            size_t d = r - start;
+            if (d % step == 0 && d / step < count) continue;
+            memmove(a->data + w * es, a->data + r * es, es);
+            w++;
+        }
+    }
+    a->size -= count;
+    return 0;
+}
+
+/* ---- scalar writes ---------------------------------------------------- */
+
+/* Replaces every element with the items of `seq`, converted first so that
+ * a bad value leaves the container as it was. */
+static int assign_all(Repeated *self, PyObject *seq)
+{
+    PyObject *fast = PySequence_Fast(seq, "must assign iterable");
+    if (!fast) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    PyObject **items = PySequence_Fast_ITEMS(fast);
+    pyonnxio_value *vals = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *vals);
+    int rc = -1;
+    if (!vals) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (pyonnxio_value_from_py(self->field, items[k], &vals[k]) < 0) goto done;
+    generic_array *a = arr_write(self);
+    if (!a) goto done;
+    size_t es = pyonnxio_elem_size(self->field);
+    a->size = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        void *slot = onnxio_array_append(self->owner->arena, a, es);
+        if (!slot) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        if (pyonnxio_value_store(self->owner->arena, self->field, slot, &vals[k]) < 0) {
+            a->size--;
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    PyMem_Free(vals);
+    Py_DECREF(fast);
+    return rc;
+}
+
+/* Appends the items of `seq` (converted first: all or nothing). */
+static int append_all(Repeated *self, PyObject *iterable)
+{
+    PyObject *fast = PySequence_Fast(iterable, "must assign iterable");
+    if (!fast) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    PyObject **items = PySequence_Fast_ITEMS(fast);
+    pyonnxio_value one, *vals = n <= 1 ? &one : PyMem_Malloc((size_t)n * sizeof *vals);
+    int rc = -1;
+    if (!vals) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (pyonnxio_value_from_py(self->field, items[k], &vals[k]) < 0) goto done;
+    generic_array *a = arr_write(self);
+    if (!a) goto done;
+    size_t es = pyonnxio_elem_size(self->field), before = a->size;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        void *slot = onnxio_array_append(self->owner->arena, a, es);
+        if (!slot || pyonnxio_value_store(self->owner->arena, self->field, slot, &vals[k]) < 0) {
+            if (!slot) PyErr_NoMemory();
+            a->size = before;
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    if (vals != &one) PyMem_Free(vals);
+    Py_DECREF(fast);
+    return rc;
+}
+
+static int scalar_ass_subscript(Repeated *self, PyObject *key, PyObject *value)
+{
+    if (!value) return delete_items(self, key);
+    if (PySlice_Check(key)) {
+        /* list's own slice assignment rules (and errors), then write back */
+        PyObject *list = to_list(self);
+        if (!list) return -1;
+        int rc = PyObject_SetItem(list, key, value);
+        if (rc == 0) rc = assign_all(self, list);
+        Py_DECREF(list);
+        return rc;
+    }
+    size_t i;
+    if (norm_index(key, arr_read(self)->size, &i) < 0) return -1;
+    pyonnxio_value v;
+    if (pyonnxio_value_from_py(self->field, value, &v) < 0) return -1;
+    generic_array *a = arr_write(self); /* non-empty, so the owner exists */
+    if (!a) return -1;
+    return pyonnxio_value_store(self->owner->arena, self->field, a->data + i * pyonnxio_elem_size(self->field), &v);
+}
+
+static PyObject *scalar_append(Repeated *self, PyObject *value)
+{
+    pyonnxio_value v;
+    if (pyonnxio_value_from_py(self->field, value, &v) < 0) return NULL;
+    generic_array *a = arr_write(self);
+    if (!a) return NULL;
+    void *slot = onnxio_array_append(self->owner->arena, a, pyonnxio_elem_size(self->field));
+    if (!slot) return PyErr_NoMemory();
+    if (pyonnxio_value_store(self->owner->arena, self->field, slot, &v) < 0) {
+        a->size--;
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *scalar_extend(Repeated *self, PyObject *iterable)
+{
+    if (append_all(self, iterable) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* Moves the last element to position `i` (clamped as list.insert). */
+static void rotate_last_to(generic_array *a, size_t es, Py_ssize_t i)
+{
+    size_t n = a->size - 1; /* elements before the new last one */
+    if (i < 0) i += (Py_ssize_t)n;
+    if (i < 0) i = 0;
+    if ((size_t)i >= n) return;
+    char tmp[sizeof(onnxio_span) > 16 ? sizeof(onnxio_span) : 16];
+    memcpy(tmp, a->data + n * es, es);
+    memmove(a->data + ((size_t)i + 1) * es, a->data + (size_t)i * es, (n - (size_t)i) * es);
+    memcpy(a->data + (size_t)i * es, tmp, es);
+}
+
+static PyObject *scalar_insert(Repeated *self, PyObject *args)
+{
+    Py_ssize_t i;
+    PyObject *value;
+    if (!PyArg_ParseTuple(args, "nO:insert", &i, &value)) return NULL;
+    PyObject *r = scalar_append(self, value);
+    if (!r) return NULL;
+    Py_DECREF(r);
+    rotate_last_to(arr_read(self), pyonnxio_elem_size(self->field), i);
+    Py_RETURN_NONE;
+}
+
+/* Index of the first element equal to `value`, -1 when none (-2 on error). */
+static Py_ssize_t find(Repeated *self, PyObject *value)
+{
+    generic_array *a = arr_read(self);
+    for (size_t i = 0; i < a->size; i++) {
+        PyObject *e = elem_to_py(self, a, i);
+        if (!e) return -2;
+        int eq = PyObject_RichCompareBool(e, value, Py_EQ);
+        Py_DECREF(e);
+        if (eq < 0) return -2;
+        if (eq) return (Py_ssize_t)i;
+        a = arr_read(self); /* __eq__ may have run Python code */
+    }
+    return -1;
+}
+
+static int delete_at(Repeated *self, Py_ssize_t i)
+{
+    PyObject *key = PyLong_FromSsize_t(i);
+    if (!key) return -1;
+    int rc = delete_items(self, key);
+    Py_DECREF(key);
+    return rc;
+}
+
+static PyObject *repeated_remove(Repeated *self, PyObject *value)
+{
+    Py_ssize_t i = find(self, value);
+    if (i == -2) return NULL;
+    if (i == -1) {
+        PyErr_SetString(PyExc_ValueError, "remove(x): x not in container");
+        return NULL;
+    }
+    if (delete_at(self, i) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *repeated_pop(Repeated *self, PyObject *args)
+{
+    Py_ssize_t i = -1;
+    if (!PyArg_ParseTuple(args, "|n:pop", &i)) return NULL;
+    generic_array *a = arr_read(self);
+    if (i < 0) i += (Py_ssize_t)a->size;
+    if (i < 0 || (size_t)i >= a->size) {
+        PyErr_Format(PyExc_IndexError, "list index (%zd) out of range", i);
+        return NULL;
+    }
+    /* A popped message stays in the arena: the returned object is valid. */
+    PyObject *v = elem_to_py(self, a, (size_t)i);
+    if (v && delete_at(self, i) < 0) Py_CLEAR(v);
+    return v;
+}
+
+static PyObject *repeated_contains_obj(Repeated *self, PyObject *value)
+{
+    Py_ssize_t i = find(self, value);
+    if (i == -2) return NULL;
+    return PyBool_FromLong(i >= 0);
+}
+
+static int repeated_contains(Repeated *self, PyObject *value)
+{
+    Py_ssize_t i = find(self, value);
+    return i == -2 ? -1 : i >= 0;
+}
+
+static PyObject *repeated_index(Repeated *self, PyObject *value)
+{
+    Py_ssize_t i = find(self, value);
+    if (i == -2) return NULL;
+    if (i == -1) {
+        PyErr_SetString(PyExc_ValueError, "x not in container");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(i);
+}
+
+static PyObject *repeated_count(Repeated *self, PyObject *value)
+{
+    PyObject *list = to_list(self);
+    if (!list) return NULL;
+    PyObject *r = PyObject_CallMethod(list, "count", "O", value);
+    Py_DECREF(list);
+    return r;
+}
+
+static PyObject *repeated_reverse(Repeated *self, PyObject *unused)
+{
+    generic_array *a = arr_read(self);
+    size_t es = pyonnxio_elem_size(self->field);
+    char tmp[sizeof(onnxio_span) > 16 ? sizeof(onnxio_span) : 16];
+    for (size_t i = 0, j = a->size ? a->size - 1 : 0; i < j; i++, j--) {
+        memcpy(tmp, a->data + i * es, es);
+        memcpy(a->data + i * es, a->data + j * es, es);
+        memcpy(a->data + j * es, tmp, es);
+    }
+    Py_RETURN_NONE;
+}
+
+/* Sorts a list of the elements with list.sort(*args, **kwargs). */
+static PyObject *sorted_list(Repeated *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *list = to_list(self);
+    if (!list) return NULL;
+    PyObject *sort = PyObject_GetAttrString(list, "sort");
+    PyObject *r = sort ? PyObject_Call(sort, args, kwargs) : NULL;
+    Py_XDECREF(sort);
+    if (!r) {
+        Py_DECREF(list);
+        return NULL;
+    }
+    Py_DECREF(r);
+    return list;
+}
+
+static PyObject *scalar_sort(Repeated *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *list = sorted_list(self, args, kwargs);
+    if (!list) return NULL;
+    int rc = assign_all(self, list);
+    Py_DECREF(list);
+    if (rc < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *repeated_deepcopy(Repeated *self, PyObject *args)
+{
+    return to_list(self);
+}
+
+/* ---- comparisons and repr ------------------------------------------- */
+
+static PyObject *repeated_richcompare(PyObject *a, PyObject *b, int op)
+{
+    if (op != Py_EQ && op != Py_NE) Py_RETURN_NOTIMPLEMENTED;
+    if (Py_TYPE(b) == ScalarType || Py_TYPE(b) == CompositeType) {
+        if (Py_TYPE(a) != Py_TYPE(b)) return PyBool_FromLong(op == Py_NE);
+    } else if (!PyList_Check(b)) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    PyObject *la = to_list((Repeated *)a);
+    PyObject *lb = PyList_Check(b) ? Py_NewRef(b) : to_list((Repeated *)b);
+    PyObject *r = la && lb ? PyObject_RichCompare(la, lb, op) : NULL;
+    Py_XDECREF(la);
+    Py_XDECREF(lb);
+    return r;
+}
+
+static PyObject *repeated_repr(Repeated *self)
+{
+    PyObject *list = to_list(self);
+    if (!list) return NULL;
+    PyObject *r = PyObject_Repr(list);
+    Py_DECREF(list);
+    return r;
+}
+
+static PyObject *repeated_iter(PyObject *self)
+{
+    return PySeqIter_New(self);
+}
+
+/* ---- composite writes ------------------------------------------------- */
+
+/* Checks that `obj` is a message of the field's class. */
+static int check_message(Repeated *self, PyObject *obj)
+{
+    const onnxio_message_desc *d = pyonnxio_message_desc_of(obj);
+    if (d == self->field->message) return 0;
+    if (!d)
+        PyErr_Format(PyExc_TypeError, "Expected a message object, but got %R.", obj);
+    else
+        PyErr_Format(PyExc_TypeError, "Parameter to MergeFrom() must be instance of same class: expected %s got %s.",
+                     self->field->message->full_name, d->full_name);
+    return -1;
+}
+
+/* Appends a deep copy of message object `obj` (already checked); *out,
+ * when given, receives the copy. */
+static int append_copy(Repeated *self, generic_array *a, PyObject *obj, void **out)
+{
+    onnxio_arena *arena = self->owner->arena;
+    void *copy = onnxio_message_clone(arena, pyonnxio_message_read((PyOnnxioMessage *)obj));
+    void **slot = copy ? onnxio_array_append(arena, a, sizeof(void *)) : NULL;
+    if (!slot) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *slot = copy;
+    if (out) *out = copy;
+    return 0;
+}
+
+static PyObject *composite_add(Repeated *self, PyObject *args, PyObject *kwargs)
+{
+    if (PyTuple_GET_SIZE(args)) {
+        PyErr_SetString(PyExc_TypeError, "No positional arguments allowed");
+        return NULL;
+    }
+    generic_array *a = arr_write(self);
+    if (!a) return NULL;
+    void *elem = onnxio_list_add(self->owner->arena, a, self->field->message);
+    if (!elem) return PyErr_NoMemory();
+    PyObject *w = pyonnxio_message_wrap(self->owner->arena, elem);
+    if (w && kwargs && pyonnxio_message_init_kwargs(w, kwargs) < 0) Py_CLEAR(w);
+    if (!w) {
+        a = arr_read(self);
+        if (a->size && ((void **)a->data)[a->size - 1] == elem) a->size--; /* no half-made element */
+    }
+    return w;
+}
+
+static PyObject *composite_append(Repeated *self, PyObject *obj)
+{
+    if (check_message(self, obj) < 0) return NULL;
+    generic_array *a = arr_write(self);
+    void *copy;
+    if (!a || append_copy(self, a, obj, &copy) < 0) return NULL;
+    return pyonnxio_message_wrap(self->owner->arena, copy); /* upb returns the new element */
+}
+
+static PyObject *composite_extend(Repeated *self, PyObject *iterable)
+{
+    PyObject *fast = PySequence_Fast(iterable, "must assign iterable");
+    if (!fast) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    PyObject **items = PySequence_Fast_ITEMS(fast);
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (check_message(self, items[k]) < 0) {
+            Py_DECREF(fast);
+            return NULL;
+        }
+    generic_array *a = arr_write(self);
+    for (Py_ssize_t k = 0; a && k < n; k++)
+        if (append_copy(self, a, items[k], NULL) < 0) a = NULL;
+    Py_DECREF(fast);
+    if (!a) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *composite_insert(Repeated *self, PyObject *args)
+{
+    Py_ssize_t i;
+    PyObject *obj;
+    if (!PyArg_ParseTuple(args, "nO:insert", &i, &obj)) return NULL;
+    if (check_message(self, obj) < 0) return NULL;
+    generic_array *a = arr_write(self);
+    if (!a || append_copy(self, a, obj, NULL) < 0) return NULL;
+    rotate_last_to(a, sizeof(void *), i);
+    Py_RETURN_NONE;
+}
+
+static PyObject *composite_sort(Repeated *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *list = sorted_list(self, args, kwargs);
+    if (!list) return NULL;
+    generic_array *a = arr_read(self);
+    if ((size_t)PyList_GET_SIZE(list) == a->size) /* unless a key function changed the container */
+        for (size_t i = 0; i < a->size; i++)
+            ((void **)a->data)[i] = ((PyOnnxioMessage *)PyList_GET_ITEM(list, (Py_ssize_t)i))->msg;
+    Py_DECREF(list);
+    Py_RETURN_NONE;
+}
+
+static int composite_ass_subscript(Repeated *self, PyObject *key, PyObject *value)
+{
+    if (!value) return delete_items(self, key);
+    PyErr_SetString(PyExc_TypeError, "does not support assignment");
+    return -1;
+}
+
+static PyObject *repeated_MergeFrom(Repeated *self, PyObject *other)
+{
+    return is_composite(self) ? composite_extend(self, other) : scalar_extend(self, other);
+}
+
+/* ---- types ------------------------------------------------------------ */
+
+static PyMethodDef scalar_methods[] = {
+    {"append", (PyCFunction)scalar_append, METH_O,
+     "append(value): appends one value, type-checked as the field (TypeError, ValueError out of range)."},
+    {"extend", (PyCFunction)scalar_extend, METH_O,
+     "extend(iterable): appends every value (all converted first: nothing is appended on error)."},
+    {"insert", (PyCFunction)scalar_insert, METH_VARARGS, "insert(index, value), as list.insert."},
+    {"remove", (PyCFunction)repeated_remove, METH_O, "remove(value): removes the first equal value (ValueError if none)."},
+    {"pop", (PyCFunction)repeated_pop, METH_VARARGS, "pop(index=-1) -> value: removes and returns a value."},
+    {"sort", (PyCFunction)(void (*)(void))scalar_sort, METH_VARARGS | METH_KEYWORDS, "sort(key=None, reverse=False)."},
+    {"reverse", (PyCFunction)repeated_reverse, METH_NOARGS, "reverse(): reverses in place."},
+    {"index", (PyCFunction)repeated_index, METH_O, "index(value) -> int: position of the first equal value."},
+    {"count", (PyCFunction)repeated_count, METH_O, "count(value) -> int."},
+    {"MergeFrom", (PyCFunction)repeated_MergeFrom, METH_O, "MergeFrom(iterable): same as extend."},
+    {"__contains__", (PyCFunction)repeated_contains_obj, METH_O | METH_COEXIST, NULL},
+    {"__deepcopy__", (PyCFunction)repeated_deepcopy, METH_VARARGS, "A list of the values."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMethodDef composite_methods[] = {
+    {"add", (PyCFunction)(void (*)(void))composite_add, METH_VARARGS | METH_KEYWORDS,
+     "add(**kwargs) -> message: appends a new message (initialized as the class constructor would) and returns "
+     "it; it lives in the container's model."},
+    {"append", (PyCFunction)composite_append, METH_O,
+     "append(message) -> message: appends a deep copy of a message of the field's class (TypeError otherwise) "
+     "and returns the copy."},
+    {"extend", (PyCFunction)composite_extend, METH_O, "extend(iterable): appends deep copies of the messages."},
+    {"insert", (PyCFunction)composite_insert, METH_VARARGS, "insert(index, message): inserts a deep copy."},
+    {"remove", (PyCFunction)repeated_remove, METH_O, "remove(message): removes the first equal message."},
+    {"pop", (PyCFunction)repeated_pop, METH_VARARGS,
+     "pop(index=-1) -> message: removes a message and returns it (still valid, no longer in the container)."},
+    {"sort", (PyCFunction)(void (*)(void))composite_sort, METH_VARARGS | METH_KEYWORDS, "sort(key=None, reverse=False)."},
+    {"reverse", (PyCFunction)repeated_reverse, METH_NOARGS, "reverse(): reverses in place."},
+    {"index", (PyCFunction)repeated_index, METH_O, "index(message) -> int: position of the first equal message."},
+    {"MergeFrom", (PyCFunction)repeated_MergeFrom, METH_O, "MergeFrom(iterable): same as extend."},
+    {"__contains__", (PyCFunction)repeated_contains_obj, METH_O | METH_COEXIST, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot scalar_slots[] = {
+    {Py_tp_dealloc, repeated_dealloc},
+    {Py_sq_length, repeated_len},
+    {Py_sq_item, repeated_item},
+    {Py_sq_contains, repeated_contains},
+    {Py_mp_length, repeated_len},
+    {Py_mp_subscript, repeated_subscript},
+    {Py_mp_ass_subscript, scalar_ass_subscript},
+    {Py_tp_iter, repeated_iter},
+    {Py_tp_richcompare, repeated_richcompare},
+    {Py_tp_repr, repeated_repr},
+    {Py_tp_hash, PyObject_HashNotImplemented},
+    {Py_tp_methods, scalar_methods},
+    {Py_tp_doc, "A repeated scalar, string or bytes field of a message: a live view, list-like."},
+    {0, NULL},
+};
+
+static PyType_Slot composite_slots[] = {
+    {Py_tp_dealloc, repeated_dealloc},
+    {Py_sq_length, repeated_len},
+    {Py_sq_item, repeated_item},
+    {Py_sq_contains, repeated_contains},
+    {Py_mp_length, repeated_len},
+    {Py_mp_subscript, repeated_subscript},
+    {Py_mp_ass_subscript, composite_ass_subscript},
+    {Py_tp_iter, repeated_iter},
+    {Py_tp_richcompare, repeated_richcompare},
+    {Py_tp_repr, repeated_repr},
+    {Py_tp_hash, PyObject_HashNotImplemented},
+    {Py_tp_methods, composite_methods},
+    {Py_tp_doc, "A repeated message field of a message: a live view, list-like; add() makes new elements."},
+    {0, NULL},
+};
+
+static PyType_Spec scalar_spec = {
+    "onnxio.RepeatedScalarContainer", sizeof(Repeated), 0, Py_TPFLAGS_DEFAULT, scalar_slots,
+};
+static PyType_Spec composite_spec = {
+    "onnxio.RepeatedCompositeContainer", sizeof(Repeated), 0, Py_TPFLAGS_DEFAULT, composite_slots,
+};
+
+int pyonnxio_repeated_init(PyObject *module)
+{
+    ScalarType = (PyTypeObject *)PyType_FromSpec(&scalar_spec);
+    CompositeType = (PyTypeObject *)PyType_FromSpec(&composite_spec);
+    if (!ScalarType || !CompositeType) return -1;
+    if (PyModule_AddObjectRef(module, "RepeatedScalarContainer", (PyObject *)ScalarType) < 0) return -1;
+    if (PyModule_AddObjectRef(module, "RepeatedCompositeContainer", (PyObject *)CompositeType) < 0) return -1;
+    return 0;
+}
