@@ -124,6 +124,9 @@ static onnxio_status store_scalar(dec *d, onnxio_message *m, const onnxio_field_
     case ONNXIO_KIND_ENUM: {
         int32_t v = (int32_t)(uint32_t)raw;
         memcpy(member, &v, 4);
+        if (v == ONNXIO_TensorProto_DataLocation_EXTERNAL && d->cfg->saw_external &&
+            f == &onnxio_desc_TensorProto.fields[ONNXIO_FIELD_TensorProto_data_location])
+            *d->cfg->saw_external = true;
         break;
     }
     case ONNXIO_KIND_INT64:

@@ -115,6 +115,10 @@ typedef struct onnxio__decode_config {
     int max_depth;
     onnxio__payloads *payloads; /* where raw_data goes */
     int fd;                 /* >= 0: the input is this whole file (read payloads with pread) */
+    /* Set when a TensorProto with data_location EXTERNAL was read, so that
+     * loading a model without external data skips the walk that looks for
+     * it (NULL: not wanted). */
+    bool *saw_external;
 } onnxio__decode_config;
 onnxio_status onnxio__decode(const onnxio__decode_config *cfg, onnxio_message *msg,
                              const uint8_t *data, size_t size);

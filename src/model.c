@@ -20,7 +20,7 @@ static onnxio_status check_parse_options(const onnxio_parse_options *o)
  * then never touched, and never count against the process). Payloads are
  * moved on the pool while the structure is parsed. */
 static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxio_buffer *owner, int fd,
-                                 const onnxio_parse_options *opts, onnxio_arena *arena)
+                                 const onnxio_parse_options *opts, onnxio_arena *arena, bool *saw_external)
 {
     onnxio_status s = check_parse_options(opts);
     if (s) return s;
@@ -39,6 +39,7 @@ static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxi
         .max_depth = opts && opts->max_depth ? opts->max_depth : ONNXIO_DEFAULT_MAX_DEPTH,
         .payloads = payloads,
         .fd = opts && opts->no_copy ? -1 : fd,
+        .saw_external = saw_external,
     };
     s = onnxio__decode(&cfg, msg, data, size);
     if (!s) s = onnxio__payloads_resolve(payloads);
@@ -52,7 +53,7 @@ ONNXIO_API onnxio_status onnxio_parse_into(void *msg, const void *data, size_t s
 {
     onnxio__clear_error();
     if (!msg || !arena || (!data && size)) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "parse: NULL argument");
-    return parse_bytes(msg, data, size, owner, -1, opts, arena);
+    return parse_bytes(msg, data, size, owner, -1, opts, arena, NULL);
 }
 
 ONNXIO_API onnxio_status onnxio_parse(const onnxio_message_desc *desc, const void *data, size_t size,
@@ -75,7 +76,7 @@ ONNXIO_API onnxio_status onnxio_parse(const onnxio_message_desc *desc, const voi
 /* Parses a whole file: mapped, and in no_copy mode payloads keep the
  * mapping alive. */
 static onnxio_status load_mapped(const onnxio_message_desc *desc, const char *path, const onnxio_parse_options *opts,
-                                 onnxio_arena *arena, void **out)
+                                 onnxio_arena *arena, void **out, bool *saw_external)
 {
     onnxio_buffer *map;
     int fd;
@@ -84,7 +85,7 @@ static onnxio_status load_mapped(const onnxio_message_desc *desc, const char *pa
     if (s) return s;
     void *m = onnxio_message_new(arena, desc);
     if (!m) s = onnxio__fail(arena ? ONNXIO_ERR_NO_MEMORY : ONNXIO_ERR_INVALID_ARGUMENT, "load: cannot create the message");
-    else s = parse_bytes(m, onnxio_buffer_data(map), onnxio_buffer_size(map), map, fd, opts, arena);
+    else s = parse_bytes(m, onnxio_buffer_data(map), onnxio_buffer_size(map), map, fd, opts, arena, saw_external);
     close(fd);
     onnxio_buffer_unref(map);
     if (s) {
@@ -100,7 +101,7 @@ ONNXIO_API onnxio_status onnxio_load_file(const onnxio_message_desc *desc, const
 {
     if (!path || !out) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "load: NULL argument");
     onnxio__clear_error();
-    return load_mapped(desc, path, opts, arena, out);
+    return load_mapped(desc, path, opts, arena, out, NULL);
 }
 
 static int wants_external(const onnxio_parse_options *opts)
@@ -114,9 +115,10 @@ ONNXIO_API onnxio_status onnxio_load_model(const char *path, const onnxio_parse_
     if (!path || !out) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "load: NULL argument");
     onnxio__clear_error();
     void *m;
-    onnxio_status s = load_mapped(&onnxio_desc_ModelProto, path, opts, arena, &m);
+    bool saw_external = false;
+    onnxio_status s = load_mapped(&onnxio_desc_ModelProto, path, opts, arena, &m, &saw_external);
     if (s) return s;
-    if (wants_external(opts)) {
+    if (saw_external && wants_external(opts)) {
         char *dir = opts && opts->base_dir ? NULL : onnxio__dirname(path);
         const char *base = opts && opts->base_dir ? opts->base_dir : dir;
         if (!base) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
