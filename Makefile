@@ -8,6 +8,7 @@
 #                     rewrites the results in BENCHMARKS.md and docs/bench.png
 #   make models       the benchmark models in .cache/models (made once)
 #   make bootstrap    install Debian packages and .venv (scripts/bootstrap.sh)
+#   make python-install  pip install the onnxio package (this tree) into .venv
 #   make clean        remove build directories and bench/out (keeps .cache/models, .venv)
 #   make distclean    clean, plus .cache and .venv
 #
@@ -41,7 +42,7 @@ UBSAN_TEST_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 have_c_tests = $(wildcard tests/c/test_*.c)
 have_py_tests = $(wildcard tests/python/test_*.py tests/python/*_test.py)
 
-.PHONY: all bootstrap demo test test-build test-asan test-fuzz test-python \
+.PHONY: all bootstrap demo test test-build test-asan test-fuzz test-python python-install \
         bench bench-build models clean distclean
 
 all:
@@ -92,7 +93,11 @@ test-fuzz:
 	@env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
 	  FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) SHARED=$(SHARED) CMAKE=$(CMAKE) scripts/fuzz.sh
 
-test-python:
+# The tests import the onnxio package from .venv's site-packages, installed
+# here from this tree (non-editable, so nothing in python/ is imported and no
+# earlier install can be stale); --no-build-isolation builds with .venv's
+# pinned setuptools and wheel, without reaching PyPI.
+test-python: python-install
 	@echo "==> pytest tests/python"
 	@if [ -z "$(have_py_tests)" ]; then echo "pytest: no tests in tests/python, skipped"; \
 	 else test -f build/libonnxio.so || $(MAKE) --no-print-directory all; \
@@ -102,6 +107,12 @@ test-python:
 	   $(PYTHON) -m pytest -q tests/python; rc=$$?; \
 	   if [ $$rc -gt 128 ]; then echo "pytest died (signal $$((rc - 128))) in: $$(cat .cache/pytest-current 2>/dev/null)" >&2; fi; \
 	   exit $$rc; fi
+
+python-install:
+	@echo "==> pip install . into .venv"
+	$(PYTHON) -m pip install --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall -q .
+	@cd / && $(CURDIR)/$(PYTHON) -c 'import onnxio, os, sys; d = os.path.dirname(onnxio.__file__); \
+	  sys.exit(0 if "site-packages" in d else "onnxio imported from %s, not site-packages" % d)'
 
 # ---- benchmarks -------------------------------------------------------------
 

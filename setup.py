@@ -1,13 +1,19 @@
 """Builds the onnxio._onnxio extension: the C library (src/*.c) and the
 extension (python/ext/*.c) compiled together into one module, so the wheel
 needs no shared library beside it. pyproject.toml has the metadata; this file
-only describes the extension, which pyproject.toml cannot.
+only describes the extension, which pyproject.toml cannot, and the version,
+which comes from ONNXIO_VERSION_STRING in include/onnxio/onnxio.h (one
+place for the library, the command and the package).
+
+Build outputs go under build/python/ (setuptools' build_base), inside the
+folder that `make clean` removes, never beside the sources.
 
 The public header onnxio/proto.h includes "onnxio/schema.def"; the schema
 rows live in src/schema.def (DESIGN.md), so the build copies them into a
 scratch include directory, as CMake does for build/include/onnxio/."""
 import glob
 import os
+import re
 import shutil
 
 from setuptools import Extension, setup
@@ -19,8 +25,19 @@ def rel(*parts):
     return os.path.join(*parts)
 
 
+BUILD_BASE = rel("build", "python")
+
+
+def library_version():
+    with open(rel("include", "onnxio", "onnxio.h"), encoding="utf-8") as f:
+        m = re.search(r'#define ONNXIO_VERSION_STRING "([^"]+)"', f.read())
+    if not m:
+        raise RuntimeError("ONNXIO_VERSION_STRING not found in include/onnxio/onnxio.h")
+    return m.group(1)
+
+
 def schema_include_dir():
-    inc = rel("build", "py-include")
+    inc = rel(BUILD_BASE, "include")
     os.makedirs(rel(inc, "onnxio"), exist_ok=True)
     shutil.copyfile(rel("src", "schema.def"), rel(inc, "onnxio", "schema.def"))
     return inc
@@ -30,6 +47,8 @@ os.chdir(HERE)
 sources = sorted(glob.glob(rel("src", "*.c"))) + sorted(glob.glob(rel("python", "ext", "*.c")))
 
 setup(
+    version=library_version(),
+    options={"build": {"build_base": BUILD_BASE}, "egg_info": {"egg_base": BUILD_BASE}},
     ext_modules=[
         Extension(
             "onnxio._onnxio",

@@ -1,48 +1,940 @@
-/* The onnxio._onnxio module: init, exceptions, and the entry points that
- * cross into the C library (see pyonnxio.h). SKELETON: module.c's owner
- * fills in the functions below. */
+/* The onnxio._onnxio module: init, exceptions, status -> exception mapping,
+ * payload buffers seen through the buffer protocol, and the entry points
+ * that cross into the C library (load, parse, save, serialize, external
+ * data, consolidation), each with the GIL released around the C call.
+ *
+ * Everything here is private to the package (names start with '_'); the
+ * public, onnx-compatible functions are in python/onnxio/__init__.py, which
+ * maps onnx's keyword arguments onto the keyword arguments below. Those
+ * keep the field names of the C option structs (onnxio.h):
+ *
+ *   parse:     raw_data_threshold, alignment, num_threads, no_copy,
+ *              load_external_data, base_dir, skip_raw_data, max_depth,
+ *              payload_fn, verify_checksum
+ *   serialize: raw_data_threshold, alignment, num_threads, location,
+ *              size_threshold, all_tensors_to_one_file, convert_attribute,
+ *              max_file_size, checksum
+ *
+ * Lifetime while the GIL is released: the entry points hold their
+ * arguments (so the Python message and any input bytes stay alive) and an
+ * extra reference to the message's arena, so the C message cannot go away
+ * under the C call even if another thread drops every Python reference. */
 #include "pyonnxio.h"
+
+#include <errno.h>
+#include <string.h>
 
 PyObject *pyonnxio_DecodeError;
 PyObject *pyonnxio_EncodeError;
+PyObject *pyonnxio_ExternalDataError;
+
+/* ---- errors ----------------------------------------------------------- */
 
 PyObject *pyonnxio_raise(onnxio_status status)
 {
     const char *msg = onnxio_last_error();
+    if (!msg || !*msg) msg = onnxio_status_name(status);
     PyObject *type = PyExc_ValueError;
     switch (status) {
     case ONNXIO_ERR_DECODE:
     case ONNXIO_ERR_DEPTH: type = pyonnxio_DecodeError; break;
-    case ONNXIO_ERR_NOT_FOUND: type = PyExc_FileNotFoundError; break;
+    case ONNXIO_ERR_NOT_FOUND: {
+        /* FileNotFoundError(errno, text) so that e.errno == ENOENT, as the
+         * OSError that open() raises. */
+        PyObject *e = PyObject_CallFunction(PyExc_FileNotFoundError, "is", ENOENT, msg);
+        if (e) {
+            PyErr_SetObject(PyExc_FileNotFoundError, e);
+            Py_DECREF(e);
+        }
+        return NULL;
+    }
     case ONNXIO_ERR_IO: type = PyExc_OSError; break;
     case ONNXIO_ERR_NO_MEMORY: type = PyExc_MemoryError; break;
     case ONNXIO_ERR_MISSING_PAYLOAD: type = pyonnxio_EncodeError; break;
+    case ONNXIO_ERR_PATH_ABSOLUTE:
+    case ONNXIO_ERR_PATH_PARENT:
+    case ONNXIO_ERR_PATH_ESCAPES:
+    case ONNXIO_ERR_PATH_LINK:
+    case ONNXIO_ERR_PATH_SELF:
+    case ONNXIO_ERR_EXTERNAL_RANGE:
+    case ONNXIO_ERR_EXTERNAL_DATA:
+    case ONNXIO_ERR_CHECKSUM: type = pyonnxio_ExternalDataError; break;
+    case ONNXIO_ERR_INVALID_ARGUMENT:
     default: break;
     }
-    PyErr_SetString(type, msg && *msg ? msg : onnxio_status_name(status));
+    PyErr_SetString(type, msg);
     return NULL;
 }
 
+/* ---- payload owners made of Python objects ------------------------------ */
+
+/* What a Python-backed onnxio_buffer keeps: the object, and the buffer
+ * export when it is not a bytes object (bytes are immutable and their
+ * storage never moves, so a reference is enough). */
+typedef struct {
+    PyObject *obj;
+    Py_buffer view;
+    int has_view;
+} py_hold;
+
+static int interpreter_gone(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return !Py_IsInitialized() || Py_IsFinalizing();
+#else
+    return !Py_IsInitialized() || _Py_IsFinalizing();
+#endif
+}
+
+/* The release callback: the last reference may go on any thread, with or
+ * without the GIL (a pool thread, or inside a GIL-released C call), so it
+ * takes the GIL itself. During interpreter shutdown the object is leaked
+ * rather than touched. */
+static void release_py_hold(void *ctx, void *data, size_t size)
+{
+    (void)data;
+    (void)size;
+    py_hold *h = ctx;
+    if (!interpreter_gone()) {
+        PyGILState_STATE g = PyGILState_Ensure();
+        if (h->has_view) PyBuffer_Release(&h->view);
+        Py_DECREF(h->obj);
+        PyGILState_Release(g);
+    }
+    PyMem_RawFree(h);
+}
+
+/* A buffer over `obj`'s bytes; `writable` asks for a writable export (for
+ * memory that a payload is copied into). */
+static onnxio_buffer *buffer_for_object(PyObject *obj, int writable)
+{
+    py_hold *h = PyMem_RawCalloc(1, sizeof *h);
+    if (!h) return (onnxio_buffer *)PyErr_NoMemory();
+    void *data;
+    size_t size;
+    if (PyBytes_CheckExact(obj) && !writable) {
+        data = PyBytes_AS_STRING(obj);
+        size = (size_t)PyBytes_GET_SIZE(obj);
+    } else {
+        if (PyObject_GetBuffer(obj, &h->view, writable ? PyBUF_CONTIG : PyBUF_CONTIG_RO) < 0) {
+            PyMem_RawFree(h);
+            return NULL;
+        }
+        h->has_view = 1;
+        data = h->view.buf;
+        size = (size_t)h->view.len;
+    }
+    Py_INCREF(obj);
+    h->obj = obj;
+    onnxio_buffer *b = onnxio_buffer_wrap(data, size, release_py_hold, h);
+    if (!b) {
+        if (h->has_view) PyBuffer_Release(&h->view);
+        Py_DECREF(obj);
+        PyMem_RawFree(h);
+        return (onnxio_buffer *)PyErr_NoMemory();
+    }
+    return b;
+}
+
+onnxio_buffer *pyonnxio_buffer_for_object(PyObject *obj)
+{
+    return buffer_for_object(obj, 0);
+}
+
+/* ---- payload views (buffer protocol) ------------------------------------ */
+
+/* The exporter behind a payload memoryview: a reference to the payload's
+ * owner and the bytes it covers. The memoryview holds this object, this
+ * object holds the owner, so a numpy array made from the view stays valid
+ * after its tensor, model and arena are gone. */
+typedef struct {
+    PyObject_HEAD
+    onnxio_buffer *owner;
+    uint8_t *data;
+    Py_ssize_t size;
+    int readonly;
+} PayloadObject;
+
+static uint8_t empty_payload[1];
+
+static int payload_getbuffer(PyObject *self, Py_buffer *view, int flags)
+{
+    PayloadObject *p = (PayloadObject *)self;
+    return PyBuffer_FillInfo(view, self, p->data ? p->data : empty_payload, p->size, p->readonly, flags);
+}
+
+static void payload_dealloc(PyObject *self)
+{
+    PayloadObject *p = (PayloadObject *)self;
+    onnxio_buffer_unref(p->owner);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyBufferProcs payload_as_buffer = {payload_getbuffer, NULL};
+
+static PyTypeObject PayloadType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "onnxio._onnxio._Payload",
+    .tp_basicsize = sizeof(PayloadObject),
+    .tp_dealloc = payload_dealloc,
+    .tp_as_buffer = &payload_as_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The owner of a tensor payload, exported through the buffer protocol (see _payload_view).",
+};
+
+/* A memoryview of `size` bytes at `data`, holding a reference to `owner`. */
+static PyObject *view_of(uint8_t *data, size_t size, onnxio_buffer *owner, int readonly)
+{
+    if (size > (size_t)PY_SSIZE_T_MAX) return PyErr_Format(PyExc_OverflowError, "payload of %zu bytes", size);
+    PayloadObject *p = PyObject_New(PayloadObject, &PayloadType);
+    if (!p) return NULL;
+    p->owner = onnxio_buffer_ref(owner);
+    p->data = data;
+    p->size = (Py_ssize_t)size;
+    p->readonly = readonly;
+    PyObject *mv = PyMemoryView_FromObject((PyObject *)p);
+    Py_DECREF(p);
+    return mv;
+}
+
+PyObject *pyonnxio_payload_view(const onnxio_span *span)
+{
+    if (!span->data && span->size) Py_RETURN_NONE; /* skipped: only the size is known */
+    if (span->owner)
+        return view_of(span->data, span->size, span->owner, !onnxio_buffer_is_allocated(span->owner));
+    /* Borrowed: the memory's keeper is outside our reach, so the view gets
+     * a private copy, read-only because writing into it could not reach
+     * the tensor. */
+    onnxio_buffer *copy = onnxio_buffer_new(span->size, 64);
+    if (!copy) return PyErr_NoMemory();
+    if (span->size) memcpy(onnxio_buffer_data(copy), span->data, span->size);
+    PyObject *mv = view_of(onnxio_buffer_data(copy), span->size, copy, 1);
+    onnxio_buffer_unref(copy);
+    return mv;
+}
+
+/* ---- argument helpers --------------------------------------------------- */
+
+/* The descriptor of a message class, a message instance, or a name
+ * ("TensorProto", "onnx.TensorProto", "TensorProto.Segment"). */
+static const onnxio_message_desc *desc_from(PyObject *what)
+{
+    if (PyUnicode_Check(what)) {
+        const char *name = PyUnicode_AsUTF8(what);
+        if (!name) return NULL;
+        const onnxio_message_desc *d = onnxio_message_desc_by_name(name);
+        if (!d) PyErr_Format(PyExc_ValueError, "no ONNX message named %R", what);
+        return d;
+    }
+    if (PyType_Check(what)) {
+        for (size_t i = 0; i < onnxio_all_message_count; i++)
+            if ((PyObject *)pyonnxio_message_type(onnxio_all_messages[i]) == what) return onnxio_all_messages[i];
+    } else {
+        const onnxio_message_desc *d = pyonnxio_message_desc_of(what);
+        if (d) return d;
+    }
+    PyErr_Format(PyExc_TypeError, "expected an onnxio message class, got %R", what);
+    return NULL;
+}
+
+/* The onnxio message object `obj`, or TypeError. `want` NULL: any type. */
+static PyOnnxioMessage *as_message(PyObject *obj, const onnxio_message_desc *want, const char *what)
+{
+    const onnxio_message_desc *d = pyonnxio_message_desc_of(obj);
+    if (!d || (want && d != want)) {
+        PyErr_Format(PyExc_TypeError, "%s must be an onnxio.%s, not %.200s", what,
+                     want ? want->name : "message (ModelProto, TensorProto, ...)", Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    return (PyOnnxioMessage *)obj;
+}
+
+/* "O&" converter: a non-negative integer that fits uint64_t. */
+static int conv_u64(PyObject *o, void *out)
+{
+    if (!PyLong_Check(o) || PyBool_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "expected an int, got %.200s", Py_TYPE(o)->tp_name);
+        return 0;
+    }
+    PyObject *zero = PyLong_FromLong(0);
+    int negative = zero ? PyObject_RichCompareBool(o, zero, Py_LT) : -1;
+    Py_XDECREF(zero);
+    if (negative < 0) return 0;
+    if (negative) {
+        PyErr_Format(PyExc_ValueError, "expected a non-negative int, got %R", o);
+        return 0;
+    }
+    unsigned long long v = PyLong_AsUnsignedLongLong(o);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) return 0;
+    *(uint64_t *)out = v;
+    return 1;
+}
+
+/* "O&" converter: an int (not a bool) that fits C int. */
+static int conv_int(PyObject *o, void *out)
+{
+    if (!PyLong_Check(o) || PyBool_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "expected an int, got %.200s", Py_TYPE(o)->tp_name);
+        return 0;
+    }
+    long v = PyLong_AsLong(o);
+    if (v == -1 && PyErr_Occurred()) return 0;
+    if (v < INT32_MIN || v > INT32_MAX) {
+        PyErr_Format(PyExc_OverflowError, "%R does not fit a C int", o);
+        return 0;
+    }
+    *(int *)out = (int)v;
+    return 1;
+}
+
+/* "O&" converter: None, or a toggle (True -> ON, False -> OFF). */
+static int conv_toggle(PyObject *o, void *out)
+{
+    if (o == Py_None) {
+        *(onnxio_toggle *)out = ONNXIO_DEFAULT;
+        return 1;
+    }
+    int t = PyObject_IsTrue(o);
+    if (t < 0) return 0;
+    *(onnxio_toggle *)out = t ? ONNXIO_ON : ONNXIO_OFF;
+    return 1;
+}
+
+/* "O&" converter with cleanup: None (-> NULL stays), or a path (str, bytes,
+ * os.PathLike) as a bytes object in the file system encoding. */
+static int conv_opt_path(PyObject *o, void *out)
+{
+    if (o == Py_None) return 1;
+    return PyUnicode_FSConverter(o, out);
+}
+
+static const char *path_str(PyObject *bytes_or_null)
+{
+    return bytes_or_null ? PyBytes_AS_STRING(bytes_or_null) : NULL;
+}
+
+/* ---- parse options and the payload callback ----------------------------- */
+
+/* State of one parse-side call: the options, and what the Python payload_fn
+ * callback needs while the GIL is released (the thread state to take it
+ * back, the arena its tensors live in, the exception it raised, the owners
+ * it placed payloads into). */
+typedef struct {
+    onnxio_parse_options opts;
+    PyObject *base_dir;   /* bytes or NULL */
+    PyObject *payload_fn; /* borrowed, or NULL */
+    onnxio_arena *arena;
+    PyThreadState *tstate;
+    PyObject *exc_type, *exc_value, *exc_tb;
+    onnxio_buffer **placed;
+    size_t placed_count, placed_cap;
+} parse_call;
+
+#define PARSE_KWLIST \
+    "no_copy", "num_threads", "load_external_data", "base_dir", "skip_raw_data", "max_depth", "verify_checksum", \
+        "raw_data_threshold", "alignment", "payload_fn"
+#define PARSE_FORMAT "pO&O&O&pO&pO&O&O"
+#define PARSE_ARGS(c) \
+    &b_no_copy, conv_int, &(c)->opts.num_threads, conv_toggle, &(c)->opts.load_external_data, conv_opt_path, \
+        &(c)->base_dir, &b_skip, conv_int, &(c)->opts.max_depth, &b_verify, conv_u64, \
+        &(c)->opts.tensor_buffer.raw_data_threshold, conv_u64, &(c)->opts.tensor_buffer.alignment, &payload_fn
+#define PARSE_LOCALS \
+    int b_no_copy = 0, b_skip = 0, b_verify = 0; \
+    PyObject *payload_fn = Py_None
+
+static int parse_call_finish_args(parse_call *c, int b_no_copy, int b_skip, int b_verify, PyObject *payload_fn);
+
+static onnxio_payload_action payload_trampoline(void *ctx, const onnxio_payload_request *req, void **dst,
+                                                onnxio_buffer **owner)
+{
+    parse_call *c = ctx;
+    if (c->exc_type) return ONNXIO_PAYLOAD_SKIP; /* an earlier call raised: load nothing more */
+    PyEval_RestoreThread(c->tstate);
+    onnxio_payload_action action = ONNXIO_PAYLOAD_LOAD;
+    PyObject *tensor = pyonnxio_message_wrap(c->arena, (void *)req->tensor);
+    PyObject *r = tensor ? PyObject_CallFunction(c->payload_fn, "OKO", tensor, (unsigned long long)req->size,
+                                                 req->external ? Py_True : Py_False)
+                         : NULL;
+    Py_XDECREF(tensor);
+    if (r == Py_None || r == Py_True) action = ONNXIO_PAYLOAD_LOAD;
+    else if (r == Py_False) action = ONNXIO_PAYLOAD_SKIP;
+    else if (r) {
+        /* A writable buffer: the payload is copied there and the tensor
+         * keeps the object alive. */
+        onnxio_buffer *b = PyObject_CheckBuffer(r) ? buffer_for_object(r, 1) : NULL;
+        if (!b && !PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError,
+                         "payload_fn must return None/True (load), False (skip) or a writable buffer, not %.200s",
+                         Py_TYPE(r)->tp_name);
+        if (b && onnxio_buffer_size(b) < req->size) {
+            PyErr_Format(PyExc_ValueError, "payload_fn returned a buffer of %zu bytes for a %llu-byte payload",
+                         onnxio_buffer_size(b), (unsigned long long)req->size);
+            onnxio_buffer_unref(b);
+            b = NULL;
+        }
+        if (b && c->placed_count == c->placed_cap) {
+            size_t cap = c->placed_cap ? 2 * c->placed_cap : 16;
+            onnxio_buffer **p = PyMem_Realloc(c->placed, cap * sizeof *p);
+            if (!p) {
+                PyErr_NoMemory();
+                onnxio_buffer_unref(b);
+                b = NULL;
+            } else {
+                c->placed = p;
+                c->placed_cap = cap;
+            }
+        }
+        if (b) {
+            c->placed[c->placed_count++] = b;
+            *dst = onnxio_buffer_data(b);
+            *owner = b;
+            action = ONNXIO_PAYLOAD_PLACED;
+        }
+    }
+    Py_XDECREF(r);
+    if (PyErr_Occurred()) {
+        PyErr_Fetch(&c->exc_type, &c->exc_value, &c->exc_tb);
+        action = ONNXIO_PAYLOAD_SKIP;
+    }
+    c->tstate = PyEval_SaveThread();
+    return action;
+}
+
+static int parse_call_finish_args(parse_call *c, int b_no_copy, int b_skip, int b_verify, PyObject *payload_fn)
+{
+    c->opts.no_copy = b_no_copy;
+    c->opts.skip_raw_data = b_skip;
+    c->opts.verify_checksum = b_verify;
+    c->opts.base_dir = path_str(c->base_dir);
+    if (payload_fn != Py_None) {
+        if (!PyCallable_Check(payload_fn)) {
+            PyErr_SetString(PyExc_TypeError, "payload_fn must be callable or None");
+            return -1;
+        }
+        c->payload_fn = payload_fn;
+        c->opts.payload_fn = payload_trampoline;
+        c->opts.payload_ctx = c;
+    }
+    return 0;
+}
+
+static void parse_call_release_gil(parse_call *c) { c->tstate = PyEval_SaveThread(); }
+static void parse_call_take_gil(parse_call *c) { PyEval_RestoreThread(c->tstate); }
+
+/* After the C call, with the GIL: drops the references the callback kept
+ * (the tensors hold their own) and turns the outcome into NULL + exception
+ * (the callback's exception first) or 0. */
+static int parse_call_end(parse_call *c, onnxio_status s)
+{
+    for (size_t i = 0; i < c->placed_count; i++) onnxio_buffer_unref(c->placed[i]);
+    PyMem_Free(c->placed);
+    c->placed = NULL;
+    Py_CLEAR(c->base_dir);
+    if (c->exc_type) {
+        PyErr_Restore(c->exc_type, c->exc_value, c->exc_tb);
+        c->exc_type = c->exc_value = c->exc_tb = NULL;
+        return -1;
+    }
+    if (s) {
+        pyonnxio_raise(s);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- load and parse ------------------------------------------------------ */
+
+PyDoc_STRVAR(load_file_doc,
+             "_load_file(path, cls, *, no_copy=False, num_threads=0, load_external_data=None, base_dir=None,\n"
+             "           skip_raw_data=False, max_depth=0, verify_checksum=False, raw_data_threshold=0,\n"
+             "           alignment=0, payload_fn=None)\n"
+             "Loads a file holding one message of class `cls` (onnxio_load_model for ModelProto, with external\n"
+             "data; onnxio_load_file otherwise). The file is memory-mapped; with no_copy payloads point into the\n"
+             "mapping, which lives as long as one of them does. payload_fn(tensor, size, external) returns\n"
+             "None/True (load), False (skip) or a writable buffer of at least `size` bytes to copy it into;\n"
+             "`tensor` must not be modified. The GIL is released during the load.");
+
+static PyObject *mod_load_file(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"path", "cls", PARSE_KWLIST, NULL};
+    PyObject *path = NULL, *cls;
+    parse_call c = {0};
+    PARSE_LOCALS;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O|$" PARSE_FORMAT ":_load_file", kwlist, PyUnicode_FSConverter,
+                                     &path, &cls, PARSE_ARGS(&c)))
+        goto fail_args;
+    const onnxio_message_desc *desc = desc_from(cls);
+    if (!desc || parse_call_finish_args(&c, b_no_copy, b_skip, b_verify, payload_fn) < 0) goto fail_args;
+    if (!(c.arena = onnxio_arena_new())) {
+        PyErr_NoMemory();
+        goto fail_args;
+    }
+    void *out = NULL;
+    onnxio_status s;
+    parse_call_release_gil(&c);
+    if (desc == &onnxio_desc_ModelProto)
+        s = onnxio_load_model(PyBytes_AS_STRING(path), &c.opts, c.arena, (onnxio_ModelProto **)&out);
+    else
+        s = onnxio_load_file(desc, PyBytes_AS_STRING(path), &c.opts, c.arena, &out);
+    parse_call_take_gil(&c);
+    Py_DECREF(path);
+    PyObject *result = parse_call_end(&c, s) < 0 ? NULL : pyonnxio_message_wrap(c.arena, out);
+    onnxio_arena_unref(c.arena);
+    return result;
+fail_args:
+    Py_XDECREF(path);
+    Py_XDECREF(c.base_dir);
+    return NULL;
+}
+
+PyDoc_STRVAR(load_bytes_doc,
+             "_load_bytes(data, cls, *, <the keyword arguments of _load_file>)\n"
+             "Parses `data` (any bytes-like object) as one message of class `cls` (onnxio_load_model_from_bytes\n"
+             "for ModelProto: external data is read only with base_dir; onnxio_parse otherwise). no_copy: payloads\n"
+             "point into `data` and keep it alive (a bytes object by reference; any other object through its\n"
+             "buffer export, which stays held, so a bytearray cannot be resized while the message uses it).\n"
+             "The GIL is released during the parse.");
+
+static PyObject *mod_load_bytes(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"data", "cls", PARSE_KWLIST, NULL};
+    PyObject *data, *cls;
+    parse_call c = {0};
+    PARSE_LOCALS;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$" PARSE_FORMAT ":_load_bytes", kwlist, &data, &cls,
+                                     PARSE_ARGS(&c)))
+        goto fail_args;
+    const onnxio_message_desc *desc = desc_from(cls);
+    if (!desc || parse_call_finish_args(&c, b_no_copy, b_skip, b_verify, payload_fn) < 0) goto fail_args;
+
+    /* Copy mode reads the input during the call only (the export keeps a
+     * bytearray from being resized meanwhile); no_copy hands the parser an
+     * owner that keeps the input alive as long as a payload points into it. */
+    Py_buffer view;
+    onnxio_buffer *owner = NULL;
+    const void *bytes;
+    size_t size;
+    int has_view = 0;
+    if (c.opts.no_copy) {
+        if (!(owner = pyonnxio_buffer_for_object(data))) goto fail_args;
+        bytes = onnxio_buffer_data(owner);
+        size = onnxio_buffer_size(owner);
+    } else {
+        if (PyObject_GetBuffer(data, &view, PyBUF_CONTIG_RO) < 0) goto fail_args;
+        has_view = 1;
+        bytes = view.buf;
+        size = (size_t)view.len;
+    }
+    if (!(c.arena = onnxio_arena_new())) {
+        PyErr_NoMemory();
+        if (has_view) PyBuffer_Release(&view);
+        onnxio_buffer_unref(owner);
+        goto fail_args;
+    }
+    void *out = NULL;
+    onnxio_status s;
+    parse_call_release_gil(&c);
+    if (desc == &onnxio_desc_ModelProto)
+        s = onnxio_load_model_from_bytes(bytes, size, owner, &c.opts, c.arena, (onnxio_ModelProto **)&out);
+    else
+        s = onnxio_parse(desc, bytes, size, owner, &c.opts, c.arena, &out);
+    parse_call_take_gil(&c);
+    if (has_view) PyBuffer_Release(&view);
+    onnxio_buffer_unref(owner); /* the payloads hold their own references */
+    PyObject *result = parse_call_end(&c, s) < 0 ? NULL : pyonnxio_message_wrap(c.arena, out);
+    onnxio_arena_unref(c.arena);
+    return result;
+fail_args:
+    Py_XDECREF(c.base_dir);
+    return NULL;
+}
+
+/* Loads external data into an existing model or tensor. */
+static PyObject *load_external_common(PyObject *args, PyObject *kw, const char *fname, int tensor)
+{
+    static char *kwlist[] = {"message", "base_dir", PARSE_KWLIST, NULL};
+    PyObject *obj, *base = NULL;
+    parse_call c = {0};
+    PARSE_LOCALS;
+    char format[64];
+    snprintf(format, sizeof format, "OO&|$%s:%s", PARSE_FORMAT, fname);
+    if (!PyArg_ParseTupleAndKeywords(args, kw, format, kwlist, &obj, PyUnicode_FSConverter, &base, PARSE_ARGS(&c)))
+        goto fail_args;
+    PyOnnxioMessage *m = as_message(obj, tensor ? &onnxio_desc_TensorProto : &onnxio_desc_ModelProto,
+                                    tensor ? "tensor" : "model");
+    if (!m || parse_call_finish_args(&c, b_no_copy, b_skip, b_verify, payload_fn) < 0) goto fail_args;
+    void *msg = pyonnxio_message_get(m, 0);
+    if (!msg) { /* a lazy message has no tensor to load */
+        Py_DECREF(base);
+        Py_XDECREF(c.base_dir);
+        Py_RETURN_NONE;
+    }
+    c.arena = onnxio_arena_ref(m->arena);
+    onnxio_status s;
+    parse_call_release_gil(&c);
+    if (tensor)
+        s = onnxio_load_tensor_external_data(msg, PyBytes_AS_STRING(base), &c.opts);
+    else
+        s = onnxio_load_external_data(msg, PyBytes_AS_STRING(base), &c.opts);
+    parse_call_take_gil(&c);
+    Py_DECREF(base);
+    int rc = parse_call_end(&c, s);
+    onnxio_arena_unref(c.arena);
+    if (rc < 0) return NULL;
+    Py_RETURN_NONE;
+fail_args:
+    Py_XDECREF(base);
+    Py_XDECREF(c.base_dir);
+    return NULL;
+}
+
+PyDoc_STRVAR(load_external_data_doc,
+             "_load_external_data(model, base_dir, *, <the keyword arguments of _load_file>)\n"
+             "Reads the payload of every tensor of `model` that is still external, resolving locations under\n"
+             "base_dir with the library's path checks; the tensors then hold raw_data and are no longer external.");
+
+static PyObject *mod_load_external_data(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    return load_external_common(args, kw, "_load_external_data", 0);
+}
+
+PyDoc_STRVAR(load_tensor_external_data_doc,
+             "_load_tensor_external_data(tensor, base_dir, *, <the keyword arguments of _load_file>)\n"
+             "The same as _load_external_data for one TensorProto (nothing happens when it is not external).");
+
+static PyObject *mod_load_tensor_external_data(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    return load_external_common(args, kw, "_load_tensor_external_data", 1);
+}
+
+/* ---- save and serialize -------------------------------------------------- */
+
+/* The C message of `m` for reading; for a lazy (never written) message, an
+ * empty one of the same type in *scratch, so that saving it writes what
+ * protobuf writes for an empty message. */
+static void *message_for_read(PyOnnxioMessage *m, const onnxio_message_desc *desc, onnxio_arena **scratch)
+{
+    void *msg = pyonnxio_message_get(m, 0);
+    if (msg) {
+        *scratch = onnxio_arena_ref(m->arena);
+        return msg;
+    }
+    if (!(*scratch = onnxio_arena_new()) || !(msg = onnxio_message_new(*scratch, desc))) {
+        onnxio_arena_unref(*scratch);
+        *scratch = NULL;
+        PyErr_NoMemory();
+        return NULL;
+    }
+    return msg;
+}
+
+PyDoc_STRVAR(save_file_doc,
+             "_save_file(message, path, *, num_threads=0, raw_data_threshold=0, alignment=0, location=None,\n"
+             "           size_threshold=0, all_tensors_to_one_file=None, convert_attribute=False,\n"
+             "           max_file_size=0, checksum=False)\n"
+             "Saves `message` to `path` atomically (onnxio_save_model for a ModelProto, with its external data\n"
+             "options; onnxio_save_file otherwise). The message is not modified. The GIL is released during\n"
+             "the save; 0 means the library's default for every number.");
+
+static PyObject *mod_save_file(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"message", "path", "num_threads", "raw_data_threshold", "alignment", "location",
+                             "size_threshold", "all_tensors_to_one_file", "convert_attribute", "max_file_size",
+                             "checksum", NULL};
+    PyObject *obj, *path = NULL, *location = NULL;
+    onnxio_serialize_options so = {0};
+    int convert_attribute = 0, checksum = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO&|$O&O&O&O&O&O&pO&p:_save_file", kwlist, &obj,
+                                     PyUnicode_FSConverter, &path, conv_int, &so.num_threads, conv_u64,
+                                     &so.tensor_buffer.raw_data_threshold, conv_u64, &so.tensor_buffer.alignment,
+                                     conv_opt_path, &location, conv_u64, &so.external_data.size_threshold,
+                                     conv_toggle, &so.external_data.all_tensors_to_one_file, &convert_attribute,
+                                     conv_u64, &so.external_data.max_file_size, &checksum))
+        goto fail;
+    so.external_data.location = path_str(location);
+    so.external_data.convert_attribute = convert_attribute;
+    so.external_data.checksum = checksum;
+    PyOnnxioMessage *m = as_message(obj, NULL, "message");
+    if (!m) goto fail;
+    const onnxio_message_desc *desc = pyonnxio_message_desc_of(obj);
+    int wants_external = location || so.external_data.all_tensors_to_one_file == ONNXIO_OFF;
+    if (desc != &onnxio_desc_ModelProto && wants_external) {
+        PyErr_Format(PyExc_ValueError, "external data options apply to a ModelProto, not a %s", desc->name);
+        goto fail;
+    }
+    onnxio_arena *keep;
+    void *msg = message_for_read(m, desc, &keep);
+    if (!msg) goto fail;
+    onnxio_status s;
+    Py_BEGIN_ALLOW_THREADS
+    if (desc == &onnxio_desc_ModelProto) s = onnxio_save_model(msg, PyBytes_AS_STRING(path), &so);
+    else s = onnxio_save_file(msg, PyBytes_AS_STRING(path), &so);
+    Py_END_ALLOW_THREADS
+    onnxio_arena_unref(keep);
+    Py_DECREF(path);
+    Py_XDECREF(location);
+    if (s) return pyonnxio_raise(s);
+    Py_RETURN_NONE;
+fail:
+    Py_XDECREF(path);
+    Py_XDECREF(location);
+    return NULL;
+}
+
+PyDoc_STRVAR(serialize_doc,
+             "_serialize(message) -> bytes\n"
+             "The protobuf wire bytes of `message` (what libprotobuf's SerializeToString gives), made with the\n"
+             "GIL released. EncodeError for a payload that was skipped at load.");
+
+static PyObject *mod_serialize(PyObject *self, PyObject *obj)
+{
+    (void)self;
+    PyOnnxioMessage *m = as_message(obj, NULL, "message");
+    if (!m) return NULL;
+    onnxio_arena *keep;
+    void *msg = message_for_read(m, pyonnxio_message_desc_of(obj), &keep);
+    if (!msg) return NULL;
+    uint64_t size;
+    Py_BEGIN_ALLOW_THREADS
+    size = onnxio_serialized_size(msg);
+    Py_END_ALLOW_THREADS
+    if (size > (uint64_t)PY_SSIZE_T_MAX) {
+        onnxio_arena_unref(keep);
+        return PyErr_Format(PyExc_OverflowError, "a %llu-byte message does not fit a bytes object",
+                            (unsigned long long)size);
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
+    if (!out) {
+        onnxio_arena_unref(keep);
+        return NULL;
+    }
+    onnxio_status s;
+    char *dst = PyBytes_AS_STRING(out);
+    Py_BEGIN_ALLOW_THREADS
+    s = onnxio_serialize_into(msg, dst, size);
+    Py_END_ALLOW_THREADS
+    onnxio_arena_unref(keep);
+    if (s) {
+        Py_DECREF(out);
+        return pyonnxio_raise(s);
+    }
+    return out;
+}
+
+/* ---- consolidation --------------------------------------------------------- */
+
+PyDoc_STRVAR(consolidate_doc,
+             "_consolidate(message, raw_data_threshold=0, alignment=0) -> memoryview | None\n"
+             "Moves every loaded raw_data payload of at least raw_data_threshold bytes (0: 1024) under `message`\n"
+             "into one new buffer, each at an offset that is a multiple of `alignment` (0: 64), and returns a\n"
+             "writable memoryview of the whole buffer (None when no payload qualified). The view keeps the\n"
+             "buffer alive; writing into it changes those tensors' payloads. The GIL is released meanwhile.");
+
+static PyObject *mod_consolidate(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"message", "raw_data_threshold", "alignment", NULL};
+    PyObject *obj;
+    onnxio_tensor_buffer_options o = {0};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O&O&:_consolidate", kwlist, &obj, conv_u64,
+                                     &o.raw_data_threshold, conv_u64, &o.alignment))
+        return NULL;
+    PyOnnxioMessage *m = as_message(obj, NULL, "message");
+    if (!m) return NULL;
+    void *msg = pyonnxio_message_get(m, 0);
+    if (!msg) Py_RETURN_NONE;
+    onnxio_arena *keep = onnxio_arena_ref(m->arena);
+    onnxio_buffer *b = NULL;
+    onnxio_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = onnxio_consolidate_tensors_to_buffer(msg, &o, &b);
+    Py_END_ALLOW_THREADS
+    onnxio_arena_unref(keep);
+    if (s) return pyonnxio_raise(s);
+    if (!b) Py_RETURN_NONE;
+    PyObject *mv = view_of(onnxio_buffer_data(b), onnxio_buffer_size(b), b, !onnxio_buffer_is_allocated(b));
+    onnxio_buffer_unref(b);
+    return mv;
+}
+
+/* ---- tensor payloads ------------------------------------------------------- */
+
+PyDoc_STRVAR(payload_view_doc,
+             "_payload_view(tensor) -> memoryview | None\n"
+             "A memoryview of the tensor's raw_data payload, holding its own reference to the payload's owner\n"
+             "(so a numpy array made from it outlives the tensor, its model and arena). None when raw_data is\n"
+             "unset, or was skipped at load (skip_raw_data). Writable only when the payload is in memory the\n"
+             "library allocated (copy-mode loads, consolidated buffers); read-only for memory-mapped files\n"
+             "and Python objects. A borrowed payload is copied.");
+
+static PyObject *mod_payload_view(PyObject *self, PyObject *obj)
+{
+    (void)self;
+    PyOnnxioMessage *m = as_message(obj, &onnxio_desc_TensorProto, "tensor");
+    if (!m) return NULL;
+    onnxio_TensorProto *t = pyonnxio_message_get(m, 0);
+    if (!t || !onnxio_has(t, ONNXIO_FIELD_TensorProto_raw_data)) Py_RETURN_NONE;
+    return pyonnxio_payload_view(&t->raw_data);
+}
+
+PyDoc_STRVAR(set_raw_data_doc,
+             "_set_raw_data(tensor, obj)\n"
+             "Sets tensor.raw_data from any buffer-protocol object (C-contiguous or not) and marks it present.\n"
+             "A bytes object is referenced, not copied (it is immutable); anything else is copied once into a\n"
+             "buffer the tensor owns, with the GIL released during the copy.");
+
+static PyObject *mod_set_raw_data(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *obj, *data;
+    if (!PyArg_ParseTuple(args, "OO:_set_raw_data", &obj, &data)) return NULL;
+    PyOnnxioMessage *m = as_message(obj, &onnxio_desc_TensorProto, "tensor");
+    if (!m) return NULL;
+    onnxio_buffer *b;
+    if (PyBytes_CheckExact(data)) {
+        if (!(b = pyonnxio_buffer_for_object(data))) return NULL;
+    } else {
+        Py_buffer view;
+        if (PyObject_GetBuffer(data, &view, PyBUF_FULL_RO) < 0) return NULL;
+        b = onnxio_buffer_new((size_t)view.len, 64);
+        if (!b) {
+            PyBuffer_Release(&view);
+            return PyErr_NoMemory();
+        }
+        int rc = 0;
+        if (PyBuffer_IsContiguous(&view, 'C')) {
+            void *dst = onnxio_buffer_data(b);
+            Py_BEGIN_ALLOW_THREADS
+            memcpy(dst, view.buf, (size_t)view.len);
+            Py_END_ALLOW_THREADS
+        } else {
+            rc = PyBuffer_ToContiguous(onnxio_buffer_data(b), &view, view.len, 'C');
+        }
+        PyBuffer_Release(&view);
+        if (rc < 0) {
+            onnxio_buffer_unref(b);
+            return NULL;
+        }
+    }
+    onnxio_TensorProto *t = pyonnxio_message_get(m, 1);
+    if (!t) {
+        onnxio_buffer_unref(b);
+        return NULL;
+    }
+    onnxio_span_set(&t->raw_data, onnxio_buffer_data(b), onnxio_buffer_size(b), b);
+    onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
+    onnxio_buffer_unref(b);
+    Py_RETURN_NONE;
+}
+
+/* ---- tree queries ----------------------------------------------------------- */
+
+/* Every onnxio_<Message>_list has this layout (proto.h, ONNXIO_ARRAY_TYPE). */
+typedef struct {
+    onnxio_message **data;
+    size_t size, capacity;
+} any_message_list;
+
+/* 1 when a TensorProto under `msg` is marked external (data_location
+ * EXTERNAL) and still holds raw_data: what convert_model_to_external_data
+ * leaves for save to write. The depth bound only guards the C stack. */
+static int pending_external(const onnxio_message *msg, int depth)
+{
+    if (depth > 10000) return 0;
+    const onnxio_message_desc *d = msg->desc;
+    if (d == &onnxio_desc_TensorProto) {
+        const onnxio_TensorProto *t = (const onnxio_TensorProto *)msg;
+        if (t->data_location == ONNXIO_TensorProto_DataLocation_EXTERNAL &&
+            onnxio_has(t, ONNXIO_FIELD_TensorProto_raw_data))
+            return 1;
+    }
+    for (size_t i = 0; i < d->field_count; i++) {
+        const onnxio_field_desc *f = &d->fields[i];
+        if (f->kind != ONNXIO_KIND_MESSAGE) continue;
+        void *p = onnxio_field_ptr((void *)msg, f);
+        if (f->label == ONNXIO_LABEL_REPEATED) {
+            const any_message_list *list = p;
+            for (size_t j = 0; j < list->size; j++)
+                if (pending_external(list->data[j], depth + 1)) return 1;
+        } else {
+            const onnxio_message *sub = *(onnxio_message *const *)p;
+            if (sub && pending_external(sub, depth + 1)) return 1;
+        }
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(has_pending_external_doc,
+             "_has_pending_external(message) -> bool\n"
+             "True when a tensor under `message` is marked external (data_location EXTERNAL) and still holds\n"
+             "raw_data, as external_data_helper.convert_model_to_external_data leaves it for save to write.");
+
+static PyObject *mod_has_pending_external(PyObject *self, PyObject *obj)
+{
+    (void)self;
+    PyOnnxioMessage *m = as_message(obj, NULL, "message");
+    if (!m) return NULL;
+    const onnxio_message *msg = pyonnxio_message_get(m, 0);
+    return PyBool_FromLong(msg && pending_external(msg, 0));
+}
+
+/* ---- module ----------------------------------------------------------------- */
+
 static PyMethodDef module_methods[] = {
+    {"_load_file", (PyCFunction)(void (*)(void))mod_load_file, METH_VARARGS | METH_KEYWORDS, load_file_doc},
+    {"_load_bytes", (PyCFunction)(void (*)(void))mod_load_bytes, METH_VARARGS | METH_KEYWORDS, load_bytes_doc},
+    {"_load_external_data", (PyCFunction)(void (*)(void))mod_load_external_data, METH_VARARGS | METH_KEYWORDS,
+     load_external_data_doc},
+    {"_load_tensor_external_data", (PyCFunction)(void (*)(void))mod_load_tensor_external_data,
+     METH_VARARGS | METH_KEYWORDS, load_tensor_external_data_doc},
+    {"_save_file", (PyCFunction)(void (*)(void))mod_save_file, METH_VARARGS | METH_KEYWORDS, save_file_doc},
+    {"_serialize", mod_serialize, METH_O, serialize_doc},
+    {"_consolidate", (PyCFunction)(void (*)(void))mod_consolidate, METH_VARARGS | METH_KEYWORDS, consolidate_doc},
+    {"_payload_view", mod_payload_view, METH_O, payload_view_doc},
+    {"_set_raw_data", mod_set_raw_data, METH_VARARGS, set_raw_data_doc},
+    {"_has_pending_external", mod_has_pending_external, METH_O, has_pending_external_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "onnxio._onnxio", "onnxio's C extension: the message classes and the C entry points.", -1,
-    module_methods,
+    module_methods, NULL, NULL, NULL, NULL,
 };
+
+static int add_exception(PyObject *m, const char *attr, PyObject **slot, const char *name, PyObject *base,
+                         const char *doc)
+{
+    *slot = PyErr_NewExceptionWithDoc(name, doc, base, NULL);
+    if (!*slot) return -1;
+    Py_INCREF(*slot); /* the global keeps its own reference */
+    if (PyModule_AddObject(m, attr, *slot) < 0) {
+        Py_DECREF(*slot);
+        return -1;
+    }
+    return 0;
+}
 
 PyMODINIT_FUNC PyInit__onnxio(void)
 {
     PyObject *m = PyModule_Create(&module_def);
     if (!m) return NULL;
-    pyonnxio_DecodeError = PyErr_NewException("onnxio.DecodeError", PyExc_ValueError, NULL);
-    pyonnxio_EncodeError = PyErr_NewException("onnxio.EncodeError", PyExc_ValueError, NULL);
-    if (!pyonnxio_DecodeError || !pyonnxio_EncodeError) goto fail;
-    Py_INCREF(pyonnxio_DecodeError);
-    Py_INCREF(pyonnxio_EncodeError);
-    if (PyModule_AddObject(m, "DecodeError", pyonnxio_DecodeError) < 0) goto fail;
-    if (PyModule_AddObject(m, "EncodeError", pyonnxio_EncodeError) < 0) goto fail;
+    if (add_exception(m, "DecodeError", &pyonnxio_DecodeError, "onnxio.DecodeError", PyExc_ValueError,
+                      "Malformed protobuf bytes (protobuf's DecodeError name), or nesting past max_depth.") < 0 ||
+        add_exception(m, "EncodeError", &pyonnxio_EncodeError, "onnxio.EncodeError", PyExc_ValueError,
+                      "A message that cannot be serialized (a payload skipped at load).") < 0 ||
+        add_exception(m, "ExternalDataError", &pyonnxio_ExternalDataError, "onnxio.ExternalDataError",
+                      PyExc_ValueError,
+                      "External data refused: an unsafe location (absolute, '..', a link leading outside the "
+                      "base directory, the model file itself), an offset/length outside the file or not matching "
+                      "the tensor, or a checksum mismatch.") < 0)
+        goto fail;
+    if (PyType_Ready(&PayloadType) < 0) goto fail;
+    if (PyModule_AddStringConstant(m, "_library_version", ONNXIO_VERSION_STRING) < 0) goto fail;
     if (pyonnxio_message_init(m) < 0 || pyonnxio_repeated_init(m) < 0) goto fail;
     return m;
 fail:

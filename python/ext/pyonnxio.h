@@ -130,6 +130,9 @@ PyObject *pyonnxio_repeated_new(PyOnnxioMessage *owner, const onnxio_field_desc 
  * onnxio.EncodeError. */
 extern PyObject *pyonnxio_DecodeError;
 extern PyObject *pyonnxio_EncodeError;
+/* onnxio.ExternalDataError (a ValueError): path, range and checksum
+ * refusals of external data (added by module.c). */
+extern PyObject *pyonnxio_ExternalDataError;
 /* Raises the exception for a failed status with onnxio_last_error() as its
  * message: DECODE, DEPTH -> DecodeError; NOT_FOUND -> FileNotFoundError;
  * IO -> OSError; NO_MEMORY -> MemoryError; MISSING_PAYLOAD -> EncodeError;
@@ -144,7 +147,8 @@ PyObject *pyonnxio_raise(onnxio_status status);
 onnxio_buffer *pyonnxio_buffer_for_object(PyObject *obj);
 /* A read-only or writable memoryview of a tensor's payload that holds its
  * own reference to the span's owner (a copy is made for a borrowed span).
- * Writable only when onnxio_buffer_is_allocated(owner). New reference. */
+ * Writable only when onnxio_buffer_is_allocated(owner). New reference;
+ * None for a payload skipped at load (data NULL, size > 0). */
 PyObject *pyonnxio_payload_view(const onnxio_span *span);
 
 #endif

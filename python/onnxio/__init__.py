@@ -1,3 +1,716 @@
 """onnxio: ONNX model files read and written without libprotobuf, with the
-API of the `onnx` package. SKELETON: filled in by the package's owner."""
-from onnxio._onnxio import *  # noqa: F401,F403
+API of the ``onnx`` package.
+
+Switch by changing an import::
+
+    import onnxio as onnx
+    model = onnx.load("model.onnx")          # a ModelProto, as onnx.load gives
+    onnx.save(model, "copy.onnx")            # the same bytes onnx.save writes
+
+The message classes (``ModelProto``, ``TensorProto``, ...) come from the C
+extension ``onnxio._onnxio`` and point into C messages; the functions here
+map onnx's keyword arguments, plus onnxio's own (``no_copy``,
+``num_threads``, ``base_dir``, ``skip_raw_data``, ``alignment``,
+``max_external_file_size``, ...), onto the C library's options
+(``onnxio.h``). Loading, saving, parsing and serializing release the GIL.
+
+Errors: a missing file raises ``FileNotFoundError``, other file errors
+``OSError``, malformed bytes ``onnxio.DecodeError`` (a ``ValueError``),
+refused external data (unsafe location, out-of-range offset or length,
+checksum mismatch) ``onnxio.ExternalDataError`` (a ``ValueError``),
+serializing a payload that was skipped at load ``onnxio.EncodeError``, bad
+argument types ``TypeError`` and bad values ``ValueError``.
+
+Formats other than protobuf ("textproto", "json", "onnxtxt") go through the
+``onnx`` package (imported only then).
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import typing
+
+from onnxio import _onnxio
+from onnxio._onnxio import *  # noqa: F401,F403  (the message classes)
+from onnxio._onnxio import DecodeError, EncodeError, ExternalDataError  # noqa: F401
+
+if typing.TYPE_CHECKING:  # pragma: no cover
+    from typing import IO
+
+__version__ = _onnxio._library_version
+
+# The onnx package is built with ONNX-ML; onnxio's schema includes onnx-ml.proto.
+ONNX_ML = True
+
+_SUBMODULES = ("helper", "numpy_helper", "external_data_helper")
+# Functions onnx exports at the top level from its external_data_helper.
+_EXTERNAL_DATA_FUNCTIONS = ("convert_model_to_external_data", "load_external_data_for_model",
+                            "write_external_data_tensors")
+
+# ---- enums -------------------------------------------------------------------
+
+
+class EnumTypeWrapper:
+    """An ONNX enum, as protobuf's ``EnumTypeWrapper``: ``Name(number)``,
+    ``Value(name)``, ``keys()``, ``values()``, ``items()`` (declaration
+    order) and each value as an attribute (``TensorProto.DataType.FLOAT``).
+    Built from the schema's enum descriptors (``_onnxio._enums``)."""
+
+    ValueType = int
+
+    def __init__(self, full_name: str, values: typing.Iterable[tuple[str, int]]):
+        self._full_name = full_name
+        self._name = full_name.rsplit(".", 1)[-1]
+        self._items = tuple((str(n), int(v)) for n, v in values)
+        self._by_name = dict(self._items)
+        self._by_number: dict[int, str] = {}
+        for n, v in self._items:  # the first name of an aliased number wins, as in protobuf
+            self._by_number.setdefault(v, n)
+
+    def Name(self, number: int) -> str:  # noqa: N802 (protobuf's name)
+        """The name of an enum value. ``TypeError`` for a non-int,
+        ``ValueError`` for a number that is no value of the enum."""
+        try:
+            return self._by_number[number]
+        except KeyError:
+            pass
+        if not isinstance(number, int):
+            raise TypeError(f"Enum value for {self._name} must be an int, but got {type(number)} {number!r}.")
+        raise ValueError(f"Enum {self._name} has no name defined for value {number!r}")
+
+    def Value(self, name: str) -> int:  # noqa: N802 (protobuf's name)
+        """The number of an enum value name; ``ValueError`` when unknown."""
+        try:
+            return self._by_name[name]
+        except KeyError:
+            pass
+        raise ValueError(f"Enum {self._name} has no value defined for name {name!r}")
+
+    def keys(self) -> list[str]:
+        """The value names, in declaration order."""
+        return [n for n, _ in self._items]
+
+    def values(self) -> list[int]:
+        """The value numbers, in declaration order."""
+        return [v for _, v in self._items]
+
+    def items(self) -> list[tuple[str, int]]:
+        """(name, number) pairs, in declaration order."""
+        return list(self._items)
+
+    def __getattr__(self, name: str) -> int:
+        by_name = self.__dict__.get("_by_name")
+        if by_name is not None and name in by_name:
+            return by_name[name]
+        raise AttributeError(f"Enum {self.__dict__.get('_name', '?')} has no value defined for name {name!r}")
+
+    def __repr__(self) -> str:
+        return f"<EnumTypeWrapper {self._full_name}>"
+
+
+def _install_enums() -> dict:
+    """Attaches an EnumTypeWrapper for every enum: nested ones to their
+    message class (``TensorProto.DataType``), top-level ones to this module
+    (``Version``, ``OperatorStatus``) together with their values as module
+    constants (``IR_VERSION``, ``STABLE``, ...), as onnx's generated modules
+    export them. Returns {full enum name: wrapper}."""
+    enums = getattr(_onnxio, "_enums", {})
+    wrappers = {full: EnumTypeWrapper(full, values) for full, values in enums.items()}
+    module = globals()
+    for cls in getattr(_onnxio, "_messages", {}).values():
+        for short, full in getattr(cls, "_enum_types", {}).items():
+            if full in wrappers and not isinstance(cls.__dict__.get(short), EnumTypeWrapper):
+                try:
+                    setattr(cls, short, wrappers[full])
+                except (AttributeError, TypeError):  # an immutable class that has its own
+                    pass
+    for full, wrapper in wrappers.items():
+        if full.count(".") == 1:  # "onnx.Version": a top-level enum
+            module.setdefault(wrapper._name, wrapper)
+            for name, number in wrapper.items():
+                module.setdefault(name, number)
+    return wrappers
+
+
+_ENUMS = _install_enums()
+
+
+# ---- options -----------------------------------------------------------------
+
+
+class _Options:
+    """Shared behaviour of the option classes: keyword construction with
+    checked names, equality, repr."""
+
+    __slots__ = ()
+    _defaults: dict = {}
+
+    def __init__(self, **kwargs):
+        for name, default in self._all_defaults().items():
+            setattr(self, name, kwargs.pop(name, default))
+        if kwargs:
+            raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument {next(iter(kwargs))!r}")
+
+    @classmethod
+    def _all_defaults(cls) -> dict:
+        out: dict = {}
+        for klass in reversed(cls.__mro__):
+            out.update(klass.__dict__.get("_defaults", {}))
+        return out
+
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in self._all_defaults())
+
+    def __repr__(self):
+        args = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._all_defaults())
+        return f"{type(self).__name__}({args})"
+
+
+class TensorBufferOptions(_Options):
+    """How tensor payloads are placed in memory (``onnxio_tensor_buffer_options``).
+
+    raw_data_threshold: payloads of at least this many bytes are "large":
+        copied by the thread pool, borrowed by no_copy, consolidated.
+        0 means the default, 1024 bytes.
+    alignment: alignment in bytes (a power of two) of large payload buffers
+        and of offsets in consolidated buffers and external data files.
+        0 means the default: 64 in memory, 4096 in external data files;
+        1 means none.
+    """
+
+    __slots__ = ("raw_data_threshold", "alignment")
+    _defaults = {"raw_data_threshold": 0, "alignment": 0}
+
+
+class ParseOptions(TensorBufferOptions):
+    """Options of a load or parse (``onnxio_parse_options``), with the
+    fields of TensorBufferOptions.
+
+    num_threads: threads for payload copies and external data reads
+        (0: one per core; 1: none). The result does not depend on it.
+    no_copy: payloads point into the input (the file's memory mapping, or
+        the bytes object) instead of being copied; the mapping or object
+        stays alive as long as one of them does.
+    load_external_data: None (the default: on for files, and for bytes when
+        base_dir is given), True or False.
+    base_dir: the directory external data locations are resolved under
+        (default: the model file's directory).
+    skip_raw_data: parse structure only; payloads keep their size but no
+        bytes (saving such a model raises EncodeError).
+    max_depth: maximum message nesting (0: 100); deeper input raises DecodeError.
+    payload_fn: None, or ``payload_fn(tensor, size, external)`` called once
+        per payload before it is read: return None/True to load it, False
+        to skip it (an external one stays external), or a writable
+        C-contiguous buffer of at least ``size`` bytes to copy it into
+        (the tensor then keeps that object alive). ``tensor`` must not be
+        modified. An exception it raises stops the load and propagates.
+    verify_checksum: check the SHA-1 of external data files that have a
+        "checksum" key; a mismatch raises ExternalDataError.
+    """
+
+    __slots__ = ("num_threads", "no_copy", "load_external_data", "base_dir", "skip_raw_data", "max_depth",
+                 "payload_fn", "verify_checksum")
+    _defaults = {"num_threads": 0, "no_copy": False, "load_external_data": None, "base_dir": None,
+                 "skip_raw_data": False, "max_depth": 0, "payload_fn": None, "verify_checksum": False}
+
+    def _kwargs(self) -> dict:
+        return {n: getattr(self, n) for n in self._all_defaults()}
+
+
+class ExternalDataOptions(_Options):
+    """Moving payloads to external data files on save
+    (``onnxio_external_data_options``).
+
+    location: the data file's name, relative to the model's directory
+        (None: payloads stay in the model, unless all_tensors_to_one_file
+        is False).
+    size_threshold: payloads of at least this many bytes move (0: 1024).
+    all_tensors_to_one_file: None/True: all to ``location``; False: one
+        file per tensor, named from the tensor.
+    convert_attribute: also move tensors in attributes, sparse tensors and
+        functions (default: initializers only, as onnx).
+    max_file_size: when non-zero, split the data into files of at most
+        this many bytes ("<stem>-00001-of-0000N<ext>").
+    checksum: write a "checksum" key (SHA-1 of the data file).
+    """
+
+    __slots__ = ("location", "size_threshold", "all_tensors_to_one_file", "convert_attribute", "max_file_size",
+                 "checksum")
+    _defaults = {"location": None, "size_threshold": 0, "all_tensors_to_one_file": None,
+                 "convert_attribute": False, "max_file_size": 0, "checksum": False}
+
+
+class SerializeOptions(TensorBufferOptions):
+    """Options of a save (``onnxio_serialize_options``), with the fields of
+    TensorBufferOptions.
+
+    num_threads: threads for payload writes (0: one per core; 1: none);
+        the bytes written do not depend on it.
+    external_data: an ExternalDataOptions (default: no external data).
+    """
+
+    __slots__ = ("num_threads", "external_data")
+    _defaults = {"num_threads": 0, "external_data": None}
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        if self.external_data is None:
+            self.external_data = ExternalDataOptions()
+
+    def _kwargs(self) -> dict:
+        out = {"num_threads": self.num_threads, "raw_data_threshold": self.raw_data_threshold,
+               "alignment": self.alignment}
+        ext = self.external_data or ExternalDataOptions()
+        out.update({n: getattr(ext, n) for n in ExternalDataOptions._all_defaults()})
+        return out
+
+
+def _check_options(options, cls):
+    if options is not None and not isinstance(options, cls):
+        raise TypeError(f"options must be an onnxio.{cls.__name__} or None, not {type(options).__name__}")
+
+
+def _parse_kwargs(options, explicit: dict) -> dict:
+    """The C keyword arguments: `options` first, then every explicit
+    keyword argument that differs from its default."""
+    _check_options(options, ParseOptions)
+    out = (options or ParseOptions())._kwargs()
+    defaults = ParseOptions._all_defaults()
+    for name, value in explicit.items():
+        if value is not defaults[name] and value != defaults[name]:
+            out[name] = value
+    return out
+
+
+# ---- formats and files ---------------------------------------------------------
+
+_DEFAULT_FORMAT = "protobuf"
+_BYTES_OVERHEAD = sys.getsizeof(b"")
+# File extension -> format, as onnx.serialization's registry has them.
+_EXTENSION_FORMATS = {".onnx": "protobuf", ".pb": "protobuf",
+                      ".txtpb": "textproto", ".textproto": "textproto", ".prototxt": "textproto",
+                      ".pbtxt": "textproto", ".json": "json", ".onnxjson": "json",
+                      ".onnxtxt": "onnxtxt", ".onnxtext": "onnxtxt"}
+
+
+def _is_path(f) -> bool:
+    return isinstance(f, (str, os.PathLike))
+
+
+def _is_bytes_like(f) -> bool:
+    if isinstance(f, (bytes, bytearray, memoryview)):
+        return True
+    try:
+        memoryview(f).release()
+        return not _is_path(f) and not hasattr(f, "read")
+    except TypeError:
+        return False
+
+
+def _file_path(f) -> str | None:
+    """The absolute path of a path or a named file object (onnx's
+    _get_file_path), None otherwise."""
+    if _is_path(f):
+        return os.path.abspath(os.fsdecode(f))
+    name = getattr(f, "name", None)
+    if isinstance(name, (str, bytes, os.PathLike)) and not isinstance(name, int):
+        return os.path.abspath(os.fsdecode(name))
+    return None
+
+
+def _resolve_format(fmt, f) -> str:
+    if fmt is not None:
+        return fmt
+    path = _file_path(f) if not _is_bytes_like(f) else None
+    if path is not None:
+        return _EXTENSION_FORMATS.get(os.path.splitext(path)[1], _DEFAULT_FORMAT)
+    return _DEFAULT_FORMAT
+
+
+def _onnx_serializer(fmt: str):
+    """onnx's serializer for a textual format (imports onnx)."""
+    try:
+        from onnx import serialization
+    except ImportError as e:  # pragma: no cover - onnx is installed in the test environment
+        raise ValueError(f"format {fmt!r} needs the onnx package; onnxio reads and writes 'protobuf' itself") from e
+    return serialization.registry.get(fmt)
+
+
+def _read_bytes(f):
+    if hasattr(f, "read") and callable(f.read):
+        return f.read()
+    with open(f, "rb") as readable:
+        return readable.read()
+
+
+def _write_bytes(content, f) -> None:
+    if hasattr(f, "write") and callable(f.write):
+        f.write(content)
+    else:
+        with open(f, "wb") as writable:
+            writable.write(content)
+
+
+def _class_name(cls) -> str:
+    for full, klass in getattr(_onnxio, "_messages", {}).items():
+        if klass is cls:
+            return full
+    return cls.__name__
+
+
+# ---- load ------------------------------------------------------------------------
+
+
+def _load(cls, f, fmt, load_external_data, kwargs):
+    """Loads one message of class `cls` from a path, file object or bytes."""
+    fmt = _resolve_format(fmt, f)
+    path = None if _is_bytes_like(f) else _file_path(f)
+    if fmt != _DEFAULT_FORMAT:
+        proto = _onnx_serializer(fmt).deserialize_proto(_read_bytes(f), _onnx_class(_class_name(cls))())
+        msg = from_onnx(proto)
+        if cls is ModelProto and load_external_data and path and not kwargs.get("skip_raw_data"):  # noqa: F405
+            ext = {k: v for k, v in kwargs.items() if k != "base_dir" and k != "load_external_data"}
+            _onnxio._load_external_data(msg, kwargs.get("base_dir") or os.path.dirname(path), **ext)
+        return msg
+    if cls is ModelProto and not load_external_data:  # noqa: F405
+        kwargs["load_external_data"] = False
+    if _is_path(f):
+        return _onnxio._load_file(f, cls, **kwargs)
+    if _is_bytes_like(f):
+        return _onnxio._load_bytes(f, cls, **kwargs)
+    if not (hasattr(f, "read") and callable(f.read)):
+        raise TypeError(f"expected a path, a file object or bytes, not {type(f).__name__}")
+    data = f.read()
+    if cls is ModelProto and path and load_external_data and kwargs.get("base_dir") is None:  # noqa: F405
+        # As onnx: external data of a named file object is under its directory.
+        kwargs["base_dir"] = os.path.dirname(path)
+    return _onnxio._load_bytes(data, cls, **kwargs)
+
+
+def load_model(
+    f,
+    format: str | None = None,  # noqa: A002 (onnx's name)
+    load_external_data: bool = True,
+    *,
+    no_copy: bool = False,
+    num_threads: int = 0,
+    base_dir: str | os.PathLike | None = None,
+    skip_raw_data: bool = False,
+    verify_checksum: bool = False,
+    max_depth: int = 0,
+    raw_data_threshold: int = 0,
+    alignment: int = 0,
+    payload_fn=None,
+    options: ParseOptions | None = None,
+):
+    """Loads a ModelProto, as ``onnx.load_model``.
+
+    Args:
+        f: a path (str or os.PathLike), a file object (its ``read()`` bytes;
+            its ``name``, when it has one, locates external data), or a
+            bytes-like object holding the serialized model.
+        format: "protobuf" (default; inferred from the file extension when
+            ``f`` is a path) or a textual format of onnx ("textproto",
+            "json", "onnxtxt"), which goes through the onnx package.
+        load_external_data: read tensors stored in external data files, from
+            the model's directory (or ``base_dir``). A bytes input reads them
+            only when ``base_dir`` is given.
+        no_copy, num_threads, base_dir, skip_raw_data, verify_checksum,
+        max_depth, raw_data_threshold, alignment, payload_fn: see
+            ``ParseOptions``. With ``no_copy``, payloads point into the file's
+            memory mapping (or into ``f`` when it is bytes-like, which then
+            stays alive and, if it is a bytearray, cannot be resized while
+            the model uses it).
+        options: a ParseOptions giving all of these at once; keyword
+            arguments that differ from their defaults override it.
+
+    Returns:
+        The ModelProto.
+
+    Raises:
+        FileNotFoundError, OSError, onnxio.DecodeError (malformed bytes or
+        nesting past max_depth), onnxio.ExternalDataError (refused external
+        data), TypeError, ValueError.
+    """
+    kwargs = _parse_kwargs(options, dict(no_copy=no_copy, num_threads=num_threads, base_dir=base_dir,
+                                         skip_raw_data=skip_raw_data, verify_checksum=verify_checksum,
+                                         max_depth=max_depth, raw_data_threshold=raw_data_threshold,
+                                         alignment=alignment, payload_fn=payload_fn))
+    return _load(ModelProto, f, format, load_external_data, kwargs)  # noqa: F405
+
+
+def load_model_from_string(
+    s,
+    format: str = _DEFAULT_FORMAT,  # noqa: A002
+    *,
+    no_copy: bool = False,
+    num_threads: int = 0,
+    base_dir: str | os.PathLike | None = None,
+    skip_raw_data: bool = False,
+    verify_checksum: bool = False,
+    max_depth: int = 0,
+    raw_data_threshold: int = 0,
+    alignment: int = 0,
+    payload_fn=None,
+    options: ParseOptions | None = None,
+):
+    """Parses a serialized ModelProto from a bytes-like object, as
+    ``onnx.load_model_from_string``. External data is read only when
+    ``base_dir`` is given. The other keyword arguments are load_model's.
+    Raises onnxio.DecodeError for malformed bytes, TypeError for a str
+    in the protobuf format."""
+    kwargs = _parse_kwargs(options, dict(no_copy=no_copy, num_threads=num_threads, base_dir=base_dir,
+                                         skip_raw_data=skip_raw_data, verify_checksum=verify_checksum,
+                                         max_depth=max_depth, raw_data_threshold=raw_data_threshold,
+                                         alignment=alignment, payload_fn=payload_fn))
+    if format != _DEFAULT_FORMAT:
+        return from_onnx(_onnx_serializer(format).deserialize_proto(s, _onnx_class("onnx.ModelProto")()))
+    if isinstance(s, str):
+        raise TypeError(f"Parameter 'serialized' must be bytes, but got type: {type(s)}")
+    return _onnxio._load_bytes(s, ModelProto, **kwargs)  # noqa: F405
+
+
+def load_tensor(
+    f,
+    format: str | None = None,  # noqa: A002
+    *,
+    no_copy: bool = False,
+    num_threads: int = 0,
+    skip_raw_data: bool = False,
+    max_depth: int = 0,
+    raw_data_threshold: int = 0,
+    alignment: int = 0,
+):
+    """Loads a TensorProto from a path, file object or bytes-like object,
+    as ``onnx.load_tensor`` (the keyword arguments are load_model's)."""
+    kwargs = _parse_kwargs(None, dict(no_copy=no_copy, num_threads=num_threads, skip_raw_data=skip_raw_data,
+                                      max_depth=max_depth, raw_data_threshold=raw_data_threshold,
+                                      alignment=alignment))
+    return _load(TensorProto, f, format, False, kwargs)  # noqa: F405
+
+
+def load_tensor_from_string(
+    s,
+    format: str = _DEFAULT_FORMAT,  # noqa: A002
+    *,
+    no_copy: bool = False,
+    skip_raw_data: bool = False,
+    max_depth: int = 0,
+):
+    """Parses a serialized TensorProto, as ``onnx.load_tensor_from_string``."""
+    if format != _DEFAULT_FORMAT:
+        return from_onnx(_onnx_serializer(format).deserialize_proto(s, _onnx_class("onnx.TensorProto")()))
+    if isinstance(s, str):
+        raise TypeError(f"Parameter 'serialized' must be bytes, but got type: {type(s)}")
+    return _onnxio._load_bytes(s, TensorProto, no_copy=no_copy, skip_raw_data=skip_raw_data,  # noqa: F405
+                               max_depth=max_depth)
+
+
+# ---- save -----------------------------------------------------------------------
+
+
+def _save_kwargs(options, explicit: dict) -> dict:
+    _check_options(options, SerializeOptions)
+    out = (options or SerializeOptions())._kwargs()
+    defaults = dict(SerializeOptions._all_defaults(), **ExternalDataOptions._all_defaults())
+    for name, value in explicit.items():
+        if value is not defaults[name] and value != defaults[name]:
+            out[name] = value
+    return out
+
+
+def _write_pending_external(proto, path: str, kwargs: dict):
+    """A copy of `proto` whose tensors marked external in Python (by
+    external_data_helper.convert_model_to_external_data) were written to
+    their files under the model's directory, as onnx.save does with
+    write_external_data_tensors."""
+    from onnxio import external_data_helper
+
+    copy = type(proto)()
+    copy.CopyFrom(proto)
+    written = external_data_helper.write_external_data_tensors(copy, os.path.dirname(path))
+    return copy if written is None else written
+
+
+def save_model(
+    proto,
+    f,
+    format: str | None = None,  # noqa: A002
+    *,
+    save_as_external_data: bool = False,
+    all_tensors_to_one_file: bool = True,
+    location: str | None = None,
+    size_threshold: int = 1024,
+    convert_attribute: bool = False,
+    num_threads: int = 0,
+    alignment: int = 0,
+    max_external_file_size: int = 0,
+    checksum: bool = False,
+    raw_data_threshold: int = 0,
+    options: SerializeOptions | None = None,
+) -> None:
+    """Saves a ModelProto, as ``onnx.save_model``: the same bytes.
+
+    Args:
+        proto: an onnxio ModelProto, or bytes of one (parsed, then saved as
+            onnx does).
+        f: a path (the file is written atomically: a temporary file in the
+            same directory, renamed over ``f``) or a file object with
+            ``write()``.
+        format: as load_model.
+        save_as_external_data: move payloads to external data files beside
+            the model, those whose ``sys.getsizeof(raw_data)`` (as onnx
+            measures: the length plus 33) is at least ``size_threshold``; ``proto`` itself is not modified (onnx
+            modifies it). Needs a path, or a file object with a ``name``.
+        all_tensors_to_one_file: True: one file, ``location`` (default: the
+            model file's name + ".data"); False: one file per tensor.
+        location, convert_attribute: as onnx.
+        num_threads: threads writing payloads (0: one per core); the bytes
+            do not depend on it.
+        alignment: offset alignment of payloads in the data file (0: 4096, 1:
+            none, as onnx writes them).
+        max_external_file_size: split the data into files of at most this
+            many bytes (0: no limit).
+        checksum: write a SHA-1 "checksum" key per external tensor.
+        raw_data_threshold: see TensorBufferOptions.
+        options: a SerializeOptions giving these at once; keyword arguments
+            that differ from their defaults override it.
+
+    Tensors marked external in Python (external_data_helper.
+    convert_model_to_external_data) are written by
+    external_data_helper.write_external_data_tensors, as onnx does.
+
+    Raises:
+        OSError, onnxio.ExternalDataError (an unsafe location), onnxio.
+        EncodeError (a payload skipped at load), TypeError, ValueError.
+    """
+    if isinstance(proto, (bytes, bytearray, memoryview)):
+        proto = _onnxio._load_bytes(proto, ModelProto, no_copy=True, load_external_data=False)  # noqa: F405
+    elif not isinstance(proto, ModelProto):  # noqa: F405
+        raise TypeError(f"proto must be an onnxio.ModelProto or bytes, not {type(proto).__name__}")
+    fmt = _resolve_format(format, f)
+    path = _file_path(f)
+    kwargs = _save_kwargs(options, dict(num_threads=num_threads, alignment=alignment,
+                                        raw_data_threshold=raw_data_threshold, checksum=checksum,
+                                        max_file_size=max_external_file_size,
+                                        convert_attribute=convert_attribute))
+    if save_as_external_data:
+        kwargs["all_tensors_to_one_file"] = bool(all_tensors_to_one_file)
+        # onnx compares sys.getsizeof(tensor.raw_data), the payload's length
+        # plus the bytes object's header, so that the same arguments move the
+        # same tensors; the C library compares the length (and reads 0 as
+        # its default, 1024).
+        kwargs["size_threshold"] = max(int(size_threshold) - _BYTES_OVERHEAD, 1)
+        if all_tensors_to_one_file:
+            if location is None and path is not None:
+                location = os.path.basename(path) + ".data"
+            kwargs["location"] = location
+        if path is None or (kwargs["location"] is None and all_tensors_to_one_file):
+            raise ValueError("save_as_external_data needs a path, or a file object with a name")
+    wants_external = kwargs.get("location") is not None or kwargs.get("all_tensors_to_one_file") is False
+    if path is not None and _onnxio._has_pending_external(proto):
+        proto = _write_pending_external(proto, path, kwargs)
+    if fmt != _DEFAULT_FORMAT:
+        if wants_external:
+            raise ValueError(f"external data options need the protobuf format, not {fmt!r}")
+        _write_bytes(_onnx_serializer(fmt).serialize_proto(to_onnx(proto)), f)
+        return
+    if _is_path(f):
+        _onnxio._save_file(proto, f, **kwargs)
+    elif not wants_external:
+        _write_bytes(_onnxio._serialize(proto), f)
+    else:
+        # The library writes files by path: save beside f's file under a
+        # temporary name (data files go where they belong), then copy the
+        # model bytes into f.
+        tmp = f"{path}.onnxio-{os.getpid()}-{id(proto)}.tmp"
+        try:
+            _onnxio._save_file(proto, tmp, **kwargs)
+            with open(tmp, "rb") as readable:
+                _write_bytes(readable.read(), f)
+        finally:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+
+
+def save_tensor(proto, f, format: str | None = None, *, num_threads: int = 0) -> None:  # noqa: A002
+    """Saves a TensorProto (or any message) to a path (atomically) or a
+    file object, as ``onnx.save_tensor``."""
+    fmt = _resolve_format(format, f)
+    if fmt != _DEFAULT_FORMAT:
+        _write_bytes(_onnx_serializer(fmt).serialize_proto(to_onnx(proto)), f)
+    elif _is_path(f):
+        _onnxio._save_file(proto, f, num_threads=num_threads)
+    else:
+        _write_bytes(_onnxio._serialize(proto), f)
+
+
+# onnx's aliases.
+load = load_model
+load_from_string = load_model_from_string
+save = save_model
+
+
+# ---- consolidation and conversion --------------------------------------------------
+
+
+def consolidate_tensors_to_buffer(model, options: TensorBufferOptions | None = None):
+    """Moves every loaded raw_data payload of at least
+    ``options.raw_data_threshold`` bytes (default 1024) under ``model`` (any
+    message) into one new buffer, each at an offset that is a multiple of
+    ``options.alignment`` (default 64), and returns a writable memoryview of
+    that buffer, or None when no payload qualified. The view keeps the
+    buffer alive; the tensors share it (writing into the view changes
+    them). Smaller, skipped and external payloads stay as they were."""
+    _check_options(options, TensorBufferOptions)
+    o = options or TensorBufferOptions()
+    return _onnxio._consolidate(model, raw_data_threshold=o.raw_data_threshold, alignment=o.alignment)
+
+
+def _onnx_class(full_name: str):
+    """The onnx package's class of a proto name ("onnx.TensorProto.Segment")."""
+    import onnx
+
+    obj = onnx
+    for part in full_name.split(".")[1:]:
+        obj = getattr(obj, part)
+    return obj
+
+
+def from_onnx(proto):
+    """The onnxio message equal to an ``onnx`` package message (of any
+    ONNX class), made from its serialized bytes."""
+    descriptor = getattr(proto, "DESCRIPTOR", None)
+    full_name = getattr(descriptor, "full_name", None)
+    cls = getattr(_onnxio, "_messages", {}).get(full_name)
+    if cls is None:
+        raise TypeError(f"expected a message of the onnx package, not {type(proto).__name__}")
+    return _onnxio._load_bytes(proto.SerializeToString(), cls)
+
+
+def to_onnx(proto):
+    """The ``onnx`` package message equal to an onnxio message (imports onnx)."""
+    full_name = _class_name(type(proto))
+    if "." not in full_name:
+        raise TypeError(f"expected an onnxio message, not {type(proto).__name__}")
+    return _onnx_class(full_name).FromString(_onnxio._serialize(proto))
+
+
+# ---- submodules --------------------------------------------------------------------
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"onnxio.{name}")
+    if name in _EXTERNAL_DATA_FUNCTIONS:
+        return getattr(importlib.import_module("onnxio.external_data_helper"), name)
+    raise AttributeError(f"module 'onnxio' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_SUBMODULES) | set(_EXTERNAL_DATA_FUNCTIONS))

@@ -1,0 +1,246 @@
+"""Lifetime, leaks, threads and the GIL in the onnxio package.
+
+A sub-message or a numpy view of a payload kept after its model is deleted
+or cleared stays valid and right; a no_copy load from a bytes object keeps
+that object alive (its reference count says so); loading and dropping a
+model with megabytes of payload 200 times leaves resident memory flat; two
+threads loading and saving at once get correct results; a load releases the
+GIL (another thread runs while it is in the C library).
+
+References: numpy arrays and bytes made before the load, and the onnx
+package's reading of the same bytes.
+"""
+
+import gc
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+import onnx
+from onnx import helper as oh
+from onnx import numpy_helper as onh
+import pytest
+
+import onnxio
+from onnxio import _onnxio
+
+
+def make_model(mb=4, seed=0, tensors=4):
+    rng = np.random.default_rng(seed)
+    n = max(1, int(mb * (1 << 20) / 4 / tensors))
+    arrays = [rng.standard_normal(n).astype(np.float32) for _ in range(tensors)]
+    inits = [onh.from_array(a, f"w{i}") for i, a in enumerate(arrays)]
+    nodes = [oh.make_node("Identity", [f"w{i}"], [f"y{i}"]) for i in range(tensors)]
+    g = oh.make_graph(nodes, "g", [], [oh.make_tensor_value_info(f"y{i}", onnx.TensorProto.FLOAT, [n])
+                                       for i in range(tensors)], inits)
+    return oh.make_model(g).SerializeToString(), arrays
+
+
+@pytest.fixture(scope="module")
+def model():
+    return make_model()
+
+
+def rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+# ---- lifetime ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["del", "Clear", "ClearField"])
+@pytest.mark.parametrize("mode", ["copy", "no_copy", "file", "file_no_copy"])
+def test_views_and_submessages_outlive_their_model(tmp_path, model, how, mode):
+    data, arrays = model
+    if mode.startswith("file"):
+        p = tmp_path / "m.onnx"
+        p.write_bytes(data)
+        m = onnxio.load(p, no_copy=mode == "file_no_copy")
+    else:
+        m = onnxio.load(bytes(data), no_copy=mode == "no_copy")
+    graph = m.graph
+    node = m.graph.node[1]
+    t = m.graph.initializer[2]
+    view = np.frombuffer(_onnxio._payload_view(t), np.float32)
+    graph_bytes = onnx.ModelProto.FromString(data).graph.SerializeToString()
+    if how == "del":
+        del m
+    elif how == "Clear":
+        m.Clear()
+        assert len(m.graph.node) == 0
+    else:
+        m.ClearField("graph")
+        assert not m.HasField("graph")
+    gc.collect()
+    if mode.startswith("file"):
+        os.unlink(tmp_path / "m.onnx")  # the mapping, not the name, keeps no_copy payloads alive
+    # Allocate and touch memory so that freed blocks would be reused.
+    junk = [bytearray(os.urandom(64)) * (1 << 14) for _ in range(8)]
+    assert np.array_equal(view, arrays[2])
+    assert node.op_type == "Identity" and list(node.input) == ["w1"]
+    assert t.name == "w2" and np.array_equal(np.frombuffer(t.raw_data, np.float32), arrays[2])
+    assert graph.SerializeToString() == graph_bytes
+    del junk
+
+
+def test_view_outlives_tensor_replacement(model):
+    data, arrays = model
+    m = onnxio.load(data)
+    t = m.graph.initializer[0]
+    view = np.frombuffer(_onnxio._payload_view(t), np.float32)
+    t.raw_data = b"\0" * 8  # the tensor drops its payload; the view keeps it
+    del t, m
+    gc.collect()
+    assert np.array_equal(view, arrays[0])
+
+
+def test_no_copy_keeps_the_bytes_object_alive(model):
+    data = bytes(model[0])  # a private object: nothing else refers to it
+    base = sys.getrefcount(data)
+    m = onnxio.load(data, no_copy=True)
+    assert sys.getrefcount(data) > base
+    view = _onnxio._payload_view(m.graph.initializer[0])
+    del m
+    gc.collect()
+    assert sys.getrefcount(data) > base  # the view's payload still points into it
+    del view
+    gc.collect()
+    assert sys.getrefcount(data) == base
+    # Copy mode holds no reference.
+    m = onnxio.load(data)
+    assert sys.getrefcount(data) == base
+    del m
+
+
+def test_payload_set_from_bytes_keeps_the_object_alive():
+    payload = os.urandom(1 << 16)
+    base = sys.getrefcount(payload)
+    t = onnxio.TensorProto()
+    _onnxio._set_raw_data(t, payload)
+    assert sys.getrefcount(payload) == base + 1
+    view = _onnxio._payload_view(t)
+    del t
+    gc.collect()
+    assert bytes(view) == payload
+    del view
+    gc.collect()
+    assert sys.getrefcount(payload) == base
+
+
+# ---- leaks ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["bytes", "bytes_no_copy", "file", "file_no_copy", "save", "view"])
+def test_no_leak_over_200_loads(tmp_path, model, mode):
+    data, _ = model  # 4 MB of payload
+    p = tmp_path / "m.onnx"
+    p.write_bytes(data)
+    out = tmp_path / "out.onnx"
+
+    def once():
+        if mode.startswith("bytes"):
+            m = onnxio.load(data, no_copy=mode.endswith("no_copy"))
+        else:
+            m = onnxio.load(p, no_copy=mode.endswith("no_copy"))
+        if mode == "save":
+            onnxio.save(m, out)
+            m.SerializeToString()
+        if mode == "view":
+            v = np.frombuffer(_onnxio._payload_view(m.graph.initializer[0]), np.float32)
+            m.ClearField("graph")
+            assert v.size > 0
+        del m
+
+    for _ in range(20):
+        once()
+    gc.collect()
+    before = rss_bytes()
+    for _ in range(200):
+        once()
+    gc.collect()
+    grown = rss_bytes() - before
+    # A leak of the payload would be 200 x 4 MB; allow allocator noise.
+    assert grown < 48 << 20, f"resident memory grew by {grown >> 20} MB over 200 loads"
+
+
+# ---- threads and the GIL ---------------------------------------------------------------
+
+
+def test_two_threads_loading_and_saving(tmp_path):
+    models = [make_model(mb=2, seed=s) for s in (1, 2)]
+    errors = []
+
+    def work(i):
+        try:
+            data, arrays = models[i]
+            src = tmp_path / f"src{i}.onnx"
+            src.write_bytes(data)
+            for j in range(15):
+                m = onnxio.load(src if j % 2 else data, num_threads=1 + j % 2)
+                assert m.SerializeToString() == data
+                out = tmp_path / f"out{i}.onnx"
+                onnxio.save(m, out, num_threads=2)
+                assert out.read_bytes() == data
+                for k, a in enumerate(arrays):
+                    assert np.array_equal(np.frombuffer(_onnxio._payload_view(m.graph.initializer[k]), np.float32), a)
+        except BaseException as e:  # noqa: BLE001 - reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+def _progress_during(call, attempts=40):
+    """True when a second thread made progress while `call()` ran, on any of
+    `attempts` tries. The switch interval is made huge, so the second thread
+    can only run when the main thread gives up the GIL by itself: during
+    `call()` if it releases it, never otherwise."""
+    counter = [0]
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            counter[0] += 1
+            time.sleep(0)  # gives the GIL back at once
+
+    old = sys.getswitchinterval()
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        sys.setswitchinterval(1000.0)
+        seen = False
+        for _ in range(attempts):
+            before = counter[0]
+            call()
+            if counter[0] != before:
+                seen = True
+                break
+    finally:
+        sys.setswitchinterval(old)
+        stop.set()
+        t.join()
+    return seen
+
+
+def test_gil_released_during_load_save_and_serialize(tmp_path):
+    data, _ = make_model(mb=64, tensors=2)
+    p = tmp_path / "big.onnx"
+    p.write_bytes(data)
+    m = onnxio.load(p)
+    assert _progress_during(lambda: _onnxio._load_bytes(data, onnxio.ModelProto, num_threads=1))
+    assert _progress_during(lambda: _onnxio._load_file(str(p), onnxio.ModelProto, num_threads=1))
+    assert _progress_during(lambda: _onnxio._save_file(m, str(tmp_path / "o.onnx"), num_threads=1))
+    assert _progress_during(lambda: _onnxio._serialize(m))
+
+
+def test_gil_check_is_not_vacuous():
+    # A call that holds the GIL throughout (a C loop over a big buffer) lets the other thread make no progress.
+    buf = bytes(64 << 20)
+    assert not _progress_during(lambda: buf.count(b"\1"), attempts=5)
