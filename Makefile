@@ -6,6 +6,8 @@
 #                     libFuzzer targets for FUZZ_SECONDS each; pytest tests/python
 #   make bench        bootstrap, build, onnxio vs libprotobuf C++ vs onnx Python (bench/);
 #                     rewrites the results in BENCHMARKS.md and docs/bench.png
+#   make bench-python the onnxio package vs onnx, onnxruntime and onnx_ir (bench/bench_python.py);
+#                     rewrites its section of BENCHMARKS.md and docs/bench_python.png
 #   make models       the benchmark models in .cache/models (made once)
 #   make bootstrap    install Debian packages and .venv (scripts/bootstrap.sh)
 #   make python-install  pip install the onnxio package (this tree) into .venv
@@ -43,7 +45,7 @@ have_c_tests = $(wildcard tests/c/test_*.c)
 have_py_tests = $(wildcard tests/python/test_*.py tests/python/*_test.py)
 
 .PHONY: all bootstrap demo test test-build test-asan test-fuzz test-python python-install \
-        bench bench-build models clean distclean
+        bench bench-python bench-build models clean distclean
 
 all:
 	@if [ ! -f build/CMakeCache.txt ] || [ -n "$(CMAKE_ARGS)" ]; then \
@@ -120,6 +122,11 @@ bench: bootstrap
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory bench-build models
 	$(PYTHON) bench/bench.py $(BENCH_ARGS)
+
+# The Python package against onnx (and onnxruntime, onnx_ir): issue 4's targets.
+bench-python: bootstrap python-install
+	@$(MAKE) --no-print-directory models
+	$(PYTHON) bench/bench_python.py $(BENCH_PY_ARGS)
 
 bench-build: bench/out/pb_bench bench/out/onnxio_bench
 

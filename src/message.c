@@ -34,6 +34,8 @@ size_t onnxio__elem_size(const onnxio_field_desc *f)
     }
 }
 
+ONNXIO_API size_t onnxio_field_elem_size(const onnxio_field_desc *f) { return onnxio__elem_size(f); }
+
 void *onnxio__array_reserve(onnxio_arena *arena, onnxio__array *a, size_t elem_size, size_t extra)
 {
     if (a->capacity - a->size >= extra) return a->data;

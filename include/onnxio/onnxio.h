@@ -144,6 +144,11 @@ const onnxio_field_desc *onnxio_field_by_name(const onnxio_message_desc *desc, c
 const onnxio_field_desc *onnxio_field_by_number(const onnxio_message_desc *desc, uint32_t number);
 /* The address of the field's member in `msg` (see proto.h for its C type). */
 void *onnxio_field_ptr(void *msg, const onnxio_field_desc *field);
+/* Bytes of one value of the field in its C member (proto.h's table): 4 or 8
+ * for scalars, sizeof(onnxio_string) for strings and bytes,
+ * sizeof(onnxio_span) for raw_data, a pointer for messages. For a repeated
+ * field, the size of one array element. */
+size_t onnxio_field_elem_size(const onnxio_field_desc *field);
 /* 1 when a singular field is present, or a repeated field is non-empty. */
 int onnxio_field_present(const void *msg, const onnxio_field_desc *field);
 /* Marks a singular field present by index; clears the other oneof members

@@ -186,7 +186,7 @@ void pyonnxio_field_unlink(void *msg, const onnxio_field_desc *f)
     case ONNXIO_KIND_RAW: onnxio_span_clear(p); return;
     case ONNXIO_KIND_STRING:
     case ONNXIO_KIND_BYTES: ((onnxio_string *)p)->data = NULL; ((onnxio_string *)p)->size = 0; return;
-    default: memset(p, 0, pyonnxio_elem_size(f)); return;
+    default: memset(p, 0, onnxio_field_elem_size(f)); return;
     }
 }
 
@@ -245,22 +245,6 @@ void *pyonnxio_message_read(PyOnnxioMessage *m)
 
 /* ---- values ----------------------------------------------------------- */
 
-size_t pyonnxio_elem_size(const onnxio_field_desc *f)
-{
-    if (f->kind == ONNXIO_KIND_MESSAGE) return sizeof(void *);
-    switch (f->kind) {
-    case ONNXIO_KIND_INT32:
-    case ONNXIO_KIND_ENUM: return sizeof(int32_t);
-    case ONNXIO_KIND_FLOAT: return sizeof(float);
-    case ONNXIO_KIND_INT64:
-    case ONNXIO_KIND_UINT64:
-    case ONNXIO_KIND_DOUBLE: return 8;
-    case ONNXIO_KIND_STRING:
-    case ONNXIO_KIND_BYTES: return sizeof(onnxio_string);
-    case ONNXIO_KIND_RAW: return sizeof(onnxio_span);
-    default: return sizeof(void *);
-    }
-}
 
 static PyObject *string_to_py(const onnxio_string *s, int text)
 {

@@ -110,9 +110,6 @@ int pyonnxio_value_store(onnxio_arena *arena, const onnxio_field_desc *f, void *
 /* The Python value of one element: int, float, str (bytes when a parsed
  * string is not UTF-8, as upb) or bytes. New reference. */
 PyObject *pyonnxio_value_to_py(const onnxio_field_desc *f, const void *elem);
-/* Bytes of one element of field `f` in its C array (a pointer for
- * messages). */
-size_t pyonnxio_elem_size(const onnxio_field_desc *f);
 
 /* ---- repeated.c ------------------------------------------------------ */
 

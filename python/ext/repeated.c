@@ -69,7 +69,7 @@ static void repeated_dealloc(Repeated *self)
 static PyObject *elem_to_py(Repeated *r, generic_array *a, size_t i)
 {
     if (is_composite(r)) return pyonnxio_message_wrap(r->owner->arena, ((void **)a->data)[i]);
-    return pyonnxio_value_to_py(r->field, a->data + i * pyonnxio_elem_size(r->field));
+    return pyonnxio_value_to_py(r->field, a->data + i * onnxio_field_elem_size(r->field));
 }
 
 static Py_ssize_t repeated_len(Repeated *self)
@@ -147,7 +147,7 @@ static PyObject *repeated_subscript(Repeated *self, PyObject *key)
 static int delete_items(Repeated *self, PyObject *key)
 {
     generic_array *a = arr_read(self);
-    size_t es = pyonnxio_elem_size(self->field);
+    size_t es = onnxio_field_elem_size(self->field);
     size_t start, step, count;
     if (PySlice_Check(key)) {
         Py_ssize_t b, e, s;
@@ -201,7 +201,7 @@ static int assign_all(Repeated *self, PyObject *seq)
         if (pyonnxio_value_from_py(self->field, items[k], &vals[k]) < 0) goto done;
     generic_array *a = arr_write(self);
     if (!a) goto done;
-    size_t es = pyonnxio_elem_size(self->field);
+    size_t es = onnxio_field_elem_size(self->field);
     a->size = 0;
     for (Py_ssize_t k = 0; k < n; k++) {
         void *slot = onnxio_array_append(self->owner->arena, a, es);
@@ -238,7 +238,7 @@ static int append_all(Repeated *self, PyObject *iterable)
         if (pyonnxio_value_from_py(self->field, items[k], &vals[k]) < 0) goto done;
     generic_array *a = arr_write(self);
     if (!a) goto done;
-    size_t es = pyonnxio_elem_size(self->field), before = a->size;
+    size_t es = onnxio_field_elem_size(self->field), before = a->size;
     for (Py_ssize_t k = 0; k < n; k++) {
         void *slot = onnxio_array_append(self->owner->arena, a, es);
         if (!slot || pyonnxio_value_store(self->owner->arena, self->field, slot, &vals[k]) < 0) {
@@ -272,7 +272,7 @@ static int scalar_ass_subscript(Repeated *self, PyObject *key, PyObject *value)
     if (pyonnxio_value_from_py(self->field, value, &v) < 0) return -1;
     generic_array *a = arr_write(self); /* non-empty, so the owner exists */
     if (!a) return -1;
-    return pyonnxio_value_store(self->owner->arena, self->field, a->data + i * pyonnxio_elem_size(self->field), &v);
+    return pyonnxio_value_store(self->owner->arena, self->field, a->data + i * onnxio_field_elem_size(self->field), &v);
 }
 
 static PyObject *scalar_append(Repeated *self, PyObject *value)
@@ -281,7 +281,7 @@ static PyObject *scalar_append(Repeated *self, PyObject *value)
     if (pyonnxio_value_from_py(self->field, value, &v) < 0) return NULL;
     generic_array *a = arr_write(self);
     if (!a) return NULL;
-    void *slot = onnxio_array_append(self->owner->arena, a, pyonnxio_elem_size(self->field));
+    void *slot = onnxio_array_append(self->owner->arena, a, onnxio_field_elem_size(self->field));
     if (!slot) return PyErr_NoMemory();
     if (pyonnxio_value_store(self->owner->arena, self->field, slot, &v) < 0) {
         a->size--;
@@ -317,7 +317,7 @@ static PyObject *scalar_insert(Repeated *self, PyObject *args)
     PyObject *r = scalar_append(self, value);
     if (!r) return NULL;
     Py_DECREF(r);
-    rotate_last_to(arr_read(self), pyonnxio_elem_size(self->field), i);
+    rotate_last_to(arr_read(self), onnxio_field_elem_size(self->field), i);
     Py_RETURN_NONE;
 }
 
@@ -410,7 +410,7 @@ static PyObject *repeated_count(Repeated *self, PyObject *value)
 static PyObject *repeated_reverse(Repeated *self, PyObject *unused)
 {
     generic_array *a = arr_read(self);
-    size_t es = pyonnxio_elem_size(self->field);
+    size_t es = onnxio_field_elem_size(self->field);
     char tmp[sizeof(onnxio_span) > 16 ? sizeof(onnxio_span) : 16];
     for (size_t i = 0, j = a->size ? a->size - 1 : 0; i < j; i++, j--) {
         memcpy(tmp, a->data + i * es, es);
