@@ -183,48 +183,12 @@ static int delete_items(Repeated *self, PyObject *key)
 
 /* ---- scalar writes ---------------------------------------------------- */
 
-/* Replaces every element with the items of `seq`, converted first so that
- * a bad value leaves the container as it was. */
-static int assign_all(Repeated *self, PyObject *seq)
+/* Appends the items of `seq`, or with `replace` puts them in place of every
+ * element; all are converted first, so that a bad value leaves the
+ * container as it was. */
+static int store_all(Repeated *self, PyObject *seq, int replace)
 {
     PyObject *fast = PySequence_Fast(seq, "must assign iterable");
-    if (!fast) return -1;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
-    PyObject **items = PySequence_Fast_ITEMS(fast);
-    pyonnxio_value *vals = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *vals);
-    int rc = -1;
-    if (!vals) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t k = 0; k < n; k++)
-        if (pyonnxio_value_from_py(self->field, items[k], &vals[k]) < 0) goto done;
-    generic_array *a = arr_write(self);
-    if (!a) goto done;
-    size_t es = onnxio_field_elem_size(self->field);
-    a->size = 0;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        void *slot = onnxio_array_append(self->owner->arena, a, es);
-        if (!slot) {
-            PyErr_NoMemory();
-            goto done;
-        }
-        if (pyonnxio_value_store(self->owner->arena, self->field, slot, &vals[k]) < 0) {
-            a->size--;
-            goto done;
-        }
-    }
-    rc = 0;
-done:
-    PyMem_Free(vals);
-    Py_DECREF(fast);
-    return rc;
-}
-
-/* Appends the items of `seq` (converted first: all or nothing). */
-static int append_all(Repeated *self, PyObject *iterable)
-{
-    PyObject *fast = PySequence_Fast(iterable, "must assign iterable");
     if (!fast) return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
     PyObject **items = PySequence_Fast_ITEMS(fast);
@@ -239,11 +203,13 @@ static int append_all(Repeated *self, PyObject *iterable)
     generic_array *a = arr_write(self);
     if (!a) goto done;
     size_t es = onnxio_field_elem_size(self->field), before = a->size;
+    if (replace) a->size = 0;
     for (Py_ssize_t k = 0; k < n; k++) {
         void *slot = onnxio_array_append(self->owner->arena, a, es);
         if (!slot || pyonnxio_value_store(self->owner->arena, self->field, slot, &vals[k]) < 0) {
             if (!slot) PyErr_NoMemory();
-            a->size = before;
+            /* appending restores the old size; replacing keeps what was stored */
+            a->size = replace ? a->size - (slot != NULL) : before;
             goto done;
         }
     }
@@ -262,7 +228,7 @@ static int scalar_ass_subscript(Repeated *self, PyObject *key, PyObject *value)
         PyObject *list = to_list(self);
         if (!list) return -1;
         int rc = PyObject_SetItem(list, key, value);
-        if (rc == 0) rc = assign_all(self, list);
+        if (rc == 0) rc = store_all(self, list, 1);
         Py_DECREF(list);
         return rc;
     }
@@ -292,7 +258,7 @@ static PyObject *scalar_append(Repeated *self, PyObject *value)
 
 static PyObject *scalar_extend(Repeated *self, PyObject *iterable)
 {
-    if (append_all(self, iterable) < 0) return NULL;
+    if (store_all(self, iterable, 0) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -440,7 +406,7 @@ static PyObject *scalar_sort(Repeated *self, PyObject *args, PyObject *kwargs)
 {
     PyObject *list = sorted_list(self, args, kwargs);
     if (!list) return NULL;
-    int rc = assign_all(self, list);
+    int rc = store_all(self, list, 1);
     Py_DECREF(list);
     if (rc < 0) return NULL;
     Py_RETURN_NONE;
