@@ -54,7 +54,7 @@ setup(
             "onnxio._onnxio",
             sources=sources,
             include_dirs=[schema_include_dir(), "include", rel("python", "ext")],
-            libraries=["crypto", "pthread"],
+            libraries=["crypto", "z", "pthread"],
             extra_compile_args=["-std=c11", "-O2", "-fvisibility=hidden", "-D_GNU_SOURCE", "-DONNXIO_BUILDING",
                                 "-Wall", "-Wextra", "-Wno-missing-field-initializers",
                                 "-Wno-unused-parameter", "-Wno-cast-function-type"],

@@ -58,6 +58,7 @@ ONNXIO_API const char *onnxio_status_name(onnxio_status status)
     case ONNXIO_ERR_PATH_LINK: return "ONNXIO_ERR_PATH_LINK";
     case ONNXIO_ERR_PATH_SELF: return "ONNXIO_ERR_PATH_SELF";
     case ONNXIO_ERR_CHECKSUM: return "ONNXIO_ERR_CHECKSUM";
+    case ONNXIO_ERR_ARCHIVE: return "ONNXIO_ERR_ARCHIVE";
     }
     return "ONNXIO_ERR_UNKNOWN";
 }

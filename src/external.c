@@ -123,6 +123,20 @@ static void sha1_abort(sha1 *h)
     h->ctx = NULL;
 }
 
+onnxio_status onnxio__sha1_hex(const void *data, uint64_t size, char hex[41])
+{
+    sha1 h;
+    onnxio_status s = sha1_begin(&h);
+    const uint8_t *p = data;
+    for (uint64_t at = 0; !s && at < size; at += 1u << 30)
+        s = sha1_update(&h, p + at, size - at < (1u << 30) ? (size_t)(size - at) : (1u << 30));
+    if (s) {
+        sha1_abort(&h);
+        return s;
+    }
+    return sha1_end(&h, hex);
+}
+
 /* ---- tensor sizes --------------------------------------------------- */
 
 /* Bits of one element of `data_type`; 0 when the size is not fixed
@@ -163,7 +177,7 @@ static unsigned element_bits(int32_t data_type)
  * dims need (elements x element size; sub-byte types packed, rounded up to
  * whole bytes). Tensors of variable-size or unknown types, and segments of
  * a larger tensor, are not checked. */
-static onnxio_status check_length(const onnxio_TensorProto *t, uint64_t length, const char *location)
+onnxio_status onnxio__external_check_length(const onnxio_TensorProto *t, uint64_t length, const char *location)
 {
     unsigned bits = element_bits(t->data_type);
     if (!bits || t->segment) return ONNXIO_OK;
@@ -215,15 +229,7 @@ bad:
                         tensor_name(t), key, (int)(v->size > 64 ? 64 : v->size), v->data ? v->data : "");
 }
 
-typedef struct ext_ref {
-    const onnxio_string *location;
-    const onnxio_string *checksum;
-    uint64_t offset;
-    uint64_t length;
-    int has_length;
-} ext_ref;
-
-static onnxio_status read_ref(const onnxio_TensorProto *t, ext_ref *r)
+onnxio_status onnxio__external_ref_read(const onnxio_TensorProto *t, onnxio__external_ref *r)
 {
     memset(r, 0, sizeof *r);
     for (size_t i = 0; i < t->external_data.size; i++) {
@@ -419,8 +425,8 @@ static onnxio_status check_tensor(onnxio_message *msg, onnxio_message *parent, c
     if (!onnxio_has(t, ONNXIO_FIELD_TensorProto_data_location) ||
         t->data_location != ONNXIO_TensorProto_DataLocation_EXTERNAL)
         return ONNXIO_OK;
-    ext_ref r;
-    onnxio_status s = read_ref(t, &r);
+    onnxio__external_ref r;
+    onnxio_status s = onnxio__external_ref_read(t, &r);
     if (s) return s;
     data_file *f;
     if ((s = open_data_file(c, t, r.location->data, &f))) return s;
@@ -433,7 +439,7 @@ static onnxio_status check_tensor(onnxio_message *msg, onnxio_message *parent, c
                             "tensor '%s': external data offset %llu + length %llu runs past the end of %s (%llu bytes)",
                             tensor_name(t), (unsigned long long)r.offset, (unsigned long long)length, r.location->data,
                             (unsigned long long)f->size);
-    if ((s = check_length(t, length, r.location->data))) return s;
+    if ((s = onnxio__external_check_length(t, length, r.location->data))) return s;
     if (r.checksum && c->opts && c->opts->verify_checksum && (s = verify_checksum(f, t, r.checksum))) return s;
     if (c->opts && c->opts->skip_raw_data) return ONNXIO_OK; /* stays external */
     if (c->count == c->capacity) {
@@ -589,10 +595,10 @@ static onnxio_status select_tensor(onnxio_message *msg, onnxio_message *parent, 
 
 /* A set of names compared with ASCII case folded (file names that differ
  * only in case are one file on case-insensitive file systems). */
-typedef struct name_set {
+struct onnxio__names {
     char **slots;
     size_t capacity, count;
-} name_set;
+};
 
 static uint64_t fold_hash(const char *s)
 {
@@ -601,16 +607,52 @@ static uint64_t fold_hash(const char *s)
     return h;
 }
 
-static char **set_slot(name_set *set, const char *name)
+onnxio__names *onnxio__names_new(size_t expected)
+{
+    onnxio__names *set = calloc(1, sizeof *set);
+    if (!set) return NULL;
+    set->capacity = 16;
+    while (set->capacity < 2 * (expected + 1)) set->capacity *= 2;
+    if (!(set->slots = calloc(set->capacity, sizeof *set->slots))) {
+        free(set);
+        return NULL;
+    }
+    return set;
+}
+
+void onnxio__names_free(onnxio__names *set)
+{
+    if (!set) return;
+    for (size_t i = 0; i < set->capacity; i++) free(set->slots[i]);
+    free(set->slots);
+    free(set);
+}
+
+static char **set_slot(onnxio__names *set, const char *name)
 {
     size_t i = (size_t)fold_hash(name) & (set->capacity - 1);
     while (set->slots[i] && strcasecmp(set->slots[i], name) != 0) i = (i + 1) & (set->capacity - 1);
     return &set->slots[i];
 }
 
-/* Adds `name` (kept by pointer); 0 when it was there already. */
-static int set_add(name_set *set, char *name)
+/* Adds `name` (the set takes it); 0 when it was there already (or on OOM,
+ * -1, and the set frees it). */
+static int set_add(onnxio__names *set, char *name)
 {
+    if (2 * (set->count + 1) > set->capacity) {
+        size_t cap = set->capacity * 2;
+        char **old = set->slots, **slots = calloc(cap, sizeof *slots);
+        if (!slots) {
+            free(name);
+            return -1;
+        }
+        size_t old_cap = set->capacity;
+        set->slots = slots;
+        set->capacity = cap;
+        for (size_t i = 0; i < old_cap; i++)
+            if (old[i]) *set_slot(set, old[i]) = old[i];
+        free(old);
+    }
     char **slot = set_slot(set, name);
     if (*slot) return 0;
     *slot = name;
@@ -618,8 +660,16 @@ static int set_add(name_set *set, char *name)
     return 1;
 }
 
-/* "<stem>_<n>" for n = 1, 2, ... until the name is new. */
-static char *unique_name(name_set *set, const char *tensor)
+int onnxio__names_reserve(onnxio__names *set, const char *name)
+{
+    char *copy = strdup(name);
+    if (!copy) return -1;
+    int r = set_add(set, copy);
+    if (r == 0) free(copy);
+    return r;
+}
+
+const char *onnxio__names_unique(onnxio__names *set, const char *tensor)
 {
     size_t n = strlen(tensor);
     if (n > MAX_NAME_STEM) n = MAX_NAME_STEM;
@@ -636,14 +686,19 @@ static char *unique_name(name_set *set, const char *tensor)
     stem[n] = '\0';
     if (n == 0) strcpy(stem, "tensor");
     if (stem[0] == '.') stem[0] = '_';
-    if (set_add(set, stem)) return stem;
-    char *name = malloc(strlen(stem) + 24);
-    for (unsigned long long k = 1; name; k++) {
+    char *name = strdup(stem);
+    int r = name ? set_add(set, name) : -1;
+    for (unsigned long long k = 1; r == 0; k++) {
+        free(name);
+        if (!(name = malloc(strlen(stem) + 24))) {
+            r = -1;
+            break;
+        }
         sprintf(name, "%s_%llu", stem, k);
-        if (set_add(set, name)) break;
+        r = set_add(set, name);
     }
     free(stem);
-    return name;
+    return r == 1 ? name : NULL;
 }
 
 /* `n` planned files (at least one slot), none opened yet. */
@@ -667,32 +722,21 @@ static onnxio_status plan(save_ctx *c, const onnxio_serialize_options *opts, con
     uint64_t alignment = opts->tensor_buffer.alignment ? opts->tensor_buffer.alignment : EXTERNAL_DEFAULT_ALIGNMENT;
     if (x->all_tensors_to_one_file == ONNXIO_OFF) {
         d->files = new_files(c->count);
-        name_set set = {NULL, 1, 0};
-        while (set.capacity < 2 * (c->count + 1)) set.capacity *= 2;
-        set.slots = calloc(set.capacity, sizeof *set.slots);
-        char *model_name = strdup(model_base);
+        onnxio__names *set = onnxio__names_new(c->count + 1);
         onnxio_status s = ONNXIO_OK;
-        if (!d->files || !set.slots || !model_name) {
-            free(model_name);
+        if (!d->files || !set || onnxio__names_reserve(set, model_base) < 0)
             s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-        } else {
-            set_add(&set, model_name);
-        }
         for (size_t i = 0; !s && i < c->count; i++) {
             out_file *f = &d->files[i];
-            /* The set owns the names; the files borrow them until it goes. */
-            if (!(f->location = unique_name(&set, tensor_name(c->items[i].tensor))))
-                s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-            else if (!(f->location = strdup(f->location))) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+            const char *name = onnxio__names_unique(set, tensor_name(c->items[i].tensor));
+            if (!name || !(f->location = strdup(name))) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
             f->size = c->items[i].tensor->raw_data.size;
             f->first = i;
             f->count = 1;
             c->items[i].file = i;
             d->count = i + 1;
         }
-        if (set.slots)
-            for (size_t i = 0; i < set.capacity; i++) free(set.slots[i]);
-        free(set.slots);
+        onnxio__names_free(set);
         return s;
     }
 

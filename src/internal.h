@@ -55,6 +55,7 @@ typedef enum onnxio__job_kind {
     ONNXIO__JOB_COPY,   /* memcpy(dst, src, size) */
     ONNXIO__JOB_PREAD,  /* read `size` bytes at `offset` of `fd` into dst */
     ONNXIO__JOB_PWRITE, /* write `size` bytes from src at `offset` of `fd` */
+    ONNXIO__JOB_CRC,    /* only the CRC-32 of src (crc must be set) */
 } onnxio__job_kind;
 typedef struct onnxio__job {
     onnxio__job_kind kind;
@@ -69,7 +70,22 @@ typedef struct onnxio__job {
      * can be replaced before it runs (raw_data, or a whole tensor, read twice
      * in one message: the last one wins). */
     onnxio_buffer *keep;
+    /* When set, the CRC-32 (zlib's crc32) of the bytes the job moves is
+     * computed as they move: the job is cut into ONNXIO__CRC_PIECE pieces
+     * (also on a serial pool) and piece k stores its CRC in crc[k]; after
+     * onnxio__pool_finish, onnxio__crc_join gives the whole CRC. */
+    uint32_t *crc;
 } onnxio__job;
+#define ONNXIO__CRC_PIECE (8u << 20)
+/* Pieces (crc slots) of a CRC job of `size` bytes. */
+static inline size_t onnxio__crc_pieces(uint64_t size)
+{
+    return size ? (size_t)((size - 1) / ONNXIO__CRC_PIECE + 1) : 1;
+}
+/* The CRC-32 of `size` bytes from the CRCs of their pieces. */
+uint32_t onnxio__crc_join(const uint32_t *pieces, uint64_t size);
+/* The CRC-32 of `size` bytes at `data`, continuing `crc` (0 to start). */
+uint32_t onnxio__crc32(uint32_t crc, const void *data, uint64_t size);
 typedef struct onnxio__pool onnxio__pool;
 /* num_threads as in the options: 0 = one per core, 1 = serial. */
 int onnxio__num_threads(int requested);
@@ -88,6 +104,13 @@ onnxio_status onnxio__pool_finish(onnxio__pool *pool);
 
 /* payload.c: placing loaded payloads (copy, borrow, callback) and filling
  * them through the pool. */
+/* CRC-32 pieces that a payload copy fills (see onnxio__job.crc); `filled`
+ * is set when the copy is queued, so that a payload that was borrowed or
+ * skipped instead is known to be unchecked. */
+typedef struct onnxio__crc_slots {
+    uint32_t *piece;
+    bool filled;
+} onnxio__crc_slots;
 typedef struct onnxio__payload_src {
     const uint8_t *data;  /* the bytes in memory, or NULL when only in a file */
     onnxio_buffer *owner; /* keeps `data` alive for no_copy (NULL: borrowed) */
@@ -96,6 +119,8 @@ typedef struct onnxio__payload_src {
     uint64_t size;
     bool external;        /* from an external data file: loading clears data_location/external_data */
     const char *what;     /* file named in read errors (NULL: the tensor name) */
+    bool copy;            /* copy even with no_copy (bytes not aligned for borrowing) */
+    onnxio__crc_slots *crc; /* compute the CRC-32 of the bytes as they are copied (NULL: no) */
 } onnxio__payload_src;
 typedef struct onnxio__payloads onnxio__payloads;
 onnxio_status onnxio__payloads_new(const onnxio_parse_options *opts, onnxio__pool *pool, onnxio__payloads **out);
@@ -174,6 +199,33 @@ onnxio_status onnxio__check_location(const char *location, size_t size);
  * unknown) is the model file, refused as a data file (ONNXIO_ERR_PATH_SELF). */
 onnxio_status onnxio__load_external(onnxio_message *root, const char *base_dir, const onnxio_parse_options *opts,
                                     const char *model_path);
+/* A tensor's external_data keys, parsed; location checked (relative, no
+ * '..', no NUL). Strings point into the tensor. */
+typedef struct onnxio__external_ref {
+    const onnxio_string *location;
+    const onnxio_string *checksum; /* NULL when there is no such key */
+    uint64_t offset;
+    uint64_t length;
+    int has_length;
+} onnxio__external_ref;
+onnxio_status onnxio__external_ref_read(const onnxio_TensorProto *t, onnxio__external_ref *r);
+/* Refuses a payload length that is not what the tensor's data_type and
+ * dims need (ONNXIO_ERR_EXTERNAL_DATA); `location` is named in the error. */
+onnxio_status onnxio__external_check_length(const onnxio_TensorProto *t, uint64_t length, const char *location);
+/* The SHA-1 of `size` bytes as 40 lowercase hex digits and a NUL. */
+onnxio_status onnxio__sha1_hex(const void *data, uint64_t size, char hex[41]);
+/* File and entry names made from tensor names: a set compared with ASCII
+ * case folded. */
+typedef struct onnxio__names onnxio__names;
+onnxio__names *onnxio__names_new(size_t expected);
+void onnxio__names_free(onnxio__names *set);
+/* Adds `name` as it is: 1 added, 0 already there, -1 out of memory. */
+int onnxio__names_reserve(onnxio__names *set, const char *name);
+/* A new name from `tensor`: characters outside [A-Za-z0-9._-] become '_',
+ * never a leading '.', at most 200 bytes of the tensor name, "tensor" when
+ * empty, and "_<n>" appended until it is not in the set (case folded). The
+ * set owns it. NULL when out of memory. */
+const char *onnxio__names_unique(onnxio__names *set, const char *tensor);
 /* The data files of one save, written in full but not yet renamed. */
 typedef struct onnxio__data_files onnxio__data_files;
 /* Moves the payloads of `model` (a scratch copy in `arena`) that
@@ -188,6 +240,25 @@ onnxio_status onnxio__save_external(onnxio_arena *arena, onnxio_ModelProto *mode
 onnxio_status onnxio__data_files_commit(onnxio__data_files *files);
 /* Removes the temporary data files and frees *files. NULL is a no-op. */
 void onnxio__data_files_abort(onnxio__data_files *files);
+
+/* archive.c: .onnxz archives (docs/onnxz.md); model.c drives the load. */
+/* 1 when `size` bytes at `data` start like a zip archive. */
+int onnxio__is_archive(const void *data, size_t size);
+/* Validates the archive held in `map` (`size` bytes at `data`, kept alive by
+ * `owner`, which gets a reference); fd >= 0 is the same bytes as a file
+ * (payload copies are then preads); `what` names it in errors. */
+onnxio_status onnxio__archive_open(const uint8_t *data, size_t size, onnxio_buffer *owner, int fd, const char *what,
+                                   onnxio_archive **out);
+/* The bytes of __MODEL_PROTO: in the archive's memory when stored, else
+ * inflated into a new buffer. *owner is a new reference to what holds them
+ * (the caller drops it). The CRC-32 is checked when `verify_crc`. */
+onnxio_status onnxio__archive_model(onnxio_archive *a, bool verify_crc, const uint8_t **data, size_t *size,
+                                    onnxio_buffer **owner);
+/* Resolves every external tensor under `root` to its entry and loads the
+ * payloads as opts asks (checks first, as onnxio__load_external). */
+onnxio_status onnxio__archive_load_payloads(onnxio_archive *a, onnxio_message *root, const onnxio_parse_options *opts);
+/* Whether opts asks for CRC checks. */
+bool onnxio__verify_crc(const onnxio_parse_options *opts);
 
 /* message.c: calls fn(msg, parent, field) for every message of type
  * `target` in the tree under `root` (depth first, in field order), where

@@ -73,25 +73,70 @@ ONNXIO_API onnxio_status onnxio_parse(const onnxio_message_desc *desc, const voi
     return ONNXIO_OK;
 }
 
+static int wants_external(const onnxio_parse_options *opts)
+{
+    return !opts || opts->load_external_data != ONNXIO_OFF;
+}
+
+/* Loads the .onnxz archive in `data` (docs/onnxz.md): its __MODEL_PROTO
+ * parsed as a model file is, then every external tensor resolved to its
+ * entry. */
+static onnxio_status load_archive(const uint8_t *data, size_t size, onnxio_buffer *owner, int fd, const char *what,
+                                  const onnxio_parse_options *opts, onnxio_arena *arena, void **out)
+{
+    onnxio_status s = check_parse_options(opts);
+    if (s) return s;
+    onnxio_archive *a;
+    if ((s = onnxio__archive_open(data, size, owner, fd, what, &a))) return s;
+    const uint8_t *model_data;
+    size_t model_size;
+    onnxio_buffer *model_owner = NULL;
+    void *m = NULL;
+    bool saw_external = false;
+    if (!(s = onnxio__archive_model(a, onnxio__verify_crc(opts), &model_data, &model_size, &model_owner))) {
+        if (!(m = onnxio_message_new(arena, &onnxio_desc_ModelProto)))
+            s = onnxio__fail(arena ? ONNXIO_ERR_NO_MEMORY : ONNXIO_ERR_INVALID_ARGUMENT, "load: cannot create the message");
+        else if ((s = parse_bytes(m, model_data, model_size, model_owner, -1, opts, arena, &saw_external)))
+            onnxio__context(s, "entry __MODEL_PROTO");
+        else if (saw_external && wants_external(opts))
+            s = onnxio__archive_load_payloads(a, m, opts);
+    }
+    onnxio_buffer_unref(model_owner);
+    onnxio_archive_close(a);
+    if (s) {
+        if (m) onnxio_message_clear(m);
+        return s;
+    }
+    *out = m;
+    return ONNXIO_OK;
+}
+
 /* Parses a whole file: mapped, and in no_copy mode payloads keep the
- * mapping alive. */
+ * mapping alive. A model file may be an .onnxz archive (*was_archive is
+ * then set, and its payloads are loaded too). */
 static onnxio_status load_mapped(const onnxio_message_desc *desc, const char *path, const onnxio_parse_options *opts,
-                                 onnxio_arena *arena, void **out, bool *saw_external)
+                                 onnxio_arena *arena, void **out, bool *saw_external, bool *was_archive)
 {
     onnxio_buffer *map;
     int fd;
     *out = NULL;
     onnxio_status s = onnxio__map_file(path, &map, &fd);
     if (s) return s;
-    void *m = onnxio_message_new(arena, desc);
-    if (!m) s = onnxio__fail(arena ? ONNXIO_ERR_NO_MEMORY : ONNXIO_ERR_INVALID_ARGUMENT, "load: cannot create the message");
-    else s = parse_bytes(m, onnxio_buffer_data(map), onnxio_buffer_size(map), map, fd, opts, arena, saw_external);
+    const uint8_t *data = onnxio_buffer_data(map);
+    size_t size = onnxio_buffer_size(map);
+    void *m = NULL;
+    if (was_archive && onnxio__is_archive(data, size)) {
+        *was_archive = true;
+        s = load_archive(data, size, map, fd, path, opts, arena, &m);
+    } else if (!(m = onnxio_message_new(arena, desc))) {
+        s = onnxio__fail(arena ? ONNXIO_ERR_NO_MEMORY : ONNXIO_ERR_INVALID_ARGUMENT, "load: cannot create the message");
+    } else if ((s = parse_bytes(m, data, size, map, fd, opts, arena, saw_external))) {
+        onnxio_message_clear(m);
+        onnxio__context(s, "%s", path);
+    }
     close(fd);
     onnxio_buffer_unref(map);
-    if (s) {
-        if (m) onnxio_message_clear(m);
-        return onnxio__context(s, "%s", path);
-    }
+    if (s) return s;
     *out = m;
     return ONNXIO_OK;
 }
@@ -101,12 +146,7 @@ ONNXIO_API onnxio_status onnxio_load_file(const onnxio_message_desc *desc, const
 {
     if (!path || !out) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "load: NULL argument");
     onnxio__clear_error();
-    return load_mapped(desc, path, opts, arena, out, NULL);
-}
-
-static int wants_external(const onnxio_parse_options *opts)
-{
-    return !opts || opts->load_external_data != ONNXIO_OFF;
+    return load_mapped(desc, path, opts, arena, out, NULL, NULL);
 }
 
 ONNXIO_API onnxio_status onnxio_load_model(const char *path, const onnxio_parse_options *opts,
@@ -115,10 +155,10 @@ ONNXIO_API onnxio_status onnxio_load_model(const char *path, const onnxio_parse_
     if (!path || !out) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "load: NULL argument");
     onnxio__clear_error();
     void *m;
-    bool saw_external = false;
-    onnxio_status s = load_mapped(&onnxio_desc_ModelProto, path, opts, arena, &m, &saw_external);
+    bool saw_external = false, was_archive = false;
+    onnxio_status s = load_mapped(&onnxio_desc_ModelProto, path, opts, arena, &m, &saw_external, &was_archive);
     if (s) return s;
-    if (saw_external && wants_external(opts)) {
+    if (!was_archive && saw_external && wants_external(opts)) {
         char *dir = opts && opts->base_dir ? NULL : onnxio__dirname(path);
         const char *base = opts && opts->base_dir ? opts->base_dir : dir;
         if (!base) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
@@ -139,6 +179,12 @@ ONNXIO_API onnxio_status onnxio_load_model_from_bytes(const void *data, size_t s
 {
     if (!out) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "load: NULL argument");
     void *m;
+    if (onnxio__is_archive(data, size)) {
+        onnxio__clear_error();
+        onnxio_status s = load_archive(data, size, owner, -1, NULL, opts, arena, &m);
+        *out = s ? NULL : m;
+        return s;
+    }
     onnxio_status s = onnxio_parse(&onnxio_desc_ModelProto, data, size, owner, opts, arena, &m);
     if (s) return s;
     if (wants_external(opts) && opts && opts->base_dir) {
@@ -203,6 +249,8 @@ ONNXIO_API onnxio_status onnxio_save_model(onnxio_ModelProto *model, const char 
 {
     if (!model || !path) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "save: NULL argument");
     onnxio__clear_error();
+    size_t n = strlen(path);
+    if (n >= 6 && strcmp(path + n - 6, ".onnxz") == 0) return onnxio_save_archive(model, path, opts);
     if (opts && (opts->tensor_buffer.alignment & (opts->tensor_buffer.alignment - 1)))
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "alignment %llu is not a power of two",
                             (unsigned long long)opts->tensor_buffer.alignment);

@@ -68,11 +68,15 @@ static onnxio_status fill(onnxio__payloads *p, const onnxio_TensorProto *t, cons
                           onnxio_buffer *dst_owner)
 {
     onnxio__job job = {.dst = dst, .size = src->size, .what = src->what ? src->what : name_of(t), .keep = dst_owner};
+    if (src->crc) {
+        job.crc = src->crc->piece;
+        src->crc->filled = true;
+    }
     if (src->fd >= 0 && (src->size >= p->threshold || !src->data)) {
         job.kind = ONNXIO__JOB_PREAD;
         job.fd = src->fd;
         job.offset = src->offset;
-    } else if (src->size < p->threshold) {
+    } else if (src->size < p->threshold && !src->crc) {
         memcpy(dst, src->data, (size_t)src->size);
         return ONNXIO_OK;
     } else {
@@ -104,7 +108,7 @@ static onnxio_status place(onnxio__payloads *p, onnxio_TensorProto *t, const onn
         loaded(t, src);
         return ONNXIO_OK;
     }
-    if (p->no_copy && src->data) {
+    if (p->no_copy && src->data && !src->copy) {
         onnxio_span_set(span, (uint8_t *)src->data, (size_t)src->size, src->owner);
         loaded(t, src);
         return ONNXIO_OK;

@@ -11,12 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "internal.h"
 
 /* Pieces of this size keep every thread busy on one large tensor while
  * costing one lock round trip per 8 MiB. */
-#define PIECE_SIZE (8u << 20)
+#define PIECE_SIZE ONNXIO__CRC_PIECE
 #define MAX_THREADS 64
 
 struct onnxio__pool {
@@ -43,16 +44,55 @@ int onnxio__num_threads(int requested)
     return n > MAX_THREADS ? MAX_THREADS : (int)n;
 }
 
+uint32_t onnxio__crc32(uint32_t crc, const void *data, uint64_t size)
+{
+    const Bytef *p = data;
+    while (size) {
+        uInt n = size > (1u << 30) ? (1u << 30) : (uInt)size;
+        crc = (uint32_t)crc32(crc, p, n);
+        p += n;
+        size -= n;
+    }
+    return crc;
+}
+
+uint32_t onnxio__crc_join(const uint32_t *pieces, uint64_t size)
+{
+    uint32_t crc = pieces[0];
+    size_t n = onnxio__crc_pieces(size);
+    for (size_t k = 1; k < n; k++) {
+        uint64_t len = k + 1 < n ? ONNXIO__CRC_PIECE : size - (uint64_t)k * ONNXIO__CRC_PIECE;
+        crc = (uint32_t)crc32_combine(crc, pieces[k], (z_off_t)len);
+    }
+    return crc;
+}
+
+/* Bytes moved between CRC updates: small enough that they are still in
+ * the cache when the CRC reads them. */
+#define CRC_STEP (1u << 20)
+
 static onnxio_status run_job(const onnxio__job *j, char *error, size_t error_size)
 {
-    if (j->kind == ONNXIO__JOB_COPY) {
-        memcpy(j->dst, j->src, (size_t)j->size);
+    uint32_t crc = 0;
+    if (j->kind == ONNXIO__JOB_COPY || j->kind == ONNXIO__JOB_CRC) {
+        if (!j->crc) {
+            memcpy(j->dst, j->src, (size_t)j->size);
+            return ONNXIO_OK;
+        }
+        for (uint64_t at = 0; at < j->size; at += CRC_STEP) {
+            size_t n = j->size - at < CRC_STEP ? (size_t)(j->size - at) : CRC_STEP;
+            if (j->kind == ONNXIO__JOB_COPY) memcpy(j->dst + at, j->src + at, n);
+            crc = onnxio__crc32(crc, j->src + at, n);
+        }
+        *j->crc = crc;
         return ONNXIO_OK;
     }
     int reading = j->kind == ONNXIO__JOB_PREAD;
+    if (j->crc && !reading) crc = onnxio__crc32(0, j->src, j->size);
+    uint64_t step = j->crc && reading ? CRC_STEP : (1u << 30);
     for (uint64_t done = 0; done < j->size;) {
         uint64_t want = j->size - done;
-        size_t n1 = want > (1u << 30) ? (1u << 30) : (size_t)want;
+        size_t n1 = want > step ? (size_t)step : (size_t)want;
         off_t at = (off_t)(j->offset + done);
         ssize_t n = reading ? pread(j->fd, j->dst + done, n1, at) : pwrite(j->fd, j->src + done, n1, at);
         if (n < 0 && errno == EINTR) continue;
@@ -63,8 +103,10 @@ static onnxio_status run_job(const onnxio__job *j, char *error, size_t error_siz
                            : reading ? "the file is shorter than expected (changed while loading?)" : "no progress");
             return ONNXIO_ERR_IO;
         }
+        if (j->crc && reading) crc = onnxio__crc32(crc, j->dst + done, (size_t)n);
         done += (uint64_t)n;
     }
+    if (j->crc) *j->crc = crc;
     return ONNXIO_OK;
 }
 
@@ -151,10 +193,24 @@ static onnxio_status keep(onnxio__pool *p, onnxio_buffer *b)
 
 onnxio_status onnxio__pool_add(onnxio__pool *p, const onnxio__job *job)
 {
-    if (job->size == 0) return ONNXIO_OK;
+    if (job->size == 0) {
+        if (job->crc) job->crc[0] = 0;
+        return ONNXIO_OK;
+    }
     if (p->threads <= 1) {
         if (p->status) return p->status;
-        onnxio_status s = onnxio__job_run(job);
+        onnxio_status s = ONNXIO_OK;
+        /* Cut as on the workers: a CRC piece is the same whatever the count. */
+        uint64_t step = job->crc ? PIECE_SIZE : job->size;
+        for (uint64_t at = 0; !s && at < job->size; at += step) {
+            onnxio__job piece = *job;
+            piece.size = job->size - at < step ? job->size - at : step;
+            piece.offset = job->offset + at;
+            if (piece.dst) piece.dst += at;
+            if (piece.src) piece.src += at;
+            if (piece.crc) piece.crc += at / PIECE_SIZE;
+            s = onnxio__job_run(&piece);
+        }
         if (s) {
             p->status = s;
             snprintf(p->error, sizeof p->error, "%s", onnxio_last_error());
@@ -170,6 +226,7 @@ onnxio_status onnxio__pool_add(onnxio__pool *p, const onnxio__job *job)
         piece.offset = job->offset + at;
         if (piece.dst) piece.dst += at;
         if (piece.src) piece.src += at;
+        if (piece.crc) piece.crc += at / PIECE_SIZE;
         s = push(p, &piece);
     }
     /* Workers start with the first job, so a load without large payloads

@@ -54,7 +54,10 @@ typedef enum onnxio_status {
     ONNXIO_ERR_MISSING_PAYLOAD = 12, /* serializing a payload that was never loaded (skip_raw_data) */
     ONNXIO_ERR_PATH_LINK = 13,       /* an external data file has other hard links (it may be a file outside the base directory) */
     ONNXIO_ERR_PATH_SELF = 14,       /* an external data location names the model file itself */
-    ONNXIO_ERR_CHECKSUM = 15,        /* an external data file's SHA-1 differs from its checksum key */
+    ONNXIO_ERR_CHECKSUM = 15,        /* an external data file's SHA-1 differs from its checksum key, or
+                                      * a zip archive entry's CRC-32 differs from its recorded one */
+    ONNXIO_ERR_ARCHIVE = 16,         /* a malformed or unsafe .onnxz (zip) archive: bad records, unsafe or
+                                      * duplicate entry names, overlapping entries, no __MODEL_PROTO */
 } onnxio_status;
 
 /* The symbolic name of a status ("ONNXIO_ERR_DECODE"); static storage. */
@@ -186,10 +189,13 @@ typedef struct onnxio_tensor_buffer_options {
      * 0 means the default, 1024 bytes. */
     uint64_t raw_data_threshold;
     /* Alignment in bytes (a power of two) of large payload buffers and of
-     * offsets in consolidated buffers and external data files. 0 means the
-     * default: 64 in memory; 4096 (the page size) in external data files,
-     * as onnx-ml.proto recommends ("Offset values SHOULD be multiples 4096
-     * to enable mmap support"). 1 means no alignment. */
+     * offsets in consolidated buffers, external data files and .onnxz
+     * archives. 0 means the default: 64 in memory and in archives; 4096
+     * (the page size) in external data files, as onnx-ml.proto recommends
+     * ("Offset values SHOULD be multiples 4096 to enable mmap support").
+     * 1 means no alignment. On load from an archive, a stored entry whose
+     * payload does not start at a multiple of it is copied even with
+     * no_copy. */
     uint64_t alignment;
 } onnxio_tensor_buffer_options;
 
@@ -258,8 +264,14 @@ typedef struct onnxio_parse_options {
     /* External data whose external_data has a "checksum" key: compute the
      * SHA-1 of the whole data file (onnx-ml.proto: "SHA1 digest of file
      * specified under 'location'") and refuse a mismatch with
-     * ONNXIO_ERR_CHECKSUM before any payload of that file is used. */
+     * ONNXIO_ERR_CHECKSUM before any payload of that file is used. In an
+     * .onnxz archive the "file" is the entry named by 'location'. */
     bool verify_checksum;
+    /* .onnxz archives: check the CRC-32 of every entry the load reads.
+     * DEFAULT: on for copy loads (computed while the bytes are copied), off
+     * for no_copy (it would read every page of the mapping). A mismatch is
+     * ONNXIO_ERR_CHECKSUM. */
+    onnxio_toggle verify_crc;
 } onnxio_parse_options;
 
 /* Moving payloads to an external data file on save (ONNX external data:
@@ -386,6 +398,95 @@ onnxio_status onnxio_load_external_data(onnxio_ModelProto *model, const char *ba
 /* The same for one tensor (does nothing when it is not external). */
 onnxio_status onnxio_load_tensor_external_data(onnxio_TensorProto *tensor, const char *base_dir,
                                                const onnxio_parse_options *opts);
+
+/* ---- .onnxz archives (docs/onnxz.md) --------------------------------- */
+
+/* An .onnxz file is a zip archive (PKWARE APPNOTE 6.3.x): one stored entry
+ * per large tensor payload, each starting on an aligned file offset (the
+ * padding is an extra field of the local header), and last the entry
+ * "__MODEL_PROTO", the ModelProto, whose tensors refer to their entries
+ * with the ordinary external data keys (data_location = EXTERNAL,
+ * location = entry name, offset and length within the entry). ZIP64
+ * records are written whenever a size, offset or count needs them, and
+ * every entry has its CRC-32. docs/onnxz.md is the full format.
+ *
+ * onnxio_load_model and onnxio_load_model_from_bytes recognize an archive
+ * by its first bytes ("PK\3\4") and load it: the central directory is
+ * validated, __MODEL_PROTO parsed, and every external tensor resolved to
+ * its entry (unless load_external_data is OFF: the tensors then stay
+ * external, referring to entry names). no_copy gives payloads that point
+ * into the archive's mapping (stored entries at an offset aligned to
+ * tensor_buffer.alignment; others are copied); copy mode reads them on
+ * num_threads threads, checking CRC-32s (see verify_crc). Entries
+ * compressed with deflate are inflated. onnxio_save_model writes an
+ * archive when the path ends in ".onnxz".
+ *
+ * Errors of a malformed or hostile archive, each before any payload is
+ * allocated: ONNXIO_ERR_ARCHIVE for bad or inconsistent records (end of
+ * central directory, ZIP64 records, central headers that disagree with
+ * local headers), entry names that are absolute or have a '..' component
+ * or a NUL, duplicate names, entries that overlap each other or the
+ * central directory or run past the end of the file, encrypted entries,
+ * methods other than stored and deflate, a missing __MODEL_PROTO;
+ * ONNXIO_ERR_EXTERNAL_DATA / ONNXIO_ERR_EXTERNAL_RANGE for a tensor whose
+ * location is not an entry, or whose offset and length do not fit the
+ * entry or its type and shape; ONNXIO_ERR_CHECKSUM for a CRC-32 mismatch. */
+
+/* One entry of an archive's central directory. */
+typedef struct onnxio_archive_entry {
+    const char *name;         /* the entry name, NUL-terminated (valid while the archive is open) */
+    size_t name_size;         /* bytes of name */
+    uint64_t header_offset;   /* file offset of its local header */
+    uint64_t data_offset;     /* file offset of its first data byte */
+    uint64_t size;            /* uncompressed bytes */
+    uint64_t compressed_size; /* bytes in the file (= size when stored) */
+    uint32_t crc32;           /* as recorded in the central directory */
+    uint16_t method;          /* 0 stored, 8 deflate */
+} onnxio_archive_entry;
+
+/* An opened, validated archive (its central directory and local headers;
+ * payloads are not read). */
+typedef struct onnxio_archive onnxio_archive;
+
+/* Maps the archive at `path` and validates its structure (the checks
+ * above). *out is freed with onnxio_archive_close. */
+onnxio_status onnxio_archive_open(const char *path, onnxio_archive **out);
+/* The same over `size` bytes at `data`; `owner` (may be NULL: the caller
+ * keeps the bytes alive until the archive is closed) gets a reference. */
+onnxio_status onnxio_archive_open_bytes(const void *data, size_t size, onnxio_buffer *owner, onnxio_archive **out);
+void onnxio_archive_close(onnxio_archive *archive);
+/* Entries in central-directory order. */
+size_t onnxio_archive_entry_count(const onnxio_archive *archive);
+const onnxio_archive_entry *onnxio_archive_entry_at(const onnxio_archive *archive, size_t index);
+/* The entry with this exact name, or NULL. */
+const onnxio_archive_entry *onnxio_archive_find(const onnxio_archive *archive, const char *name);
+
+/* Saves `model` as an .onnxz archive at `path`, whatever its extension,
+ * atomically (temporary file, fsync, rename). Every tensor anywhere in the
+ * model (initializers, attributes, sparse tensors, functions) whose loaded
+ * raw_data has at least opts->external_data.size_threshold bytes (0: 1024)
+ * gets an entry named after the tensor (characters outside [A-Za-z0-9._-]
+ * replaced by '_', never starting with '.', unique also when case is
+ * folded, by a "_<n>" suffix), its data on a multiple of
+ * opts->tensor_buffer.alignment (0: 64) in the file. Payloads and their
+ * CRC-32s are written on num_threads threads; the bytes do not depend on
+ * the count. `model` is not modified. Other external_data options must be
+ * unset (ONNXIO_ERR_INVALID_ARGUMENT). A tensor that is still external
+ * (never loaded) is refused with ONNXIO_ERR_MISSING_PAYLOAD. */
+onnxio_status onnxio_save_archive(onnxio_ModelProto *model, const char *path, const onnxio_serialize_options *opts);
+
+/* Replaces the __MODEL_PROTO of the existing archive at `path` by `model`,
+ * without moving or rewriting any other entry. Tensors of `model` that are
+ * external must refer to entries of the archive (as after a load with
+ * load_external_data OFF), checked as on load; loaded payloads are written
+ * inline in the new __MODEL_PROTO. The new model and central directory are
+ * appended and the old end records removed in an order that leaves, after a
+ * crash at any point, a valid archive with either the old or the new model
+ * (docs/onnxz.md, "Replacing the model"); the old model's bytes stay in the
+ * file, unreferenced, until the archive is rewritten (onnxio_save_archive).
+ * Memory mappings of the archive stay valid. */
+onnxio_status onnxio_archive_replace_model(const char *path, onnxio_ModelProto *model,
+                                           const onnxio_serialize_options *opts);
 
 /* ---- consolidation -------------------------------------------------- */
 
