@@ -21,7 +21,9 @@ For each model it runs, one after the other in the same invocation:
                            (in a child process, so that each model starts
                            with a clean heap)
 
-then measures the peak memory of one load per fresh process (onnxio copy and
+then the same model as .onnx, .onnx + external data and .onnxz, each
+written and read back by onnxio (onnxio_bench --archive), then measures the
+peak memory of one load per fresh process (onnxio copy and
 no_copy, onnx.load), checks the targets of issue 3 on the medians, prints
 everything, and (unless --no-write) replaces the results section of
 BENCHMARKS.md and draws docs/bench.png. Each tool reads the file once before
@@ -251,6 +253,39 @@ def times_table(results, stat):
     return "\n".join(lines)
 
 
+ARCHIVE_ROWS = [
+    ("load, copy, 1 thread", "load_1t", "load_file"),
+    ("load, copy, 2 threads", "load_2t", "load_file"),
+    ("load, no_copy (mmap)", "load_no_copy", "load_file"),
+    ("save, 1 thread", "save_1t", "save_file"),
+    ("save, 2 threads", "save_2t", "save_file"),
+]
+
+
+def archive_table(arch, by_name, stat):
+    """The .onnxz container against the single .onnx file and .onnx +
+    external data, all written and read by onnxio in one process
+    (onnxio_bench --archive), with the onnx package on the same two layouts
+    from this run as the reference."""
+    lines = ["| gpt2, onnxio | .onnx (s) | .onnx + external data (s) | .onnxz (s) "
+             "| .onnx / .onnxz | external / .onnxz | onnx package: .onnx / .onnxz "
+             "| onnx package: external / .onnxz |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    samples = (arch or {}).get("samples", {})
+    one = lambda layout, key: stat({"samples": samples.get(layout, {})}, key)
+    for label, key, pkey in ARCHIVE_ROWS:
+        a, e, z = one("onnx", key), one("onnx_external", key), one("onnxz", key)
+        pa = stat(by_name.get("gpt2", {}).get("python"), pkey)
+        pe = stat(by_name.get("gpt2_ext", {}).get("python"), pkey)
+        lines.append(f"| {label} | {fmt_t(a)} | {fmt_t(e)} | {fmt_t(z)} | {fmt_ratio(a, z)} "
+                     f"| {fmt_ratio(e, z)} | {fmt_ratio(pa, z)} | {fmt_ratio(pe, z)} |")
+    z = one("onnxz", "load_1t_no_crc")
+    a, e = one("onnx", "load_1t"), one("onnx_external", "load_1t")
+    lines.append(f"| load, copy, 1 thread, verify_crc off | {fmt_t(a)} | {fmt_t(e)} | {fmt_t(z)} "
+                 f"| {fmt_ratio(a, z)} | {fmt_ratio(e, z)} | | |")
+    return "\n".join(lines)
+
+
 def memory_table(mem):
     lines = ["| load of gpt2.onnx | time (s) | peak RSS growth (MiB) | of which private (MiB) "
              "| payload (MiB) | structure (MiB) |",
@@ -438,6 +473,15 @@ def main():
             results.append(r)
             by_name[name] = r
 
+        # The three layouts of gpt2.onnx, written and read by onnxio.
+        print("bench: gpt2.onnx as .onnx, .onnx + external data and .onnxz", file=sys.stderr)
+        t0 = time.time()
+        archive = run_json([onnxio_bin, "--archive", GPT2, str(args.repeats), tmp])
+        status = archive.get("error") or ("ok" if archive.get("identical") else "loads differ from the model")
+        print(f"bench:   onnxio --archive: {status} ({time.time() - t0:.1f} s)", file=sys.stderr)
+        if "error" in archive or not archive.get("identical"):
+            failed = True
+
     # Peak memory: one load per fresh process, so that nothing an earlier
     # load freed is reused and VmHWM is this load's own.
     print("bench: peak memory of one load of gpt2.onnx per process", file=sys.stderr)
@@ -456,7 +500,7 @@ def main():
     target_rows = targets(by_name, mem)
     report = {"date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "commit": commit(),
               "machine": mach, "load_after": os.getloadavg(), "repeats": args.repeats,
-              "seconds": time.time() - t_start, "results": results, "memory": mem,
+              "seconds": time.time() - t_start, "results": results, "archive": archive, "memory": mem,
               "targets": [{"target": t[0], "measured": t[1], "limit": t[2], "pass": t[5]}
                           for t in target_rows]}
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
@@ -476,7 +520,13 @@ def main():
         "![targets](docs/bench.png)", "",
         f"### Median of {args.repeats}", "", times_table(results, median), "",
         f"### Best of {args.repeats}", "", times_table(results, best), "",
-        "### Peak memory of one load (fresh process each)", "", memory_table(mem),
+        "### Peak memory of one load (fresh process each)", "", memory_table(mem), "",
+        f"### The .onnxz container: median of {args.repeats}", "",
+        "Copy loads of the archive check every entry's CRC-32 (the default); the last row "
+        "turns that off. Ratios: the other layout's time / the .onnxz time (above 1: .onnxz "
+        "is faster). File sizes: " + ", ".join(
+            f"{k} {mib(v)} MiB" for k, v in (archive.get("file_bytes") or {}).items()) + ".", "",
+        archive_table(archive, by_name, median),
     ])
     print("\n" + section)
     for r in results:

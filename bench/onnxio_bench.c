@@ -5,6 +5,7 @@
  *   bench/out/onnxio_bench MODEL.onnx [REPEATS] [OUT_DIR]
  *   bench/out/onnxio_bench --external MODEL.onnx [REPEATS] [OUT_DIR]
  *   bench/out/onnxio_bench --rss MODEL.onnx copy|no_copy THREADS
+ *   bench/out/onnxio_bench --archive MODEL.onnx REPEATS OUT_DIR
  *
  * Built by `make bench` against build/libonnxio.a. Times are in seconds with
  * the file already in the page cache, every run kept in "samples"; freeing
@@ -266,12 +267,82 @@ static int run_rss(const char *path, const char *mode, int threads)
     return 0;
 }
 
+/* --archive: the three file layouts of one model side by side, in this
+ * one process, on files written to OUT_DIR by onnxio itself from MODEL:
+ * the single .onnx, .onnx + one external data file (threshold 1024,
+ * default 4096 alignment) and .onnxz (threshold 1024, 64 alignment). For
+ * each layout "save_1t", "save_2t", "load_1t", "load_2t", "load_no_copy"
+ * (copy loads of the archive check CRC-32s, the library default; for the
+ * archive also "load_1t_no_crc", a copy load with verify_crc OFF). Every
+ * load is compared with the model (onnxio_message_equal after the
+ * first load of each layout). */
+static int run_archive(const char *path, int repeats, const char *out_dir)
+{
+    static const char *const layouts[3] = {"onnx", "onnx_external", "onnxz"};
+    static const char *const ops[6] = {"save_1t", "save_2t", "load_1t", "load_2t", "load_no_copy", "load_1t_no_crc"};
+    series s[3][6];
+    memset(s, 0, sizeof s);
+    onnxio_arena *arena = onnxio_arena_new();
+    onnxio_ModelProto *model = NULL;
+    onnxio_parse_options lo = parse_opts(0, false);
+    check(onnxio_load_model(path, &lo, arena, &model), "load_model");
+    char dst[3][4096];
+    snprintf(dst[0], sizeof dst[0], "%s/bench.onnx", out_dir);
+    snprintf(dst[1], sizeof dst[1], "%s/bench_ext.onnx", out_dir);
+    snprintf(dst[2], sizeof dst[2], "%s/bench.onnxz", out_dir);
+    int identical = 1;
+    unsigned long long sizes[3] = {0, 0, 0};
+    for (int l = 0; l < 3; l++) {
+        for (int k = 0; k < 6; k++) {
+            s[l][k].name = ops[k];
+            s[l][k].v = xcalloc((size_t)repeats, sizeof(double));
+        }
+        const char *location = l == 1 ? "bench_ext.onnx.data" : NULL;
+        time_save(&s[l][0], model, dst[l], location, 1, repeats);
+        time_save(&s[l][1], model, dst[l], location, 2, repeats);
+        struct stat st;
+        if (stat(dst[l], &st) == 0) sizes[l] = (unsigned long long)st.st_size;
+        onnxio_arena *back_arena = onnxio_arena_new();
+        onnxio_ModelProto *back = NULL;
+        check(onnxio_load_model(dst[l], &lo, back_arena, &back), "load_model (saved)");
+        identical &= onnxio_message_equal(model, back);
+        onnxio_arena_unref(back_arena);
+        time_load(&s[l][2], dst[l], parse_opts(1, false), repeats);
+        time_load(&s[l][3], dst[l], parse_opts(2, false), repeats);
+        time_load(&s[l][4], dst[l], parse_opts(1, true), repeats);
+        if (l == 2) {
+            onnxio_parse_options o = parse_opts(1, false);
+            o.verify_crc = ONNXIO_OFF;
+            time_load(&s[l][5], dst[l], o, repeats);
+        }
+    }
+    printf("{\"tool\": \"onnxio\", \"version\": \"%s\", \"model\": ", ONNXIO_VERSION_STRING);
+    json_string(path);
+    printf(", \"repeats\": %d, \"identical\": %s, \"file_bytes\": {\"onnx\": %llu, \"onnx_external\": %llu, "
+           "\"onnxz\": %llu}, \"samples\": {",
+           repeats, identical ? "true" : "false", sizes[0], sizes[1], sizes[2]);
+    for (int l = 0; l < 3; l++) {
+        printf("%s\"%s\": {", l ? ", " : "", layouts[l]);
+        print_series(s[l], 6);
+        printf("}");
+        for (int k = 0; k < 6; k++) free(s[l][k].v);
+    }
+    printf("}}\n");
+    for (int l = 0; l < 3; l++) unlink(dst[l]);
+    char data[4200];
+    snprintf(data, sizeof data, "%s/bench_ext.onnx.data", out_dir);
+    unlink(data);
+    onnxio_arena_unref(arena);
+    return identical ? 0 : 1;
+}
+
 static int usage(const char *argv0)
 {
     fprintf(stderr,
             "usage: %s [--external] MODEL.onnx [REPEATS] [OUT_DIR]\n"
-            "       %s --rss MODEL.onnx copy|no_copy THREADS\n",
-            argv0, argv0);
+            "       %s --rss MODEL.onnx copy|no_copy THREADS\n"
+            "       %s --archive MODEL.onnx REPEATS OUT_DIR\n",
+            argv0, argv0, argv0);
     return 2;
 }
 
@@ -282,6 +353,12 @@ int main(int argc, char **argv)
         if (argc != 5)
             return usage(argv0);
         return run_rss(argv[2], argv[3], atoi(argv[4]));
+    }
+    if (argc >= 2 && strcmp(argv[1], "--archive") == 0) {
+        if (argc != 5)
+            return usage(argv0);
+        int repeats = atoi(argv[3]);
+        return run_archive(argv[2], repeats < 1 ? 1 : repeats, argv[4]);
     }
     bool external = false;
     if (argc >= 2 && strcmp(argv[1], "--external") == 0) {

@@ -1,11 +1,12 @@
 /* onnxio convert: re-save a model, moving tensor payloads to or from an
- * external data file. */
+ * external data file, or into or out of an .onnxz archive. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "common.h"
+#include "onnxz.h"
 #include "tensor.h"
 #include "walk.h"
 
@@ -15,63 +16,67 @@ static int run_convert(int argc, char **argv);
 
 const cli_verb cli_verb_convert = {
     "convert",
-    "Re-save a model, moving tensor data to or from an external data file.",
+    "Re-save a model, moving tensor data to or from external data or an archive.",
     "onnxio convert IN OUT [--external-data LOCATION | --one-file-per-tensor] [--inline] [options]",
-    "Loads IN and saves it as OUT (written atomically: a failed save leaves no\n"
-    "partial OUT and no partial data file behind). OUT is written in\n"
-    "libprotobuf's byte layout.\n"
+    "Loads IN (an .onnx file, with or without external data, or an .onnxz\n"
+    "archive, known by its content) and saves it as OUT, atomically: a failed\n"
+    "save leaves no partial OUT or data file behind. OUT ending in \".onnxz\" is\n"
+    "written as an archive, any other OUT in libprotobuf's byte layout. The\n"
+    "CRC-32 of every entry read from an IN archive is checked (also with\n"
+    "--no-copy).\n"
     "\n"
-    "What happens to tensor data:\n"
-    "  (no option)                 Tensors stay where they are: inline tensors\n"
-    "                              stay inline, and tensors with external data\n"
-    "                              keep pointing at their files, which are not\n"
-    "                              touched. Their locations are relative to the\n"
-    "                              model's directory, so OUT must then be in the\n"
-    "                              same directory as IN (use --inline or\n"
-    "                              --external-data to write elsewhere).\n"
-    "  --external-data LOCATION    Every raw_data payload of at least BYTES bytes\n"
-    "                              (inline or external in IN) is written to the\n"
-    "                              file LOCATION, relative to OUT's directory (no\n"
-    "                              absolute path, no '..', not OUT itself, no\n"
-    "                              symlink or hard link leading elsewhere);\n"
-    "                              smaller ones end up inline. The file is\n"
-    "                              replaced, not appended to. Each payload starts\n"
-    "                              at a multiple of 4096 bytes (see --alignment).\n"
-    "  --one-file-per-tensor       The same, but each payload gets a file of its\n"
-    "                              own in OUT's directory, named after the tensor\n"
-    "                              (characters other than A-Z a-z 0-9 . _ -\n"
-    "                              become '_', made unique by a _N suffix).\n"
-    "  --inline                    External data is read and stored inside OUT.\n"
+    "What happens to tensor data (OUT not .onnxz):\n"
+    "  (no option)               Inline tensors stay inline; external ones keep\n"
+    "                            pointing at their files (not touched), whose\n"
+    "                            locations are relative to the model's directory:\n"
+    "                            OUT must then be in IN's directory. An IN archive\n"
+    "                            is read as with --inline (its entry names mean\n"
+    "                            nothing outside it).\n"
+    "  --external-data LOCATION  Every raw_data payload of at least BYTES bytes\n"
+    "                            goes to the file LOCATION, relative to OUT's\n"
+    "                            directory (no absolute path, no '..', not OUT, no\n"
+    "                            link leading elsewhere; replaced, not appended\n"
+    "                            to), each at a multiple of 4096 (--alignment);\n"
+    "                            smaller ones end up inline.\n"
+    "  --one-file-per-tensor     The same, one file per payload in OUT's directory,\n"
+    "                            named after the tensor (characters other than\n"
+    "                            A-Z a-z 0-9 . _ - become '_'; a _N suffix makes\n"
+    "                            names unique).\n"
+    "  --inline                  External data is read and stored inside OUT.\n"
     "\n"
-    "options:\n"
-    "  --external-data LOCATION    move large tensor payloads to LOCATION\n"
-    "  --one-file-per-tensor       move large tensor payloads to one file each\n"
-    "  --size-threshold BYTES      the smallest payload moved (default 1024; 0\n"
-    "                              moves every non-empty payload; K, M, G\n"
-    "                              suffixes are powers of 1024)\n"
-    "  --alignment BYTES           offset alignment of payloads in LOCATION (a\n"
-    "                              power of two; default 4096; 1: none)\n"
-    "  --max-file-size BYTES       with --external-data: split the data over files\n"
-    "                              of at most BYTES each, named\n"
-    "                              STEM-00001-of-0000N.EXT after LOCATION (a\n"
-    "                              payload larger than BYTES gets its own file)\n"
-    "  --checksum                  write a \"checksum\" key (SHA-1 of the data file)\n"
-    "                              in every external tensor\n"
-    "  --convert-attribute         also move tensors held in node attributes\n"
-    "                              (Constant nodes), sparse tensors and functions,\n"
-    "                              not only initializers\n"
-    "  --inline                    bring external data back into the model\n"
-    "  --base-dir DIR              read IN's external data from DIR instead of\n"
-    "                              IN's directory\n"
-    "  --verify-checksum           refuse IN's external data files whose SHA-1\n"
-    "                              differs from their \"checksum\" key\n"
-    "  --threads N                 threads for reading and writing payloads (0:\n"
-    "                              one per core, the default; 1: serial); the\n"
-    "                              output is the same whatever N\n"
-    "  --no-copy                   memory-map IN and its data files and save\n"
-    "                              from the mapping (the default)\n"
-    "  --copy                      read IN's payloads into memory instead\n"
-    "  --help                      show this help\n",
+    "OUT ending in \".onnxz\": every payload of IN is read, and every tensor of\n"
+    "the model (initializers, attributes, sparse tensors, functions) whose\n"
+    "raw_data has at least BYTES bytes gets a stored entry named after it, its\n"
+    "data on a multiple of --alignment (default 64) in the file; the model is\n"
+    "the last entry, __MODEL_PROTO. An archive IN is rewritten (new alignment or\n"
+    "threshold, no space left by replaced models). --external-data,\n"
+    "--one-file-per-tensor, --max-file-size, --checksum, --inline and\n"
+    "--convert-attribute (archives take every tensor) are usage errors.\n"
+    "\n"
+    "options (--external-data, --one-file-per-tensor, --inline: see above):\n"
+    "  --size-threshold BYTES    the smallest payload moved to a file or entry\n"
+    "                            (default 1024; 0: every non-empty one; K, M, G\n"
+    "                            suffixes are powers of 1024)\n"
+    "  --alignment BYTES         offset alignment of payloads (a power of two;\n"
+    "                            default 4096 in LOCATION, 64 in archives; 1: none)\n"
+    "  --max-file-size BYTES     with --external-data: split the data over files\n"
+    "                            of at most BYTES, named STEM-00001-of-0000N.EXT\n"
+    "                            after LOCATION (a larger payload gets its own)\n"
+    "  --checksum                write a \"checksum\" key (SHA-1 of the data file)\n"
+    "                            in every external tensor\n"
+    "  --convert-attribute       also move tensors of node attributes (Constant\n"
+    "                            nodes), sparse tensors and functions\n"
+    "  --base-dir DIR            read IN's external data from DIR, not IN's\n"
+    "                            directory\n"
+    "  --verify-checksum         refuse IN's external data (or entries) whose\n"
+    "                            SHA-1 differs from their \"checksum\" key\n"
+    "  --threads N               threads for reading and writing payloads (0: one\n"
+    "                            per core, the default; 1: serial); the output is\n"
+    "                            the same whatever N\n"
+    "  --no-copy                 memory-map IN and its data and save from the\n"
+    "                            mapping (the default)\n"
+    "  --copy                    read IN's payloads into memory instead\n"
+    "  --help                    show this help\n",
     run_convert,
 };
 
@@ -225,7 +230,22 @@ static int run_convert(int argc, char **argv)
         return rc;
     const char *in = pos[0], *out = pos[1];
     int external = location || per_tensor;
+    int out_archive = cli_is_archive_name(out);
 
+    if (out_archive) {
+        /* An archive holds its payloads itself: options that place them in
+         * other files, or keep them out of the archive, make no sense. */
+        static const char *const refused[] = {"external-data", "one-file-per-tensor", "max-file-size",
+                                              "checksum", "convert-attribute", "inline"};
+        const int given[] = {location != NULL, per_tensor, max_file_text != NULL, checksum, convert_attribute,
+                             inline_data};
+        for (size_t i = 0; i < sizeof given / sizeof given[0]; i++)
+            if (given[i])
+                return cli_usage_error(&cli_verb_convert,
+                                       "--%s does not apply to an .onnxz output (an archive holds every "
+                                       "payload of at least --size-threshold bytes, from any tensor)",
+                                       refused[i]);
+    }
     if (location && per_tensor)
         return cli_usage_error(&cli_verb_convert, "--external-data and --one-file-per-tensor exclude each other");
     if (external && inline_data)
@@ -240,8 +260,9 @@ static int run_convert(int argc, char **argv)
     static const char *const needs_external[] = {"size-threshold", "alignment", "checksum", "convert-attribute"};
     const int given[] = {threshold_text != NULL, alignment_text != NULL, checksum, convert_attribute};
     for (size_t i = 0; i < sizeof given / sizeof given[0]; i++)
-        if (given[i] && !external)
-            return cli_usage_error(&cli_verb_convert, "--%s needs --external-data or --one-file-per-tensor",
+        if (given[i] && !external && !out_archive)
+            return cli_usage_error(&cli_verb_convert,
+                                   "--%s needs --external-data, --one-file-per-tensor or an .onnxz OUT",
                                    needs_external[i]);
     if (max_file_text && !location)
         return cli_usage_error(&cli_verb_convert, "--max-file-size needs --external-data");
@@ -267,15 +288,29 @@ static int run_convert(int argc, char **argv)
             return cli_usage_error(&cli_verb_convert, "--threads: invalid thread count '%s'", threads_text);
     }
 
+    /* An archive's tensors refer to its entries by name, which mean nothing
+     * once the model is out of the archive: its payloads are always read
+     * (the content decides, not the name, as for the library's load). An
+     * archive OUT needs every payload too (a tensor left external is
+     * refused by the writer). */
+    int in_archive = cli_starts_like_archive(in);
+    int load_payloads = external || inline_data || out_archive || in_archive;
+
     onnxio_parse_options po = {0};
     /* Payloads point into the input's memory mapping (unless --copy); the
      * save writes to temporary files and renames them, so IN and OUT (and
      * their data files) may be the same files. */
     po.no_copy = !copy;
-    po.load_external_data = (external || inline_data) ? ONNXIO_ON : ONNXIO_OFF;
+    po.load_external_data = load_payloads ? ONNXIO_ON : ONNXIO_OFF;
     po.num_threads = (int)threads;
     po.base_dir = base_dir;
     po.verify_checksum = verify;
+    /* A no_copy load does not check an archive's CRC-32s by default, to
+     * avoid reading every page of the mapping; but a convert reads every
+     * payload anyway, and without the check a damaged entry would be
+     * written out with a fresh, matching CRC-32 (gpt2, 500 MB: about 10%
+     * more time). */
+    po.verify_crc = ONNXIO_ON;
 
     onnxio_arena *arena = onnxio_arena_new();
     if (!arena)
@@ -288,17 +323,22 @@ static int run_convert(int argc, char **argv)
     }
 
     rc = location ? check_location(out, location)
-                  : !external && !inline_data ? check_keep_external(model, in, base_dir, out) : CLI_EXIT_OK;
+                  : !load_payloads ? check_keep_external(model, in, base_dir, out) : CLI_EXIT_OK;
     if (rc == CLI_EXIT_OK) {
         onnxio_serialize_options so = {0};
         so.num_threads = (int)threads;
         so.tensor_buffer.alignment = alignment;
-        so.external_data.location = location;
+        /* For an archive the threshold picks the tensors that get entries;
+         * the other external_data options stay unset, as the writer
+         * requires. */
         so.external_data.size_threshold = threshold;
-        so.external_data.all_tensors_to_one_file = per_tensor ? ONNXIO_OFF : ONNXIO_DEFAULT;
-        so.external_data.max_file_size = max_file_size;
-        so.external_data.checksum = checksum;
-        so.external_data.convert_attribute = convert_attribute;
+        if (!out_archive) {
+            so.external_data.location = location;
+            so.external_data.all_tensors_to_one_file = per_tensor ? ONNXIO_OFF : ONNXIO_DEFAULT;
+            so.external_data.max_file_size = max_file_size;
+            so.external_data.checksum = checksum;
+            so.external_data.convert_attribute = convert_attribute;
+        }
         if (cli_save_model(model, out, &so) != ONNXIO_OK)
             rc = cli_fail("convert", out);
     }

@@ -6,6 +6,7 @@
 
 #include "common.h"
 #include "json.h"
+#include "onnxz.h"
 #include "summary.h"
 #include "tensor.h"
 
@@ -23,12 +24,23 @@ const cli_verb cli_verb_info = {
     "data files the model refers to (tensors and bytes each, and whether the\n"
     "file is there); local functions; sparse initializers.\n"
     "\n"
+    "For an .onnxz archive (known by its content), the external data are the\n"
+    "archive entries the model's tensors refer to (and whether each is there),\n"
+    "and a section \"archive\" lists every entry in directory order: its name,\n"
+    "size, method (stored or deflate), the file offset of its data, the\n"
+    "alignment of that offset (the largest power of two dividing it, at most\n"
+    "4096), and whether a no_copy load borrows it from the file mapping instead\n"
+    "of copying it (\"zero-copy\": stored, and its offset a multiple of 64, the\n"
+    "default alignment; \"-\" for __MODEL_PROTO, the model itself); then the\n"
+    "total: entries, bytes, and how many tensor entries are zero-copy.\n"
+    "\n"
     "Sizes are payload bytes: raw_data, or the typed data fields (entries times\n"
     "the element size; strings by length), or the external data length.\n"
-    "External data is not read.\n"
+    "External data and archive entries are not read.\n"
     "\n"
     "options:\n"
-    "  --json     print one JSON object instead of text\n"
+    "  --json     print one JSON object instead of text (\"archive\" is null\n"
+    "             for a model that is not an archive)\n"
     "  --help     show this help\n",
     run_info,
 };
@@ -138,6 +150,130 @@ static void put_dims(FILE *out, const onnxio_int64_array *dims)
     fputc(']', out);
 }
 
+/* ---- archive entries ------------------------------------------------- */
+
+#define MODEL_ENTRY "__MODEL_PROTO"
+
+static int entry_is_model(const onnxio_archive_entry *e)
+{
+    return e->name_size == sizeof MODEL_ENTRY - 1 && memcmp(e->name, MODEL_ENTRY, e->name_size) == 0;
+}
+
+/* Whether a no_copy load with the default options borrows the entry from
+ * the mapping: the library copies deflated entries (they are inflated) and
+ * stored ones off the default alignment. */
+static int entry_zero_copy(const onnxio_archive_entry *e)
+{
+    return e->method == 0 && e->data_offset % CLI_ARCHIVE_ZERO_COPY_ALIGNMENT == 0;
+}
+
+static const char *method_name(uint16_t method)
+{
+    return method == 0 ? "stored" : method == 8 ? "deflate" : "other";
+}
+
+typedef struct archive_totals {
+    size_t entries;
+    uint64_t bytes;            /* uncompressed */
+    uint64_t compressed_bytes; /* as stored in the file */
+    size_t tensor_entries;     /* every entry but the model */
+    size_t zero_copy;          /* tensor entries a no_copy load borrows */
+} archive_totals;
+
+static archive_totals archive_sum(const onnxio_archive *a)
+{
+    archive_totals t = {0, 0, 0, 0, 0};
+    t.entries = onnxio_archive_entry_count(a);
+    for (size_t i = 0; i < t.entries; i++) {
+        const onnxio_archive_entry *e = onnxio_archive_entry_at(a, i);
+        t.bytes += e->size;
+        t.compressed_bytes += e->compressed_size;
+        if (entry_is_model(e))
+            continue;
+        t.tensor_entries++;
+        t.zero_copy += entry_zero_copy(e) != 0;
+    }
+    return t;
+}
+
+static void text_archive(const onnxio_archive *a)
+{
+    char size[32];
+    archive_totals t = archive_sum(a);
+    size_t width = 4; /* "name" */
+    for (size_t i = 0; i < t.entries; i++) {
+        size_t n = onnxio_archive_entry_at(a, i)->name_size;
+        if (n > width)
+            width = n;
+    }
+    if (width > 40)
+        width = 40;
+    printf("archive:          %zu entries\n", t.entries);
+    printf("  %-*s  %10s  %-7s  %12s  %5s  %s\n", (int)width, "name", "size", "method", "data offset", "align",
+           "zero-copy");
+    for (size_t i = 0; i < t.entries; i++) {
+        const onnxio_archive_entry *e = onnxio_archive_entry_at(a, i);
+        onnxio_string name = {e->name, e->name_size};
+        printf("  ");
+        put_escaped(stdout, name);
+        printf("%*s  %10s  %-7s  %12" PRIu64 "  %5" PRIu64 "  %s\n",
+               (int)(e->name_size < width ? width - e->name_size : 0), "",
+               cli_human_size(e->size, size, sizeof size), method_name(e->method), e->data_offset,
+               cli_offset_alignment(e->data_offset, CLI_ARCHIVE_MAX_SHOWN_ALIGNMENT),
+               entry_is_model(e) ? "-" : entry_zero_copy(e) ? "yes" : "no");
+    }
+    printf("  total: %zu entries, %s (%" PRIu64 " bytes), %zu of %zu tensor entries zero-copy\n", t.entries,
+           cli_human_size(t.bytes, size, sizeof size), t.bytes, t.zero_copy, t.tensor_entries);
+}
+
+static void json_archive(cli_json *j, const onnxio_archive *a)
+{
+    archive_totals t = archive_sum(a);
+    cli_json_begin_object(j);
+    cli_json_key(j, "entries");
+    cli_json_begin_array(j);
+    for (size_t i = 0; i < t.entries; i++) {
+        const onnxio_archive_entry *e = onnxio_archive_entry_at(a, i);
+        cli_json_begin_object(j);
+        cli_json_key(j, "name");
+        cli_json_string(j, e->name, e->name_size);
+        cli_json_key(j, "size");
+        cli_json_uint(j, e->size);
+        cli_json_key(j, "compressed_size");
+        cli_json_uint(j, e->compressed_size);
+        cli_json_key(j, "method");
+        cli_json_cstring(j, method_name(e->method));
+        cli_json_key(j, "crc32");
+        cli_json_uint(j, e->crc32);
+        cli_json_key(j, "header_offset");
+        cli_json_uint(j, e->header_offset);
+        cli_json_key(j, "data_offset");
+        cli_json_uint(j, e->data_offset);
+        cli_json_key(j, "alignment");
+        cli_json_uint(j, cli_offset_alignment(e->data_offset, CLI_ARCHIVE_MAX_SHOWN_ALIGNMENT));
+        cli_json_key(j, "model");
+        cli_json_bool(j, entry_is_model(e));
+        cli_json_key(j, "zero_copy");
+        if (entry_is_model(e))
+            cli_json_null(j);
+        else
+            cli_json_bool(j, entry_zero_copy(e));
+        cli_json_end_object(j);
+    }
+    cli_json_end_array(j);
+    cli_json_key(j, "entry_count");
+    cli_json_uint(j, t.entries);
+    cli_json_key(j, "bytes");
+    cli_json_uint(j, t.bytes);
+    cli_json_key(j, "compressed_bytes");
+    cli_json_uint(j, t.compressed_bytes);
+    cli_json_key(j, "tensor_entries");
+    cli_json_uint(j, t.tensor_entries);
+    cli_json_key(j, "zero_copy_entries");
+    cli_json_uint(j, t.zero_copy);
+    cli_json_end_object(j);
+}
+
 /* ---- text ------------------------------------------------------------ */
 
 static size_t name_width(const onnxio_ValueInfoProto_list *list, size_t width)
@@ -194,7 +330,8 @@ static void text_tensor_line(const onnxio_TensorProto *t, uint64_t bytes, int ex
     fputc('\n', stdout);
 }
 
-static void print_text(const char *path, const onnxio_ModelProto *m, const cli_summary *s)
+static void print_text(const char *path, const onnxio_ModelProto *m, const cli_summary *s,
+                       const onnxio_archive *archive)
 {
     char size[32];
     printf("file:             %s (%s)\n", path, cli_human_size(s->file_size, size, sizeof size));
@@ -301,8 +438,8 @@ static void print_text(const char *path, const onnxio_ModelProto *m, const cli_s
     }
 
     if (s->external_tensors) {
-        printf("external data:    %" PRIu64 " tensors in %zu files\n", s->external_tensors,
-               s->ext_count);
+        printf("external data:    %" PRIu64 " tensors in %zu %s\n", s->external_tensors, s->ext_count,
+               s->in_archive ? "archive entries" : "files");
         for (size_t i = 0; i < s->ext_count; i++) {
             const cli_external_file *f = &s->ext[i];
             printf("  ");
@@ -311,7 +448,7 @@ static void print_text(const char *path, const onnxio_ModelProto *m, const cli_s
             if (!f->checked)
                 fputs(" (unsafe location, not checked)", stdout);
             else if (!f->exists)
-                fputs(" (missing)", stdout);
+                fputs(s->in_archive ? " (no such entry)" : " (missing)", stdout);
             fputc('\n', stdout);
         }
         if (s->external_unnamed)
@@ -335,6 +472,8 @@ static void print_text(const char *path, const onnxio_ModelProto *m, const cli_s
             printf(" (%zu nodes)\n", f->node.size);
         }
     }
+    if (archive)
+        text_archive(archive);
 }
 
 /* ---- JSON ------------------------------------------------------------ */
@@ -437,7 +576,8 @@ static void json_tensor(cli_json *j, const onnxio_TensorProto *t, uint64_t bytes
     cli_json_end_object(j);
 }
 
-static void print_json(const char *path, const onnxio_ModelProto *m, const cli_summary *s)
+static void print_json(const char *path, const onnxio_ModelProto *m, const cli_summary *s,
+                       const onnxio_archive *archive)
 {
     cli_json jw;
     cli_json *j = &jw;
@@ -606,6 +746,11 @@ static void print_json(const char *path, const onnxio_ModelProto *m, const cli_s
         cli_json_end_object(j);
     }
     cli_json_end_array(j);
+    cli_json_key(j, "archive");
+    if (archive)
+        json_archive(j, archive);
+    else
+        cli_json_null(j);
     cli_json_end_object(j);
 }
 
@@ -629,26 +774,37 @@ static int run_info(int argc, char **argv)
     po.skip_raw_data = true;
     po.no_copy = true;
 
+    /* An archive is opened (and validated) on its own to list its entries;
+     * nothing of their data is read. */
+    onnxio_archive *archive = NULL;
+    if (cli_starts_like_archive(path) && onnxio_archive_open(path, &archive) != ONNXIO_OK)
+        return cli_fail("info", path);
+
     onnxio_arena *arena = onnxio_arena_new();
-    if (!arena)
+    if (!arena) {
+        onnxio_archive_close(archive);
         return cli_fail_msg("info", path, "out of memory");
+    }
     onnxio_ModelProto *model = NULL;
     if (cli_load_model(path, &po, arena, &model) != ONNXIO_OK) {
         rc = cli_fail("info", path);
         onnxio_arena_unref(arena);
+        onnxio_archive_close(archive);
         return rc;
     }
     cli_summary s;
-    if (cli_summarize(model, path, &s) != 0) {
+    if (cli_summarize_archive(model, path, archive, &s) != 0) {
         cli_summary_free(&s);
         onnxio_arena_unref(arena);
+        onnxio_archive_close(archive);
         return cli_fail_msg("info", path, "out of memory");
     }
     if (json)
-        print_json(path, model, &s);
+        print_json(path, model, &s, archive);
     else
-        print_text(path, model, &s);
+        print_text(path, model, &s, archive);
     cli_summary_free(&s);
     onnxio_arena_unref(arena);
+    onnxio_archive_close(archive);
     return cli_finish_stdout("info", CLI_EXIT_OK);
 }

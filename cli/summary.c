@@ -27,6 +27,27 @@ static int location_is_safe(onnxio_string loc)
     return 1;
 }
 
+/* In an archive a location names an entry; the same spelling rules apply,
+ * since the library refuses unsafe entry names anyway. */
+static void find_entry(cli_external_file *f, const onnxio_archive *archive)
+{
+    f->checked = location_is_safe(f->location);
+    if (!f->checked)
+        return;
+    /* Names from the model need not be NUL-terminated. */
+    char *name = malloc(f->location.size + 1);
+    if (!name)
+        return;
+    memcpy(name, f->location.data, f->location.size);
+    name[f->location.size] = '\0';
+    const onnxio_archive_entry *e = onnxio_archive_find(archive, name);
+    free(name);
+    if (e) {
+        f->exists = 1;
+        f->file_size = e->size;
+    }
+}
+
 static void stat_location(cli_external_file *f, const char *model_path)
 {
     f->checked = location_is_safe(f->location);
@@ -51,6 +72,7 @@ static void stat_location(cli_external_file *f, const char *model_path)
 typedef struct walk_state {
     cli_summary *s;
     const char *model_path;
+    const onnxio_archive *archive; /* NULL: locations are files */
     cli_strmap files; /* location -> index in s->ext */
     size_t ext_capacity;
     uint64_t graphs;
@@ -95,7 +117,10 @@ static void visit_external(void *ctx, void *msg)
         cli_external_file *f = &s->ext[s->ext_count++];
         memset(f, 0, sizeof *f);
         f->location = ref.location;
-        stat_location(f, w->model_path);
+        if (w->archive)
+            find_entry(f, w->archive);
+        else
+            stat_location(f, w->model_path);
     }
     cli_external_file *f = &s->ext[e->value];
     f->tensors++;
@@ -213,13 +238,20 @@ static int size_initializers(const onnxio_GraphProto *g, cli_summary *s)
 
 int cli_summarize(onnxio_ModelProto *model, const char *model_path, cli_summary *s)
 {
+    return cli_summarize_archive(model, model_path, NULL, s);
+}
+
+int cli_summarize_archive(onnxio_ModelProto *model, const char *model_path, const onnxio_archive *archive,
+                          cli_summary *s)
+{
     memset(s, 0, sizeof *s);
+    s->in_archive = archive != NULL;
     cli_strmap_init(&s->init_names);
     struct stat st;
     if (stat(model_path, &st) == 0)
         s->file_size = (uint64_t)st.st_size;
 
-    walk_state w = {.s = s, .model_path = model_path};
+    walk_state w = {.s = s, .model_path = model_path, .archive = archive};
     cli_strmap_init(&w.files);
     cli_walk(model, visit_external, &w);
     cli_strmap_free(&w.files);

@@ -33,12 +33,15 @@ typedef struct cli_external_file {
     uint64_t tensors;       /* tensors that refer to it */
     uint64_t bytes;         /* sum of their lengths */
     int checked;            /* 0: location unsafe (absolute or '..'), not looked at */
-    int exists;
-    uint64_t file_size;
+    int exists;             /* in an archive: the entry exists */
+    uint64_t file_size;     /* in an archive: the entry's (uncompressed) size */
 } cli_external_file;
 
 typedef struct cli_summary {
     uint64_t file_size;
+    /* The model came from an .onnxz archive: external data locations are
+     * names of its entries, not files. */
+    int in_archive;
 
     /* The main graph's nodes, by (domain, op_type), most frequent first. */
     uint64_t node_count;
@@ -71,6 +74,10 @@ typedef struct cli_summary {
  * looked for in its directory; nothing is read from them). Returns 0, or -1
  * when out of memory. */
 int cli_summarize(onnxio_ModelProto *model, const char *model_path, cli_summary *s);
+/* The same for a model loaded from the archive `archive` (opened from
+ * `model_path`): locations are looked up among its entries. */
+int cli_summarize_archive(onnxio_ModelProto *model, const char *model_path, const onnxio_archive *archive,
+                          cli_summary *s);
 void cli_summary_free(cli_summary *s);
 
 /* Bytes of one tensor's payload: inline bytes, or for an external tensor its

@@ -25,8 +25,9 @@ packages=(
     cmake
     clang                 # libFuzzer targets
     libclang-rt-14-dev    # clang's sanitizer and libFuzzer runtimes
-    zlib1g-dev
+    zlib1g-dev            # CRC-32 and inflate for .onnxz archives
     libssl-dev
+    unzip                 # an independent check of the .onnxz archives onnxio writes (tests, demo)
     libprotobuf-dev       # C++ baseline in bench/
     protobuf-compiler
     libonnx-testdata      # ONNX's own test models, used by tests and the demo

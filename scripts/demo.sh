@@ -13,6 +13,8 @@
 #   onnxio convert M copy.onnx                              copy.onnx == M
 #   onnxio convert M ext.onnx --external-data ext.onnx.data  sizes shown
 #   onnxio convert ext.onnx back.onnx --inline              back.onnx == M
+#   onnxio convert M m.onnxz; unzip -t m.onnxz               the .onnxz container
+#   onnxio convert m.onnxz z.onnx                            z.onnx == M
 # Work files go to .cache/demo/<model>/ (replaced on every run). Exits 1 on
 # any failed command or byte mismatch.
 set -euo pipefail
@@ -103,6 +105,15 @@ for model in "${models[@]}"; do
             "$(size ext.onnx) + $(size ext.onnx.data 2>/dev/null || echo missing)")")
         if run "convert ext.onnx back.onnx --inline" "$onnxio" convert ext.onnx back.onnx --inline; then
             same "back.onnx == M" "$model" back.onnx
+        fi
+    fi
+    if run "convert M m.onnxz" "$onnxio" convert "$model" m.onnxz; then
+        echo "    m.onnxz: $(size m.onnxz) bytes"
+        if command -v unzip >/dev/null; then
+            run "unzip -t m.onnxz (not onnxio: every CRC-32)" unzip -tq m.onnxz || true
+        fi
+        if run "convert m.onnxz z.onnx" "$onnxio" convert m.onnxz z.onnx; then
+            same "z.onnx == M" "$model" z.onnx
         fi
     fi
     cd "$root"

@@ -5,11 +5,16 @@
 #
 #   scripts/fuzz.sh                 build build-fuzz/ and run every fuzzer
 #   FUZZ_SECONDS=600 scripts/fuzz.sh fuzz_decode    one fuzzer, longer
+#   FUZZ_BUILD=build-fuzz-x FUZZ_CACHE=.cache/fuzz-x scripts/fuzz.sh fuzz_archive
+#                                   other build and cache directories
 #
 # Seeds: .onnx and .pb files of at most 64 KiB from libonnx-testdata and
 # ../shared/corpus (a fixed selection of a few hundred), copied to
 # .cache/fuzz/seed/, plus what tests/fuzz/make_seeds.sh makes when it exists
-# (.cache/fuzz/seed-tests/). What a fuzzer finds beyond them accumulates in
+# (.cache/fuzz/seed-tests/). fuzz_archive is seeded only with the small
+# .onnxz archives make_seeds.sh makes with the onnxio CLI (built here too)
+# and python3's zipfile (.cache/fuzz/seed-archive/). What a fuzzer finds
+# beyond them accumulates in
 # .cache/fuzz/corpus/NAME/; a crash leaves its input in
 # .cache/fuzz/artifacts/ and makes the script exit 1 (after the other
 # fuzzers have run). Exits 0 with a note when there are no fuzz targets.
@@ -23,8 +28,8 @@ JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 SHARED="${SHARED:-$root/../shared}"
 TESTDATA="${TESTDATA:-/usr/share/libonnx-testdata/data}"
 CC_FUZZ="${CC_FUZZ:-clang}"
-build=build-fuzz
-cache=.cache/fuzz
+build="${FUZZ_BUILD:-build-fuzz}"
+cache="${FUZZ_CACHE:-.cache/fuzz}"
 max_seed=65536
 
 shopt -s nullglob
@@ -43,7 +48,8 @@ CC="$CC_FUZZ" "$CMAKE" -S . -B "$build" -DONNXIO_FUZZ=ON -DONNXIO_SANITIZE=ON -D
     -DCMAKE_C_COMPILER="$CC_FUZZ" -DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link >/dev/null
 targets=()
 for src in "${sources[@]}"; do targets+=("$(basename "$src" .c)"); done
-"$CMAKE" --build "$build" -j"$JOBS" --target "${targets[@]}"
+# The CLI converts seed models to .onnxz archives (tests/fuzz/make_seeds.sh).
+"$CMAKE" --build "$build" -j"$JOBS" --target "${targets[@]}" onnxio_cli
 
 # ---- seed corpus -----------------------------------------------------------
 
@@ -76,10 +82,16 @@ echo "==> fuzz: $n_seed seed files in $seed"
 seeds=("$seed")
 # Seeds the fuzz targets' author made for them (e.g. tensors with a leading
 # type byte), when tests/fuzz provides a script for that.
+archive_seeds=()
 if [[ -f tests/fuzz/make_seeds.sh ]]; then
-    rm -rf "$cache/seed-tests"
-    echo "==> fuzz: tests/fuzz/make_seeds.sh: $(sh tests/fuzz/make_seeds.sh "$cache/seed-tests" "$max_seed" | tail -n 1)"
+    rm -rf "$cache/seed-tests" "$cache/seed-archive"
+    made="$(sh tests/fuzz/make_seeds.sh "$cache/seed-tests" "$max_seed" "$build/onnxio" "$cache/seed-archive")"
+    echo "==> fuzz: tests/fuzz/make_seeds.sh: $(printf '%s\n' "$made" | tail -n 1)"
     seeds+=("$cache/seed-tests")
+    if [[ -d "$cache/seed-archive" ]]; then
+        echo "==> fuzz: tests/fuzz/make_seeds.sh: $(printf '%s\n' "$made" | grep 'archive seeds' || true)"
+        archive_seeds+=("$cache/seed-archive")
+    fi
 fi
 
 # ---- run -------------------------------------------------------------------
@@ -102,11 +114,16 @@ for src in "${sources[@]}"; do
     fi
     corpus="$cache/corpus/$name"
     mkdir -p "$corpus"
+    # Each fuzzer's seeds: archives for fuzz_archive, model files otherwise.
+    these=("${seeds[@]}")
+    if [[ "$name" == fuzz_archive ]]; then
+        these=("${archive_seeds[@]}")
+    fi
     echo "==> fuzz: $name for ${FUZZ_SECONDS}s"
     # -rss_limit_mb: malformed sizes must not turn into huge allocations.
     if "$bin" -max_total_time="$FUZZ_SECONDS" -timeout=25 -rss_limit_mb=2048 \
         -max_len="$max_seed" -print_final_stats=1 \
-        -artifact_prefix="$cache/artifacts/$name-" "$corpus" "${seeds[@]}" \
+        -artifact_prefix="$cache/artifacts/$name-" "$corpus" "${these[@]}" \
         >"$cache/$name.log" 2>&1; then
         grep -E 'DONE|^stat::(number_of_executed_units|new_units_added|peak_rss_mb)' "$cache/$name.log" || true
     else

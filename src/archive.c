@@ -100,6 +100,10 @@ struct onnxio_archive {
 int onnxio__is_archive(const void *data, size_t size)
 {
     const uint8_t *p = data;
+    /* A zero first byte is never protobuf (field number 0), and it is how an
+     * archive aligned to more than 64 KiB starts: with the gap before its
+     * first local header. */
+    if (size >= END_SIZE && p[0] == 0) return 1;
     return size >= 4 && p[0] == 'P' && p[1] == 'K' && ((p[2] == 3 && p[3] == 4) || (p[2] == 5 && p[3] == 6));
 }
 

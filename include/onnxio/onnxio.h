@@ -269,7 +269,8 @@ typedef struct onnxio_parse_options {
     bool verify_checksum;
     /* .onnxz archives: check the CRC-32 of every entry the load reads.
      * DEFAULT: on for copy loads (computed while the bytes are copied), off
-     * for no_copy (it would read every page of the mapping). A mismatch is
+     * for no_copy (it would read every page of the mapping). Deflated
+     * entries are always checked as they are inflated. A mismatch is
      * ONNXIO_ERR_CHECKSUM. */
     onnxio_toggle verify_crc;
 } onnxio_parse_options;
@@ -359,11 +360,14 @@ onnxio_status onnxio_serialize(void *msg, onnxio_buffer **out);
  * match the tensor's data_type and dims (EXTERNAL_DATA), and with
  * verify_checksum a SHA-1 mismatch (CHECKSUM). Loaded tensors hold their
  * payload in raw_data; their data_location and external_data fields are
- * unset. */
+ * unset. A file that starts like a zip archive is loaded as an .onnxz
+ * archive (see ".onnxz archives" below; base_dir does not apply). */
 onnxio_status onnxio_load_model(const char *path, const onnxio_parse_options *opts,
                                 onnxio_arena *arena, onnxio_ModelProto **out);
 /* Loads a model from bytes (see onnxio_parse for ownership). External data
- * is read only when opts->base_dir is given. */
+ * is read only when opts->base_dir is given. Bytes that start like a zip
+ * archive are loaded as an .onnxz archive (no_copy payloads then point into
+ * `data`). */
 onnxio_status onnxio_load_model_from_bytes(const void *data, size_t size, onnxio_buffer *owner,
                                            const onnxio_parse_options *opts, onnxio_arena *arena,
                                            onnxio_ModelProto **out);
@@ -382,7 +386,8 @@ onnxio_status onnxio_load_file(const onnxio_message_desc *desc, const char *path
  * refers to them; `model` itself is not modified. The same path checks as
  * on load apply to the data files. A tensor that is still external and
  * refers to a data file this save replaces is refused
- * (ONNXIO_ERR_EXTERNAL_DATA): load its data first. */
+ * (ONNXIO_ERR_EXTERNAL_DATA): load its data first. A path ending in
+ * ".onnxz" is saved as an archive (onnxio_save_archive). */
 onnxio_status onnxio_save_model(onnxio_ModelProto *model, const char *path,
                                 const onnxio_serialize_options *opts);
 /* Saves any message to `path` atomically (no external data). */
@@ -411,12 +416,13 @@ onnxio_status onnxio_load_tensor_external_data(onnxio_TensorProto *tensor, const
  * every entry has its CRC-32. docs/onnxz.md is the full format.
  *
  * onnxio_load_model and onnxio_load_model_from_bytes recognize an archive
- * by its first bytes ("PK\3\4") and load it: the central directory is
+ * by its first bytes ("PK\3\4", or a zero byte, which no ModelProto starts
+ * with and an archive aligned to more than 64 KiB does) and load it: the central directory is
  * validated, __MODEL_PROTO parsed, and every external tensor resolved to
  * its entry (unless load_external_data is OFF: the tensors then stay
  * external, referring to entry names). no_copy gives payloads that point
- * into the archive's mapping (stored entries at an offset aligned to
- * tensor_buffer.alignment; others are copied); copy mode reads them on
+ * into the archive's mapping (stored entries whose data address is aligned
+ * to tensor_buffer.alignment: for a file, its offset; others are copied); copy mode reads them on
  * num_threads threads, checking CRC-32s (see verify_crc). Entries
  * compressed with deflate are inflated. onnxio_save_model writes an
  * archive when the path ends in ".onnxz".

@@ -10,7 +10,7 @@
  *
  *   parse:     raw_data_threshold, alignment, num_threads, no_copy,
  *              load_external_data, base_dir, skip_raw_data, max_depth,
- *              payload_fn, verify_checksum
+ *              payload_fn, verify_checksum, verify_crc
  *   serialize: raw_data_threshold, alignment, num_threads, location,
  *              size_threshold, all_tensors_to_one_file, convert_attribute,
  *              max_file_size, checksum
@@ -27,6 +27,7 @@
 PyObject *pyonnxio_DecodeError;
 PyObject *pyonnxio_EncodeError;
 PyObject *pyonnxio_ExternalDataError;
+PyObject *pyonnxio_ArchiveError;
 
 /* ---- errors ----------------------------------------------------------- */
 
@@ -38,6 +39,7 @@ PyObject *pyonnxio_raise(onnxio_status status)
     switch (status) {
     case ONNXIO_ERR_DECODE:
     case ONNXIO_ERR_DEPTH: type = pyonnxio_DecodeError; break;
+    case ONNXIO_ERR_ARCHIVE: type = pyonnxio_ArchiveError; break;
     case ONNXIO_ERR_NOT_FOUND: {
         /* FileNotFoundError(errno, text) so that e.errno == ENOENT, as the
          * OSError that open() raises. */
@@ -332,12 +334,13 @@ typedef struct {
 
 #define PARSE_KWLIST \
     "no_copy", "num_threads", "load_external_data", "base_dir", "skip_raw_data", "max_depth", "verify_checksum", \
-        "raw_data_threshold", "alignment", "payload_fn"
-#define PARSE_FORMAT "pO&O&O&pO&pO&O&O"
+        "raw_data_threshold", "alignment", "payload_fn", "verify_crc"
+#define PARSE_FORMAT "pO&O&O&pO&pO&O&OO&"
 #define PARSE_ARGS(c) \
     &b_no_copy, conv_int, &(c)->opts.num_threads, conv_toggle, &(c)->opts.load_external_data, conv_opt_path, \
         &(c)->base_dir, &b_skip, conv_int, &(c)->opts.max_depth, &b_verify, conv_u64, \
-        &(c)->opts.tensor_buffer.raw_data_threshold, conv_u64, &(c)->opts.tensor_buffer.alignment, &payload_fn
+        &(c)->opts.tensor_buffer.raw_data_threshold, conv_u64, &(c)->opts.tensor_buffer.alignment, &payload_fn, \
+        conv_toggle, &(c)->opts.verify_crc
 #define PARSE_LOCALS \
     int b_no_copy = 0, b_skip = 0, b_verify = 0; \
     PyObject *payload_fn = Py_None
@@ -447,9 +450,11 @@ static int parse_call_end(parse_call *c, onnxio_status s)
 PyDoc_STRVAR(load_file_doc,
              "_load_file(path, cls, *, no_copy=False, num_threads=0, load_external_data=None, base_dir=None,\n"
              "           skip_raw_data=False, max_depth=0, verify_checksum=False, raw_data_threshold=0,\n"
-             "           alignment=0, payload_fn=None)\n"
+             "           alignment=0, payload_fn=None, verify_crc=None)\n"
              "Loads a file holding one message of class `cls` (onnxio_load_model for ModelProto, with external\n"
-             "data; onnxio_load_file otherwise). The file is memory-mapped; with no_copy payloads point into the\n"
+             "data; onnxio_load_file otherwise). A ModelProto file may be an .onnxz archive (recognized by its\n"
+             "first bytes); verify_crc (None: the library's default, on for copy loads) checks its entries'\n"
+             "CRC-32s. The file is memory-mapped; with no_copy payloads point into the\n"
              "mapping, which lives as long as one of them does. payload_fn(tensor, size, external) returns\n"
              "None/True (load), False (skip) or a writable buffer of at least `size` bytes to copy it into;\n"
              "`tensor` must not be modified. The GIL is released during the load.");
@@ -726,6 +731,45 @@ static PyObject *mod_serialize(PyObject *self, PyObject *obj)
     return out;
 }
 
+/* ---- .onnxz archives ------------------------------------------------------ */
+
+PyDoc_STRVAR(archive_replace_model_doc,
+             "_archive_replace_model(model, path, *, num_threads=0)\n"
+             "Replaces the __MODEL_PROTO entry of the .onnxz archive at `path` by `model`\n"
+             "(onnxio_archive_replace_model): the new model and central directory are appended, no other entry\n"
+             "moves, and a crash at any point leaves the old or the new archive. External tensors of `model`\n"
+             "must name entries of the archive; loaded payloads are written inline. The GIL is released.");
+
+static PyObject *mod_archive_replace_model(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"model", "path", "num_threads", NULL};
+    PyObject *obj, *path = NULL;
+    onnxio_serialize_options so = {0};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO&|$O&:_archive_replace_model", kwlist, &obj, PyUnicode_FSConverter,
+                                     &path, conv_int, &so.num_threads))
+        return NULL;
+    PyOnnxioMessage *m = as_message(obj, &onnxio_desc_ModelProto, "model");
+    if (!m) {
+        Py_DECREF(path);
+        return NULL;
+    }
+    onnxio_arena *keep;
+    void *msg = message_for_read(m, &onnxio_desc_ModelProto, &keep);
+    if (!msg) {
+        Py_DECREF(path);
+        return NULL;
+    }
+    onnxio_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = onnxio_archive_replace_model(PyBytes_AS_STRING(path), msg, &so);
+    Py_END_ALLOW_THREADS
+    onnxio_arena_unref(keep);
+    Py_DECREF(path);
+    if (s) return pyonnxio_raise(s);
+    Py_RETURN_NONE;
+}
+
 /* ---- consolidation --------------------------------------------------------- */
 
 PyDoc_STRVAR(consolidate_doc,
@@ -894,6 +938,8 @@ static PyMethodDef module_methods[] = {
      METH_VARARGS | METH_KEYWORDS, load_tensor_external_data_doc},
     {"_save_file", (PyCFunction)(void (*)(void))mod_save_file, METH_VARARGS | METH_KEYWORDS, save_file_doc},
     {"_serialize", mod_serialize, METH_O, serialize_doc},
+    {"_archive_replace_model", (PyCFunction)(void (*)(void))mod_archive_replace_model, METH_VARARGS | METH_KEYWORDS,
+     archive_replace_model_doc},
     {"_consolidate", (PyCFunction)(void (*)(void))mod_consolidate, METH_VARARGS | METH_KEYWORDS, consolidate_doc},
     {"_payload_view", mod_payload_view, METH_O, payload_view_doc},
     {"_set_raw_data", mod_set_raw_data, METH_VARARGS, set_raw_data_doc},
@@ -931,7 +977,12 @@ PyMODINIT_FUNC PyInit__onnxio(void)
                       PyExc_ValueError,
                       "External data refused: an unsafe location (absolute, '..', a link leading outside the "
                       "base directory, the model file itself), an offset/length outside the file or not matching "
-                      "the tensor, or a checksum mismatch.") < 0)
+                      "the tensor, or a checksum mismatch.") < 0 ||
+        add_exception(m, "ArchiveError", &pyonnxio_ArchiveError, "onnxio.ArchiveError", pyonnxio_DecodeError,
+                      "A malformed or unsafe .onnxz (zip) archive: bad or inconsistent end, ZIP64, central or local "
+                      "records, unsafe or duplicate entry names, overlapping entries, entries running past the "
+                      "central directory, encryption, unsupported compression, a missing __MODEL_PROTO entry, "
+                      "corrupt deflate data (a DecodeError, hence a ValueError).") < 0)
         goto fail;
     if (PyType_Ready(&PayloadType) < 0) goto fail;
     if (PyModule_AddStringConstant(m, "_library_version", ONNXIO_VERSION_STRING) < 0) goto fail;

@@ -130,11 +130,14 @@ extern PyObject *pyonnxio_EncodeError;
 /* onnxio.ExternalDataError (a ValueError): path, range and checksum
  * refusals of external data (added by module.c). */
 extern PyObject *pyonnxio_ExternalDataError;
+/* onnxio.ArchiveError (a DecodeError): a malformed or unsafe .onnxz archive. */
+extern PyObject *pyonnxio_ArchiveError;
 /* Raises the exception for a failed status with onnxio_last_error() as its
  * message: DECODE, DEPTH -> DecodeError; NOT_FOUND -> FileNotFoundError;
  * IO -> OSError; NO_MEMORY -> MemoryError; MISSING_PAYLOAD -> EncodeError;
  * INVALID_ARGUMENT -> ValueError; path and external-data refusals ->
- * onnxio.ExternalDataError (a ValueError); CHECKSUM -> the same. Returns
+ * onnxio.ExternalDataError (a ValueError); CHECKSUM -> the same; ARCHIVE ->
+ * onnxio.ArchiveError (a DecodeError). Returns
  * NULL so that callers can `return pyonnxio_raise(s);`. */
 PyObject *pyonnxio_raise(onnxio_status status);
 /* A payload owner for the bytes of `obj` (a bytes object, or any object

@@ -17,9 +17,16 @@ map onnx's keyword arguments, plus onnxio's own (``no_copy``,
 Errors: a missing file raises ``FileNotFoundError``, other file errors
 ``OSError``, malformed bytes ``onnxio.DecodeError`` (a ``ValueError``),
 refused external data (unsafe location, out-of-range offset or length,
-checksum mismatch) ``onnxio.ExternalDataError`` (a ``ValueError``),
-serializing a payload that was skipped at load ``onnxio.EncodeError``, bad
+checksum mismatch) ``onnxio.ExternalDataError`` (a ``ValueError``), a
+malformed or unsafe ``.onnxz`` archive ``onnxio.ArchiveError`` (a
+``DecodeError``), serializing a payload that was skipped at load ``onnxio.EncodeError``, bad
 argument types ``TypeError`` and bad values ``ValueError``.
+
+.onnxz archives (a zip file: one stored entry per large tensor payload, on
+an aligned file offset, and the model last as the entry ``__MODEL_PROTO``):
+``load`` recognizes one by its first bytes (path, file object or bytes),
+``save`` writes one when the path ends in ``.onnxz``, and
+``replace_archive_model`` swaps the model of an existing archive in place.
 
 Formats other than protobuf ("textproto", "json", "onnxtxt") go through the
 ``onnx`` package (imported only then).
@@ -33,7 +40,7 @@ import typing
 
 from onnxio import _onnxio
 from onnxio._onnxio import *  # noqa: F401,F403  (the message classes)
-from onnxio._onnxio import DecodeError, EncodeError, ExternalDataError  # noqa: F401
+from onnxio._onnxio import ArchiveError, DecodeError, EncodeError, ExternalDataError  # noqa: F401
 
 if typing.TYPE_CHECKING:  # pragma: no cover
     from typing import IO
@@ -209,12 +216,17 @@ class ParseOptions(TensorBufferOptions):
         modified. An exception it raises stops the load and propagates.
     verify_checksum: check the SHA-1 of external data files that have a
         "checksum" key; a mismatch raises ExternalDataError.
+    verify_crc: .onnxz archives: check the CRC-32 of every entry the load
+        reads. None (the default): on for copy loads, off with no_copy
+        (checking would read every page of the mapping); True or False. A
+        mismatch raises ExternalDataError.
     """
 
     __slots__ = ("num_threads", "no_copy", "load_external_data", "base_dir", "skip_raw_data", "max_depth",
-                 "payload_fn", "verify_checksum")
+                 "payload_fn", "verify_checksum", "verify_crc")
     _defaults = {"num_threads": 0, "no_copy": False, "load_external_data": None, "base_dir": None,
-                 "skip_raw_data": False, "max_depth": 0, "payload_fn": None, "verify_checksum": False}
+                 "skip_raw_data": False, "max_depth": 0, "payload_fn": None, "verify_checksum": False,
+                 "verify_crc": None}
 
     def _kwargs(self) -> dict:
         return {n: getattr(self, n) for n in self._all_defaults()}
@@ -404,6 +416,7 @@ def load_model(
     raw_data_threshold: int = 0,
     alignment: int = 0,
     payload_fn=None,
+    verify_crc: bool | None = None,
     options: ParseOptions | None = None,
 ):
     """Loads a ModelProto, as ``onnx.load_model``.
@@ -411,7 +424,12 @@ def load_model(
     Args:
         f: a path (str or os.PathLike), a file object (its ``read()`` bytes;
             its ``name``, when it has one, locates external data), or a
-            bytes-like object holding the serialized model.
+            bytes-like object holding the serialized model. Any of them may
+            hold an .onnxz archive (recognized by its first bytes, whatever
+            the name): its tensors are read from their entries (with
+            ``load_external_data=False`` they stay external, their
+            ``location`` naming entries, as ``replace_archive_model``
+            wants them).
         format: "protobuf" (default; inferred from the file extension when
             ``f`` is a path) or a textual format of onnx ("textproto",
             "json", "onnxtxt"), which goes through the onnx package.
@@ -419,7 +437,7 @@ def load_model(
             the model's directory (or ``base_dir``). A bytes input reads them
             only when ``base_dir`` is given.
         no_copy, num_threads, base_dir, skip_raw_data, verify_checksum,
-        max_depth, raw_data_threshold, alignment, payload_fn: see
+        max_depth, raw_data_threshold, alignment, payload_fn, verify_crc: see
             ``ParseOptions``. With ``no_copy``, payloads point into the file's
             memory mapping (or into ``f`` when it is bytes-like, which then
             stays alive and, if it is a bytearray, cannot be resized while
@@ -432,13 +450,16 @@ def load_model(
 
     Raises:
         FileNotFoundError, OSError, onnxio.DecodeError (malformed bytes or
-        nesting past max_depth), onnxio.ExternalDataError (refused external
-        data), TypeError, ValueError.
+        nesting past max_depth), onnxio.ArchiveError (a DecodeError: a
+        malformed or unsafe .onnxz archive), onnxio.ExternalDataError
+        (refused external data; in an archive, a tensor whose location is
+        not an entry or whose range does not fit it, a CRC-32 mismatch),
+        TypeError, ValueError.
     """
     kwargs = _parse_kwargs(options, dict(no_copy=no_copy, num_threads=num_threads, base_dir=base_dir,
                                          skip_raw_data=skip_raw_data, verify_checksum=verify_checksum,
                                          max_depth=max_depth, raw_data_threshold=raw_data_threshold,
-                                         alignment=alignment, payload_fn=payload_fn))
+                                         alignment=alignment, payload_fn=payload_fn, verify_crc=verify_crc))
     return _load(ModelProto, f, format, load_external_data, kwargs)  # noqa: F405
 
 
@@ -455,17 +476,19 @@ def load_model_from_string(
     raw_data_threshold: int = 0,
     alignment: int = 0,
     payload_fn=None,
+    verify_crc: bool | None = None,
     options: ParseOptions | None = None,
 ):
     """Parses a serialized ModelProto from a bytes-like object, as
     ``onnx.load_model_from_string``. External data is read only when
-    ``base_dir`` is given. The other keyword arguments are load_model's.
+    ``base_dir`` is given. ``s`` may hold an .onnxz archive, whose tensors
+    are read from its entries. The other keyword arguments are load_model's.
     Raises onnxio.DecodeError for malformed bytes, TypeError for a str
     in the protobuf format."""
     kwargs = _parse_kwargs(options, dict(no_copy=no_copy, num_threads=num_threads, base_dir=base_dir,
                                          skip_raw_data=skip_raw_data, verify_checksum=verify_checksum,
                                          max_depth=max_depth, raw_data_threshold=raw_data_threshold,
-                                         alignment=alignment, payload_fn=payload_fn))
+                                         alignment=alignment, payload_fn=payload_fn, verify_crc=verify_crc))
     if format != _DEFAULT_FORMAT:
         return from_onnx(_onnx_serializer(format).deserialize_proto(s, _onnx_class("onnx.ModelProto")()))
     if isinstance(s, str):
@@ -535,6 +558,65 @@ def _write_pending_external(proto, path: str, kwargs: dict):
     return copy if written is None else written
 
 
+_ARCHIVE_EXTENSION = ".onnxz"
+
+
+def _is_archive_name(f, path) -> bool:
+    """True when saving to `f` means an .onnxz archive: a path ending in
+    ".onnxz" (the library's test, on the name as given), or a file object
+    whose name does."""
+    if _is_path(f):
+        return os.fsdecode(f).endswith(_ARCHIVE_EXTENSION)
+    return path is not None and path.endswith(_ARCHIVE_EXTENSION) and not _is_bytes_like(f)
+
+
+def _check_archive_save(proto, f, fmt, *, save_as_external_data, location, all_tensors_to_one_file, kwargs):
+    """ValueError for what an .onnxz save cannot do."""
+    if not _is_path(f):
+        raise ValueError("an .onnxz archive is written only to a path (the library writes it atomically, by "
+                         f"name), not to a file object ({getattr(f, 'name', f)!r})")
+    if fmt != _DEFAULT_FORMAT:
+        raise ValueError(f"an .onnxz archive holds a protobuf model; format {fmt!r} does not apply")
+    refused = [name for name, given in (("save_as_external_data", bool(save_as_external_data)),
+                                        ("location", location is not None),
+                                        ("all_tensors_to_one_file=False", all_tensors_to_one_file is False),
+                                        ("max_external_file_size", bool(kwargs.get("max_file_size"))),
+                                        ("checksum", bool(kwargs.get("checksum")))) if given]
+    if refused:
+        raise ValueError(f"{', '.join(refused)}: external data options do not apply to an .onnxz archive "
+                         f"({os.fsdecode(f)!r}), whose large tensors are entries of the archive itself")
+    if _onnxio._has_pending_external(proto):
+        raise ValueError("tensors marked external in Python (convert_model_to_external_data) cannot be saved to an "
+                         ".onnxz archive; large tensors become entries of the archive by themselves")
+
+
+def replace_archive_model(model, path, *, num_threads: int = 0) -> None:
+    """Replaces the model (the entry ``__MODEL_PROTO``) of the existing
+    .onnxz archive at ``path`` by ``model``, in place: the new model and
+    central directory are appended, no tensor entry moves or is rewritten,
+    and a crash at any point leaves a valid archive with either the old or
+    the new model. The old model's bytes stay in the file, unreferenced,
+    until the archive is saved anew with ``save``.
+
+    ``model`` is typically the archive loaded with
+    ``load_external_data=False`` and then edited: its external tensors must
+    name entries of the archive (offset and length within them), checked as
+    on load; tensors that hold loaded raw_data are written inline in the new
+    model. The GIL is released during the call; one writer at a time (a
+    concurrent one gets OSError).
+
+    Raises:
+        FileNotFoundError, OSError, onnxio.ArchiveError (the file is not a
+        valid archive), onnxio.ExternalDataError (a tensor refers to no
+        entry, or past its end), TypeError, ValueError.
+    """
+    if not isinstance(model, ModelProto):  # noqa: F405
+        raise TypeError(f"model must be an onnxio.ModelProto, not {type(model).__name__}")
+    if not _is_path(path):
+        raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
+    _onnxio._archive_replace_model(model, path, num_threads=num_threads)
+
+
 def save_model(
     proto,
     f,
@@ -583,6 +665,21 @@ def save_model(
     convert_model_to_external_data) are written by
     external_data_helper.write_external_data_tensors, as onnx does.
 
+    .onnxz archives: when ``f`` is a path ending in ".onnxz", an archive is
+    written (atomically): every tensor anywhere in the model (initializers,
+    attributes, sparse tensors, functions) whose raw_data has at least
+    ``size_threshold`` bytes (here the payload's length, not onnx's
+    ``sys.getsizeof``; 0 or 1: every non-empty payload) gets a stored entry
+    whose data starts at a multiple of ``alignment`` (0: 64) in the file,
+    and the model is the last entry, ``__MODEL_PROTO``. Only a path writes
+    an archive: a file object whose name ends in ".onnxz" raises
+    ValueError, as do the external data keywords (save_as_external_data,
+    location, all_tensors_to_one_file=False, max_external_file_size,
+    checksum), a format other than "protobuf", and tensors marked external
+    in Python. A tensor still external (loaded with
+    load_external_data=False) raises EncodeError: load its data first, or
+    use replace_archive_model.
+
     Raises:
         OSError, onnxio.ExternalDataError (an unsafe location), onnxio.
         EncodeError (a payload skipped at load), TypeError, ValueError.
@@ -597,6 +694,14 @@ def save_model(
                                         raw_data_threshold=raw_data_threshold, checksum=checksum,
                                         max_file_size=max_external_file_size,
                                         convert_attribute=convert_attribute))
+    if _is_archive_name(f, path):
+        _check_archive_save(proto, f, fmt, save_as_external_data=save_as_external_data, location=location,
+                            all_tensors_to_one_file=all_tensors_to_one_file, kwargs=kwargs)
+        # The payload's length, and 0 means "every non-empty payload" (the
+        # library reads 0 as its default, 1024).
+        kwargs["size_threshold"] = max(int(size_threshold), 1)
+        _onnxio._save_file(proto, f, **kwargs)
+        return
     if save_as_external_data:
         kwargs["all_tensors_to_one_file"] = bool(all_tensors_to_one_file)
         # onnx compares sys.getsizeof(tensor.raw_data), the payload's length

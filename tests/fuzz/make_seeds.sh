@@ -3,10 +3,22 @@
 # ./fuzz-seeds): small real models as they are (parsed as ModelProto), and
 # test-data tensors with a first byte that makes fuzz_decode parse the rest
 # as TensorProto (1), SequenceProto (8), MapProto (9) or OptionalProto (10).
-# Usage: tests/fuzz/make_seeds.sh [out-dir] [max-bytes]
+#
+# With a third argument, the path of the onnxio CLI (scripts/fuzz.sh builds
+# it), it also makes small .onnxz archives for fuzz_archive in a directory of
+# their own (the fourth argument, default <out-dir>-archive), so that
+# fuzz_decode's seeds stay as they were: some of the models above converted
+# with `onnxio convert IN OUT.onnxz --size-threshold 16` (so that small
+# models get tensor entries too), and,
+# when python3 is there, archives written by Python's zipfile (stored and
+# deflated entries, with and without forced ZIP64 records, some of them
+# repacked from the converted archives).
+# Usage: tests/fuzz/make_seeds.sh [out-dir] [max-bytes] [onnxio-cli [archive-out-dir]]
 set -eu
 out=${1:-fuzz-seeds}
 max=${2:-65536}
+cli=${3:-}
+zout=${4:-$out-archive}
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 corpus="$repo/../shared/corpus"
@@ -41,5 +53,97 @@ if [ -d "$testdata" ]; then
             esac
         done
     done
+fi
+
+# ---- .onnxz archives (fuzz_archive) ------------------------------------------
+if [ -n "$cli" ]; then
+    mkdir -p "$zout"
+    nz=0
+    # The largest of the whole-model seeds just made (m-*): 48 of them,
+    # largest first (they are the likeliest to hold payloads of 1024 bytes
+    # or more, which become entries), and 16 small ones (archives holding
+    # only __MODEL_PROTO). Leak reports of the (sanitized) CLI do not matter
+    # here.
+    for f in $( (ls -S "$out"/m-* 2>/dev/null | head -n 48; ls -Sr "$out"/m-* 2>/dev/null | awk 'NR % 8 == 1' | head -n 16) | awk '!seen[$0]++'); do
+        z="$zout/z-${f##*/}.onnxz"
+        if ASAN_OPTIONS=detect_leaks=0 "$cli" convert "$f" "$z" --size-threshold 16 >/dev/null 2>&1 && [ -f "$z" ] &&
+            [ "$(wc -c < "$z")" -le "$max" ]; then
+            nz=$((nz + 1))
+        else
+            rm -f "$z"
+        fi
+    done
+    if command -v python3 >/dev/null 2>&1; then
+        nz=$((nz + $(python3 - "$zout" "$max" <<'PY'
+import glob, os, struct, sys, zipfile
+
+out, limit = sys.argv[1], int(sys.argv[2])
+
+def varint(v):
+    b = bytearray()
+    while v >= 0x80:
+        b.append(v & 0x7F | 0x80)
+        v >>= 7
+    b.append(v)
+    return bytes(b)
+
+def field(num, payload):  # length-delimited
+    return varint(num << 3 | 2) + varint(len(payload)) + payload
+
+def num(num, v):
+    return varint(num << 3) + varint(v)
+
+def tensor(name, loc, off, n):
+    keys = [(b"location", loc), (b"offset", str(off).encode()), (b"length", str(n).encode())]
+    t = num(1, n) + num(2, 2) + field(8, name)  # dims, UINT8, name
+    for k, v in keys:
+        t += field(13, field(1, k) + field(2, v))
+    return t + num(14, 1)  # data_location EXTERNAL
+
+def model(tensors):
+    g = field(2, b"g") + b"".join(field(5, t) for t in tensors)
+    return num(1, 8) + field(7, g) + field(8, num(2, 17))
+
+made = 0
+def write(name, entries, method, zip64):
+    global made
+    path = os.path.join(out, name)
+    with zipfile.ZipFile(path, "w") as z:
+        for ename, data in entries:
+            info = zipfile.ZipInfo(ename, (1980, 1, 1, 0, 0, 0))
+            info.compress_type = method
+            with z.open(info, "w", force_zip64=zip64) as f:
+                f.write(data)
+    if os.path.getsize(path) > limit:
+        os.remove(path)
+    else:
+        made += 1
+
+w = bytes((i * 37 + 11) & 0xFF for i in range(3000))
+v = bytes(i % 7 for i in range(1200))
+hand = model([tensor(b"w", b"w", 0, 3000), tensor(b"v", b"v", 100, 1000), tensor(b"w2", b"w", 16, 32)])
+for method, mname in ((zipfile.ZIP_STORED, "stored"), (zipfile.ZIP_DEFLATED, "deflated")):
+    for zip64 in (False, True):
+        tag = mname + ("-zip64" if zip64 else "")
+        write("py-hand-%s.onnxz" % tag, [("w", w), ("v", v), ("__MODEL_PROTO", hand)], method, zip64)
+        write("py-model-only-%s.onnxz" % tag, [("__MODEL_PROTO", model([]))], method, zip64)
+# Repack archives made by the CLI: same entries, zipfile's layout; those
+# with the most entries first.
+made_by_cli = []
+for src in sorted(glob.glob(os.path.join(out, "z-*.onnxz"))):
+    try:
+        with zipfile.ZipFile(src) as z:
+            made_by_cli.append([(e.filename, z.read(e)) for e in z.infolist()])
+    except Exception:
+        pass
+made_by_cli.sort(key=lambda entries: -len(entries))
+for i, entries in enumerate(made_by_cli[:8]):
+    write("py-repack-%d-deflated.onnxz" % i, entries, zipfile.ZIP_DEFLATED, i % 2 == 1)
+    write("py-repack-%d-stored.onnxz" % i, entries, zipfile.ZIP_STORED, i % 2 == 0)
+print(made)
+PY
+)))
+    fi
+    echo "$nz archive seeds in $zout"
 fi
 echo "$n seeds in $out"
