@@ -650,18 +650,10 @@ static onnxio_status check_ref(const onnxio_archive *a, onnxio_TensorProto *t, r
     if (s) return s;
     const entry *e = resolve(a, t, &r, &s);
     if (!e) return s;
-    const char *tname = t->name.data ? t->name.data : "";
-    uint64_t size = e->pub.size;
-    if (r.offset > size)
-        return onnxio__fail(ONNXIO_ERR_EXTERNAL_RANGE, "tensor '%s': external data offset %llu is past the end of entry '%s' (%llu bytes)",
-                            tname, (unsigned long long)r.offset, e->pub.name, (unsigned long long)size);
-    uint64_t length = r.has_length ? r.length : size - r.offset;
-    if (length > size - r.offset)
-        return onnxio__fail(ONNXIO_ERR_EXTERNAL_RANGE,
-                            "tensor '%s': external data offset %llu + length %llu runs past the end of entry '%s' (%llu bytes)",
-                            tname, (unsigned long long)r.offset, (unsigned long long)length, e->pub.name,
-                            (unsigned long long)size);
-    if ((s = onnxio__external_check_length(t, length, e->pub.name))) return s;
+    char where[300];
+    snprintf(where, sizeof where, "entry '%.200s'", e->pub.name);
+    uint64_t length;
+    if ((s = onnxio__external_check_range(t, &r, e->pub.size, where, &length))) return s;
     *out = (ref_item){t, (size_t)(e - a->entries), r.offset, length};
     return ONNXIO_OK;
 }

@@ -209,6 +209,21 @@ onnxio_status onnxio__external_check_length(const onnxio_TensorProto *t, uint64_
     return ONNXIO_OK;
 }
 
+onnxio_status onnxio__external_check_range(const onnxio_TensorProto *t, const onnxio__external_ref *r, uint64_t size,
+                                           const char *where, uint64_t *length)
+{
+    if (r->offset > size)
+        return onnxio__fail(ONNXIO_ERR_EXTERNAL_RANGE, "tensor '%s': external data offset %llu is past the end of %s (%llu bytes)",
+                            tensor_name(t), (unsigned long long)r->offset, where, (unsigned long long)size);
+    *length = r->has_length ? r->length : size - r->offset;
+    if (*length > size - r->offset)
+        return onnxio__fail(ONNXIO_ERR_EXTERNAL_RANGE,
+                            "tensor '%s': external data offset %llu + length %llu runs past the end of %s (%llu bytes)",
+                            tensor_name(t), (unsigned long long)r->offset, (unsigned long long)*length, where,
+                            (unsigned long long)size);
+    return onnxio__external_check_length(t, *length, where);
+}
+
 /* ---- load ----------------------------------------------------------- */
 
 /* Parses a decimal external_data value. */
@@ -430,16 +445,8 @@ static onnxio_status check_tensor(onnxio_message *msg, onnxio_message *parent, c
     if (s) return s;
     data_file *f;
     if ((s = open_data_file(c, t, r.location->data, &f))) return s;
-    if (r.offset > f->size)
-        return onnxio__fail(ONNXIO_ERR_EXTERNAL_RANGE, "tensor '%s': external data offset %llu is past the end of %s (%llu bytes)",
-                            tensor_name(t), (unsigned long long)r.offset, r.location->data, (unsigned long long)f->size);
-    uint64_t length = r.has_length ? r.length : f->size - r.offset;
-    if (length > f->size - r.offset)
-        return onnxio__fail(ONNXIO_ERR_EXTERNAL_RANGE,
-                            "tensor '%s': external data offset %llu + length %llu runs past the end of %s (%llu bytes)",
-                            tensor_name(t), (unsigned long long)r.offset, (unsigned long long)length, r.location->data,
-                            (unsigned long long)f->size);
-    if ((s = onnxio__external_check_length(t, length, r.location->data))) return s;
+    uint64_t length;
+    if ((s = onnxio__external_check_range(t, &r, f->size, r.location->data, &length))) return s;
     if (r.checksum && c->opts && c->opts->verify_checksum && (s = verify_checksum(f, t, r.checksum))) return s;
     if (c->opts && c->opts->skip_raw_data) return ONNXIO_OK; /* stays external */
     if (c->count == c->capacity) {

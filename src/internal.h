@@ -212,6 +212,12 @@ onnxio_status onnxio__external_ref_read(const onnxio_TensorProto *t, onnxio__ext
 /* Refuses a payload length that is not what the tensor's data_type and
  * dims need (ONNXIO_ERR_EXTERNAL_DATA); `location` is named in the error. */
 onnxio_status onnxio__external_check_length(const onnxio_TensorProto *t, uint64_t length, const char *location);
+/* Checks the reference's offset and length (defaulting to the rest) against
+ * `size` bytes of data (ONNXIO_ERR_EXTERNAL_RANGE), then the length against
+ * the tensor's type and shape; `where` names the file or entry in errors.
+ * *length is the payload length. */
+onnxio_status onnxio__external_check_range(const onnxio_TensorProto *t, const onnxio__external_ref *r, uint64_t size,
+                                           const char *where, uint64_t *length);
 /* The SHA-1 of `size` bytes as 40 lowercase hex digits and a NUL. */
 onnxio_status onnxio__sha1_hex(const void *data, uint64_t size, char hex[41]);
 /* File and entry names made from tensor names: a set compared with ASCII

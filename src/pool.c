@@ -191,6 +191,19 @@ static onnxio_status keep(onnxio__pool *p, onnxio_buffer *b)
     return ONNXIO_OK;
 }
 
+/* The part of `job` from byte `at`, at most `step` bytes (a whole CRC
+ * piece when the job computes CRCs). */
+static onnxio__job piece_of(const onnxio__job *job, uint64_t at, uint64_t step)
+{
+    onnxio__job piece = *job;
+    piece.size = job->size - at < step ? job->size - at : step;
+    piece.offset = job->offset + at;
+    if (piece.dst) piece.dst += at;
+    if (piece.src) piece.src += at;
+    if (piece.crc) piece.crc += at / PIECE_SIZE;
+    return piece;
+}
+
 onnxio_status onnxio__pool_add(onnxio__pool *p, const onnxio__job *job)
 {
     if (job->size == 0) {
@@ -203,12 +216,7 @@ onnxio_status onnxio__pool_add(onnxio__pool *p, const onnxio__job *job)
         /* Cut as on the workers: a CRC piece is the same whatever the count. */
         uint64_t step = job->crc ? PIECE_SIZE : job->size;
         for (uint64_t at = 0; !s && at < job->size; at += step) {
-            onnxio__job piece = *job;
-            piece.size = job->size - at < step ? job->size - at : step;
-            piece.offset = job->offset + at;
-            if (piece.dst) piece.dst += at;
-            if (piece.src) piece.src += at;
-            if (piece.crc) piece.crc += at / PIECE_SIZE;
+            onnxio__job piece = piece_of(job, at, step);
             s = onnxio__job_run(&piece);
         }
         if (s) {
@@ -221,12 +229,7 @@ onnxio_status onnxio__pool_add(onnxio__pool *p, const onnxio__job *job)
     onnxio_status s = p->status;
     if (!s && job->keep) s = keep(p, job->keep);
     for (uint64_t at = 0; !s && at < job->size; at += PIECE_SIZE) {
-        onnxio__job piece = *job;
-        piece.size = job->size - at < PIECE_SIZE ? job->size - at : PIECE_SIZE;
-        piece.offset = job->offset + at;
-        if (piece.dst) piece.dst += at;
-        if (piece.src) piece.src += at;
-        if (piece.crc) piece.crc += at / PIECE_SIZE;
+        onnxio__job piece = piece_of(job, at, PIECE_SIZE);
         s = push(p, &piece);
     }
     /* Workers start with the first job, so a load without large payloads
