@@ -664,19 +664,12 @@ static onnxio_status collect(onnxio_message *msg, onnxio_message *parent, const 
     (void)via;
     load_ctx *c = ctx;
     onnxio_TensorProto *t = (onnxio_TensorProto *)msg;
-    if (!onnxio_has(t, ONNXIO_FIELD_TensorProto_data_location) ||
-        t->data_location != ONNXIO_TensorProto_DataLocation_EXTERNAL)
-        return ONNXIO_OK;
+    if (!onnxio__is_external(t)) return ONNXIO_OK;
     ref_item it;
     onnxio_status s = check_ref(c->a, t, &it);
     if (s) return s;
-    if (c->count == c->capacity) {
-        size_t cap = c->capacity ? c->capacity * 2 : 16;
-        ref_item *items = realloc(c->items, cap * sizeof *items);
-        if (!items) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-        c->items = items;
-        c->capacity = cap;
-    }
+    if (!onnxio__grow((void **)&c->items, &c->capacity, c->count, sizeof *c->items))
+        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     c->items[c->count++] = it;
     return ONNXIO_OK;
 }
@@ -715,12 +708,6 @@ static onnxio_status verify_sha1(load_ctx *c, entry_load *l, const ref_item *it)
                             it->tensor->name.data ? it->tensor->name.data : "", e->pub.name, got,
                             (int)(r.checksum->size > 64 ? 64 : r.checksum->size), r.checksum->data ? r.checksum->data : "");
     return ONNXIO_OK;
-}
-
-static bool still_external(const onnxio_TensorProto *t)
-{
-    return onnxio_has(t, ONNXIO_FIELD_TensorProto_data_location) &&
-           t->data_location == ONNXIO_TensorProto_DataLocation_EXTERNAL;
 }
 
 onnxio_status onnxio__archive_load_payloads(onnxio_archive *a, onnxio_message *root, const onnxio_parse_options *opts)
@@ -780,7 +767,7 @@ onnxio_status onnxio__archive_load_payloads(onnxio_archive *a, onnxio_message *r
     /* What was loaded and not checked on the way is checked from the
      * mapping, on the same pool. */
     for (size_t i = 0; !s && i < c.count; i++)
-        if (!still_external(c.items[i].tensor)) l[c.items[i].entry].read = true;
+        if (!onnxio__is_external(c.items[i].tensor)) l[c.items[i].entry].read = true;
     for (size_t k = 0; !s && verify && k < a->count; k++) {
         entry_load *el = &l[k];
         if (!el->read || el->inflated || el->slots.filled) continue;
@@ -995,7 +982,7 @@ static onnxio_status select_tensor(onnxio_message *msg, onnxio_message *parent, 
     onnxio_TensorProto *t = (onnxio_TensorProto *)msg;
     const char *tname = t->name.data ? t->name.data : "";
     int has_raw = onnxio_has(t, ONNXIO_FIELD_TensorProto_raw_data);
-    if (!has_raw && still_external(t)) {
+    if (!has_raw && onnxio__is_external(t)) {
         if (!c->refs)
             return onnxio__fail(ONNXIO_ERR_MISSING_PAYLOAD,
                                 "tensor '%s' is still external (its data was not loaded): load its external data first",
@@ -1005,41 +992,9 @@ static onnxio_status select_tensor(onnxio_message *msg, onnxio_message *parent, 
     }
     if (c->refs || !has_raw || t->raw_data.size < c->threshold) return ONNXIO_OK;
     if (!t->raw_data.data) return onnxio__fail(ONNXIO_ERR_MISSING_PAYLOAD, "tensor '%s': raw_data was not loaded", tname);
-    if (c->count == c->capacity) {
-        size_t cap = c->capacity ? c->capacity * 2 : 16;
-        onnxio_TensorProto **p = realloc(c->tensors, cap * sizeof *p);
-        if (!p) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-        c->tensors = p;
-        c->capacity = cap;
-    }
-    c->tensors[c->count++] = t;
-    return ONNXIO_OK;
-}
-
-static onnxio_status add_key(onnxio_arena *arena, onnxio_TensorProto *t, const char *key, const char *value)
-{
-    onnxio_StringStringEntryProto *e = onnxio_list_add(arena, &t->external_data, &onnxio_desc_StringStringEntryProto);
-    if (!e || onnxio_string_set(arena, &e->key, key, strlen(key)) || onnxio_string_set(arena, &e->value, value, strlen(value)))
+    if (!onnxio__grow((void **)&c->tensors, &c->capacity, c->count, sizeof *c->tensors))
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-    onnxio_set_has(e, ONNXIO_FIELD_StringStringEntryProto_key);
-    onnxio_set_has(e, ONNXIO_FIELD_StringStringEntryProto_value);
-    return ONNXIO_OK;
-}
-
-/* Points the tensor at its entry: keys location, offset, length, as the
- * onnx package orders them. */
-static onnxio_status refer(onnxio_arena *arena, onnxio_TensorProto *t, const char *name)
-{
-    char num[32];
-    onnxio_field_clear(t, &onnxio_desc_TensorProto.fields[ONNXIO_FIELD_TensorProto_external_data]);
-    onnxio_status s = add_key(arena, t, "location", name);
-    if (!s) s = add_key(arena, t, "offset", "0");
-    snprintf(num, sizeof num, "%llu", (unsigned long long)t->raw_data.size);
-    if (!s) s = add_key(arena, t, "length", num);
-    if (s) return s;
-    onnxio_field_clear(t, &onnxio_desc_TensorProto.fields[ONNXIO_FIELD_TensorProto_raw_data]);
-    t->data_location = ONNXIO_TensorProto_DataLocation_EXTERNAL;
-    onnxio_set_has(t, ONNXIO_FIELD_TensorProto_data_location);
+    c->tensors[c->count++] = t;
     return ONNXIO_OK;
 }
 
@@ -1185,7 +1140,7 @@ ONNXIO_API onnxio_status onnxio_save_archive(onnxio_ModelProto *model, const cha
         }
         e[i] = (out_entry){.name = name, .name_size = strlen(name), .src = t->raw_data.data, .size = t->raw_data.size,
                            .keep = onnxio_buffer_ref(t->raw_data.owner)};
-        if ((s = refer(scratch, t, name))) goto done;
+        if ((s = onnxio__refer(scratch, t, name, 0, NULL))) goto done;
     }
     if ((s = model_entry(copy, &e[n - 1], &model_buf))) goto done;
     uint64_t cd_offset = layout(e, n, 0, align);

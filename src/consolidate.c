@@ -21,13 +21,8 @@ static onnxio_status gather(onnxio_message *msg, onnxio_message *parent, const o
     /* Skipped payloads (data NULL) have nothing to move. */
     if (!onnxio_has(t, ONNXIO_FIELD_TensorProto_raw_data) || !t->raw_data.data || t->raw_data.size < c->threshold)
         return ONNXIO_OK;
-    if (c->count == c->capacity) {
-        size_t cap = c->capacity ? c->capacity * 2 : 64;
-        onnxio_TensorProto **items = realloc(c->items, cap * sizeof *items);
-        if (!items) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-        c->items = items;
-        c->capacity = cap;
-    }
+    if (!onnxio__grow((void **)&c->items, &c->capacity, c->count, sizeof *c->items))
+        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     c->items[c->count++] = t;
     return ONNXIO_OK;
 }

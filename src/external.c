@@ -437,9 +437,7 @@ static onnxio_status check_tensor(onnxio_message *msg, onnxio_message *parent, c
     (void)via;
     load_ctx *c = ctx;
     onnxio_TensorProto *t = (onnxio_TensorProto *)msg;
-    if (!onnxio_has(t, ONNXIO_FIELD_TensorProto_data_location) ||
-        t->data_location != ONNXIO_TensorProto_DataLocation_EXTERNAL)
-        return ONNXIO_OK;
+    if (!onnxio__is_external(t)) return ONNXIO_OK;
     onnxio__external_ref r;
     onnxio_status s = onnxio__external_ref_read(t, &r);
     if (s) return s;
@@ -449,13 +447,8 @@ static onnxio_status check_tensor(onnxio_message *msg, onnxio_message *parent, c
     if ((s = onnxio__external_check_range(t, &r, f->size, r.location->data, &length))) return s;
     if (r.checksum && c->opts && c->opts->verify_checksum && (s = verify_checksum(f, t, r.checksum))) return s;
     if (c->opts && c->opts->skip_raw_data) return ONNXIO_OK; /* stays external */
-    if (c->count == c->capacity) {
-        size_t cap = c->capacity ? c->capacity * 2 : 16;
-        ext_item *items = realloc(c->items, cap * sizeof *items);
-        if (!items) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-        c->items = items;
-        c->capacity = cap;
-    }
+    if (!onnxio__grow((void **)&c->items, &c->capacity, c->count, sizeof *c->items))
+        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     c->items[c->count++] = (ext_item){t, f, r.offset, length};
     return ONNXIO_OK;
 }
@@ -564,25 +557,13 @@ typedef struct save_ctx {
     size_t stale_count, stale_capacity;
 } save_ctx;
 
-static int grow(void **array, size_t *capacity, size_t count, size_t elem)
-{
-    if (count < *capacity) return 1;
-    size_t cap = *capacity ? *capacity * 2 : 16;
-    void *p = realloc(*array, cap * elem);
-    if (!p) return 0;
-    *array = p;
-    *capacity = cap;
-    return 1;
-}
-
 static onnxio_status select_tensor(onnxio_message *msg, onnxio_message *parent, const onnxio_field_desc *via, void *ctx)
 {
     save_ctx *c = ctx;
     onnxio_TensorProto *t = (onnxio_TensorProto *)msg;
     int has_raw = onnxio_has(t, ONNXIO_FIELD_TensorProto_raw_data);
-    if (!has_raw && onnxio_has(t, ONNXIO_FIELD_TensorProto_data_location) &&
-        t->data_location == ONNXIO_TensorProto_DataLocation_EXTERNAL) {
-        if (!grow((void **)&c->stale, &c->stale_capacity, c->stale_count, sizeof *c->stale))
+    if (!has_raw && onnxio__is_external(t)) {
+        if (!onnxio__grow((void **)&c->stale, &c->stale_capacity, c->stale_count, sizeof *c->stale))
             return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
         c->stale[c->stale_count++] = t;
         return ONNXIO_OK;
@@ -594,7 +575,7 @@ static onnxio_status select_tensor(onnxio_message *msg, onnxio_message *parent, 
     if (!has_raw || t->raw_data.size < c->threshold) return ONNXIO_OK;
     if (!t->raw_data.data)
         return onnxio__fail(ONNXIO_ERR_MISSING_PAYLOAD, "tensor '%s': raw_data was not loaded", tensor_name(t));
-    if (!grow((void **)&c->items, &c->capacity, c->count, sizeof *c->items))
+    if (!onnxio__grow((void **)&c->items, &c->capacity, c->count, sizeof *c->items))
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     c->items[c->count++] = (out_item){t, 0, 0};
     return ONNXIO_OK;
@@ -921,19 +902,17 @@ static onnxio_status add_entry(onnxio_arena *arena, onnxio_TensorProto *t, const
     return ONNXIO_OK;
 }
 
-/* Points the tensor at its data file, keys in the order the onnx package
- * writes them (location, offset, length), then checksum. */
-static onnxio_status refer(onnxio_arena *arena, const out_item *it, const out_file *f, bool checksum)
+onnxio_status onnxio__refer(onnxio_arena *arena, onnxio_TensorProto *t, const char *location, uint64_t offset,
+                            const char *checksum)
 {
-    onnxio_TensorProto *t = it->tensor;
     char num[32];
     onnxio_field_clear(t, &onnxio_desc_TensorProto.fields[ONNXIO_FIELD_TensorProto_external_data]);
-    onnxio_status s = add_entry(arena, t, "location", f->location);
-    snprintf(num, sizeof num, "%llu", (unsigned long long)it->offset);
+    onnxio_status s = add_entry(arena, t, "location", location);
+    snprintf(num, sizeof num, "%llu", (unsigned long long)offset);
     if (!s) s = add_entry(arena, t, "offset", num);
     snprintf(num, sizeof num, "%llu", (unsigned long long)t->raw_data.size);
     if (!s) s = add_entry(arena, t, "length", num);
-    if (!s && checksum) s = add_entry(arena, t, "checksum", f->digest);
+    if (!s && checksum) s = add_entry(arena, t, "checksum", checksum);
     if (s) return s;
     onnxio_field_clear(t, &onnxio_desc_TensorProto.fields[ONNXIO_FIELD_TensorProto_raw_data]);
     t->data_location = ONNXIO_TensorProto_DataLocation_EXTERNAL;
@@ -1024,7 +1003,10 @@ onnxio_status onnxio__save_external(onnxio_arena *arena, onnxio_ModelProto *mode
     }
     for (size_t k = 0; !s && k < d->count; k += FILES_PER_BATCH)
         s = write_batch(d, k, k + FILES_PER_BATCH < d->count ? k + FILES_PER_BATCH : d->count, c.items, dir, opts);
-    for (size_t i = 0; !s && i < c.count; i++) s = refer(arena, &c.items[i], &d->files[c.items[i].file], x->checksum);
+    for (size_t i = 0; !s && i < c.count; i++) {
+        const out_file *f = &d->files[c.items[i].file];
+        s = onnxio__refer(arena, c.items[i].tensor, f->location, c.items[i].offset, x->checksum ? f->digest : NULL);
+    }
 done:
     if (s) onnxio__data_files_abort(d);
     else *out = d;

@@ -2,6 +2,8 @@
 #ifndef ONNXIO_INTERNAL_H
 #define ONNXIO_INTERNAL_H
 
+#include <stdlib.h>
+
 #include "onnxio/onnxio.h"
 
 #if defined(__GNUC__)
@@ -19,6 +21,20 @@
 #define ONNXIO_DEFAULT_MAX_DEPTH 100
 #define ONNXIO_DEFAULT_RAW_DATA_THRESHOLD 1024
 #define ONNXIO_DEFAULT_EXTERNAL_THRESHOLD 1024
+
+/* Makes room for one more element in a malloc'd array of `count` of
+ * `capacity` elements of `elem` bytes (doubling, from 16); 0 when out of
+ * memory (the array is unchanged). */
+static inline int onnxio__grow(void **array, size_t *capacity, size_t count, size_t elem)
+{
+    if (count < *capacity) return 1;
+    size_t cap = *capacity ? *capacity * 2 : 16;
+    void *p = realloc(*array, cap * elem);
+    if (!p) return 0;
+    *array = p;
+    *capacity = cap;
+    return 1;
+}
 
 /* error.c: records the thread's last error and returns `status`. */
 onnxio_status onnxio__fail(onnxio_status status, const char *fmt, ...) ONNXIO_PRINTF(2, 3);
@@ -199,6 +215,12 @@ onnxio_status onnxio__check_location(const char *location, size_t size);
  * unknown) is the model file, refused as a data file (ONNXIO_ERR_PATH_SELF). */
 onnxio_status onnxio__load_external(onnxio_message *root, const char *base_dir, const onnxio_parse_options *opts,
                                     const char *model_path);
+/* A tensor whose payload is in external data (data_location EXTERNAL). */
+static inline bool onnxio__is_external(const onnxio_TensorProto *t)
+{
+    return onnxio_has(t, ONNXIO_FIELD_TensorProto_data_location) &&
+           t->data_location == ONNXIO_TensorProto_DataLocation_EXTERNAL;
+}
 /* A tensor's external_data keys, parsed; location checked (relative, no
  * '..', no NUL). Strings point into the tensor. */
 typedef struct onnxio__external_ref {
@@ -218,6 +240,12 @@ onnxio_status onnxio__external_check_length(const onnxio_TensorProto *t, uint64_
  * *length is the payload length. */
 onnxio_status onnxio__external_check_range(const onnxio_TensorProto *t, const onnxio__external_ref *r, uint64_t size,
                                            const char *where, uint64_t *length);
+/* Points `t` at external data: its external_data becomes the keys
+ * location, offset, length (raw_data's size) and, when given, checksum, in
+ * the order the onnx package writes them; raw_data is cleared and
+ * data_location set to EXTERNAL. Strings go into `arena`. */
+onnxio_status onnxio__refer(onnxio_arena *arena, onnxio_TensorProto *t, const char *location, uint64_t offset,
+                            const char *checksum);
 /* The SHA-1 of `size` bytes as 40 lowercase hex digits and a NUL. */
 onnxio_status onnxio__sha1_hex(const void *data, uint64_t size, char hex[41]);
 /* File and entry names made from tensor names: a set compared with ASCII

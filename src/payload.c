@@ -137,13 +137,8 @@ onnxio_status onnxio__payload_take(onnxio__payloads *p, onnxio_TensorProto *t, c
     if (!p->fn) return place(p, t, src, ONNXIO_PAYLOAD_LOAD, NULL, NULL);
     /* The callback sees the whole tensor, so it runs after the parse. Until
      * then an inline payload looks like a skipped one. */
-    if (p->count == p->capacity) {
-        size_t cap = p->capacity ? p->capacity * 2 : 32;
-        pending *items = realloc(p->items, cap * sizeof *items);
-        if (!items) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-        p->items = items;
-        p->capacity = cap;
-    }
+    if (!onnxio__grow((void **)&p->items, &p->capacity, p->count, sizeof *p->items))
+        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     p->items[p->count].tensor = t;
     p->items[p->count].src = *src;
     onnxio_buffer_ref(src->owner);

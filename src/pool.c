@@ -167,26 +167,16 @@ int onnxio__pool_threads(const onnxio__pool *p) { return p ? p->threads : 1; }
 
 static onnxio_status push(onnxio__pool *p, const onnxio__job *j)
 {
-    if (p->count == p->capacity) {
-        size_t cap = p->capacity ? p->capacity * 2 : 64;
-        onnxio__job *jobs = realloc(p->jobs, cap * sizeof *jobs);
-        if (!jobs) return ONNXIO_ERR_NO_MEMORY;
-        p->jobs = jobs;
-        p->capacity = cap;
-    }
+    if (!onnxio__grow((void **)&p->jobs, &p->capacity, p->count, sizeof *p->jobs))
+        return ONNXIO_ERR_NO_MEMORY;
     p->jobs[p->count++] = *j;
     return ONNXIO_OK;
 }
 
 static onnxio_status keep(onnxio__pool *p, onnxio_buffer *b)
 {
-    if (p->keep_count == p->keep_capacity) {
-        size_t cap = p->keep_capacity ? p->keep_capacity * 2 : 64;
-        onnxio_buffer **keeps = realloc(p->keeps, cap * sizeof *keeps);
-        if (!keeps) return ONNXIO_ERR_NO_MEMORY;
-        p->keeps = keeps;
-        p->keep_capacity = cap;
-    }
+    if (!onnxio__grow((void **)&p->keeps, &p->keep_capacity, p->keep_count, sizeof *p->keeps))
+        return ONNXIO_ERR_NO_MEMORY;
     p->keeps[p->keep_count++] = onnxio_buffer_ref(b);
     return ONNXIO_OK;
 }
