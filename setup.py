@@ -9,7 +9,7 @@ Build outputs go under build/python/ (setuptools' build_base), inside the
 folder that `make clean` removes, never beside the sources.
 
 The public header onnxio/proto.h includes "onnxio/schema.def"; the schema
-rows live in src/schema.def (DESIGN.md), so the build copies them into a
+rows live in src/schema.def (docs/design.md), so the build copies them into a
 scratch include directory, as CMake does for build/include/onnxio/."""
 import glob
 import os
@@ -39,7 +39,8 @@ def library_version():
 def schema_include_dir():
     inc = rel(BUILD_BASE, "include")
     os.makedirs(rel(inc, "onnxio"), exist_ok=True)
-    shutil.copyfile(rel("src", "schema.def"), rel(inc, "onnxio", "schema.def"))
+    for name in ("schema.def", "status.def"):
+        shutil.copyfile(rel("src", name), rel(inc, "onnxio", name))
     return inc
 
 
@@ -59,7 +60,8 @@ setup(
                                 "-Wall", "-Wextra", "-Wno-missing-field-initializers",
                                 "-Wno-unused-parameter", "-Wno-cast-function-type"],
             depends=glob.glob(rel("src", "*.h")) + glob.glob(rel("python", "ext", "*.h"))
-            + [rel("src", "schema.def"), rel("include", "onnxio", "onnxio.h"), rel("include", "onnxio", "proto.h")],
+            + [rel("src", "schema.def"), rel("src", "status.def"), rel("include", "onnxio", "onnxio.h"),
+               rel("include", "onnxio", "proto.h")],
         )
     ],
 )

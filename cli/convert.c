@@ -327,7 +327,7 @@ static int run_convert(int argc, char **argv)
     if (rc == CLI_EXIT_OK) {
         onnxio_serialize_options so = {0};
         so.num_threads = (int)threads;
-        so.tensor_buffer.alignment = alignment;
+        so.alignment = alignment;
         /* For an archive the threshold picks the tensors that get entries;
          * the other external_data options stay unset, as the writer
          * requires. */

@@ -48,7 +48,7 @@ static int run_print(int argc, char **argv)
         return rc;
     const char *path = pos[0];
 
-    onnxio_text_options to = {PRINT_DEFAULT_MAX_BYTES};
+    onnxio_text_options to = {.max_bytes_shown = PRINT_DEFAULT_MAX_BYTES};
     if (max_bytes && cli_parse_size(max_bytes, &to.max_bytes_shown) != 0)
         return cli_usage_error(&cli_verb_print, "invalid byte count '%s'", max_bytes);
     if (full)

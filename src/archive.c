@@ -1,4 +1,4 @@
-/* The .onnxz container (DESIGN.md "Files", docs/onnxz.md): a zip archive
+/* The .onnxz container (docs/design.md "Files", docs/onnxz.md): a zip archive
  * (PKWARE APPNOTE 6.3.10) whose stored entries hold tensor payloads on
  * aligned file offsets and whose entry "__MODEL_PROTO" holds the
  * ModelProto, its tensors referring to their entries through the external
@@ -369,9 +369,9 @@ static onnxio_status read_structure(onnxio_archive *a)
         return bad(a, "the end record says %llu entries, more than a %llu-byte central directory can hold",
                    (unsigned long long)e.count, (unsigned long long)e.cd_size);
     a->count = (size_t)e.count;
-    a->entries = calloc(a->count ? a->count : 1, sizeof *a->entries);
-    a->by_name = calloc(a->count ? a->count : 1, sizeof *a->by_name);
-    a->names = malloc((size_t)e.cd_size + 1);
+    a->entries = onnxio__calloc(a->count ? a->count : 1, sizeof *a->entries);
+    a->by_name = onnxio__calloc(a->count ? a->count : 1, sizeof *a->by_name);
+    a->names = onnxio__malloc((size_t)e.cd_size + 1);
     if (!a->entries || !a->by_name || !a->names) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     char *names = a->names;
     uint64_t at = e.cd_offset, cd_end = e.cd_offset + e.cd_size;
@@ -385,7 +385,7 @@ static onnxio_status read_structure(onnxio_archive *a)
     for (size_t i = 0; i < a->count; i++)
         if ((s = read_local(a, &a->entries[i]))) return s;
     /* No two entries may share bytes. */
-    entry *sorted = malloc((a->count ? a->count : 1) * sizeof *sorted);
+    entry *sorted = onnxio__malloc((a->count ? a->count : 1) * sizeof *sorted);
     if (!sorted) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     memcpy(sorted, a->entries, a->count * sizeof *sorted);
     qsort(sorted, a->count, sizeof *sorted, by_offset_cmp);
@@ -395,14 +395,14 @@ static onnxio_status read_structure(onnxio_archive *a)
                     sorted[i + 1].pub.name, (unsigned long long)sorted[i].pub.header_offset,
                     (unsigned long long)(sorted[i].pub.data_offset + sorted[i].pub.compressed_size),
                     (unsigned long long)sorted[i + 1].pub.header_offset);
-    free(sorted);
+    onnxio__free(sorted);
     if (s) return s;
-    const entry **order = malloc((a->count ? a->count : 1) * sizeof *order);
+    const entry **order = onnxio__malloc((a->count ? a->count : 1) * sizeof *order);
     if (!order) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     for (size_t i = 0; i < a->count; i++) order[i] = &a->entries[i];
     qsort(order, a->count, sizeof *order, by_name_cmp);
     for (size_t i = 0; i < a->count; i++) a->by_name[i] = (size_t)(order[i] - a->entries);
-    free(order);
+    onnxio__free(order);
     for (size_t i = 0; i + 1 < a->count; i++) {
         const entry *p = &a->entries[a->by_name[i]], *q = &a->entries[a->by_name[i + 1]];
         if (p->pub.name_size == q->pub.name_size && memcmp(p->pub.name, q->pub.name, p->pub.name_size) == 0)
@@ -418,9 +418,9 @@ onnxio_status onnxio__archive_open(const uint8_t *data, size_t size, onnxio_buff
                                    onnxio_archive **out)
 {
     *out = NULL;
-    onnxio_archive *a = calloc(1, sizeof *a);
-    if (!a || !(a->what = strdup(what ? what : "(bytes)"))) {
-        free(a);
+    onnxio_archive *a = onnxio__calloc(1, sizeof *a);
+    if (!a || !(a->what = onnxio__strdup(what ? what : "(bytes)"))) {
+        onnxio__free(a);
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     }
     a->data = data;
@@ -465,11 +465,11 @@ ONNXIO_API void onnxio_archive_close(onnxio_archive *a)
     if (!a) return;
     if (a->own_fd && a->fd >= 0) close(a->fd);
     onnxio_buffer_unref(a->owner);
-    free(a->entries);
-    free(a->by_name);
-    free(a->names);
-    free(a->what);
-    free(a);
+    onnxio__free(a->entries);
+    onnxio__free(a->by_name);
+    onnxio__free(a->names);
+    onnxio__free(a->what);
+    onnxio__free(a);
 }
 
 ONNXIO_API size_t onnxio_archive_entry_count(const onnxio_archive *a) { return a ? a->count : 0; }
@@ -689,10 +689,10 @@ static onnxio_status verify_sha1(load_ctx *c, entry_load *l, const ref_item *it)
     if (s || !r.checksum) return s;
     const entry *e = &c->a->entries[it->entry];
     if (!c->hashed[it->entry]) {
-        char *hex = malloc(41);
+        char *hex = onnxio__malloc(41);
         if (!hex) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
         if ((s = onnxio__sha1_hex(entry_bytes(c->a, l, it->entry), e->pub.size, hex))) {
-            free(hex);
+            onnxio__free(hex);
             return s;
         }
         c->hashed[it->entry] = hex;
@@ -715,14 +715,14 @@ onnxio_status onnxio__archive_load_payloads(onnxio_archive *a, onnxio_message *r
     load_ctx c = {a, opts, NULL, 0, 0, NULL};
     onnxio_status s = onnxio__visit(root, &onnxio_desc_TensorProto, collect, &c);
     if (s || c.count == 0 || (opts && opts->skip_raw_data)) {
-        free(c.items);
+        onnxio__free(c.items);
         return s;
     }
     bool verify = onnxio__verify_crc(opts);
     bool no_copy = opts && opts->no_copy;
-    uint64_t align = opts && opts->tensor_buffer.alignment ? opts->tensor_buffer.alignment : DEFAULT_ALIGNMENT;
-    entry_load *l = calloc(a->count, sizeof *l);
-    c.hashed = calloc(a->count, sizeof *c.hashed);
+    uint64_t align = opts && opts->alignment ? opts->alignment : DEFAULT_ALIGNMENT;
+    entry_load *l = onnxio__calloc(a->count, sizeof *l);
+    c.hashed = onnxio__calloc(a->count, sizeof *c.hashed);
     if (!l || !c.hashed) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     /* Deflated entries are inflated once, whatever number of tensors
      * share them. */
@@ -754,7 +754,7 @@ onnxio_status onnxio__archive_load_payloads(onnxio_archive *a, onnxio_message *r
         /* A payload that is its whole stored entry gets its CRC-32 as it is
          * copied; the others are checked from the mapping below. */
         if (verify && !el->inflated && !el->crc && it->offset == 0 && it->length == e->pub.size) {
-            if (!(el->crc = calloc(onnxio__crc_pieces(e->pub.size), sizeof *el->crc))) {
+            if (!(el->crc = onnxio__calloc(onnxio__crc_pieces(e->pub.size), sizeof *el->crc))) {
                 s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
                 break;
             }
@@ -771,8 +771,8 @@ onnxio_status onnxio__archive_load_payloads(onnxio_archive *a, onnxio_message *r
     for (size_t k = 0; !s && verify && k < a->count; k++) {
         entry_load *el = &l[k];
         if (!el->read || el->inflated || el->slots.filled) continue;
-        free(el->crc);
-        if (!(el->crc = calloc(onnxio__crc_pieces(a->entries[k].pub.size), sizeof *el->crc))) {
+        onnxio__free(el->crc);
+        if (!(el->crc = onnxio__calloc(onnxio__crc_pieces(a->entries[k].pub.size), sizeof *el->crc))) {
             s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
             break;
         }
@@ -795,12 +795,12 @@ onnxio_status onnxio__archive_load_payloads(onnxio_archive *a, onnxio_message *r
     }
     for (size_t k = 0; l && k < a->count; k++) {
         onnxio_buffer_unref(l[k].inflated);
-        free(l[k].crc);
-        if (c.hashed) free(c.hashed[k]);
+        onnxio__free(l[k].crc);
+        if (c.hashed) onnxio__free(c.hashed[k]);
     }
-    free(c.hashed);
-    free(l);
-    free(c.items);
+    onnxio__free(c.hashed);
+    onnxio__free(l);
+    onnxio__free(c.items);
     return s;
 }
 
@@ -998,13 +998,12 @@ static onnxio_status select_tensor(onnxio_message *msg, onnxio_message *parent, 
     return ONNXIO_OK;
 }
 
-static onnxio_status check_save_options(const onnxio_serialize_options *opts)
+/* Reads the options into *cfg and refuses those that do not apply. */
+static onnxio_status check_save_options(const onnxio_serialize_options *opts, onnxio_serialize_options *cfg)
 {
-    if (!opts) return ONNXIO_OK;
-    uint64_t a = opts->tensor_buffer.alignment;
-    if (a & (a - 1)) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "alignment %llu is not a power of two", (unsigned long long)a);
-    if (a > (1u << 30)) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "alignment %llu is larger than 1 GiB", (unsigned long long)a);
-    const onnxio_external_data_options *x = &opts->external_data;
+    onnxio_status s = onnxio__serialize_config(opts, cfg);
+    if (s) return s;
+    const onnxio_external_data_options *x = &cfg->external_data;
     if (x->location || x->all_tensors_to_one_file == ONNXIO_OFF || x->max_file_size || x->checksum)
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT,
                             "external data options (location, all_tensors_to_one_file, max_file_size, checksum) do not "
@@ -1021,27 +1020,27 @@ static onnxio_status write_directory(int fd, const char *what, out_entry *e, siz
                                      uint64_t cd_offset, uint64_t *file_end)
 {
     onnxio_status s = ONNXIO_OK;
-    uint8_t *local = malloc(LOCAL_SIZE + 65535 + 65535);
+    uint8_t *local = onnxio__malloc(LOCAL_SIZE + 65535 + 65535);
     if (!local) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     for (size_t i = 0; !s && i < n; i++) {
         uint8_t *end = put_local(local, &e[i]);
         s = pwrite_all(fd, local, (uint64_t)(end - local), e[i].header, what);
     }
-    free(local);
+    onnxio__free(local);
     if (s) return s;
     uint64_t cd_size = extra_size;
     for (size_t i = 0; i < n; i++) cd_size += central_size(&e[i]);
     uint64_t count = extra_count + n;
     uint64_t total = cd_size + end_size(count, cd_size, cd_offset);
     if (total > SIZE_MAX) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "the central directory does not fit in memory");
-    uint8_t *buf = malloc((size_t)total), *p = buf;
+    uint8_t *buf = onnxio__malloc((size_t)total), *p = buf;
     if (!buf) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory for the central directory");
     if (extra_size) memcpy(p, extra_central, (size_t)extra_size);
     p += extra_size;
     for (size_t i = 0; i < n; i++) p = put_central(p, &e[i]);
     p = put_end(p, count, cd_size, cd_offset);
     s = pwrite_all(fd, buf, total, cd_offset, what);
-    free(buf);
+    onnxio__free(buf);
     *file_end = cd_offset + total;
     return s;
 }
@@ -1071,7 +1070,7 @@ static onnxio_status write_data(onnxio__pool *pool, int fd, const char *what, ou
 {
     onnxio_status s = ONNXIO_OK;
     for (size_t i = 0; !s && i < n; i++) {
-        if (!(e[i].crc_pieces = calloc(onnxio__crc_pieces(e[i].size), sizeof *e[i].crc_pieces)))
+        if (!(e[i].crc_pieces = onnxio__calloc(onnxio__crc_pieces(e[i].size), sizeof *e[i].crc_pieces)))
             return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
         onnxio__job job = {.kind = ONNXIO__JOB_PWRITE,
                            .fd = fd,
@@ -1093,22 +1092,23 @@ static void join_crcs(out_entry *e, size_t n)
 static void free_entries(out_entry *e, size_t n)
 {
     for (size_t i = 0; e && i < n; i++) {
-        free(e[i].crc_pieces);
+        onnxio__free(e[i].crc_pieces);
         onnxio_buffer_unref(e[i].keep);
     }
-    free(e);
+    onnxio__free(e);
 }
 
 ONNXIO_API onnxio_status onnxio_save_archive(onnxio_ModelProto *model, const char *path, const onnxio_serialize_options *opts)
 {
     if (!model || !path) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "save_archive: NULL argument");
     onnxio__clear_error();
-    onnxio_status s = check_save_options(opts);
+    onnxio_serialize_options cfg;
+    onnxio_status s = check_save_options(opts, &cfg);
     if (s) return s;
-    uint64_t align = opts && opts->tensor_buffer.alignment ? opts->tensor_buffer.alignment : DEFAULT_ALIGNMENT;
+    opts = &cfg;
+    uint64_t align = opts->alignment ? opts->alignment : DEFAULT_ALIGNMENT;
     save_ctx c = {0};
-    c.threshold = opts && opts->external_data.size_threshold ? opts->external_data.size_threshold
-                                                             : ONNXIO_DEFAULT_EXTERNAL_THRESHOLD;
+    c.threshold = opts->external_data.size_threshold;
     /* The caller's model stays as it is: the tensors are rewritten in a
      * copy whose payloads are shared, not copied. */
     onnxio_arena *scratch = onnxio_arena_new();
@@ -1117,7 +1117,7 @@ ONNXIO_API onnxio_status onnxio_save_archive(onnxio_ModelProto *model, const cha
     out_entry *e = NULL;
     size_t n = 0;
     onnxio_buffer *model_buf = NULL;
-    onnxio__atomic_file f = {-1, NULL, NULL};
+    onnxio__atomic_file f = {-1, NULL, NULL, NULL};
     onnxio__pool *pool = NULL;
     if (!copy) {
         s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
@@ -1125,7 +1125,7 @@ ONNXIO_API onnxio_status onnxio_save_archive(onnxio_ModelProto *model, const cha
     }
     if ((s = onnxio__visit(&copy->base, &onnxio_desc_TensorProto, select_tensor, &c))) goto done;
     n = c.count + 1;
-    e = calloc(n, sizeof *e);
+    e = onnxio__calloc(n, sizeof *e);
     names = onnxio__names_new(n);
     if (!e || !names || onnxio__names_reserve(names, MODEL_ENTRY) < 0) {
         s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
@@ -1145,7 +1145,7 @@ ONNXIO_API onnxio_status onnxio_save_archive(onnxio_ModelProto *model, const cha
     if ((s = model_entry(copy, &e[n - 1], &model_buf))) goto done;
     uint64_t cd_offset = layout(e, n, 0, align);
     if ((s = onnxio__atomic_open(path, &f))) goto done;
-    if ((s = onnxio__pool_new(opts ? opts->num_threads : 0, &pool))) goto done;
+    if ((s = onnxio__pool_new(opts->num_threads, &pool))) goto done;
     s = write_data(pool, f.fd, f.tmp_path, e, n);
     onnxio_status s2 = onnxio__pool_finish(pool);
     pool = NULL;
@@ -1169,7 +1169,7 @@ done:
     free_entries(e, n);
     onnxio_buffer_unref(model_buf);
     onnxio__names_free(names);
-    free(c.tensors);
+    onnxio__free(c.tensors);
     onnxio_arena_unref(scratch);
     return s;
 }
@@ -1187,7 +1187,8 @@ ONNXIO_API onnxio_status onnxio_archive_replace_model(const char *path, onnxio_M
 {
     if (!model || !path) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "archive_replace_model: NULL argument");
     onnxio__clear_error();
-    onnxio_status s = check_save_options(opts);
+    onnxio_serialize_options cfg;
+    onnxio_status s = check_save_options(opts, &cfg);
     if (s) return s;
     int fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0)
@@ -1213,7 +1214,7 @@ ONNXIO_API onnxio_status onnxio_archive_replace_model(const char *path, onnxio_M
     uint64_t kept_size = 0, kept_count = 0;
     for (size_t i = 0; i < a->count; i++)
         if (i != a->model) kept_size += a->entries[i].central_size;
-    if (!(kept = malloc(kept_size ? (size_t)kept_size : 1))) {
+    if (!(kept = onnxio__malloc(kept_size ? (size_t)kept_size : 1))) {
         s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
         goto done;
     }
@@ -1233,7 +1234,7 @@ ONNXIO_API onnxio_status onnxio_archive_replace_model(const char *path, onnxio_M
     uint64_t final = cd_offset + kept_size + central_size(&m) + end_size(kept_count + 1, kept_size + central_size(&m), cd_offset);
     uint64_t old_count = a->count, old_cd_size = a->cd_size;
     uint64_t tail = old_cd_size + end_size(old_count, old_cd_size, final);
-    if (tail > SIZE_MAX || !(old_cd = malloc((size_t)tail))) {
+    if (tail > SIZE_MAX || !(old_cd = onnxio__malloc((size_t)tail))) {
         s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
         goto done;
     }
@@ -1259,8 +1260,8 @@ done:
     onnxio_archive_close(a);
     onnxio_buffer_unref(map);
     onnxio_buffer_unref(model_buf);
-    free(old_cd);
-    free(kept);
+    onnxio__free(old_cd);
+    onnxio__free(kept);
     close(fd);
     return s;
 }

@@ -1,4 +1,4 @@
-/* Arena allocation for message trees (DESIGN.md "Memory model"): a bump
+/* Arena allocation for message trees (docs/design.md "Memory model"): a bump
  * allocator over large zeroed blocks, freed all at once. The arena also
  * remembers every payload span made in it, so that freeing the arena drops
  * the payload references those spans still hold. */
@@ -37,7 +37,7 @@ struct onnxio_arena {
 
 ONNXIO_API onnxio_arena *onnxio_arena_new(void)
 {
-    onnxio_arena *a = calloc(1, sizeof *a);
+    onnxio_arena *a = onnxio__calloc(1, sizeof *a);
     if (!a) return NULL;
     atomic_init(&a->refs, 1);
     a->next_block = ARENA_FIRST_BLOCK;
@@ -56,13 +56,13 @@ ONNXIO_API void onnxio_arena_unref(onnxio_arena *a)
     for (span_chunk *c = a->spans, *next; c; c = next) {
         next = c->next;
         for (size_t i = 0; i < c->count; i++) onnxio_span_clear(c->spans[i]);
-        free(c);
+        onnxio__free(c);
     }
     for (block *b = a->head, *next; b; b = next) {
         next = b->next;
-        free(b);
+        onnxio__free(b);
     }
-    free(a);
+    onnxio__free(a);
 }
 
 static void *arena_alloc(onnxio_arena *a, size_t size, int zero)
@@ -76,7 +76,7 @@ static void *arena_alloc(onnxio_arena *a, size_t size, int zero)
         if (want < size) want = size;
         /* Big allocations get their own block behind the head, so that the
          * head's free space is not wasted. */
-        block *nb = calloc(1, BLOCK_HEADER + want);
+        block *nb = onnxio__calloc(1, BLOCK_HEADER + want);
         if (!nb) return NULL;
         nb->size = want;
         a->total += BLOCK_HEADER + want;
@@ -109,7 +109,7 @@ onnxio_status onnxio__arena_track_span(onnxio_arena *a, onnxio_span *span)
 {
     span_chunk *c = a->spans;
     if (!c || c->count == SPANS_PER_CHUNK) {
-        c = malloc(sizeof *c);
+        c = onnxio__malloc(sizeof *c);
         if (!c) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
         c->next = a->spans;
         c->count = 0;

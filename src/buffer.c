@@ -1,4 +1,4 @@
-/* Refcounted byte buffers that own tensor payloads (DESIGN.md "Memory
+/* Refcounted byte buffers that own tensor payloads (docs/design.md "Memory
  * model"): a malloc'd block, a memory-mapped file, or foreign memory with a
  * release callback. Spans point into them and hold one reference each. */
 #include <stdatomic.h>
@@ -20,13 +20,13 @@ static void release_free(void *ctx, void *data, size_t size)
 {
     (void)data;
     (void)size;
-    free(ctx);
+    onnxio__free(ctx);
 }
 
 static void release_unmap(void *ctx, void *data, size_t size)
 {
     (void)ctx;
-    munmap(data, size);
+    onnxio__sys_munmap(data, size);
 }
 
 /* Payload blocks this large are mapped on their own and asked for huge
@@ -49,13 +49,13 @@ ONNXIO_API onnxio_buffer *onnxio_buffer_new(size_t size, size_t alignment)
     if (alignment == 0) alignment = 64;
     if (alignment & (alignment - 1)) return NULL;
     if (alignment < sizeof(void *)) alignment = sizeof(void *);
-    onnxio_buffer *b = malloc(sizeof *b);
+    onnxio_buffer *b = onnxio__malloc(sizeof *b);
     if (!b) return NULL;
     void *data = NULL;
     if (size >= LARGE_BLOCK && alignment <= 4096) {
-        data = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        data = onnxio__sys_mmap(size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1);
         if (data == MAP_FAILED) {
-            free(b);
+            onnxio__free(b);
             return NULL;
         }
 #ifdef MADV_HUGEPAGE
@@ -63,8 +63,8 @@ ONNXIO_API onnxio_buffer *onnxio_buffer_new(size_t size, size_t alignment)
 #endif
         return init(b, data, size, release_unmap, NULL);
     }
-    if (posix_memalign(&data, alignment, size ? size : 1) != 0) {
-        free(b);
+    if (!(data = onnxio__aligned_alloc(alignment, size))) {
+        onnxio__free(b);
         return NULL;
     }
     return init(b, data, size, release_free, data);
@@ -72,7 +72,7 @@ ONNXIO_API onnxio_buffer *onnxio_buffer_new(size_t size, size_t alignment)
 
 ONNXIO_API onnxio_buffer *onnxio_buffer_wrap(void *data, size_t size, onnxio_release_fn release, void *ctx)
 {
-    onnxio_buffer *b = malloc(sizeof *b);
+    onnxio_buffer *b = onnxio__malloc(sizeof *b);
     return b ? init(b, data, size, release, ctx) : NULL;
 }
 
@@ -86,7 +86,7 @@ ONNXIO_API void onnxio_buffer_unref(onnxio_buffer *b)
 {
     if (!b || atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1) return;
     if (b->release) b->release(b->ctx, b->data, b->size);
-    free(b);
+    onnxio__free(b);
 }
 
 ONNXIO_API uint8_t *onnxio_buffer_data(const onnxio_buffer *b) { return b ? b->data : NULL; }

@@ -1,4 +1,4 @@
-/* Consolidation (DESIGN.md "Memory model", shared mode): the large
+/* Consolidation (docs/design.md "Memory model", shared mode): the large
  * payloads of a tree move into one aligned buffer that every such tensor
  * shares, e.g. to hand a model's weights to a device in one transfer or to
  * drop the many mappings and blocks a load left behind. */
@@ -27,39 +27,43 @@ static onnxio_status gather(onnxio_message *msg, onnxio_message *parent, const o
     return ONNXIO_OK;
 }
 
-ONNXIO_API onnxio_status onnxio_consolidate_tensors_to_buffer(void *msg, const onnxio_tensor_buffer_options *opts,
+ONNXIO_API onnxio_status onnxio_consolidate_tensors_to_buffer(void *msg, const onnxio_consolidate_options *opts,
                                                               onnxio_buffer **out)
 {
     if (out) *out = NULL;
     if (!msg) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "consolidate: NULL message");
     onnxio__clear_error();
-    uint64_t alignment = opts && opts->alignment ? opts->alignment : 64;
-    if (alignment & (alignment - 1))
-        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "alignment %llu is not a power of two", (unsigned long long)alignment);
-    collect c = {NULL, 0, 0, opts && opts->raw_data_threshold ? opts->raw_data_threshold : ONNXIO_DEFAULT_RAW_DATA_THRESHOLD};
-    onnxio_status s = onnxio__visit(msg, &onnxio_desc_TensorProto, gather, &c);
+    onnxio_consolidate_options cfg;
+    onnxio_status s = onnxio__copy_options(&cfg, sizeof cfg, opts, "onnxio_consolidate_options");
+    if (s) return s;
+    uint64_t alignment = cfg.alignment ? cfg.alignment : 64;
+    if ((alignment & (alignment - 1)) || alignment > (1u << 30))
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "alignment %llu is not a power of two of at most 1 GiB",
+                            (unsigned long long)alignment);
+    collect c = {NULL, 0, 0, cfg.raw_data_threshold ? cfg.raw_data_threshold : ONNXIO_DEFAULT_RAW_DATA_THRESHOLD};
+    s = onnxio__visit(msg, &onnxio_desc_TensorProto, gather, &c);
     if (s || c.count == 0) {
-        free(c.items);
+        onnxio__free(c.items);
         return s;
     }
     uint64_t total = 0;
     for (size_t i = 0; i < c.count; i++) {
         total = (total + alignment - 1) & ~(alignment - 1);
         if (total + c.items[i]->raw_data.size < total || total + c.items[i]->raw_data.size > SIZE_MAX) {
-            free(c.items);
+            onnxio__free(c.items);
             return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "consolidate: the payloads do not fit in memory");
         }
         total += c.items[i]->raw_data.size;
     }
     onnxio_buffer *b = onnxio_buffer_new((size_t)total, (size_t)alignment);
     if (!b) {
-        free(c.items);
+        onnxio__free(c.items);
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "consolidate: out of memory for %llu bytes", (unsigned long long)total);
     }
     onnxio__pool *pool;
     if ((s = onnxio__pool_new(0, &pool))) {
         onnxio_buffer_unref(b);
-        free(c.items);
+        onnxio__free(c.items);
         return s;
     }
     uint8_t *base = onnxio_buffer_data(b);
@@ -76,7 +80,7 @@ ONNXIO_API onnxio_status onnxio_consolidate_tensors_to_buffer(void *msg, const o
     if (s) {
         /* Nothing was repointed yet: the tree is as it was. */
         onnxio_buffer_unref(b);
-        free(c.items);
+        onnxio__free(c.items);
         return s;
     }
     at = 0;
@@ -87,7 +91,7 @@ ONNXIO_API onnxio_status onnxio_consolidate_tensors_to_buffer(void *msg, const o
         onnxio_span_set(span, base + at, size, b);
         at += size;
     }
-    free(c.items);
+    onnxio__free(c.items);
     if (out) *out = b;
     else onnxio_buffer_unref(b);
     return ONNXIO_OK;

@@ -1,5 +1,5 @@
 /* Table-driven protobuf parsing of any message, driven by the schema
- * descriptors (DESIGN.md "Wire rules"). One pass over a byte range; every
+ * descriptors (docs/design.md "Wire rules"). One pass over a byte range; every
  * length is checked against the bytes that remain before anything is
  * allocated; nesting is bounded; unknown fields are kept byte for byte. */
 #include <string.h>

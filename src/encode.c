@@ -1,5 +1,5 @@
 /* Table-driven protobuf serialization of any message, byte-identical to
- * libprotobuf (DESIGN.md "Wire rules"): fields in ascending number, proto2
+ * libprotobuf (docs/design.md "Wire rules"): fields in ascending number, proto2
  * presence, packing only where the schema says so, unknown fields last.
  * Two passes: the size pass caches every message's encoded size, then the
  * write pass emits bytes into a sink (exact-size memory or a file). */

@@ -1,4 +1,5 @@
-/* The thread's last error message (DESIGN.md "Errors"). */
+/* The thread's last error message, the statuses' names and meanings (from
+ * status.def) and the library version (docs/design.md "Errors"). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,23 +43,25 @@ ONNXIO_API const char *onnxio_last_error(void) { return last_error; }
 ONNXIO_API const char *onnxio_status_name(onnxio_status status)
 {
     switch (status) {
-    case ONNXIO_OK: return "ONNXIO_OK";
-    case ONNXIO_ERR_INVALID_ARGUMENT: return "ONNXIO_ERR_INVALID_ARGUMENT";
-    case ONNXIO_ERR_NO_MEMORY: return "ONNXIO_ERR_NO_MEMORY";
-    case ONNXIO_ERR_DECODE: return "ONNXIO_ERR_DECODE";
-    case ONNXIO_ERR_DEPTH: return "ONNXIO_ERR_DEPTH";
-    case ONNXIO_ERR_IO: return "ONNXIO_ERR_IO";
-    case ONNXIO_ERR_NOT_FOUND: return "ONNXIO_ERR_NOT_FOUND";
-    case ONNXIO_ERR_PATH_ABSOLUTE: return "ONNXIO_ERR_PATH_ABSOLUTE";
-    case ONNXIO_ERR_PATH_PARENT: return "ONNXIO_ERR_PATH_PARENT";
-    case ONNXIO_ERR_PATH_ESCAPES: return "ONNXIO_ERR_PATH_ESCAPES";
-    case ONNXIO_ERR_EXTERNAL_RANGE: return "ONNXIO_ERR_EXTERNAL_RANGE";
-    case ONNXIO_ERR_EXTERNAL_DATA: return "ONNXIO_ERR_EXTERNAL_DATA";
-    case ONNXIO_ERR_MISSING_PAYLOAD: return "ONNXIO_ERR_MISSING_PAYLOAD";
-    case ONNXIO_ERR_PATH_LINK: return "ONNXIO_ERR_PATH_LINK";
-    case ONNXIO_ERR_PATH_SELF: return "ONNXIO_ERR_PATH_SELF";
-    case ONNXIO_ERR_CHECKSUM: return "ONNXIO_ERR_CHECKSUM";
-    case ONNXIO_ERR_ARCHIVE: return "ONNXIO_ERR_ARCHIVE";
+#define ONNXIO_STATUS(name, number, cls, message) \
+    case ONNXIO_##name: return "ONNXIO_" #name;
+#include "onnxio/status.def"
+#undef ONNXIO_STATUS
     }
     return "ONNXIO_ERR_UNKNOWN";
 }
+
+ONNXIO_API const char *onnxio_status_message(onnxio_status status)
+{
+    switch (status) {
+#define ONNXIO_STATUS(name, number, cls, message) \
+    case ONNXIO_##name: return message;
+#include "onnxio/status.def"
+#undef ONNXIO_STATUS
+    }
+    return "unknown status";
+}
+
+ONNXIO_API const char *onnxio_version(void) { return ONNXIO_VERSION_STRING; }
+
+ONNXIO_API unsigned onnxio_version_number(void) { return ONNXIO_VERSION_NUMBER; }

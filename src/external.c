@@ -1,6 +1,6 @@
 /* External data (ONNX external data convention: data_location = EXTERNAL
  * with external_data keys location, offset, length, checksum), read safely
- * on load and written on save (DESIGN.md "Files").
+ * on load and written on save (docs/design.md "Files").
  *
  * Safety, on load and on save: a location must be relative, without '..'
  * components; the file must lie under the base directory after symlinks are
@@ -315,7 +315,7 @@ static onnxio_status open_data_file(load_ctx *c, const onnxio_TensorProto *t, co
         int err = errno;
         s = onnxio__fail(err == ENOENT || err == ENOTDIR ? ONNXIO_ERR_NOT_FOUND : ONNXIO_ERR_IO,
                          "tensor '%s': cannot open external data file %s: %s", tensor_name(t), path, strerror(err));
-        free(path);
+        onnxio__free(path);
         return s;
     }
     /* Where did the open really land, after every symlink? */
@@ -352,9 +352,9 @@ static onnxio_status open_data_file(load_ctx *c, const onnxio_TensorProto *t, co
                          path, (unsigned long long)st.st_nlink);
         goto fail;
     }
-    data_file *f = calloc(1, sizeof *f);
-    if (!f || !(f->location = strdup(location))) {
-        free(f);
+    data_file *f = onnxio__calloc(1, sizeof *f);
+    if (!f || !(f->location = onnxio__strdup(location))) {
+        onnxio__free(f);
         s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
         goto fail;
     }
@@ -364,20 +364,20 @@ static onnxio_status open_data_file(load_ctx *c, const onnxio_TensorProto *t, co
         /* Mapped from the descriptor that passed the checks, not reopened
          * by name. */
         if ((s = onnxio__map_fd(fd, path, &f->map))) {
-            free(f->location);
-            free(f);
+            onnxio__free(f->location);
+            onnxio__free(f);
             goto fail;
         }
         f->size = onnxio_buffer_size(f->map);
     }
-    free(path);
+    onnxio__free(path);
     f->next = c->files;
     c->files = f;
     *out = f;
     return ONNXIO_OK;
 fail:
     close(fd);
-    free(path);
+    onnxio__free(path);
     return s;
 }
 
@@ -391,7 +391,7 @@ static onnxio_status hash_file(data_file *f)
     if (f->map) s = sha1_update(&h, onnxio_buffer_data(f->map), onnxio_buffer_size(f->map));
     else {
         size_t cap = 1u << 20;
-        uint8_t *buf = malloc(cap);
+        uint8_t *buf = onnxio__malloc(cap);
         if (!buf) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
         for (uint64_t at = 0; !s && at < f->size;) {
             size_t want = f->size - at < cap ? (size_t)(f->size - at) : cap;
@@ -405,7 +405,7 @@ static onnxio_status hash_file(data_file *f)
             s = sha1_update(&h, buf, (size_t)n);
             at += (uint64_t)n;
         }
-        free(buf);
+        onnxio__free(buf);
     }
     if (s) {
         sha1_abort(&h);
@@ -460,7 +460,7 @@ onnxio_status onnxio__load_external(onnxio_message *root, const char *base_dir, 
     memset(&c, 0, sizeof c);
     c.base_dir = base_dir;
     c.opts = opts;
-    c.base_real = realpath(base_dir, NULL);
+    c.base_real = onnxio__realpath(base_dir);
     if (!c.base_real)
         return onnxio__fail(errno == ENOENT ? ONNXIO_ERR_NOT_FOUND : ONNXIO_ERR_IO, "base directory %s: %s", base_dir,
                             strerror(errno));
@@ -495,15 +495,15 @@ onnxio_status onnxio__load_external(onnxio_message *root, const char *base_dir, 
         if (!s) s = s2;
         onnxio__payloads_free(payloads);
     }
-    free(c.items);
+    onnxio__free(c.items);
     for (data_file *f = c.files, *next; f; f = next) {
         next = f->next;
         close(f->fd);
         onnxio_buffer_unref(f->map);
-        free(f->location);
-        free(f);
+        onnxio__free(f->location);
+        onnxio__free(f);
     }
-    free(c.base_real);
+    onnxio__free(c.base_real);
     return s;
 }
 
@@ -511,7 +511,11 @@ ONNXIO_API onnxio_status onnxio_load_external_data(onnxio_ModelProto *model, con
                                                    const onnxio_parse_options *opts)
 {
     if (!model || !base_dir) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "load_external_data: NULL argument");
-    return onnxio__load_external(&model->base, base_dir, opts, NULL);
+    onnxio__clear_error();
+    onnxio_parse_options cfg;
+    onnxio_status s = onnxio__parse_config(opts, &cfg);
+    if (s) return s;
+    return onnxio__load_external(&model->base, base_dir, &cfg, NULL);
 }
 
 ONNXIO_API onnxio_status onnxio_load_tensor_external_data(onnxio_TensorProto *tensor, const char *base_dir,
@@ -520,8 +524,11 @@ ONNXIO_API onnxio_status onnxio_load_tensor_external_data(onnxio_TensorProto *te
     if (!tensor || !base_dir)
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "load_tensor_external_data: NULL argument");
     onnxio__clear_error();
+    onnxio_parse_options cfg;
+    onnxio_status s = onnxio__parse_config(opts, &cfg);
+    if (s) return s;
     /* A TensorProto holds no other TensorProto: the visit is this tensor. */
-    return onnxio__load_external(&tensor->base, base_dir, opts, NULL);
+    return onnxio__load_external(&tensor->base, base_dir, &cfg, NULL);
 }
 
 /* ---- save ----------------------------------------------------------- */
@@ -597,12 +604,12 @@ static uint64_t fold_hash(const char *s)
 
 onnxio__names *onnxio__names_new(size_t expected)
 {
-    onnxio__names *set = calloc(1, sizeof *set);
+    onnxio__names *set = onnxio__calloc(1, sizeof *set);
     if (!set) return NULL;
     set->capacity = 16;
     while (set->capacity < 2 * (expected + 1)) set->capacity *= 2;
-    if (!(set->slots = calloc(set->capacity, sizeof *set->slots))) {
-        free(set);
+    if (!(set->slots = onnxio__calloc(set->capacity, sizeof *set->slots))) {
+        onnxio__free(set);
         return NULL;
     }
     return set;
@@ -611,9 +618,9 @@ onnxio__names *onnxio__names_new(size_t expected)
 void onnxio__names_free(onnxio__names *set)
 {
     if (!set) return;
-    for (size_t i = 0; i < set->capacity; i++) free(set->slots[i]);
-    free(set->slots);
-    free(set);
+    for (size_t i = 0; i < set->capacity; i++) onnxio__free(set->slots[i]);
+    onnxio__free(set->slots);
+    onnxio__free(set);
 }
 
 static char **set_slot(onnxio__names *set, const char *name)
@@ -629,9 +636,9 @@ static int set_add(onnxio__names *set, char *name)
 {
     if (2 * (set->count + 1) > set->capacity) {
         size_t cap = set->capacity * 2;
-        char **old = set->slots, **slots = calloc(cap, sizeof *slots);
+        char **old = set->slots, **slots = onnxio__calloc(cap, sizeof *slots);
         if (!slots) {
-            free(name);
+            onnxio__free(name);
             return -1;
         }
         size_t old_cap = set->capacity;
@@ -639,7 +646,7 @@ static int set_add(onnxio__names *set, char *name)
         set->capacity = cap;
         for (size_t i = 0; i < old_cap; i++)
             if (old[i]) *set_slot(set, old[i]) = old[i];
-        free(old);
+        onnxio__free(old);
     }
     char **slot = set_slot(set, name);
     if (*slot) return 0;
@@ -650,10 +657,10 @@ static int set_add(onnxio__names *set, char *name)
 
 int onnxio__names_reserve(onnxio__names *set, const char *name)
 {
-    char *copy = strdup(name);
+    char *copy = onnxio__strdup(name);
     if (!copy) return -1;
     int r = set_add(set, copy);
-    if (r == 0) free(copy);
+    if (r == 0) onnxio__free(copy);
     return r;
 }
 
@@ -661,7 +668,7 @@ const char *onnxio__names_unique(onnxio__names *set, const char *tensor)
 {
     size_t n = strlen(tensor);
     if (n > MAX_NAME_STEM) n = MAX_NAME_STEM;
-    char *stem = malloc(n + sizeof "tensor");
+    char *stem = onnxio__malloc(n + sizeof "tensor");
     if (!stem) return NULL;
     /* Only portable file-name characters; never a hidden file (and never
      * "." or ".."). */
@@ -674,25 +681,25 @@ const char *onnxio__names_unique(onnxio__names *set, const char *tensor)
     stem[n] = '\0';
     if (n == 0) strcpy(stem, "tensor");
     if (stem[0] == '.') stem[0] = '_';
-    char *name = strdup(stem);
+    char *name = onnxio__strdup(stem);
     int r = name ? set_add(set, name) : -1;
     for (unsigned long long k = 1; r == 0; k++) {
-        free(name);
-        if (!(name = malloc(strlen(stem) + 24))) {
+        onnxio__free(name);
+        if (!(name = onnxio__malloc(strlen(stem) + 24))) {
             r = -1;
             break;
         }
         sprintf(name, "%s_%llu", stem, k);
         r = set_add(set, name);
     }
-    free(stem);
+    onnxio__free(stem);
     return r == 1 ? name : NULL;
 }
 
 /* `n` planned files (at least one slot), none opened yet. */
 static out_file *new_files(size_t n)
 {
-    out_file *files = calloc(n ? n : 1, sizeof *files);
+    out_file *files = onnxio__calloc(n ? n : 1, sizeof *files);
     for (size_t k = 0; files && k < (n ? n : 1); k++) files[k].af.fd = -1;
     return files;
 }
@@ -707,7 +714,7 @@ static onnxio_status plan(save_ctx *c, const onnxio_serialize_options *opts, con
                           onnxio__data_files *d)
 {
     const onnxio_external_data_options *x = c->x;
-    uint64_t alignment = opts->tensor_buffer.alignment ? opts->tensor_buffer.alignment : EXTERNAL_DEFAULT_ALIGNMENT;
+    uint64_t alignment = opts->alignment ? opts->alignment : EXTERNAL_DEFAULT_ALIGNMENT;
     if (x->all_tensors_to_one_file == ONNXIO_OFF) {
         d->files = new_files(c->count);
         onnxio__names *set = onnxio__names_new(c->count + 1);
@@ -717,7 +724,7 @@ static onnxio_status plan(save_ctx *c, const onnxio_serialize_options *opts, con
         for (size_t i = 0; !s && i < c->count; i++) {
             out_file *f = &d->files[i];
             const char *name = onnxio__names_unique(set, tensor_name(c->items[i].tensor));
-            if (!name || !(f->location = strdup(name))) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+            if (!name || !(f->location = onnxio__strdup(name))) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
             f->size = c->items[i].tensor->raw_data.size;
             f->first = i;
             f->count = 1;
@@ -755,10 +762,10 @@ static onnxio_status plan(save_ctx *c, const onnxio_serialize_options *opts, con
     if (!dot || dot == fname) dot = fname + strlen(fname);
     for (size_t k = 0; k < nfiles; k++) {
         out_file *f = &d->files[k];
-        if (!limit) f->location = strdup(x->location);
+        if (!limit) f->location = onnxio__strdup(x->location);
         else {
             size_t n = strlen(x->location) + 64;
-            if ((f->location = malloc(n)))
+            if ((f->location = onnxio__malloc(n)))
                 snprintf(f->location, n, "%.*s-%05zu-of-%05zu%s", (int)(dot - x->location), x->location, k + 1, nfiles,
                          dot);
         }
@@ -790,7 +797,7 @@ static onnxio_status check_target(const char *dir, const char *dir_real, const c
         s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
         goto done;
     }
-    if (!(parent_real = realpath(parent, NULL))) {
+    if (!(parent_real = onnxio__realpath(parent))) {
         int err = errno;
         s = onnxio__fail(err == ENOENT || err == ENOTDIR ? ONNXIO_ERR_NOT_FOUND : ONNXIO_ERR_IO,
                          "external data location '%s': directory %s: %s", location, parent, strerror(err));
@@ -827,9 +834,9 @@ static onnxio_status check_target(const char *dir, const char *dir_real, const c
         s = onnxio__fail(ONNXIO_ERR_PATH_LINK, "external data file %s has %llu hard links", path,
                          (unsigned long long)st.st_nlink);
 done:
-    free(path);
-    free(parent);
-    free(parent_real);
+    onnxio__free(path);
+    onnxio__free(parent);
+    onnxio__free(parent_real);
     return s;
 }
 
@@ -850,7 +857,7 @@ static onnxio_status write_batch(onnxio__data_files *d, size_t first, size_t end
             break;
         }
         s = onnxio__atomic_open(path, &f->af);
-        free(path);
+        onnxio__free(path);
         if (s) break;
         /* The whole size at once: the padding between payloads reads as
          * zeros whatever order the jobs run in. */
@@ -947,21 +954,21 @@ void onnxio__data_files_abort(onnxio__data_files *d)
     if (!d) return;
     for (size_t k = 0; k < d->count; k++) {
         onnxio__atomic_abort(&d->files[k].af);
-        free(d->files[k].location);
+        onnxio__free(d->files[k].location);
     }
-    free(d->files);
-    free(d);
+    onnxio__free(d->files);
+    onnxio__free(d);
 }
 
 onnxio_status onnxio__data_files_commit(onnxio__data_files *d)
 {
     if (!d) return ONNXIO_OK;
     onnxio_status s = ONNXIO_OK;
-    char *first = d->count && d->files[0].af.final_path ? strdup(d->files[0].af.final_path) : NULL;
+    char *first = d->count && d->files[0].af.final_path ? onnxio__strdup(d->files[0].af.final_path) : NULL;
     for (size_t k = 0; !s && k < d->count; k++) s = onnxio__atomic_rename(&d->files[k].af);
     /* Every data file is in the directory of the first one. */
     if (!s && first) onnxio__sync_dir(first);
-    free(first);
+    onnxio__free(first);
     onnxio__data_files_abort(d); /* the temporary files not renamed */
     return s;
 }
@@ -979,10 +986,10 @@ onnxio_status onnxio__save_external(onnxio_arena *arena, onnxio_ModelProto *mode
     c.x = x;
     c.threshold = x->size_threshold ? x->size_threshold : ONNXIO_DEFAULT_EXTERNAL_THRESHOLD;
     char *dir = onnxio__dirname(model_path);
-    char *dir_real = dir ? realpath(dir, NULL) : NULL;
+    char *dir_real = dir ? onnxio__realpath(dir) : NULL;
     const char *model_base = strrchr(model_path, '/');
     model_base = model_base ? model_base + 1 : model_path;
-    onnxio__data_files *d = calloc(1, sizeof *d);
+    onnxio__data_files *d = onnxio__calloc(1, sizeof *d);
     if (!dir || !d) {
         s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
         goto done;
@@ -1010,9 +1017,9 @@ onnxio_status onnxio__save_external(onnxio_arena *arena, onnxio_ModelProto *mode
 done:
     if (s) onnxio__data_files_abort(d);
     else *out = d;
-    free(c.items);
-    free(c.stale);
-    free(dir);
-    free(dir_real);
+    onnxio__free(c.items);
+    onnxio__free(c.stale);
+    onnxio__free(dir);
+    onnxio__free(dir_real);
     return s;
 }

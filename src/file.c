@@ -1,7 +1,9 @@
-/* Files: memory-mapped reading and atomic writing (DESIGN.md "Files"). A
+/* Files: memory-mapped reading and atomic writing (docs/design.md "Files"). A
  * save writes a temporary file in the target directory, fsyncs it and
  * renames it over the target, so a failed save never damages a good file. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,15 +88,15 @@ onnxio_status onnxio__write_all(int fd, const void *data, size_t size, const cha
 char *onnxio__dirname(const char *path)
 {
     const char *slash = strrchr(path, '/');
-    if (!slash) return strdup(".");
-    if (slash == path) return strdup("/");
-    return strndup(path, (size_t)(slash - path));
+    if (!slash) return onnxio__strdup(".");
+    if (slash == path) return onnxio__strdup("/");
+    return onnxio__strndup(path, (size_t)(slash - path));
 }
 
 char *onnxio__path_join(const char *dir, const char *name)
 {
     size_t a = strlen(dir), b = strlen(name);
-    char *p = malloc(a + b + 2);
+    char *p = onnxio__malloc(a + b + 2);
     if (!p) return NULL;
     memcpy(p, dir, a);
     size_t n = a;
@@ -103,35 +105,88 @@ char *onnxio__path_join(const char *dir, const char *name)
     return p;
 }
 
+/* ---- temporary files, for onnxio_remove_temporary_files ------------ */
+
+/* Every temporary file a save is writing, in a list a signal handler can
+ * walk: nodes are published with one atomic store after they are complete,
+ * and unlinked from the list (under a lock, against other threads) before
+ * they are freed. A handler runs on a thread that is not inside a list
+ * change of its own (onnxio's pool threads block signals). */
+typedef struct temp_node {
+    _Atomic(struct temp_node *) next;
+    char *path;
+} temp_node;
+static _Atomic(temp_node *) temps;
+static pthread_mutex_t temps_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *temp_register(const char *path)
+{
+    temp_node *n = onnxio__malloc(sizeof *n);
+    if (!n) return NULL;
+    if (!(n->path = onnxio__strdup(path))) {
+        onnxio__free(n);
+        return NULL;
+    }
+    pthread_mutex_lock(&temps_lock);
+    atomic_store(&n->next, atomic_load(&temps));
+    atomic_store(&temps, n);
+    pthread_mutex_unlock(&temps_lock);
+    return n;
+}
+
+static void temp_forget(void *node)
+{
+    temp_node *n = node;
+    if (!n) return;
+    pthread_mutex_lock(&temps_lock);
+    _Atomic(temp_node *) *link = &temps;
+    for (temp_node *p = atomic_load(link); p; link = &p->next, p = atomic_load(link))
+        if (p == n) {
+            atomic_store(link, atomic_load(&n->next));
+            break;
+        }
+    pthread_mutex_unlock(&temps_lock);
+    onnxio__free(n->path);
+    onnxio__free(n);
+}
+
+ONNXIO_API void onnxio_remove_temporary_files(void)
+{
+    int saved = errno;
+    for (temp_node *n = atomic_load(&temps); n; n = atomic_load(&n->next)) unlink(n->path);
+    errno = saved;
+}
+
 onnxio_status onnxio__atomic_open(const char *path, onnxio__atomic_file *f)
 {
     f->fd = -1;
     f->tmp_path = NULL;
-    f->final_path = strdup(path);
+    f->registered = NULL;
+    f->final_path = onnxio__strdup(path);
     char *dir = onnxio__dirname(path);
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     if (!f->final_path || !dir) {
-        free(dir);
-        free(f->final_path);
+        onnxio__free(dir);
+        onnxio__free(f->final_path);
         f->final_path = NULL;
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     }
     size_t n = strlen(dir) + strlen(base) + 32;
-    f->tmp_path = malloc(n);
+    f->tmp_path = onnxio__malloc(n);
     if (!f->tmp_path) {
-        free(dir);
-        free(f->final_path);
+        onnxio__free(dir);
+        onnxio__free(f->final_path);
         f->final_path = NULL;
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     }
     snprintf(f->tmp_path, n, "%s/.%s.tmp-XXXXXX", dir, base);
-    free(dir);
+    onnxio__free(dir);
     f->fd = mkostemp(f->tmp_path, O_CLOEXEC);
     if (f->fd < 0) {
         onnxio_status s = io_error(errno, "cannot create a temporary file for", path);
-        free(f->tmp_path);
-        free(f->final_path);
+        onnxio__free(f->tmp_path);
+        onnxio__free(f->final_path);
         f->tmp_path = f->final_path = NULL;
         return s;
     }
@@ -139,6 +194,10 @@ onnxio_status onnxio__atomic_open(const char *path, onnxio__atomic_file *f)
     mode_t mask = umask(0);
     umask(mask);
     fchmod(f->fd, 0666 & ~mask);
+    if (!(f->registered = temp_register(f->tmp_path))) {
+        onnxio__atomic_abort(f);
+        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    }
     return ONNXIO_OK;
 }
 
@@ -146,8 +205,10 @@ void onnxio__atomic_abort(onnxio__atomic_file *f)
 {
     if (f->fd >= 0) close(f->fd);
     if (f->tmp_path) unlink(f->tmp_path);
-    free(f->tmp_path);
-    free(f->final_path);
+    temp_forget(f->registered);
+    f->registered = NULL;
+    onnxio__free(f->tmp_path);
+    onnxio__free(f->final_path);
     f->fd = -1;
     f->tmp_path = f->final_path = NULL;
 }
@@ -163,6 +224,8 @@ onnxio_status onnxio__atomic_commit(onnxio__atomic_file *f)
         onnxio__atomic_abort(f);
         return s;
     }
+    temp_forget(f->registered);
+    f->registered = NULL;
     /* Make the rename itself durable. */
     char *dir = onnxio__dirname(f->final_path);
     int dfd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
@@ -170,9 +233,9 @@ onnxio_status onnxio__atomic_commit(onnxio__atomic_file *f)
         fsync(dfd);
         close(dfd);
     }
-    free(dir);
-    free(f->tmp_path);
-    free(f->final_path);
+    onnxio__free(dir);
+    onnxio__free(f->tmp_path);
+    onnxio__free(f->final_path);
     f->tmp_path = f->final_path = NULL;
     return ONNXIO_OK;
 }
@@ -215,8 +278,10 @@ onnxio_status onnxio__atomic_rename(onnxio__atomic_file *f)
         onnxio__atomic_abort(f);
         return s;
     }
-    free(f->tmp_path);
-    free(f->final_path);
+    temp_forget(f->registered);
+    f->registered = NULL;
+    onnxio__free(f->tmp_path);
+    onnxio__free(f->final_path);
     f->tmp_path = f->final_path = NULL;
     return ONNXIO_OK;
 }
@@ -229,5 +294,5 @@ void onnxio__sync_dir(const char *path)
         fsync(dfd);
         close(dfd);
     }
-    free(dir);
+    onnxio__free(dir);
 }

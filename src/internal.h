@@ -2,7 +2,10 @@
 #ifndef ONNXIO_INTERNAL_H
 #define ONNXIO_INTERNAL_H
 
+#include <stdbool.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 
 #include "onnxio/onnxio.h"
 
@@ -18,23 +21,130 @@
 #define ONNXIO_UNLIKELY(x) (x)
 #endif
 
-#define ONNXIO_DEFAULT_MAX_DEPTH 100
 #define ONNXIO_DEFAULT_RAW_DATA_THRESHOLD 1024
 #define ONNXIO_DEFAULT_EXTERNAL_THRESHOLD 1024
 
-/* Makes room for one more element in a malloc'd array of `count` of
- * `capacity` elements of `elem` bytes (doubling, from 16); 0 when out of
+/* ---- os.c: the OS layer ---------------------------------------------- */
+
+/* Every allocation and system call of the library goes through these
+ * (docs/design.md, "The OS layer"); they keep the system's conventions
+ * (NULL or -1 with errno). Nothing else in src/ calls malloc, open, write
+ * and the like. */
+void *onnxio__malloc(size_t n);
+void *onnxio__calloc(size_t n, size_t size);
+void *onnxio__realloc(void *p, size_t n);
+void *onnxio__aligned_alloc(size_t alignment, size_t n);
+void onnxio__free(void *p);
+char *onnxio__strdup(const char *s);
+char *onnxio__strndup(const char *s, size_t n);
+/* realpath(3) into a new onnxio__malloc'd string; NULL with errno. */
+char *onnxio__realpath(const char *path);
+/* zlib's z_stream zalloc / zfree. */
+void *onnxio__zalloc(void *opaque, unsigned items, unsigned size);
+void onnxio__zfree(void *opaque, void *p);
+
+int onnxio__sys_openat(int dirfd, const char *path, int flags, mode_t mode); /* O_CLOEXEC added */
+int onnxio__close(int fd); /* fd < 0: nothing */
+int onnxio__sys_fstat(int fd, struct stat *st);
+int onnxio__sys_fstatat(int dirfd, const char *path, struct stat *st, int flags);
+ssize_t onnxio__sys_readlinkat(int dirfd, const char *path, char *buf, size_t size);
+ssize_t onnxio__sys_pread(int fd, void *buf, size_t n, uint64_t offset);
+ssize_t onnxio__sys_pwrite(int fd, const void *buf, size_t n, uint64_t offset);
+ssize_t onnxio__sys_write(int fd, const void *buf, size_t n);
+int onnxio__sys_fsync(int fd);
+int onnxio__sys_ftruncate(int fd, uint64_t size);
+int onnxio__sys_renameat(int olddir, const char *oldpath, int newdir, const char *newpath);
+int onnxio__sys_unlinkat(int dirfd, const char *path, int flags);
+int onnxio__sys_fchmod(int fd, mode_t mode);
+int onnxio__sys_flock(int fd, int op); /* EINTR retried */
+void *onnxio__sys_mmap(size_t size, int prot, int flags, int fd);
+int onnxio__sys_munmap(void *p, size_t size);
+
+/* The status for an errno: NOT_FOUND (ENOENT, ENOTDIR), NO_MEMORY, else IO. */
+onnxio_status onnxio__errno_status(int err);
+/* Reads exactly `n` bytes at `offset` (EINTR and short reads retried);
+ * `what` names the file in the error. */
+onnxio_status onnxio__read_at(int fd, void *buf, uint64_t n, uint64_t offset, const char *what);
+/* Opens `path` (relative to dirfd, following symlinks: a path the caller
+ * trusts) with O_NONBLOCK, so that a FIFO never blocks, and refuses anything
+ * but a regular file (ONNXIO_ERR_PATH_SPECIAL); *size is its size. */
+onnxio_status onnxio__open_regular(int dirfd, const char *path, int flags, const char *what, int *fd, uint64_t *size);
+/* "a directory", "a FIFO", ... for messages. */
+const char *onnxio__file_type(mode_t mode);
+
+/* Fault injection, for the tests (tests/c/test_faults.c): operations of the
+ * kinds in `mask` (1 << onnxio__op) are counted from now; the nth counted
+ * one fails (errno ENOMEM, ENOSPC or EIO as the kind suggests), or, with
+ * `crash`, kills the process (SIGKILL) before it happens; with `persistent`
+ * every later one fails too. nth 0 counts without failing; mask 0 stops. */
+typedef enum onnxio__op {
+    ONNXIO__OP_ALLOC,    /* malloc, calloc, realloc, aligned blocks, zlib's allocations */
+    ONNXIO__OP_OPEN,     /* open, create */
+    ONNXIO__OP_READ,     /* pread */
+    ONNXIO__OP_WRITE,    /* write, pwrite */
+    ONNXIO__OP_SYNC,     /* fsync */
+    ONNXIO__OP_TRUNCATE, /* ftruncate */
+    ONNXIO__OP_RENAME,   /* rename */
+    ONNXIO__OP_UNLINK,   /* unlink */
+    ONNXIO__OP_MAP,      /* mmap */
+} onnxio__op;
+void onnxio__fault_set(unsigned mask, long nth, bool crash, bool persistent);
+/* Operations counted since onnxio__fault_set. */
+long onnxio__fault_counted(void);
+/* Whether the fault happened. */
+bool onnxio__fault_hit(void);
+/* Blocks from onnxio__malloc & co. not freed yet (a leak check). */
+long onnxio__alloc_live(void);
+
+/* Makes room for one more element in an onnxio__malloc'd array of `count`
+ * of `capacity` elements of `elem` bytes (doubling, from 16); 0 when out of
  * memory (the array is unchanged). */
 static inline int onnxio__grow(void **array, size_t *capacity, size_t count, size_t elem)
 {
     if (count < *capacity) return 1;
     size_t cap = *capacity ? *capacity * 2 : 16;
-    void *p = realloc(*array, cap * elem);
+    void *p = onnxio__realloc(*array, cap * elem);
     if (!p) return 0;
     *array = p;
     *capacity = cap;
     return 1;
 }
+
+/* ---- container_dir.c: external data in a directory -------------------- */
+
+/* Where a location led: the directory holding its last component (an open
+ * descriptor) and that component's name; `exists` with its lstat. */
+typedef struct onnxio__resolved {
+    int dir_fd;
+    char *name;
+    bool exists;
+    struct stat st;
+} onnxio__resolved;
+/* Walks `location` (already checked with onnxio_check_location) under
+ * `base_dir` with openat and O_NOFOLLOW, following symlinks only while they
+ * stay inside (onnxio_external_data_open's rules). A missing last component
+ * is not an error (exists false); a missing directory is. */
+onnxio_status onnxio__resolve_beneath(const char *base_dir, const char *location, onnxio__resolved *out);
+void onnxio__resolved_free(onnxio__resolved *r);
+/* Opens the existing regular file `r` names with `flags` (O_RDONLY or
+ * O_RDWR): refused unless a regular file with one link, opened with
+ * O_NOFOLLOW | O_NONBLOCK and checked again on the descriptor. */
+onnxio_status onnxio__open_resolved(const onnxio__resolved *r, const char *location, int flags, int *fd);
+
+/* ---- options.c ---------------------------------------------------------- */
+
+/* Reads the caller's option struct `src` (NULL: the defaults), whose first
+ * member is its struct_size, into `dst` of `dst_size` bytes (this version's
+ * layout), zero-filled where `src` is shorter: the "Options" rules of
+ * onnxio.h. `what` names the struct in errors. */
+onnxio_status onnxio__copy_options(void *dst, size_t dst_size, const void *src, const char *what);
+/* The public parse options read and checked (alignment a power of two at
+ * most 1 GiB, no negative counts), with every default resolved: what the
+ * library's load and parse paths use. */
+onnxio_status onnxio__parse_config(const onnxio_parse_options *opts, onnxio_parse_options *cfg);
+onnxio_status onnxio__serialize_config(const onnxio_serialize_options *opts, onnxio_serialize_options *cfg);
+/* A requested depth limit (0: the default) capped at ONNXIO_MAX_DEPTH. */
+int onnxio__depth_limit(int requested);
 
 /* error.c: records the thread's last error and returns `status`. */
 onnxio_status onnxio__fail(onnxio_status status, const char *fmt, ...) ONNXIO_PRINTF(2, 3);
@@ -66,7 +176,7 @@ size_t onnxio__elem_size(const onnxio_field_desc *f);
 void *onnxio__message_new_tracked(onnxio_arena *arena, const onnxio_message_desc *desc);
 onnxio_status onnxio__append_unknown(onnxio_arena *arena, onnxio_message *m, const uint8_t *p, size_t n);
 
-/* pool.c: payload byte moves run on a few threads (DESIGN.md "parallel"). */
+/* pool.c: payload byte moves run on a few threads (docs/design.md "parallel"). */
 typedef enum onnxio__job_kind {
     ONNXIO__JOB_COPY,   /* memcpy(dst, src, size) */
     ONNXIO__JOB_PREAD,  /* read `size` bytes at `offset` of `fd` into dst */
@@ -184,6 +294,7 @@ typedef struct onnxio__atomic_file {
     int fd;
     char *tmp_path;
     char *final_path;
+    void *registered; /* its entry for onnxio_remove_temporary_files */
 } onnxio__atomic_file;
 /* Maps a whole file private (copy-on-write); an empty file gives a buffer
  * of size 0. With fd_out, the open descriptor is returned too (the caller

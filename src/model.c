@@ -1,32 +1,22 @@
-/* Load and save entry points and their options (DESIGN.md "api"). */
+/* Load and save entry points and their options (docs/design.md "api"). */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "internal.h"
 
-static onnxio_status check_parse_options(const onnxio_parse_options *o)
-{
-    if (!o) return ONNXIO_OK;
-    if (o->max_depth < 0) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "max_depth %d is negative", o->max_depth);
-    if (o->num_threads < 0) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "num_threads %d is negative", o->num_threads);
-    uint64_t a = o->tensor_buffer.alignment;
-    if (a & (a - 1)) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "alignment %llu is not a power of two", (unsigned long long)a);
-    return ONNXIO_OK;
-}
-
 /* Parses `size` bytes at `data` into `msg`. `fd` >= 0 says the bytes are
  * that whole file, so that copies can be preads (the mapping's pages are
  * then never touched, and never count against the process). Payloads are
- * moved on the pool while the structure is parsed. */
+ * moved on the pool while the structure is parsed. `opts` is resolved
+ * (onnxio__parse_config). */
 static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxio_buffer *owner, int fd,
                                  const onnxio_parse_options *opts, onnxio_arena *arena, bool *saw_external)
 {
-    onnxio_status s = check_parse_options(opts);
-    if (s) return s;
+    onnxio_status s;
     onnxio__pool *pool = NULL;
     onnxio__payloads *payloads = NULL;
-    if ((s = onnxio__pool_new(opts ? opts->num_threads : 0, &pool))) return s;
+    if ((s = onnxio__pool_new(opts->num_threads, &pool))) return s;
     if ((s = onnxio__payloads_new(opts, pool, &payloads))) {
         onnxio__pool_finish(pool);
         return s;
@@ -35,10 +25,10 @@ static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxi
         .arena = arena,
         .owner = owner,
         .base = data ? data : (const void *)"",
-        .skip_raw_data = opts && opts->skip_raw_data,
-        .max_depth = opts && opts->max_depth ? opts->max_depth : ONNXIO_DEFAULT_MAX_DEPTH,
+        .skip_raw_data = opts->skip_raw_data,
+        .max_depth = opts->max_depth,
         .payloads = payloads,
-        .fd = opts && opts->no_copy ? -1 : fd,
+        .fd = opts->no_copy ? -1 : fd,
         .saw_external = saw_external,
     };
     s = onnxio__decode(&cfg, msg, data, size);
@@ -53,7 +43,10 @@ ONNXIO_API onnxio_status onnxio_parse_into(void *msg, const void *data, size_t s
 {
     onnxio__clear_error();
     if (!msg || !arena || (!data && size)) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "parse: NULL argument");
-    return parse_bytes(msg, data, size, owner, -1, opts, arena, NULL);
+    onnxio_parse_options cfg;
+    onnxio_status s = onnxio__parse_config(opts, &cfg);
+    if (s) return s;
+    return parse_bytes(msg, data, size, owner, -1, &cfg, arena, NULL);
 }
 
 ONNXIO_API onnxio_status onnxio_parse(const onnxio_message_desc *desc, const void *data, size_t size,
@@ -75,7 +68,7 @@ ONNXIO_API onnxio_status onnxio_parse(const onnxio_message_desc *desc, const voi
 
 static int wants_external(const onnxio_parse_options *opts)
 {
-    return !opts || opts->load_external_data != ONNXIO_OFF;
+    return opts->load_external_data != ONNXIO_OFF;
 }
 
 /* Loads the .onnxz archive in `data` (docs/onnxz.md): its __MODEL_PROTO
@@ -84,8 +77,7 @@ static int wants_external(const onnxio_parse_options *opts)
 static onnxio_status load_archive(const uint8_t *data, size_t size, onnxio_buffer *owner, int fd, const char *what,
                                   const onnxio_parse_options *opts, onnxio_arena *arena, void **out)
 {
-    onnxio_status s = check_parse_options(opts);
-    if (s) return s;
+    onnxio_status s;
     onnxio_archive *a;
     if ((s = onnxio__archive_open(data, size, owner, fd, what, &a))) return s;
     const uint8_t *model_data;
@@ -93,7 +85,7 @@ static onnxio_status load_archive(const uint8_t *data, size_t size, onnxio_buffe
     onnxio_buffer *model_owner = NULL;
     void *m = NULL;
     bool saw_external = false;
-    if (!(s = onnxio__archive_model(a, onnxio__verify_crc(opts), &model_data, &model_size, &model_owner))) {
+    if (!(s = onnxio__archive_model(a, opts->verify_crc == ONNXIO_ON, &model_data, &model_size, &model_owner))) {
         if (!(m = onnxio_message_new(arena, &onnxio_desc_ModelProto)))
             s = onnxio__fail(arena ? ONNXIO_ERR_NO_MEMORY : ONNXIO_ERR_INVALID_ARGUMENT, "load: cannot create the message");
         else if ((s = parse_bytes(m, model_data, model_size, model_owner, -1, opts, arena, &saw_external)))
@@ -125,7 +117,7 @@ static onnxio_status load_mapped(const onnxio_message_desc *desc, const char *pa
     const uint8_t *data = onnxio_buffer_data(map);
     size_t size = onnxio_buffer_size(map);
     void *m = NULL;
-    if (was_archive && onnxio__is_archive(data, size)) {
+    if (was_archive && onnxio_detect_format(data, size) == ONNXIO_FORMAT_ARCHIVE) {
         *was_archive = true;
         s = load_archive(data, size, map, fd, path, opts, arena, &m);
     } else if (!(m = onnxio_message_new(arena, desc))) {
@@ -146,7 +138,10 @@ ONNXIO_API onnxio_status onnxio_load_file(const onnxio_message_desc *desc, const
 {
     if (!path || !out) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "load: NULL argument");
     onnxio__clear_error();
-    return load_mapped(desc, path, opts, arena, out, NULL, NULL);
+    onnxio_parse_options cfg;
+    onnxio_status s = onnxio__parse_config(opts, &cfg);
+    if (s) return s;
+    return load_mapped(desc, path, &cfg, arena, out, NULL, NULL);
 }
 
 ONNXIO_API onnxio_status onnxio_load_model(const char *path, const onnxio_parse_options *opts,
@@ -154,16 +149,20 @@ ONNXIO_API onnxio_status onnxio_load_model(const char *path, const onnxio_parse_
 {
     if (!path || !out) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "load: NULL argument");
     onnxio__clear_error();
+    onnxio_parse_options cfg;
+    onnxio_status s = onnxio__parse_config(opts, &cfg);
+    if (s) return s;
+    opts = &cfg;
     void *m;
     bool saw_external = false, was_archive = false;
-    onnxio_status s = load_mapped(&onnxio_desc_ModelProto, path, opts, arena, &m, &saw_external, &was_archive);
+    s = load_mapped(&onnxio_desc_ModelProto, path, opts, arena, &m, &saw_external, &was_archive);
     if (s) return s;
     if (!was_archive && saw_external && wants_external(opts)) {
-        char *dir = opts && opts->base_dir ? NULL : onnxio__dirname(path);
-        const char *base = opts && opts->base_dir ? opts->base_dir : dir;
+        char *dir = opts->base_dir ? NULL : onnxio__dirname(path);
+        const char *base = opts->base_dir ? opts->base_dir : dir;
         if (!base) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
         s = onnxio__load_external(m, base, opts, path);
-        free(dir);
+        onnxio__free(dir);
         if (s) {
             onnxio_message_clear(m);
             return onnxio__context(s, "%s", path);
@@ -178,16 +177,19 @@ ONNXIO_API onnxio_status onnxio_load_model_from_bytes(const void *data, size_t s
                                                       onnxio_ModelProto **out)
 {
     if (!out) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "load: NULL argument");
+    onnxio__clear_error();
+    onnxio_parse_options cfg;
+    onnxio_status s = onnxio__parse_config(opts, &cfg);
+    if (s) return s;
     void *m;
-    if (onnxio__is_archive(data, size)) {
-        onnxio__clear_error();
-        onnxio_status s = load_archive(data, size, owner, -1, NULL, opts, arena, &m);
+    if (onnxio_detect_format(data, size) == ONNXIO_FORMAT_ARCHIVE) {
+        s = load_archive(data, size, owner, -1, NULL, &cfg, arena, &m);
         *out = s ? NULL : m;
         return s;
     }
-    onnxio_status s = onnxio_parse(&onnxio_desc_ModelProto, data, size, owner, opts, arena, &m);
+    s = onnxio_parse(&onnxio_desc_ModelProto, data, size, owner, opts, arena, &m);
     if (s) return s;
-    if (wants_external(opts) && opts && opts->base_dir) {
+    if (wants_external(&cfg) && cfg.base_dir) {
         s = onnxio_load_external_data(m, opts->base_dir, opts);
         if (s) {
             onnxio_message_clear(m);
@@ -207,7 +209,7 @@ static onnxio_status write_temp(void *msg, const char *path, onnxio__pool *pool,
     onnxio_status s = onnxio__atomic_open(path, f);
     if (s) return s;
     size_t cap = 1u << 20;
-    uint8_t *staging = malloc(cap);
+    uint8_t *staging = onnxio__malloc(cap);
     if (!staging) {
         onnxio__atomic_abort(f);
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
@@ -215,7 +217,7 @@ static onnxio_status write_temp(void *msg, const char *path, onnxio__pool *pool,
     onnxio__sink sink = {.buf = staging, .cap = cap, .fd = f->fd, .pool = pool, .threshold = 1, .what = f->tmp_path};
     s = onnxio__encode(msg, &sink);
     if (!s) s = onnxio__sink_flush(&sink);
-    free(staging);
+    onnxio__free(staging);
     if (s) return onnxio__context(s, "saving %s", path);
     return ONNXIO_OK;
 }
@@ -241,7 +243,10 @@ ONNXIO_API onnxio_status onnxio_save_file(void *msg, const char *path, const onn
 {
     if (!msg || !path) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "save: NULL argument");
     onnxio__clear_error();
-    return write_file(msg, path, opts);
+    onnxio_serialize_options cfg;
+    onnxio_status s = onnxio__serialize_config(opts, &cfg);
+    if (s) return s;
+    return write_file(msg, path, &cfg);
 }
 
 ONNXIO_API onnxio_status onnxio_save_model(onnxio_ModelProto *model, const char *path,
@@ -249,19 +254,18 @@ ONNXIO_API onnxio_status onnxio_save_model(onnxio_ModelProto *model, const char 
 {
     if (!model || !path) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "save: NULL argument");
     onnxio__clear_error();
-    size_t n = strlen(path);
-    if (n >= 6 && strcmp(path + n - 6, ".onnxz") == 0) return onnxio_save_archive(model, path, opts);
-    if (opts && (opts->tensor_buffer.alignment & (opts->tensor_buffer.alignment - 1)))
-        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "alignment %llu is not a power of two",
-                            (unsigned long long)opts->tensor_buffer.alignment);
-    if (!opts || (!opts->external_data.location && opts->external_data.all_tensors_to_one_file != ONNXIO_OFF))
+    if (onnxio_path_is_archive(path)) return onnxio_save_archive(model, path, opts);
+    onnxio_serialize_options cfg;
+    onnxio_status s = onnxio__serialize_config(opts, &cfg);
+    if (s) return s;
+    opts = &cfg;
+    if (!opts->external_data.location && opts->external_data.all_tensors_to_one_file != ONNXIO_OFF)
         return write_file(model, path, opts);
 
     /* The caller's model stays as it is: rewrite a copy whose payloads are
      * shared, not copied. */
     onnxio_arena *scratch = onnxio_arena_new();
     onnxio_ModelProto *copy = scratch ? onnxio_message_clone(scratch, model) : NULL;
-    onnxio_status s;
     if (!copy) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     else {
         /* Every file is written in full before any replaces anything. */

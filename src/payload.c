@@ -1,4 +1,4 @@
-/* Where a tensor's payload goes when it is loaded (DESIGN.md "Memory
+/* Where a tensor's payload goes when it is loaded (docs/design.md "Memory
  * model"): borrowed or shared with no_copy, an owned buffer otherwise, or
  * the caller's memory through the payload callback; and the pool job that
  * fills it. The codec hands inline raw_data here, the external-data code
@@ -26,13 +26,13 @@ struct onnxio__payloads {
 
 onnxio_status onnxio__payloads_new(const onnxio_parse_options *opts, onnxio__pool *pool, onnxio__payloads **out)
 {
-    onnxio__payloads *p = calloc(1, sizeof *p);
+    onnxio__payloads *p = onnxio__calloc(1, sizeof *p);
     if (!p) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     p->pool = pool;
     p->no_copy = opts && opts->no_copy;
-    p->threshold = opts && opts->tensor_buffer.raw_data_threshold ? opts->tensor_buffer.raw_data_threshold
+    p->threshold = opts && opts->raw_data_threshold ? opts->raw_data_threshold
                                                                   : ONNXIO_DEFAULT_RAW_DATA_THRESHOLD;
-    p->alignment = opts && opts->tensor_buffer.alignment ? opts->tensor_buffer.alignment : 64;
+    p->alignment = opts && opts->alignment ? opts->alignment : 64;
     if (opts && !opts->skip_raw_data) {
         p->fn = opts->payload_fn;
         p->ctx = opts->payload_ctx;
@@ -45,8 +45,8 @@ void onnxio__payloads_free(onnxio__payloads *p)
 {
     if (!p) return;
     for (size_t i = 0; i < p->count; i++) onnxio_buffer_unref(p->items[i].src.owner);
-    free(p->items);
-    free(p);
+    onnxio__free(p->items);
+    onnxio__free(p);
 }
 
 static const char *name_of(const onnxio_TensorProto *t) { return t->name.data ? t->name.data : ""; }

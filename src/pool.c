@@ -1,4 +1,4 @@
-/* A small pthread pool for payload copies, reads and writes (DESIGN.md
+/* A small pthread pool for payload copies, reads and writes (docs/design.md
  * "parallel"). Jobs are byte moves with no dependencies between them: the
  * structure is parsed or written on the calling thread while the workers
  * move payloads, and onnxio__pool_finish has the calling thread help with
@@ -7,6 +7,7 @@
  * each job when it is added: nothing is queued, nothing is started. */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,7 +152,7 @@ static void *worker(void *arg)
 
 onnxio_status onnxio__pool_new(int num_threads, onnxio__pool **out)
 {
-    onnxio__pool *p = calloc(1, sizeof *p);
+    onnxio__pool *p = onnxio__calloc(1, sizeof *p);
     if (!p) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     p->threads = onnxio__num_threads(num_threads);
     if (p->threads > 1) {
@@ -224,9 +225,18 @@ onnxio_status onnxio__pool_add(onnxio__pool *p, const onnxio__job *job)
     }
     /* Workers start with the first job, so a load without large payloads
      * never starts a thread. */
-    while (!s && p->started < p->threads - 1) {
-        if (pthread_create(&p->workers[p->started], NULL, worker, p) != 0) break;
-        p->started++;
+    if (!s && p->started < p->threads - 1) {
+        /* Workers block every signal (they inherit the mask): a process's
+         * handlers run on its own threads, where onnxio's state is
+         * consistent (onnxio_remove_temporary_files relies on it). */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        while (p->started < p->threads - 1) {
+            if (pthread_create(&p->workers[p->started], NULL, worker, p) != 0) break;
+            p->started++;
+        }
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
     }
     if (!s) pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->lock);
@@ -254,8 +264,8 @@ onnxio_status onnxio__pool_finish(onnxio__pool *p)
     s = p->status;
     if (s) onnxio__fail(s, "%s", p->error);
     for (size_t i = 0; i < p->keep_count; i++) onnxio_buffer_unref(p->keeps[i]);
-    free(p->keeps);
-    free(p->jobs);
-    free(p);
+    onnxio__free(p->keeps);
+    onnxio__free(p->jobs);
+    onnxio__free(p);
     return s;
 }

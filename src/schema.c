@@ -1,5 +1,5 @@
 /* Descriptor tables for every ONNX message and enum, expanded from the rows
- * of schema.def (DESIGN.md "The schema is data, listed once"). */
+ * of schema.def (docs/design.md "The schema is data, listed once"). */
 #include <string.h>
 
 #include "internal.h"

@@ -20,6 +20,7 @@ typedef struct out {
     size_t size, cap;
     FILE *stream; /* when set, the buffer is flushed to it as it fills */
     int failed;
+    int too_deep; /* nested past ONNXIO_MAX_DEPTH (failed is set too) */
     uint64_t max_bytes;
 } out;
 
@@ -39,7 +40,7 @@ static void put(out *o, const char *s, size_t n)
         if (o->cap - o->size < n) {
             size_t cap = o->cap ? o->cap : 4096;
             while (cap - o->size < n) cap *= 2;
-            char *b = realloc(o->buf, cap);
+            char *b = onnxio__realloc(o->buf, cap);
             if (!b) {
                 o->failed = 1;
                 return;
@@ -202,6 +203,11 @@ static void print_value(out *o, const onnxio_field_desc *f, const void *v, int d
 
 static void print_message(out *o, const onnxio_message *m, int depth)
 {
+    /* depth is the indentation: the top-level message is nesting level 1. */
+    if (depth >= ONNXIO_MAX_DEPTH) {
+        o->failed = o->too_deep = 1;
+        return;
+    }
     const onnxio_message_desc *desc = m->desc;
     for (size_t i = 0; i < desc->field_count && !o->failed; i++) {
         const onnxio_field_desc *f = &desc->fields[i];
@@ -221,20 +227,28 @@ static void release_text(void *ctx, void *data, size_t size)
 {
     (void)ctx;
     (void)size;
-    free(data);
+    onnxio__free(data);
+}
+
+static onnxio_status too_deep(void)
+{
+    return onnxio__fail(ONNXIO_ERR_DEPTH, "text format: messages nested deeper than %d levels", ONNXIO_MAX_DEPTH);
 }
 
 ONNXIO_API onnxio_status onnxio_text_format(const void *msg, const onnxio_text_options *opts, onnxio_buffer **out_buf)
 {
     if (!msg || !out_buf) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "text_format: NULL argument");
     *out_buf = NULL;
+    onnxio_text_options cfg;
+    onnxio_status s = onnxio__copy_options(&cfg, sizeof cfg, opts, "onnxio_text_options");
+    if (s) return s;
     out o = {0};
-    o.max_bytes = opts ? opts->max_bytes_shown : 0;
+    o.max_bytes = cfg.max_bytes_shown;
     print_message(&o, msg, 0);
     onnxio_buffer *b = o.failed ? NULL : onnxio_buffer_wrap(o.buf, o.size, release_text, NULL);
     if (!b) {
-        free(o.buf);
-        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "text_format: out of memory");
+        onnxio__free(o.buf);
+        return o.too_deep ? too_deep() : onnxio__fail(ONNXIO_ERR_NO_MEMORY, "text_format: out of memory");
     }
     *out_buf = b;
     return ONNXIO_OK;
@@ -243,12 +257,16 @@ ONNXIO_API onnxio_status onnxio_text_format(const void *msg, const onnxio_text_o
 ONNXIO_API onnxio_status onnxio_text_print(const void *msg, const onnxio_text_options *opts, FILE *stream)
 {
     if (!msg || !stream) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "text_print: NULL argument");
+    onnxio_text_options cfg;
+    onnxio_status s = onnxio__copy_options(&cfg, sizeof cfg, opts, "onnxio_text_options");
+    if (s) return s;
     out o = {0};
     o.stream = stream;
-    o.max_bytes = opts ? opts->max_bytes_shown : 0;
+    o.max_bytes = cfg.max_bytes_shown;
     print_message(&o, msg, 0);
     out_flush(&o);
-    free(o.buf);
+    onnxio__free(o.buf);
+    if (o.too_deep) return too_deep();
     if (o.failed || fflush(stream) != 0) return onnxio__fail(ONNXIO_ERR_IO, "text_print: cannot write the output");
     return ONNXIO_OK;
 }

@@ -2,7 +2,9 @@
  * onnxio: ONNX model files read and written without libprotobuf.
  *
  * This header is the whole public C API. The message structs and their
- * descriptors are in onnxio/proto.h (expanded from the schema rows).
+ * descriptors are in onnxio/proto.h (expanded from the schema rows), the
+ * statuses in onnxio/status.def. docs/design.md is the map of the library;
+ * docs/security.md says what it refuses and why.
  *
  * Conventions of every function here:
  * - Functions that can fail return onnxio_status (ONNXIO_OK is 0). They never
@@ -14,10 +16,12 @@
  *   payloads (TensorProto.raw_data) live in refcounted onnxio_buffers and are
  *   released when their last reference goes: when the payload is replaced or
  *   cleared, or when the arena is freed.
- * - Option structs mean "the defaults" when zero-initialized, and a NULL
- *   options pointer means the same.
- * - Wire format: protobuf (proto2) as libprotobuf writes it for onnx-ml.proto;
- *   see docs in README.md and ../shared/spec/README.md for the rules.
+ * - Option structs start with `struct_size` and mean "the defaults" when
+ *   zero-initialized; a NULL options pointer means the same (see
+ *   "Options" below for how new options stay compatible).
+ * - Wire format: protobuf (proto2) as libprotobuf writes it for
+ *   onnx-ml.proto (the rules that are easy to get wrong are in
+ *   docs/design.md, "Wire rules").
  */
 #ifndef ONNXIO_ONNXIO_H
 #define ONNXIO_ONNXIO_H
@@ -33,35 +37,37 @@
 extern "C" {
 #endif
 
-#define ONNXIO_VERSION_STRING "0.1.0"
+/* ---- version -------------------------------------------------------- */
+
+#define ONNXIO_VERSION_MAJOR 0
+#define ONNXIO_VERSION_MINOR 2
+#define ONNXIO_VERSION_PATCH 0
+#define ONNXIO_VERSION_STRING "0.2.0"
+/* MAJOR * 10000 + MINOR * 100 + PATCH: 200 for 0.2.0. */
+#define ONNXIO_VERSION_NUMBER (ONNXIO_VERSION_MAJOR * 10000 + ONNXIO_VERSION_MINOR * 100 + ONNXIO_VERSION_PATCH)
+
+/* The version of the library actually linked, which may be newer than the
+ * header a program was compiled with: "0.2.0" (static storage) and
+ * ONNXIO_VERSION_NUMBER's value. */
+const char *onnxio_version(void);
+unsigned onnxio_version_number(void);
 
 /* ---- errors --------------------------------------------------------- */
 
+/* Every status, its number and its meaning are listed once, in
+ * onnxio/status.def; ONNXIO_OK is 0 and every failure is positive. */
 typedef enum onnxio_status {
-    ONNXIO_OK = 0,
-    ONNXIO_ERR_INVALID_ARGUMENT = 1, /* a caller error: NULL, bad option value */
-    ONNXIO_ERR_NO_MEMORY = 2,        /* an allocation failed */
-    ONNXIO_ERR_DECODE = 3,           /* malformed protobuf bytes */
-    ONNXIO_ERR_DEPTH = 4,            /* messages nested past max_depth */
-    ONNXIO_ERR_IO = 5,               /* open/read/write/mmap/rename failed (errno text in the message) */
-    ONNXIO_ERR_NOT_FOUND = 6,        /* a file that does not exist */
-    ONNXIO_ERR_PATH_ABSOLUTE = 7,    /* external data location is an absolute path */
-    ONNXIO_ERR_PATH_PARENT = 8,      /* external data location has a '..' component */
-    ONNXIO_ERR_PATH_ESCAPES = 9,     /* a symlink takes the location outside the base directory */
-    ONNXIO_ERR_EXTERNAL_RANGE = 10,  /* offset/length do not fit the external data file */
-    ONNXIO_ERR_EXTERNAL_DATA = 11,   /* other bad external_data entries (missing location, bad number,
-                                      * a length that does not match the tensor's type and shape) */
-    ONNXIO_ERR_MISSING_PAYLOAD = 12, /* serializing a payload that was never loaded (skip_raw_data) */
-    ONNXIO_ERR_PATH_LINK = 13,       /* an external data file has other hard links (it may be a file outside the base directory) */
-    ONNXIO_ERR_PATH_SELF = 14,       /* an external data location names the model file itself */
-    ONNXIO_ERR_CHECKSUM = 15,        /* an external data file's SHA-1 differs from its checksum key, or
-                                      * a zip archive entry's CRC-32 differs from its recorded one */
-    ONNXIO_ERR_ARCHIVE = 16,         /* a malformed or unsafe .onnxz (zip) archive: bad records, unsafe or
-                                      * duplicate entry names, overlapping entries, no __MODEL_PROTO */
+#define ONNXIO_STATUS(name, number, cls, message) ONNXIO_##name = number,
+#include "onnxio/status.def"
+#undef ONNXIO_STATUS
 } onnxio_status;
 
-/* The symbolic name of a status ("ONNXIO_ERR_DECODE"); static storage. */
+/* The symbolic name of a status ("ONNXIO_ERR_DECODE"), or
+ * "ONNXIO_ERR_UNKNOWN" for a number that is none; static storage. */
 const char *onnxio_status_name(onnxio_status status);
+/* What a status means, in words (status.def's text: "malformed protobuf
+ * bytes"); static storage. onnxio_last_error() says what happened where. */
+const char *onnxio_status_message(onnxio_status status);
 
 /* The message of the last failure on this thread; "" when none. Valid until
  * the next onnxio call on this thread. */
@@ -86,7 +92,7 @@ size_t onnxio_arena_used(const onnxio_arena *arena);
 
 /* ---- payload buffers ------------------------------------------------ */
 
-/* A refcounted block of bytes (DESIGN.md "Memory model"): a malloc'd block,
+/* A refcounted block of bytes (docs/design.md "Memory model"): a malloc'd block,
  * a memory-mapped file, or foreign memory with a release callback. */
 typedef void (*onnxio_release_fn)(void *ctx, void *data, size_t size);
 
@@ -125,21 +131,27 @@ void onnxio_span_clear(onnxio_span *span);
  *   onnxio_TensorProto *t = onnxio_message_new(arena, &onnxio_desc_TensorProto); */
 void *onnxio_message_new(onnxio_arena *arena, const onnxio_message_desc *desc);
 /* Unsets every field (payload references are dropped now; arena memory is
- * reclaimed only with the arena). */
+ * reclaimed only with the arena). Works at any nesting depth. */
 void onnxio_message_clear(void *msg);
 /* Deep copy of `src` into `dst` (same type; `dst` is cleared first). Strings
  * and arrays are copied into `arena` (dst's arena); payloads are shared
- * (a reference is taken; borrowed payloads stay borrowed). */
+ * (a reference is taken; borrowed payloads stay borrowed). ONNXIO_ERR_DEPTH
+ * when `src` is nested deeper than ONNXIO_MAX_DEPTH (dst is then partly
+ * copied). */
 onnxio_status onnxio_message_copy(onnxio_arena *arena, void *dst, const void *src);
-/* Deep copy into a new message of `arena`; NULL when out of memory. */
+/* Deep copy into a new message of `arena`; NULL when out of memory or
+ * nested deeper than ONNXIO_MAX_DEPTH (onnxio_last_error() says which). */
 void *onnxio_message_clone(onnxio_arena *arena, const void *src);
 /* Merges `src` into `dst` as protobuf's MergeFrom does: set scalars
  * overwrite, repeated fields append, messages merge recursively.
  * ONNXIO_ERR_INVALID_ARGUMENT when dst and src are the same message (as
- * protobuf forbids), NULL, or of different types. */
+ * protobuf forbids), NULL, or of different types; ONNXIO_ERR_DEPTH past
+ * ONNXIO_MAX_DEPTH. */
 onnxio_status onnxio_message_merge(onnxio_arena *arena, void *dst, const void *src);
 /* 1 when both messages have the same type, the same fields present with the
- * same values (payload bytes compared) and the same unknown-field bytes. */
+ * same values (payload bytes compared) and the same unknown-field bytes; 0
+ * when they differ; -1 when out of memory (the comparison walks the trees
+ * with a heap stack, so any nesting depth is compared). */
 int onnxio_message_equal(const void *a, const void *b);
 
 /* Field lookup: by proto name, or by field number. NULL when there is none. */
@@ -177,27 +189,45 @@ const onnxio_message_desc *onnxio_message_desc_by_name(const char *name);
 /* The name of an enum number (NULL when the number is not a value). */
 const char *onnxio_enum_value_name(const onnxio_enum_desc *e, int32_t number);
 
+/* ---- limits --------------------------------------------------------- */
+
+/* Message nesting: reading refuses deeper input (ONNXIO_ERR_DEPTH) at
+ * max_depth levels, ONNXIO_DEFAULT_MAX_DEPTH unless raised (protobuf's
+ * default too); writing refuses a tree deeper than the same limit, so that
+ * whatever onnxio writes it reads back with the same options. No option
+ * goes past ONNXIO_MAX_DEPTH (larger values are taken as it): it bounds the
+ * C stack of every recursive walk (copy, merge, size, serialize, text).
+ * A top-level message counts as depth 1. */
+#define ONNXIO_DEFAULT_MAX_DEPTH 100
+#define ONNXIO_MAX_DEPTH 1000
+
+/* Expansion: a load may allocate, for structure (arena) and payloads
+ * (copies, inflated .onnxz entries, payload_fn placements) together, at most
+ * max_expansion times the bytes it reads (the model file or bytes, and every
+ * distinct external data file or archive entry it opens), plus
+ * ONNXIO_EXPANSION_ALLOWANCE; past that it fails with ONNXIO_ERR_EXPANSION
+ * before allocating more. A well-formed model needs about 1x its size
+ * (payloads) plus its structure; 100x stops zip bombs, overlapping external
+ * data ranges and floods of empty messages, the way zip readers defend
+ * against bombs. Tensors that refer to the same bytes (the same file or
+ * entry, offset and length) share one buffer and count once. */
+#define ONNXIO_DEFAULT_MAX_EXPANSION 100
+#define ONNXIO_EXPANSION_ALLOWANCE (64u << 20)
+
 /* ---- options -------------------------------------------------------- */
 
-/* A setting whose default is "on": zero means the default. */
-typedef enum onnxio_toggle { ONNXIO_DEFAULT = 0, ONNXIO_ON = 1, ONNXIO_OFF = 2 } onnxio_toggle;
+/* Every option struct starts with `struct_size`. Zero-initialized (or a
+ * NULL pointer) it means the defaults: struct_size 0 stands for the layout
+ * of this version (0.2). A program that uses options added later sets it to
+ * sizeof the struct it was compiled with (the ONNXIO_*_INIT macros do). The
+ * library reads only the members struct_size covers, and refuses
+ * (ONNXIO_ERR_INVALID_ARGUMENT) a larger struct whose members unknown to it
+ * are not zero: an option it does not know is never silently ignored. New
+ * options are only ever added at the end. */
 
-/* How tensor payloads are placed in memory; shared by parse and serialize. */
-typedef struct onnxio_tensor_buffer_options {
-    /* Payloads of at least this many bytes are "large": they are the ones
-     * copied by the thread pool, borrowed by no_copy, and consolidated.
-     * 0 means the default, 1024 bytes. */
-    uint64_t raw_data_threshold;
-    /* Alignment in bytes (a power of two) of large payload buffers and of
-     * offsets in consolidated buffers, external data files and .onnxz
-     * archives. 0 means the default: 64 in memory and in archives; 4096
-     * (the page size) in external data files, as onnx-ml.proto recommends
-     * ("Offset values SHOULD be multiples 4096 to enable mmap support").
-     * 1 means no alignment. On load from an archive, a stored entry whose
-     * payload does not start at a multiple of it is copied even with
-     * no_copy. */
-    uint64_t alignment;
-} onnxio_tensor_buffer_options;
+/* A setting whose default is "on" or depends on the mode: zero means the
+ * default. */
+typedef enum onnxio_toggle { ONNXIO_DEFAULT = 0, ONNXIO_ON = 1, ONNXIO_OFF = 2 } onnxio_toggle;
 
 /* ---- payload placement ---------------------------------------------- */
 
@@ -220,11 +250,11 @@ typedef enum onnxio_payload_action {
 
 /* One payload about to be loaded. `tensor` is fully parsed (name,
  * data_type, dims, external_data) but its raw_data is not set yet; it must
- * not be modified by the callback. */
+ * not be modified by the callback. Members may be added at the end. */
 typedef struct onnxio_payload_request {
     const onnxio_TensorProto *tensor;
     uint64_t size;  /* payload bytes */
-    bool external;  /* the payload comes from an external data file */
+    bool external;  /* the payload comes from an external data file or an archive entry */
 } onnxio_payload_request;
 
 /* Decides where a payload goes (see onnxio_payload_action). Called on the
@@ -237,13 +267,24 @@ typedef onnxio_payload_action (*onnxio_payload_fn)(void *ctx, const onnxio_paylo
                                                    onnxio_buffer **owner);
 
 typedef struct onnxio_parse_options {
-    onnxio_tensor_buffer_options tensor_buffer;
+    /* sizeof(onnxio_parse_options), or 0 (see "Options"). */
+    size_t struct_size;
+    /* Payloads of at least this many bytes are "large": they are the ones
+     * copied by the thread pool and borrowed by no_copy. 0 means the
+     * default, 1024 bytes. */
+    uint64_t raw_data_threshold;
+    /* Alignment in bytes (a power of two, at most 1 GiB) of large payload
+     * buffers. 0 means 64; 1 means none. With no_copy, a payload in an
+     * .onnxz archive is borrowed only when its address is a multiple of it
+     * (otherwise it is copied). */
+    uint64_t alignment;
     /* Threads for payload copies and external data reads: 0 = one per
      * core, 1 = serial (everything on the calling thread). The result is
      * the same whatever the count. */
     int num_threads;
     /* Payloads point into the input (bytes or the file's memory mapping)
-     * instead of being copied; see onnxio_parse for ownership. */
+     * instead of being copied; see onnxio_parse for ownership, and
+     * docs/security.md for what it means when a mapped file changes. */
     bool no_copy;
     /* Read tensors whose data_location is EXTERNAL from their files.
      * Default on for file loads; for loads from bytes it needs base_dir. */
@@ -254,7 +295,8 @@ typedef struct onnxio_parse_options {
     /* Parse structure only: payloads are not read, their sizes are kept
      * (span.data NULL, span.size set). */
     bool skip_raw_data;
-    /* Maximum message nesting depth; 0 means 100. */
+    /* Maximum message nesting depth; 0 means ONNXIO_DEFAULT_MAX_DEPTH (100);
+     * values above ONNXIO_MAX_DEPTH are taken as ONNXIO_MAX_DEPTH. */
     int max_depth;
     /* Where payloads go, tensor by tensor (NULL: every payload is loaded).
      * A callback that only returns LOAD or SKIP is a selective-loading
@@ -273,10 +315,16 @@ typedef struct onnxio_parse_options {
      * entries are always checked as they are inflated. A mismatch is
      * ONNXIO_ERR_CHECKSUM. */
     onnxio_toggle verify_crc;
+    /* The largest expansion (see "Expansion" above) of a load: 0 means
+     * ONNXIO_DEFAULT_MAX_EXPANSION (100); UINT64_MAX means no limit. */
+    uint64_t max_expansion;
 } onnxio_parse_options;
 
+#define ONNXIO_PARSE_OPTIONS_INIT {sizeof(onnxio_parse_options)}
+
 /* Moving payloads to an external data file on save (ONNX external data:
- * data_location = EXTERNAL with external_data keys location/offset/length). */
+ * data_location = EXTERNAL with external_data keys location/offset/length).
+ * Part of onnxio_serialize_options; its layout never changes. */
 typedef struct onnxio_external_data_options {
     /* File name of the data file, relative to the model's directory; NULL:
      * payloads stay where they are (unless all_tensors_to_one_file is OFF).
@@ -308,12 +356,123 @@ typedef struct onnxio_external_data_options {
 } onnxio_external_data_options;
 
 typedef struct onnxio_serialize_options {
-    onnxio_tensor_buffer_options tensor_buffer;
+    /* sizeof(onnxio_serialize_options), or 0 (see "Options"). */
+    size_t struct_size;
+    /* Payloads of at least this many bytes are written by the thread pool
+     * at their offsets; 0 means 1024. */
+    uint64_t raw_data_threshold;
+    /* Offset alignment (a power of two, at most 1 GiB) of payloads in
+     * external data files and .onnxz archives. 0 means the default: 4096
+     * (the page size) in external data files, as onnx-ml.proto recommends
+     * ("Offset values SHOULD be multiples 4096 to enable mmap support"),
+     * 64 in archives. 1 means none. */
+    uint64_t alignment;
     /* Threads for payload writes: 0 = one per core, 1 = serial. The bytes
      * written are the same whatever the count. */
     int num_threads;
     onnxio_external_data_options external_data;
+    /* Refuse (ONNXIO_ERR_DEPTH) a tree nested deeper than this: 0 means
+     * ONNXIO_DEFAULT_MAX_DEPTH (100), what a load reads back by default;
+     * values above ONNXIO_MAX_DEPTH are taken as ONNXIO_MAX_DEPTH. */
+    int max_depth;
 } onnxio_serialize_options;
+
+#define ONNXIO_SERIALIZE_OPTIONS_INIT {sizeof(onnxio_serialize_options)}
+
+/* ---- what a file is, and the rules of what it holds ----------------- */
+
+/* The kinds of file onnxio tells apart by their first bytes. */
+typedef enum onnxio_format {
+    /* Binary protobuf (.onnx, .pb): anything that is not one of the others. */
+    ONNXIO_FORMAT_PROTOBUF = 0,
+    /* An .onnxz zip archive: it starts with "PK\3\4" (a local header) or
+     * "PK\5\6" (an empty archive), or, when it has at least 22 bytes, with a
+     * zero byte: an archive aligned past 64 KiB starts with a gap, and no
+     * protobuf message starts with 0 (field number 0 does not exist). */
+    ONNXIO_FORMAT_ARCHIVE = 1,
+    /* Text (protobuf text format, ONNX's textual syntax, JSON), which onnxio
+     * does not read: it starts, after white space, with a letter, '<', '{'
+     * or '#', and its first 64 bytes are printable ASCII or UTF-8 or white
+     * space. Loading still tries protobuf first; this only explains why it
+     * fails. */
+    ONNXIO_FORMAT_TEXT = 2,
+} onnxio_format;
+
+/* What `size` bytes at `data` (a whole file, or at least its first 64
+ * bytes with `size` its full size) are. */
+onnxio_format onnxio_detect_format(const void *data, size_t size);
+/* The same for the file at `path`, reading its first bytes. Errors:
+ * ONNXIO_ERR_NOT_FOUND, ONNXIO_ERR_IO, ONNXIO_ERR_PATH_SPECIAL (not a
+ * regular file: nothing is read from a FIFO or a device). */
+onnxio_status onnxio_detect_file_format(const char *path, onnxio_format *out);
+/* Whether saving to `path` writes an .onnxz archive: it ends in ".onnxz". */
+bool onnxio_path_is_archive(const char *path);
+
+/* A tensor's external data keys (ONNX external data: data_location =
+ * EXTERNAL and external_data entries "location", a path relative to the
+ * model's directory or, in an .onnxz archive, an entry name; "offset" and
+ * "length", decimal byte counts, offset 0 and the rest of the file when
+ * absent; "checksum", the SHA-1 of the whole file in 40 hex digits). Other
+ * keys are ignored; when a key repeats, the last one counts. The strings
+ * point into the tensor and live as long as it does. */
+typedef struct onnxio_external_ref {
+    const char *location;
+    size_t location_size;
+    uint64_t offset;
+    uint64_t length; /* valid when has_length */
+    bool has_length;
+    const char *checksum; /* NULL when there is no checksum key */
+    size_t checksum_size;
+} onnxio_external_ref;
+
+/* Parses the external_data keys of `t` (whatever its data_location) and
+ * checks them: ONNXIO_ERR_EXTERNAL_DATA for a missing location, or an
+ * offset or length that is not a plain decimal number (digits only: no
+ * sign, no space, no "0x"; at most UINT64_MAX); the location as
+ * onnxio_check_location checks it. */
+onnxio_status onnxio_external_ref_parse(const onnxio_TensorProto *t, onnxio_external_ref *out);
+/* The spelling rules of an external data location, checked without touching
+ * the file system: not empty and no NUL byte (ONNXIO_ERR_EXTERNAL_DATA);
+ * relative: no leading '/' or '\\', no drive letter "C:"
+ * (ONNXIO_ERR_PATH_ABSOLUTE); no ".." component between separators, '/' or
+ * '\\' (ONNXIO_ERR_PATH_PARENT; "a..b" is a name, not a component). */
+onnxio_status onnxio_check_location(const char *location, size_t size);
+/* Whether `t` keeps its payload in external data: data_location is present
+ * and EXTERNAL. */
+bool onnxio_tensor_is_external(const onnxio_TensorProto *t);
+
+/* How onnxio_external_data_open opens a data file. */
+typedef enum onnxio_open_mode {
+    ONNXIO_OPEN_READ = 0,   /* read only; the file must exist */
+    ONNXIO_OPEN_APPEND = 1, /* read and write; created (0666 minus the umask) when missing */
+} onnxio_open_mode;
+
+/* Opens the external data file `location` under the directory `base_dir`,
+ * the one way every onnxio component opens one. `location` must pass
+ * onnxio_check_location. The path is walked from base_dir one component at a
+ * time with openat and O_NOFOLLOW, so nothing outside base_dir is ever
+ * opened: a symlink is followed only when its target, resolved the same
+ * way, stays inside base_dir (else ONNXIO_ERR_PATH_ESCAPES); the file's type
+ * is checked before it is opened, and it is opened with O_NONBLOCK, so a
+ * FIFO, a device or a socket is refused (ONNXIO_ERR_PATH_SPECIAL) without
+ * being opened; a file with other hard links is refused (ONNXIO_ERR_PATH_LINK:
+ * its other name could be anywhere). *fd (close it) is the open file,
+ * *size (optional) its size. Other errors: ONNXIO_ERR_NOT_FOUND,
+ * ONNXIO_ERR_IO, ONNXIO_ERR_NO_MEMORY. */
+onnxio_status onnxio_external_data_open(const char *base_dir, const char *location, onnxio_open_mode mode, int *fd,
+                                        uint64_t *size);
+
+/* Bits of one element of a TensorProto.DataType value: 32 for FLOAT, 8 for
+ * BOOL and the 8-bit floats, 4 for INT4, UINT4 and FLOAT4E2M1, 2 for INT2
+ * and UINT2; 0 for STRING, UNDEFINED and numbers that are no data type. */
+unsigned onnxio_data_type_bits(int32_t data_type);
+/* The bytes raw_data must hold for t's data_type and dims: elements times
+ * bits, sub-byte types packed and rounded up to whole bytes (onnx-ml.proto,
+ * TensorProto.raw_data). Returns 1 with *bytes set; 0 when the size is not
+ * fixed (STRING, UNDEFINED or an unknown data_type, or a segment of a
+ * larger tensor); -1 when a dimension is negative or the size does not fit
+ * 64 bits. */
+int onnxio_tensor_raw_size(const onnxio_TensorProto *t, uint64_t *bytes);
 
 /* ---- parse and serialize (any message, memory to memory) ------------ */
 
@@ -334,14 +493,19 @@ onnxio_status onnxio_parse_into(void *msg, const void *data, size_t size, onnxio
                                 const onnxio_parse_options *opts, onnxio_arena *arena);
 
 /* Runs the size pass and returns the exact encoded size of `msg` in bytes
- * (also cached in every message of the tree for the write pass). */
+ * (also cached in every message of the tree for the write pass), or
+ * ONNXIO_SIZE_TOO_DEEP when the tree is nested deeper than
+ * ONNXIO_DEFAULT_MAX_DEPTH (onnxio_serialize_into then fails with
+ * ONNXIO_ERR_DEPTH; saving to a file takes a higher max_depth). */
 uint64_t onnxio_serialized_size(void *msg);
+#define ONNXIO_SIZE_TOO_DEEP UINT64_MAX
 /* Serializes `msg` into `size` bytes at `dst`; `size` must be what
  * onnxio_serialized_size(msg) just returned. Bytes are those libprotobuf
  * writes. Errors: ONNXIO_ERR_INVALID_ARGUMENT (size mismatch),
- * ONNXIO_ERR_MISSING_PAYLOAD. */
+ * ONNXIO_ERR_MISSING_PAYLOAD, ONNXIO_ERR_DEPTH. */
 onnxio_status onnxio_serialize_into(void *msg, void *dst, uint64_t size);
-/* Serializes `msg` into a new buffer (*out, one reference). */
+/* Serializes `msg` into a new buffer (*out, one reference). Errors as
+ * onnxio_serialize_into, and ONNXIO_ERR_NO_MEMORY. */
 onnxio_status onnxio_serialize(void *msg, onnxio_buffer **out);
 
 /* ---- files ---------------------------------------------------------- */
@@ -351,17 +515,22 @@ onnxio_status onnxio_serialize(void *msg, onnxio_buffer **out);
  * otherwise they are read into owned buffers (on num_threads threads) and
  * the mapping is released before returning (docs/memory.md has every mode).
  * External data is read (unless load_external_data is OFF) from files
- * resolved under opts->base_dir or the model's directory. Refused, each
- * before anything is allocated or read: absolute locations and '..'
- * components (ONNXIO_ERR_PATH_ABSOLUTE / PATH_PARENT), symlinks leading
- * outside that directory (PATH_ESCAPES), data files with other hard links
- * (PATH_LINK), a location naming the model file itself (PATH_SELF),
- * offset/length outside the file (EXTERNAL_RANGE), a length that does not
- * match the tensor's data_type and dims (EXTERNAL_DATA), and with
- * verify_checksum a SHA-1 mismatch (CHECKSUM). Loaded tensors hold their
- * payload in raw_data; their data_location and external_data fields are
- * unset. A file that starts like a zip archive is loaded as an .onnxz
- * archive (see ".onnxz archives" below; base_dir does not apply). */
+ * resolved under opts->base_dir or the model's directory, opened with
+ * onnxio_external_data_open's checks. Refused, each before any payload is
+ * allocated or read: absolute locations and '..' components
+ * (ONNXIO_ERR_PATH_ABSOLUTE / PATH_PARENT), symlinks leading outside that
+ * directory (PATH_ESCAPES), anything but a regular file (PATH_SPECIAL),
+ * data files with other hard links (PATH_LINK), a location naming the model
+ * file itself (PATH_SELF), offset/length outside the file (EXTERNAL_RANGE),
+ * a length that does not match the tensor's data_type and dims
+ * (EXTERNAL_DATA), more than max_expansion (EXPANSION), and with
+ * verify_checksum a SHA-1 mismatch (CHECKSUM). Tensors that refer to the
+ * same bytes share one payload buffer. Loaded tensors hold their payload in
+ * raw_data; their data_location and external_data fields are unset. A file
+ * that onnxio_detect_format calls an archive is loaded as an .onnxz archive
+ * (see ".onnxz archives" below; base_dir does not apply). When an earlier
+ * save of `path` was interrupted, its journal is finished or rolled back
+ * first (see onnxio_save_model). */
 onnxio_status onnxio_load_model(const char *path, const onnxio_parse_options *opts,
                                 onnxio_arena *arena, onnxio_ModelProto **out);
 /* Loads a model from bytes (see onnxio_parse for ownership). External data
@@ -375,22 +544,36 @@ onnxio_status onnxio_load_model_from_bytes(const void *data, size_t size, onnxio
 onnxio_status onnxio_load_file(const onnxio_message_desc *desc, const char *path,
                                const onnxio_parse_options *opts, onnxio_arena *arena, void **out);
 
-/* Saves a model to `path` atomically: written to a temporary file in the
- * same directory, fsync'd, then renamed over `path`; on any failure the
- * previous file is untouched and the temporary file removed. Payloads are
- * written at their offsets on num_threads threads; the bytes do not depend
- * on the count. With opts->external_data (location set, or
+/* Saves a model to `path`, crash-consistently (docs/design.md, "The save
+ * protocol"): every file is written in full as a temporary file beside its
+ * target and fsync'd before any target is replaced; a save of several files
+ * (a model with external data) records its renames in a journal first, so
+ * that whatever instant the process dies, the old model and its data or the
+ * new ones are what the next onnxio load or save of `path` sees, and it
+ * removes what the dead save left behind. On any failure the previous files
+ * are untouched and the temporary files removed.
+ *
+ * The target: a symlink is written through to the file it leads to (as cp
+ * does); an existing file keeps its mode, and one that is not writable is
+ * refused (ONNXIO_ERR_IO, EACCES); a new file gets 0666 minus the process
+ * umask (the umask is never changed); a target that is not a regular file
+ * (a pipe, a terminal, /dev/null) is written in one sequential pass, without
+ * a temporary file.
+ *
+ * Payloads are written at their offsets on num_threads threads; the bytes
+ * do not depend on the count. With opts->external_data (location set, or
  * all_tensors_to_one_file OFF), the raw_data payloads it selects (see
- * onnxio_external_data_options) go to data files, every data file and the
- * model are written in full before any is renamed, and the saved model
- * refers to them; `model` itself is not modified. The same path checks as
- * on load apply to the data files. A tensor that is still external and
- * refers to a data file this save replaces is refused
- * (ONNXIO_ERR_EXTERNAL_DATA): load its data first. A path ending in
- * ".onnxz" is saved as an archive (onnxio_save_archive). */
+ * onnxio_external_data_options) go to data files and the saved model refers
+ * to them; `model` itself is not modified; when no payload qualifies, no
+ * data file is written. The same path checks as on load apply to the data
+ * files. A tensor that is still external and refers to a data file this
+ * save replaces is refused (ONNXIO_ERR_EXTERNAL_DATA): load its data first.
+ * A path ending in ".onnxz" is saved as an archive (onnxio_save_archive).
+ * ONNXIO_ERR_DEPTH for a tree nested deeper than opts->max_depth. */
 onnxio_status onnxio_save_model(onnxio_ModelProto *model, const char *path,
                                 const onnxio_serialize_options *opts);
-/* Saves any message to `path` atomically (no external data). */
+/* Saves any message to `path` as onnxio_save_model does (no external
+ * data). */
 onnxio_status onnxio_save_file(void *msg, const char *path, const onnxio_serialize_options *opts);
 
 /* Reads the payloads of every tensor of `model` that is still external
@@ -416,16 +599,16 @@ onnxio_status onnxio_load_tensor_external_data(onnxio_TensorProto *tensor, const
  * every entry has its CRC-32. docs/onnxz.md is the full format.
  *
  * onnxio_load_model and onnxio_load_model_from_bytes recognize an archive
- * by its first bytes ("PK\3\4", or a zero byte, which no ModelProto starts
- * with and an archive aligned to more than 64 KiB does) and load it: the central directory is
- * validated, __MODEL_PROTO parsed, and every external tensor resolved to
- * its entry (unless load_external_data is OFF: the tensors then stay
- * external, referring to entry names). no_copy gives payloads that point
- * into the archive's mapping (stored entries whose data address is aligned
- * to tensor_buffer.alignment: for a file, its offset; others are copied); copy mode reads them on
- * num_threads threads, checking CRC-32s (see verify_crc). Entries
- * compressed with deflate are inflated. onnxio_save_model writes an
- * archive when the path ends in ".onnxz".
+ * by its first bytes (onnxio_detect_format) and load it: the central
+ * directory is validated, __MODEL_PROTO parsed, and every external tensor
+ * resolved to its entry (unless load_external_data is OFF: the tensors then
+ * stay external, referring to entry names). no_copy gives payloads that
+ * point into the archive's mapping (stored entries whose data address is a
+ * multiple of opts->alignment: for a file, its offset; others are copied);
+ * copy mode reads them on num_threads threads, checking CRC-32s (see
+ * verify_crc). Entries compressed with deflate are inflated once, however
+ * many tensors refer to them, and count against max_expansion.
+ * onnxio_save_model writes an archive when onnxio_path_is_archive(path).
  *
  * Errors of a malformed or hostile archive, each before any payload is
  * allocated: ONNXIO_ERR_ARCHIVE for bad or inconsistent records (end of
@@ -436,7 +619,8 @@ onnxio_status onnxio_load_tensor_external_data(onnxio_TensorProto *tensor, const
  * methods other than stored and deflate, a missing __MODEL_PROTO;
  * ONNXIO_ERR_EXTERNAL_DATA / ONNXIO_ERR_EXTERNAL_RANGE for a tensor whose
  * location is not an entry, or whose offset and length do not fit the
- * entry or its type and shape; ONNXIO_ERR_CHECKSUM for a CRC-32 mismatch. */
+ * entry or its type and shape; ONNXIO_ERR_CHECKSUM for a CRC-32 mismatch;
+ * ONNXIO_ERR_EXPANSION past max_expansion. */
 
 /* One entry of an archive's central directory. */
 typedef struct onnxio_archive_entry {
@@ -474,7 +658,7 @@ const onnxio_archive_entry *onnxio_archive_find(const onnxio_archive *archive, c
  * gets an entry named after the tensor (characters outside [A-Za-z0-9._-]
  * replaced by '_', never starting with '.', unique also when case is
  * folded, by a "_<n>" suffix), its data on a multiple of
- * opts->tensor_buffer.alignment (0: 64) in the file. Payloads and their
+ * opts->alignment (0: 64) in the file. Payloads and their
  * CRC-32s are written on num_threads threads; the bytes do not depend on
  * the count. `model` is not modified. Other external_data options must be
  * unset (ONNXIO_ERR_INVALID_ARGUMENT). A tensor that is still external
@@ -494,24 +678,44 @@ onnxio_status onnxio_save_archive(onnxio_ModelProto *model, const char *path, co
 onnxio_status onnxio_archive_replace_model(const char *path, onnxio_ModelProto *model,
                                            const onnxio_serialize_options *opts);
 
+/* Removes every temporary file that onnxio saves are writing in this
+ * process and have not committed yet (the journal of a save that has
+ * committed is left for the next load or save to finish). Async-signal-safe:
+ * meant for a handler of SIGINT, SIGTERM or SIGHUP of a program whose onnxio
+ * calls run on the thread that takes the signal (onnxio's own threads block
+ * signals), before it exits. The onnxio command does this. */
+void onnxio_remove_temporary_files(void);
+
 /* ---- consolidation -------------------------------------------------- */
 
+typedef struct onnxio_consolidate_options {
+    /* sizeof(onnxio_consolidate_options), or 0 (see "Options"). */
+    size_t struct_size;
+    /* Payloads of at least this many bytes move; 0 means 1024. */
+    uint64_t raw_data_threshold;
+    /* Offset alignment in the buffer (a power of two, at most 1 GiB); 0
+     * means 64. */
+    uint64_t alignment;
+} onnxio_consolidate_options;
+
 /* Moves every loaded raw_data payload of at least
- * opts->raw_data_threshold bytes (default 1024) in the tree under `msg` (any
- * message; usually a ModelProto) into one new buffer: each payload at an
- * offset rounded up to opts->alignment (default 64), the buffer itself
- * aligned the same way. Each such tensor then holds a shared reference to
- * the buffer and drops its old payload; smaller, skipped and external
- * payloads are left as they were. Copies run on one thread per core.
- * *out (optional) receives a new reference to the buffer (NULL when no
- * payload qualified). Errors: ONNXIO_ERR_NO_MEMORY (nothing changed),
- * ONNXIO_ERR_INVALID_ARGUMENT. */
-onnxio_status onnxio_consolidate_tensors_to_buffer(void *msg, const onnxio_tensor_buffer_options *opts,
+ * opts->raw_data_threshold bytes in the tree under `msg` (any message;
+ * usually a ModelProto) into one new buffer: each payload at an offset
+ * rounded up to opts->alignment, the buffer itself aligned the same way.
+ * Each such tensor then holds a shared reference to the buffer and drops its
+ * old payload; smaller, skipped and external payloads are left as they
+ * were. Copies run on one thread per core. *out (optional) receives a new
+ * reference to the buffer (NULL when no payload qualified). Errors:
+ * ONNXIO_ERR_NO_MEMORY (nothing changed), ONNXIO_ERR_INVALID_ARGUMENT,
+ * ONNXIO_ERR_DEPTH (past ONNXIO_MAX_DEPTH; nothing changed). */
+onnxio_status onnxio_consolidate_tensors_to_buffer(void *msg, const onnxio_consolidate_options *opts,
                                                    onnxio_buffer **out);
 
 /* ---- text format ---------------------------------------------------- */
 
 typedef struct onnxio_text_options {
+    /* sizeof(onnxio_text_options), or 0 (see "Options"). */
+    size_t struct_size;
     /* bytes fields (raw_data, string_data, AttributeProto.s, ...) longer
      * than this print only their first max_bytes_shown bytes, followed by a
      * text-format comment giving the full size: `"..." # N bytes, first K
@@ -523,7 +727,8 @@ typedef struct onnxio_text_options {
  * str(message) (unknown fields are not printed). *out is a new buffer holding
  * the text (not NUL-terminated; its size is the text's length). */
 onnxio_status onnxio_text_format(const void *msg, const onnxio_text_options *opts, onnxio_buffer **out);
-/* The same, written to a stdio stream. ONNXIO_ERR_IO when writing fails. */
+/* The same, written to a stdio stream. ONNXIO_ERR_IO when writing fails.
+ * Both: ONNXIO_ERR_DEPTH for a tree nested deeper than ONNXIO_MAX_DEPTH. */
 onnxio_status onnxio_text_print(const void *msg, const onnxio_text_options *opts, FILE *stream);
 
 #ifdef __cplusplus

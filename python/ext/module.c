@@ -339,7 +339,7 @@ typedef struct {
 #define PARSE_ARGS(c) \
     &b_no_copy, conv_int, &(c)->opts.num_threads, conv_toggle, &(c)->opts.load_external_data, conv_opt_path, \
         &(c)->base_dir, &b_skip, conv_int, &(c)->opts.max_depth, &b_verify, conv_u64, \
-        &(c)->opts.tensor_buffer.raw_data_threshold, conv_u64, &(c)->opts.tensor_buffer.alignment, &payload_fn, \
+        &(c)->opts.raw_data_threshold, conv_u64, &(c)->opts.alignment, &payload_fn, \
         conv_toggle, &(c)->opts.verify_crc
 #define PARSE_LOCALS \
     int b_no_copy = 0, b_skip = 0, b_verify = 0; \
@@ -656,7 +656,7 @@ static PyObject *mod_save_file(PyObject *self, PyObject *args, PyObject *kw)
     int convert_attribute = 0, checksum = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO&|$O&O&O&O&O&O&pO&p:_save_file", kwlist, &obj,
                                      PyUnicode_FSConverter, &path, conv_int, &so.num_threads, conv_u64,
-                                     &so.tensor_buffer.raw_data_threshold, conv_u64, &so.tensor_buffer.alignment,
+                                     &so.raw_data_threshold, conv_u64, &so.alignment,
                                      conv_opt_path, &location, conv_u64, &so.external_data.size_threshold,
                                      conv_toggle, &so.external_data.all_tensors_to_one_file, &convert_attribute,
                                      conv_u64, &so.external_data.max_file_size, &checksum))
@@ -784,7 +784,7 @@ static PyObject *mod_consolidate(PyObject *self, PyObject *args, PyObject *kw)
     (void)self;
     static char *kwlist[] = {"message", "raw_data_threshold", "alignment", NULL};
     PyObject *obj;
-    onnxio_tensor_buffer_options o = {0};
+    onnxio_consolidate_options o = {0};
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O&O&:_consolidate", kwlist, &obj, conv_u64,
                                      &o.raw_data_threshold, conv_u64, &o.alignment))
         return NULL;

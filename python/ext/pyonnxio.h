@@ -12,7 +12,7 @@
  *               presence, the protobuf message methods, text format.
  *   repeated.c  the repeated-field containers (scalar and message).
  *
- * Object model (DESIGN.md "Front ends"): a Python message is a view of one C
+ * Object model (docs/design.md "Front ends"): a Python message is a view of one C
  * message in an onnxio_arena and holds a reference to that arena, so it
  * stays valid whatever happens to the Python object it was read from. A
  * top-level message made in Python (onnxio.ModelProto()) gets an arena of

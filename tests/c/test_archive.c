@@ -424,7 +424,7 @@ static void save_ok(onnxio_ModelProto *m, const char *path, int threads, uint64_
     onnxio_serialize_options so;
     memset(&so, 0, sizeof so);
     so.num_threads = threads;
-    so.tensor_buffer.alignment = alignment;
+    so.alignment = alignment;
     CHECK_STATUS(onnxio_save_model(m, path, &so), ONNXIO_OK);
 }
 
@@ -678,7 +678,7 @@ static void test_alignment(const char *dir)
     }
     onnxio_serialize_options so;
     memset(&so, 0, sizeof so);
-    so.tensor_buffer.alignment = 48;
+    so.alignment = 48;
     char *path = tu_path_join(dir, "bad_align.onnxz");
     CHECK_STATUS(onnxio_save_model(m, path, &so), ONNXIO_ERR_INVALID_ARGUMENT);
     CHECK(!tu_exists(path));
@@ -772,7 +772,7 @@ static void test_no_copy(const char *dir)
         onnxio_arena_unref(la);
 
         /* with alignment 1 asked on load, everything is borrowed */
-        o.tensor_buffer.alignment = 1;
+        o.alignment = 1;
         la = onnxio_arena_new();
         lm = NULL;
         if (CHECK_STATUS(onnxio_load_model(path1, &o, la, &lm), ONNXIO_OK)) {
@@ -791,7 +791,7 @@ static void test_no_copy(const char *dir)
         uint8_t *d = tu_read_file(path1, &n);
         onnxio_buffer *owner = onnxio_buffer_new(n, 4096);
         memcpy(onnxio_buffer_data(owner), d, n);
-        o.tensor_buffer.alignment = 0;
+        o.alignment = 0;
         la = onnxio_arena_new();
         lm = NULL;
         if (CHECK_STATUS(onnxio_load_model_from_bytes(onnxio_buffer_data(owner), n, owner, &o, la, &lm), ONNXIO_OK)) {

@@ -482,7 +482,7 @@ static void test_save_external(void)
         onnxio_serialize_options so = {0};
         so.external_data.location = "weights.bin";
         if (variant == 1) so.external_data.size_threshold = 1;
-        if (variant == 2) so.tensor_buffer.alignment = 64;
+        if (variant == 2) so.alignment = 64;
         char *sub = tu_strdup_printf("%s/v%d", dir, variant);
         mkdir(sub, 0777);
         char *mpath = tu_path_join(sub, "model.onnx");
@@ -1212,7 +1212,7 @@ static void test_save_modes(void)
         so.external_data.location = "w.bin";
         so.external_data.convert_attribute = true;
         so.external_data.size_threshold = 1;
-        so.tensor_buffer.alignment = 1;
+        so.alignment = 1;
         CHECK_STATUS(onnxio_save_model(m, mpath, &so), ONNXIO_OK);
         const bool all[NT] = {true, true, true, true, true, true, true};
         saved_info info;
@@ -1274,7 +1274,7 @@ static void test_save_modes(void)
         so.external_data.convert_attribute = true;
         so.external_data.max_file_size = 3500;
         so.external_data.checksum = true;
-        so.tensor_buffer.alignment = 1;
+        so.alignment = 1;
         CHECK_STATUS(onnxio_save_model(mb, mpath, &so), ONNXIO_OK);
         saved_info info;
         check_saved("split", dir, "m.onnx", big, pl, everything, 1, true, &info);
@@ -1394,7 +1394,7 @@ static void test_save_modes(void)
         onnxio_serialize_options packed = {0};
         packed.external_data.location = "w.bin";
         packed.external_data.convert_attribute = true;
-        packed.tensor_buffer.alignment = 1;
+        packed.alignment = 1;
         CHECK_STATUS(onnxio_save_model(m, mpath, &packed), ONNXIO_OK);
         const size_t packed_size = 2000 + 5000 + 3000 + 1500 + 1200 + 1100;
         struct stat st;
@@ -1408,7 +1408,7 @@ static void test_save_modes(void)
                 CHECK_STATUS(onnxio_load_model(mpath, &o, b, &loaded), ONNXIO_OK);
                 /* aligned first: the data file grows; packed again: it shrinks back */
                 onnxio_serialize_options so = packed;
-                if (round == 0) so.tensor_buffer.alignment = 0;
+                if (round == 0) so.alignment = 0;
                 if (loaded) CHECK_STATUS(onnxio_save_model(loaded, mpath, &so), ONNXIO_OK);
                 onnxio_arena_unref(b);
                 check_saved("re-save", dir, "m.onnx", sizes, payloads, everything, round == 0 ? 4096 : 1, false, NULL);

@@ -330,7 +330,7 @@ static void test_consolidate(void)
         if (!m) continue;
         onnxio_buffer *old_small = onnxio_buffer_ref(tensor(m, 1)->raw_data.owner);
         onnxio_buffer *old_large = onnxio_buffer_ref(tensor(m, 4)->raw_data.owner);
-        onnxio_tensor_buffer_options tb = {.alignment = aligns[ai]};
+        onnxio_consolidate_options tb = {.alignment = aligns[ai]};
         onnxio_buffer *buf = NULL;
         CHECK_STATUS(onnxio_consolidate_tensors_to_buffer(m, &tb, &buf), ONNXIO_OK);
         uint64_t align = aligns[ai] ? aligns[ai] : 64;
@@ -362,7 +362,7 @@ static void test_consolidate(void)
         onnxio_buffer_unref(buf);
         tu_bytes_free(&in);
     }
-    onnxio_tensor_buffer_options bad = {.alignment = 48};
+    onnxio_consolidate_options bad = {.alignment = 48};
     onnxio_arena *a = onnxio_arena_new();
     onnxio_ModelProto *m = onnxio_message_new(a, &onnxio_desc_ModelProto);
     CHECK_STATUS(onnxio_consolidate_tensors_to_buffer(m, &bad, NULL), ONNXIO_ERR_INVALID_ARGUMENT);

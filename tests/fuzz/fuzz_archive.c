@@ -183,19 +183,19 @@ static onnxio_status load_one(const uint8_t *data, size_t size, int mode, onnxio
         break;
     case 1: /* no_copy with an owner, CRC not checked (default), every payload "large" */
         opts.no_copy = true;
-        opts.tensor_buffer.raw_data_threshold = 1;
+        opts.raw_data_threshold = 1;
         owner = onnxio_buffer_wrap((void *)(uintptr_t)data, size, count_release, &released);
         if (!owner) abort();
         break;
     case 2: /* no_copy borrowing, CRC checked, every offset "aligned" */
         opts.no_copy = true;
         opts.verify_crc = ONNXIO_ON;
-        opts.tensor_buffer.alignment = 1;
+        opts.alignment = 1;
         break;
     case 3: /* copy without CRC checks, on a pool */
         opts.verify_crc = ONNXIO_OFF;
         opts.num_threads = 2;
-        opts.tensor_buffer.raw_data_threshold = 1;
+        opts.raw_data_threshold = 1;
         break;
     default: /* structure only */
         opts.load_external_data = ONNXIO_OFF;

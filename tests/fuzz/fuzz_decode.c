@@ -88,7 +88,7 @@ static void parse_one(const onnxio_message_desc *desc, const uint8_t *data, size
     opts.no_copy = mode != 0;
     opts.max_depth = max_depth;
     /* a small threshold so that short inputs also make "large" payloads */
-    opts.tensor_buffer.raw_data_threshold = (mode == 2) ? 1 : 0;
+    opts.raw_data_threshold = (mode == 2) ? 1 : 0;
     int released = 0;
     onnxio_buffer *owner = NULL;
     if (mode == 2) {

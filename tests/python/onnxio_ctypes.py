@@ -71,13 +71,19 @@ MessageDesc._fields_ = [
 ]
 
 
-class TensorBufferOptions(ctypes.Structure):
-    _fields_ = [("raw_data_threshold", ctypes.c_uint64), ("alignment", ctypes.c_uint64)]
+class _Sized(ctypes.Structure):
+    """An onnxio option struct: struct_size first, set to the struct's size."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.struct_size = ctypes.sizeof(self)
 
 
-class ParseOptions(ctypes.Structure):
+class ParseOptions(_Sized):
     _fields_ = [
-        ("tensor_buffer", TensorBufferOptions),
+        ("struct_size", ctypes.c_size_t),
+        ("raw_data_threshold", ctypes.c_uint64),
+        ("alignment", ctypes.c_uint64),
         ("num_threads", ctypes.c_int),
         ("no_copy", ctypes.c_bool),
         ("load_external_data", ctypes.c_int),
@@ -87,11 +93,13 @@ class ParseOptions(ctypes.Structure):
         ("payload_fn", ctypes.c_void_p),
         ("payload_ctx", ctypes.c_void_p),
         ("verify_checksum", ctypes.c_bool),
+        ("verify_crc", ctypes.c_int),
+        ("max_expansion", ctypes.c_uint64),
     ]
 
 
-class TextOptions(ctypes.Structure):
-    _fields_ = [("max_bytes_shown", ctypes.c_uint64)]
+class TextOptions(_Sized):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("max_bytes_shown", ctypes.c_uint64)]
 
 
 # ---- loading ------------------------------------------------------------------
@@ -214,7 +222,7 @@ def text_bytes(name, data, max_bytes_shown=0):
     """onnxio_text_format of `data` parsed as `name`, as raw bytes."""
     L = lib()
     with _Parsed(name, data) as msg:
-        opts = TextOptions(max_bytes_shown)
+        opts = TextOptions(max_bytes_shown=max_bytes_shown)
         buf = ctypes.c_void_p()
         _check(f"onnxio_text_format({name})", L.onnxio_text_format(msg, ctypes.byref(opts), ctypes.byref(buf)))
         try:

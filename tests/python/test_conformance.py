@@ -8,7 +8,7 @@ the file is canonical.
 A file whose original bytes differ from libprotobuf's own re-serialization
 (non-canonical: fields out of order, unpacked packed fields, repeated
 singular fields, unknown enum values ...) cannot come back as both. The
-contract (DESIGN.md "Wire rules") is libprotobuf's bytes, so there onnxio
+contract (docs/design.md "Wire rules") is libprotobuf's bytes, so there onnxio
 must equal libprotobuf's re-serialization; such files are listed separately
 (with whether onnxio happened to keep the original bytes) rather than failed.
 

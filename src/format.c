@@ -1,0 +1,219 @@
+/* The rules of the formats, each in one place (docs/design.md, "One rule,
+ * one home"): what a file is by its first bytes, which path names an
+ * archive, how a tensor's external_data keys read and what a location may
+ * say, and how many bits an element of each data type takes. The CLI and
+ * the Python package call these; nothing else spells them out. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* ---- what a file is ------------------------------------------------- */
+
+/* APPNOTE 4.3.7 and 4.3.16: the local file header and the end of central
+ * directory record (the whole of an empty archive). */
+static const uint8_t SIG_LOCAL[4] = {'P', 'K', 3, 4};
+static const uint8_t SIG_END[4] = {'P', 'K', 5, 6};
+/* The smallest archive: one end of central directory record. */
+#define MIN_ARCHIVE 22
+/* Bytes looked at to tell text from protobuf. */
+#define TEXT_PROBE 64
+
+static bool looks_like_text(const uint8_t *p, size_t n)
+{
+    if (n > TEXT_PROBE) n = TEXT_PROBE;
+    size_t i = 0;
+    while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r')) i++;
+    if (i == n) return false;
+    uint8_t c = p[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '<' || c == '{' || c == '#')) return false;
+    for (; i < n; i++) {
+        uint8_t b = p[i];
+        /* Control bytes other than white space are never text; bytes from
+         * 0x80 may be UTF-8. */
+        if ((b < 0x20 && b != '\t' && b != '\n' && b != '\r') || b == 0x7F) return false;
+    }
+    return true;
+}
+
+ONNXIO_API onnxio_format onnxio_detect_format(const void *data, size_t size)
+{
+    const uint8_t *p = data;
+    if (!p || size == 0) return ONNXIO_FORMAT_PROTOBUF;
+    if (size >= 4 && (memcmp(p, SIG_LOCAL, 4) == 0 || memcmp(p, SIG_END, 4) == 0)) return ONNXIO_FORMAT_ARCHIVE;
+    if (p[0] == 0 && size >= MIN_ARCHIVE) return ONNXIO_FORMAT_ARCHIVE;
+    if (looks_like_text(p, size)) return ONNXIO_FORMAT_TEXT;
+    return ONNXIO_FORMAT_PROTOBUF;
+}
+
+ONNXIO_API onnxio_status onnxio_detect_file_format(const char *path, onnxio_format *out)
+{
+    if (!path || !out) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "detect_file_format: NULL argument");
+    onnxio__clear_error();
+    int fd;
+    uint64_t size;
+    onnxio_status s = onnxio__open_regular(AT_FDCWD, path, O_RDONLY, path, &fd, &size);
+    if (s) return s;
+    uint8_t head[TEXT_PROBE];
+    size_t want = size < sizeof head ? (size_t)size : sizeof head;
+    s = onnxio__read_at(fd, head, want, 0, path);
+    onnxio__close(fd);
+    if (s) return s;
+    *out = onnxio_detect_format(head, (size_t)(size < SIZE_MAX ? size : SIZE_MAX));
+    /* Only the first bytes are in head: the zero-byte rule needs the size,
+     * which detect_format took from `size` above, and reads no further. */
+    return ONNXIO_OK;
+}
+
+ONNXIO_API bool onnxio_path_is_archive(const char *path)
+{
+    static const char ext[] = ".onnxz";
+    size_t n = path ? strlen(path) : 0;
+    return n >= sizeof ext - 1 && strcmp(path + n - (sizeof ext - 1), ext) == 0;
+}
+
+/* ---- external data keys --------------------------------------------- */
+
+static const char *tensor_name(const onnxio_TensorProto *t)
+{
+    return t->name.data ? t->name.data : "";
+}
+
+ONNXIO_API bool onnxio_tensor_is_external(const onnxio_TensorProto *t)
+{
+    return t && onnxio__is_external(t);
+}
+
+ONNXIO_API onnxio_status onnxio_check_location(const char *loc, size_t size)
+{
+    if (!loc || size == 0) return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA, "external data location is empty");
+    if (memchr(loc, '\0', size))
+        return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA, "external data location '%.*s' contains a NUL byte",
+                            (int)strnlen(loc, 200), loc);
+    int shown = size > 200 ? 200 : (int)size;
+    if (loc[0] == '/' || loc[0] == '\\' || (size >= 2 && loc[1] == ':'))
+        return onnxio__fail(ONNXIO_ERR_PATH_ABSOLUTE, "external data location '%.*s' is an absolute path", shown, loc);
+    for (size_t i = 0; i < size;) {
+        size_t j = i;
+        while (j < size && loc[j] != '/' && loc[j] != '\\') j++;
+        if (j - i == 2 && loc[i] == '.' && loc[i + 1] == '.')
+            return onnxio__fail(ONNXIO_ERR_PATH_PARENT, "external data location '%.*s' has a '..' component", shown, loc);
+        i = j + 1;
+    }
+    return ONNXIO_OK;
+}
+
+/* A decimal external_data value: digits only, fitting 64 bits. */
+static onnxio_status parse_u64(const onnxio_string *v, const char *key, const onnxio_TensorProto *t, uint64_t *out)
+{
+    uint64_t x = 0;
+    if (v->size == 0) goto bad;
+    for (size_t i = 0; i < v->size; i++) {
+        unsigned c = (unsigned char)v->data[i];
+        if (c < '0' || c > '9') goto bad;
+        if (x > (UINT64_MAX - (c - '0')) / 10) goto bad;
+        x = x * 10 + (c - '0');
+    }
+    *out = x;
+    return ONNXIO_OK;
+bad:
+    return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA,
+                        "tensor '%s': external_data %s '%.*s' is not a decimal number of bytes (digits only, below 2^64)",
+                        tensor_name(t), key, (int)(v->size > 64 ? 64 : v->size), v->data ? v->data : "");
+}
+
+static bool key_is(const onnxio_string *k, const char *name)
+{
+    size_t n = strlen(name);
+    return k->size == n && memcmp(k->data, name, n) == 0;
+}
+
+ONNXIO_API onnxio_status onnxio_external_ref_parse(const onnxio_TensorProto *t, onnxio_external_ref *r)
+{
+    if (!t || !r) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "external_ref_parse: NULL argument");
+    memset(r, 0, sizeof *r);
+    const onnxio_string *location = NULL, *offset = NULL, *length = NULL, *checksum = NULL;
+    for (size_t i = 0; i < t->external_data.size; i++) {
+        const onnxio_StringStringEntryProto *e = t->external_data.data[i];
+        if (key_is(&e->key, "location")) location = &e->value;
+        else if (key_is(&e->key, "offset")) offset = &e->value;
+        else if (key_is(&e->key, "length")) length = &e->value;
+        else if (key_is(&e->key, "checksum")) checksum = &e->value;
+    }
+    if (!location)
+        return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA, "tensor '%s': external_data has no location", tensor_name(t));
+    onnxio_status s = onnxio_check_location(location->data, location->size);
+    if (s) return onnxio__context(s, "tensor '%s'", tensor_name(t));
+    if (offset && (s = parse_u64(offset, "offset", t, &r->offset))) return s;
+    if (length) {
+        if ((s = parse_u64(length, "length", t, &r->length))) return s;
+        r->has_length = true;
+    }
+    r->location = location->data;
+    r->location_size = location->size;
+    if (checksum) {
+        r->checksum = checksum->data ? checksum->data : "";
+        r->checksum_size = checksum->size;
+    }
+    return ONNXIO_OK;
+}
+
+/* ---- data types ----------------------------------------------------- */
+
+ONNXIO_API unsigned onnxio_data_type_bits(int32_t data_type)
+{
+    switch (data_type) {
+    case ONNXIO_TensorProto_DataType_UINT2:
+    case ONNXIO_TensorProto_DataType_INT2: return 2;
+    case ONNXIO_TensorProto_DataType_UINT4:
+    case ONNXIO_TensorProto_DataType_INT4:
+    case ONNXIO_TensorProto_DataType_FLOAT4E2M1: return 4;
+    case ONNXIO_TensorProto_DataType_UINT8:
+    case ONNXIO_TensorProto_DataType_INT8:
+    case ONNXIO_TensorProto_DataType_BOOL:
+    case ONNXIO_TensorProto_DataType_FLOAT8E4M3FN:
+    case ONNXIO_TensorProto_DataType_FLOAT8E4M3FNUZ:
+    case ONNXIO_TensorProto_DataType_FLOAT8E5M2:
+    case ONNXIO_TensorProto_DataType_FLOAT8E5M2FNUZ:
+    case ONNXIO_TensorProto_DataType_FLOAT8E8M0: return 8;
+    case ONNXIO_TensorProto_DataType_UINT16:
+    case ONNXIO_TensorProto_DataType_INT16:
+    case ONNXIO_TensorProto_DataType_FLOAT16:
+    case ONNXIO_TensorProto_DataType_BFLOAT16: return 16;
+    case ONNXIO_TensorProto_DataType_FLOAT:
+    case ONNXIO_TensorProto_DataType_INT32:
+    case ONNXIO_TensorProto_DataType_UINT32: return 32;
+    case ONNXIO_TensorProto_DataType_INT64:
+    case ONNXIO_TensorProto_DataType_UINT64:
+    case ONNXIO_TensorProto_DataType_DOUBLE:
+    case ONNXIO_TensorProto_DataType_COMPLEX64: return 64;
+    case ONNXIO_TensorProto_DataType_COMPLEX128: return 128;
+    default: return 0;
+    }
+}
+
+ONNXIO_API int onnxio_tensor_raw_size(const onnxio_TensorProto *t, uint64_t *bytes)
+{
+    unsigned bits = t ? onnxio_data_type_bits(t->data_type) : 0;
+    if (!bits || t->segment) return 0;
+    uint64_t n = 1;
+    bool overflow = false;
+    for (size_t i = 0; i < t->dims.size; i++) {
+        int64_t d = t->dims.data[i];
+        if (d < 0) return -1;
+        if (d == 0) return (*bytes = 0, 1);
+        if (n > UINT64_MAX / (uint64_t)d) overflow = true;
+        else n *= (uint64_t)d;
+    }
+    if (overflow) return -1;
+    /* ceil(n * bits / 8) without overflowing n * bits. */
+    if (n / 8 > UINT64_MAX / bits) return -1;
+    uint64_t whole = n / 8 * bits;
+    uint64_t rest = (n % 8 * bits + 7) / 8;
+    if (whole > UINT64_MAX - rest) return -1;
+    *bytes = whole + rest;
+    return 1;
+}

@@ -1,0 +1,81 @@
+/* Options (docs/design.md, "Options"): the public option structs are read
+ * here, once, at the entry points, with their struct_size rules and every
+ * default resolved; the rest of the library never looks at a raw option or
+ * spells a default. */
+#include <string.h>
+
+#include "internal.h"
+
+onnxio_status onnxio__copy_options(void *dst, size_t dst_size, const void *src, const char *what)
+{
+    memset(dst, 0, dst_size);
+    if (!src) return ONNXIO_OK;
+    size_t given;
+    memcpy(&given, src, sizeof given);
+    if (given == 0) given = dst_size; /* this version's layout */
+    if (given < sizeof(size_t) || given % sizeof(size_t))
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "%s: struct_size %zu is not the size of any version of it",
+                            what, given);
+    if (given > dst_size) {
+        /* A newer caller: the members this version does not know must be
+         * zero, or an option would be silently ignored. */
+        const unsigned char *p = src;
+        for (size_t i = dst_size; i < given; i++)
+            if (p[i])
+                return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT,
+                                    "%s sets an option (at byte %zu) that onnxio %s does not know", what, i,
+                                    ONNXIO_VERSION_STRING);
+        given = dst_size;
+    }
+    memcpy(dst, src, given);
+    memcpy(dst, &given, sizeof given);
+    return ONNXIO_OK;
+}
+
+int onnxio__depth_limit(int requested)
+{
+    if (requested <= 0) return ONNXIO_DEFAULT_MAX_DEPTH;
+    return requested > ONNXIO_MAX_DEPTH ? ONNXIO_MAX_DEPTH : requested;
+}
+
+static onnxio_status check_alignment(uint64_t a)
+{
+    if (a & (a - 1))
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "alignment %llu is not a power of two", (unsigned long long)a);
+    if (a > (1u << 30))
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "alignment %llu is larger than 1 GiB", (unsigned long long)a);
+    return ONNXIO_OK;
+}
+
+onnxio_status onnxio__parse_config(const onnxio_parse_options *opts, onnxio_parse_options *cfg)
+{
+    onnxio_status s = onnxio__copy_options(cfg, sizeof *cfg, opts, "onnxio_parse_options");
+    if (s) return s;
+    if (cfg->max_depth < 0) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "max_depth %d is negative", cfg->max_depth);
+    if (cfg->num_threads < 0)
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "num_threads %d is negative", cfg->num_threads);
+    if ((s = check_alignment(cfg->alignment))) return s;
+    if (cfg->raw_data_threshold == 0) cfg->raw_data_threshold = ONNXIO_DEFAULT_RAW_DATA_THRESHOLD;
+    if (cfg->alignment == 0) cfg->alignment = 64;
+    cfg->max_depth = onnxio__depth_limit(cfg->max_depth);
+    if (cfg->max_expansion == 0) cfg->max_expansion = ONNXIO_DEFAULT_MAX_EXPANSION;
+    /* CRC checks read every byte: free while copying, a full extra pass
+     * over the mapping with no_copy. */
+    if (cfg->verify_crc == ONNXIO_DEFAULT) cfg->verify_crc = cfg->no_copy ? ONNXIO_OFF : ONNXIO_ON;
+    if (cfg->skip_raw_data) cfg->payload_fn = NULL;
+    return ONNXIO_OK;
+}
+
+onnxio_status onnxio__serialize_config(const onnxio_serialize_options *opts, onnxio_serialize_options *cfg)
+{
+    onnxio_status s = onnxio__copy_options(cfg, sizeof *cfg, opts, "onnxio_serialize_options");
+    if (s) return s;
+    if (cfg->max_depth < 0) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "max_depth %d is negative", cfg->max_depth);
+    if (cfg->num_threads < 0)
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "num_threads %d is negative", cfg->num_threads);
+    if ((s = check_alignment(cfg->alignment))) return s;
+    if (cfg->raw_data_threshold == 0) cfg->raw_data_threshold = ONNXIO_DEFAULT_RAW_DATA_THRESHOLD;
+    if (cfg->external_data.size_threshold == 0) cfg->external_data.size_threshold = ONNXIO_DEFAULT_EXTERNAL_THRESHOLD;
+    cfg->max_depth = onnxio__depth_limit(cfg->max_depth);
+    return ONNXIO_OK;
+}

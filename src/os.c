@@ -1,0 +1,315 @@
+/* The OS layer (docs/design.md, "The OS layer"): every allocation and every
+ * system call the library makes goes through the functions here, the way
+ * SQLite's core reaches files only through its VFS. One place to see what
+ * onnxio asks of the system, and one place where the tests make any of it
+ * fail (fault injection, as SQLite's test_malloc.c does) or stop the process
+ * at that instant (crash points for the save protocol).
+ *
+ * The functions keep the system's conventions (-1 or NULL with errno); the
+ * files layer turns failures into statuses and messages. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* ---- fault injection -------------------------------------------------- */
+
+static struct {
+    atomic_uint mask;       /* operations that count (1 << onnxio__op) */
+    atomic_long countdown;  /* counted operations left before the fault; 0: off */
+    atomic_long counted;    /* counted operations so far */
+    atomic_long live;       /* allocations not freed yet (all of them, counted or not) */
+    atomic_int crash;       /* the fault kills the process instead of failing */
+    atomic_int persistent;  /* every counted operation after the first fault fails too */
+    atomic_int hit;         /* a fault happened */
+} fault;
+
+void onnxio__fault_set(unsigned mask, long nth, bool crash, bool persistent)
+{
+    atomic_store(&fault.countdown, 0);
+    atomic_store(&fault.counted, 0);
+    atomic_store(&fault.hit, 0);
+    atomic_store(&fault.crash, crash);
+    atomic_store(&fault.persistent, persistent);
+    atomic_store(&fault.countdown, nth);
+    atomic_store(&fault.mask, mask);
+}
+
+long onnxio__fault_counted(void) { return atomic_load(&fault.counted); }
+bool onnxio__fault_hit(void) { return atomic_load(&fault.hit) != 0; }
+long onnxio__alloc_live(void) { return atomic_load(&fault.live); }
+
+/* Counts one operation of kind `op`; true when it must fail now (errno is
+ * then set to `err`). */
+static bool fail_now(onnxio__op op, int err)
+{
+    unsigned mask = atomic_load_explicit(&fault.mask, memory_order_relaxed);
+    if (ONNXIO_LIKELY(!(mask & (1u << op)))) return false;
+    long n = atomic_fetch_add(&fault.counted, 1) + 1;
+    long at = atomic_load(&fault.countdown);
+    if (at <= 0 || n < at) return false;
+    if (n > at && !atomic_load(&fault.persistent)) return false;
+    atomic_store(&fault.hit, 1);
+    if (atomic_load(&fault.crash)) {
+        /* As a kill -9 would: no atexit handlers, no flushing. */
+        raise(SIGKILL);
+        _exit(137);
+    }
+    errno = err;
+    return true;
+}
+
+/* ---- memory ------------------------------------------------------------- */
+
+void *onnxio__malloc(size_t n)
+{
+    if (fail_now(ONNXIO__OP_ALLOC, ENOMEM)) return NULL;
+    void *p = malloc(n ? n : 1);
+    if (p) atomic_fetch_add_explicit(&fault.live, 1, memory_order_relaxed);
+    return p;
+}
+
+void *onnxio__calloc(size_t n, size_t size)
+{
+    if (fail_now(ONNXIO__OP_ALLOC, ENOMEM)) return NULL;
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (p) atomic_fetch_add_explicit(&fault.live, 1, memory_order_relaxed);
+    return p;
+}
+
+void *onnxio__realloc(void *old, size_t n)
+{
+    if (fail_now(ONNXIO__OP_ALLOC, ENOMEM)) return NULL;
+    void *p = realloc(old, n ? n : 1);
+    if (p && !old) atomic_fetch_add_explicit(&fault.live, 1, memory_order_relaxed);
+    return p;
+}
+
+void *onnxio__aligned_alloc(size_t alignment, size_t n)
+{
+    if (fail_now(ONNXIO__OP_ALLOC, ENOMEM)) return NULL;
+    void *p = NULL;
+    if (alignment < sizeof(void *)) alignment = sizeof(void *);
+    if (posix_memalign(&p, alignment, n ? n : 1) != 0) return NULL;
+    atomic_fetch_add_explicit(&fault.live, 1, memory_order_relaxed);
+    return p;
+}
+
+void onnxio__free(void *p)
+{
+    if (!p) return;
+    atomic_fetch_sub_explicit(&fault.live, 1, memory_order_relaxed);
+    free(p);
+}
+
+char *onnxio__strdup(const char *s)
+{
+    return onnxio__strndup(s, strlen(s));
+}
+
+char *onnxio__strndup(const char *s, size_t n)
+{
+    size_t len = strnlen(s, n);
+    char *p = onnxio__malloc(len + 1);
+    if (!p) return NULL;
+    memcpy(p, s, len);
+    p[len] = '\0';
+    return p;
+}
+
+/* zlib's allocator (z_stream.zalloc / zfree), so that inflate's memory is
+ * counted and can fail like the rest. */
+void *onnxio__zalloc(void *opaque, unsigned items, unsigned size)
+{
+    (void)opaque;
+    if (size && items > SIZE_MAX / size) return NULL;
+    return onnxio__malloc((size_t)items * size);
+}
+
+void onnxio__zfree(void *opaque, void *p)
+{
+    (void)opaque;
+    onnxio__free(p);
+}
+
+/* ---- files --------------------------------------------------------------- */
+
+int onnxio__sys_openat(int dirfd, const char *path, int flags, mode_t mode)
+{
+    if (fail_now(ONNXIO__OP_OPEN, (flags & O_CREAT) ? ENOSPC : EIO)) return -1;
+    return openat(dirfd, path, flags | O_CLOEXEC, mode);
+}
+
+int onnxio__close(int fd)
+{
+    return fd >= 0 ? close(fd) : 0;
+}
+
+int onnxio__sys_fstat(int fd, struct stat *st)
+{
+    return fstat(fd, st);
+}
+
+int onnxio__sys_fstatat(int dirfd, const char *path, struct stat *st, int flags)
+{
+    return fstatat(dirfd, path, st, flags);
+}
+
+ssize_t onnxio__sys_readlinkat(int dirfd, const char *path, char *buf, size_t size)
+{
+    return readlinkat(dirfd, path, buf, size);
+}
+
+ssize_t onnxio__sys_pread(int fd, void *buf, size_t n, uint64_t offset)
+{
+    if (fail_now(ONNXIO__OP_READ, EIO)) return -1;
+    return pread(fd, buf, n, (off_t)offset);
+}
+
+ssize_t onnxio__sys_pwrite(int fd, const void *buf, size_t n, uint64_t offset)
+{
+    if (fail_now(ONNXIO__OP_WRITE, ENOSPC)) return -1;
+    return pwrite(fd, buf, n, (off_t)offset);
+}
+
+ssize_t onnxio__sys_write(int fd, const void *buf, size_t n)
+{
+    if (fail_now(ONNXIO__OP_WRITE, ENOSPC)) return -1;
+    return write(fd, buf, n);
+}
+
+int onnxio__sys_fsync(int fd)
+{
+    if (fail_now(ONNXIO__OP_SYNC, EIO)) return -1;
+    return fsync(fd);
+}
+
+int onnxio__sys_ftruncate(int fd, uint64_t size)
+{
+    if (fail_now(ONNXIO__OP_TRUNCATE, ENOSPC)) return -1;
+    return ftruncate(fd, (off_t)size);
+}
+
+int onnxio__sys_renameat(int olddir, const char *oldpath, int newdir, const char *newpath)
+{
+    if (fail_now(ONNXIO__OP_RENAME, EIO)) return -1;
+    return renameat(olddir, oldpath, newdir, newpath);
+}
+
+int onnxio__sys_unlinkat(int dirfd, const char *path, int flags)
+{
+    if (fail_now(ONNXIO__OP_UNLINK, EIO)) return -1;
+    return unlinkat(dirfd, path, flags);
+}
+
+int onnxio__sys_fchmod(int fd, mode_t mode)
+{
+    return fchmod(fd, mode);
+}
+
+int onnxio__sys_flock(int fd, int op)
+{
+    int r;
+    do r = flock(fd, op);
+    while (r != 0 && errno == EINTR);
+    return r;
+}
+
+void *onnxio__sys_mmap(size_t size, int prot, int flags, int fd)
+{
+    if (fail_now(ONNXIO__OP_MAP, ENOMEM)) return MAP_FAILED;
+    return mmap(NULL, size, prot, flags, fd, 0);
+}
+
+int onnxio__sys_munmap(void *p, size_t size)
+{
+    return munmap(p, size);
+}
+
+/* ---- status-level helpers -------------------------------------------------- */
+
+onnxio_status onnxio__errno_status(int err)
+{
+    switch (err) {
+    case ENOENT:
+    case ENOTDIR: return ONNXIO_ERR_NOT_FOUND;
+    case ENOMEM: return ONNXIO_ERR_NO_MEMORY;
+    default: return ONNXIO_ERR_IO;
+    }
+}
+
+onnxio_status onnxio__read_at(int fd, void *buf, uint64_t n, uint64_t offset, const char *what)
+{
+    uint8_t *p = buf;
+    for (uint64_t done = 0; done < n;) {
+        size_t step = n - done > (1u << 30) ? (1u << 30) : (size_t)(n - done);
+        ssize_t got = onnxio__sys_pread(fd, p + done, step, offset + done);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0)
+            return onnxio__fail(got < 0 ? onnxio__errno_status(errno) : ONNXIO_ERR_IO,
+                                "cannot read %llu bytes at offset %llu of %s: %s", (unsigned long long)n,
+                                (unsigned long long)offset, what, got < 0 ? strerror(errno) : "the file is shorter");
+        done += (uint64_t)got;
+    }
+    return ONNXIO_OK;
+}
+
+onnxio_status onnxio__open_regular(int dirfd, const char *path, int flags, const char *what, int *fd_out,
+                                   uint64_t *size)
+{
+    *fd_out = -1;
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; the type is
+     * checked on the open file right after. */
+    int fd = onnxio__sys_openat(dirfd, path, flags | O_NONBLOCK | O_NOCTTY, 0);
+    if (fd < 0) {
+        int err = errno;
+        return onnxio__fail(onnxio__errno_status(err), "cannot open %s: %s", what, strerror(err));
+    }
+    struct stat st;
+    if (onnxio__sys_fstat(fd, &st) != 0) {
+        int err = errno;
+        onnxio__close(fd);
+        return onnxio__fail(ONNXIO_ERR_IO, "cannot stat %s: %s", what, strerror(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        onnxio__close(fd);
+        return onnxio__fail(ONNXIO_ERR_PATH_SPECIAL, "%s is not a regular file (%s)", what, onnxio__file_type(st.st_mode));
+    }
+    /* Back to blocking reads: O_NONBLOCK means nothing for regular files,
+     * but a caller may hand the descriptor on. */
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    if (size) *size = (uint64_t)st.st_size;
+    *fd_out = fd;
+    return ONNXIO_OK;
+}
+
+const char *onnxio__file_type(mode_t mode)
+{
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISLNK(mode)) return "a symbolic link";
+    if (S_ISREG(mode)) return "a regular file";
+    return "not a regular file";
+}
+
+char *onnxio__realpath(const char *path)
+{
+    char buf[PATH_MAX];
+    if (!realpath(path, buf)) return NULL;
+    char *p = onnxio__strdup(buf);
+    if (!p) errno = ENOMEM;
+    return p;
+}
