@@ -1054,9 +1054,9 @@ static uint64_t layout(out_entry *e, size_t n, uint64_t at, uint64_t align)
 }
 
 /* Serializes the model (tensors already rewritten) into the last entry. */
-static onnxio_status model_entry(onnxio_ModelProto *model, out_entry *e, onnxio_buffer **buf)
+static onnxio_status model_entry(onnxio_ModelProto *model, int max_depth, out_entry *e, onnxio_buffer **buf)
 {
-    onnxio_status s = onnxio_serialize(model, buf);
+    onnxio_status s = onnxio__serialize(model, max_depth, buf);
     if (s) return s;
     e->name = MODEL_ENTRY;
     e->name_size = sizeof MODEL_ENTRY - 1;
@@ -1112,17 +1112,18 @@ ONNXIO_API onnxio_status onnxio_save_archive(onnxio_ModelProto *model, const cha
     /* The caller's model stays as it is: the tensors are rewritten in a
      * copy whose payloads are shared, not copied. */
     onnxio_arena *scratch = onnxio_arena_new();
-    onnxio_ModelProto *copy = scratch ? onnxio_message_clone(scratch, model) : NULL;
+    onnxio_ModelProto *copy = NULL;
     onnxio__names *names = NULL;
     out_entry *e = NULL;
     size_t n = 0;
     onnxio_buffer *model_buf = NULL;
     onnxio__atomic_file f = {-1, NULL, NULL, NULL};
     onnxio__pool *pool = NULL;
-    if (!copy) {
+    if (!scratch) {
         s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
         goto done;
     }
+    if ((s = onnxio__clone(scratch, model, (void **)&copy))) goto done;
     if ((s = onnxio__visit(&copy->base, &onnxio_desc_TensorProto, select_tensor, &c))) goto done;
     n = c.count + 1;
     e = onnxio__calloc(n, sizeof *e);
@@ -1142,7 +1143,7 @@ ONNXIO_API onnxio_status onnxio_save_archive(onnxio_ModelProto *model, const cha
                            .keep = onnxio_buffer_ref(t->raw_data.owner)};
         if ((s = onnxio__refer(scratch, t, name, 0, NULL))) goto done;
     }
-    if ((s = model_entry(copy, &e[n - 1], &model_buf))) goto done;
+    if ((s = model_entry(copy, opts->max_depth, &e[n - 1], &model_buf))) goto done;
     uint64_t cd_offset = layout(e, n, 0, align);
     if ((s = onnxio__atomic_open(path, &f))) goto done;
     if ((s = onnxio__pool_new(opts->num_threads, &pool))) goto done;
@@ -1207,7 +1208,7 @@ ONNXIO_API onnxio_status onnxio_archive_replace_model(const char *path, onnxio_M
     if ((s = onnxio__archive_open(onnxio_buffer_data(map), onnxio_buffer_size(map), map, fd, path, &a))) goto done;
     save_ctx c = {.refs = a};
     if ((s = onnxio__visit(&model->base, &onnxio_desc_TensorProto, select_tensor, &c))) goto done;
-    if ((s = model_entry(model, &m, &model_buf))) goto done;
+    if ((s = model_entry(model, cfg.max_depth, &m, &model_buf))) goto done;
     m.crc = onnxio__crc32(0, m.src, m.size);
 
     /* The central headers of every other entry, as they are. */

@@ -30,9 +30,15 @@ static inline uint64_t scalar_wire_value(onnxio_kind kind, const void *p)
     }
 }
 
-static uint64_t message_size(onnxio_message *m);
+/* The size pass's state: the nesting limit, and whether it was passed. */
+typedef struct sizing {
+    int max_depth;
+    bool too_deep;
+} sizing;
 
-static uint64_t field_size(const onnxio_message *m, const onnxio_field_desc *f)
+static uint64_t message_size(sizing *z, onnxio_message *m, int depth);
+
+static uint64_t field_size(sizing *z, const onnxio_message *m, const onnxio_field_desc *f, int depth)
 {
     const void *member = onnxio__member(m, f);
     onnxio_kind kind = (onnxio_kind)f->kind;
@@ -64,8 +70,8 @@ static uint64_t field_size(const onnxio_message *m, const onnxio_field_desc *f)
         }
         case ONNXIO_KIND_MESSAGE: {
             onnxio_message *const *v = a->data;
-            for (size_t i = 0; i < n; i++) {
-                uint64_t s = message_size(v[i]);
+            for (size_t i = 0; i < n && !z->too_deep; i++) {
+                uint64_t s = message_size(z, v[i], depth + 1);
                 payload += wire_varint_size(s) + s;
             }
             return payload + (uint64_t)n * tag_size(f);
@@ -79,7 +85,7 @@ static uint64_t field_size(const onnxio_message *m, const onnxio_field_desc *f)
     if (kind == ONNXIO_KIND_MESSAGE) {
         onnxio_message *sub = *(onnxio_message *const *)member;
         if (!sub) return 0;
-        uint64_t s = message_size(sub);
+        uint64_t s = message_size(z, sub, depth + 1);
         return tag_size(f) + wire_varint_size(s) + s;
     }
     if (!((m->has >> f->index) & 1)) return 0;
@@ -100,17 +106,43 @@ static uint64_t field_size(const onnxio_message *m, const onnxio_field_desc *f)
     }
 }
 
-static uint64_t message_size(onnxio_message *m)
+/* `depth` is 0 for the top-level message. Past max_depth the pass stops
+ * descending (the sizes are then meaningless and too_deep says so): the
+ * writer never emits nesting that a reader with the same limit refuses. */
+static uint64_t message_size(sizing *z, onnxio_message *m, int depth)
 {
+    if (depth > z->max_depth) {
+        z->too_deep = true;
+        return 0;
+    }
     const onnxio_message_desc *desc = m->desc;
     uint64_t total = 0;
-    for (size_t i = 0; i < desc->field_count; i++) total += field_size(m, &desc->fields[i]);
+    for (size_t i = 0; i < desc->field_count && !z->too_deep; i++) total += field_size(z, m, &desc->fields[i], depth);
     total += m->unknown.size;
     m->cached_size = total;
     return total;
 }
 
-ONNXIO_API uint64_t onnxio_serialized_size(void *msg) { return msg ? message_size(msg) : 0; }
+onnxio_status onnxio__size_pass(void *msg, int max_depth, uint64_t *size)
+{
+    sizing z = {onnxio__depth_limit(max_depth), false};
+    onnxio_message *m = msg;
+    *size = message_size(&z, m, 0);
+    if (z.too_deep) {
+        m->cached_size = ONNXIO_SIZE_TOO_DEEP;
+        *size = ONNXIO_SIZE_TOO_DEEP;
+        return onnxio__fail(ONNXIO_ERR_DEPTH, "serialize: %s nests messages deeper than %d levels (max_depth)",
+                            m->desc->name, z.max_depth);
+    }
+    return ONNXIO_OK;
+}
+
+ONNXIO_API uint64_t onnxio_serialized_size(void *msg)
+{
+    uint64_t size = 0;
+    if (msg) onnxio__size_pass(msg, 0, &size);
+    return size;
+}
 
 /* ---- sink ----------------------------------------------------------- */
 
@@ -315,7 +347,11 @@ onnxio_status onnxio__encode(void *msg, onnxio__sink *sink)
 
 ONNXIO_API onnxio_status onnxio_serialize_into(void *msg, void *dst, uint64_t size)
 {
-    if (!msg || (!dst && size)) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "serialize: NULL argument");
+    if (!msg || (!dst && size && size != ONNXIO_SIZE_TOO_DEEP))
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "serialize: NULL argument");
+    if (size == ONNXIO_SIZE_TOO_DEEP)
+        return onnxio__fail(ONNXIO_ERR_DEPTH, "serialize: %s nests messages deeper than %d levels (max_depth)",
+                            ((onnxio_message *)msg)->desc->name, ONNXIO_DEFAULT_MAX_DEPTH);
     if (((onnxio_message *)msg)->cached_size != size)
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT,
                             "serialize: destination is %llu bytes but the message needs %llu (call onnxio_serialized_size first)",
@@ -331,8 +367,15 @@ ONNXIO_API onnxio_status onnxio_serialize_into(void *msg, void *dst, uint64_t si
 ONNXIO_API onnxio_status onnxio_serialize(void *msg, onnxio_buffer **out)
 {
     if (!msg || !out) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "serialize: NULL argument");
+    return onnxio__serialize(msg, 0, out);
+}
+
+onnxio_status onnxio__serialize(void *msg, int max_depth, onnxio_buffer **out)
+{
     *out = NULL;
-    uint64_t size = onnxio_serialized_size(msg);
+    uint64_t size;
+    onnxio_status st = onnxio__size_pass(msg, max_depth, &size);
+    if (st) return st;
     if (size > SIZE_MAX) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "serialize: %llu bytes do not fit in memory", (unsigned long long)size);
     onnxio_buffer *b = onnxio_buffer_new((size_t)size, 64);
     if (!b) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "serialize: out of memory for %llu bytes", (unsigned long long)size);

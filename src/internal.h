@@ -175,6 +175,8 @@ size_t onnxio__elem_size(const onnxio_field_desc *f);
 /* Message of a MESSAGE field (the arena of `msg` is needed to create it). */
 void *onnxio__message_new_tracked(onnxio_arena *arena, const onnxio_message_desc *desc);
 onnxio_status onnxio__append_unknown(onnxio_arena *arena, onnxio_message *m, const uint8_t *p, size_t n);
+/* onnxio_message_clone with its status (NO_MEMORY or DEPTH). */
+onnxio_status onnxio__clone(onnxio_arena *arena, const void *src, void **out);
 
 /* pool.c: payload byte moves run on a few threads (docs/design.md "parallel"). */
 typedef enum onnxio__job_kind {
@@ -287,6 +289,11 @@ typedef struct onnxio__sink {
     const char *what;    /* the file named in write errors */
 } onnxio__sink;
 onnxio_status onnxio__encode(void *msg, onnxio__sink *sink);
+/* The size pass with a nesting limit (0: the default; capped): ERR_DEPTH,
+ * and *size ONNXIO_SIZE_TOO_DEEP, past it. */
+onnxio_status onnxio__size_pass(void *msg, int max_depth, uint64_t *size);
+/* onnxio_serialize with a nesting limit. */
+onnxio_status onnxio__serialize(void *msg, int max_depth, onnxio_buffer **out);
 onnxio_status onnxio__sink_flush(onnxio__sink *sink);
 
 /* file.c */

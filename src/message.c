@@ -107,6 +107,75 @@ ONNXIO_API int onnxio_field_present(const void *msg, const onnxio_field_desc *f)
     return (int)((((const onnxio_message *)msg)->has >> f->index) & 1);
 }
 
+/* A stack of messages on the heap, for walks that must work at any nesting
+ * depth (clear, equal): the C stack would overflow on a tree built
+ * 40,000 levels deep in Python. */
+typedef struct msg_stack {
+    const onnxio_message **items;
+    size_t count, capacity;
+    bool failed; /* out of memory: some messages were not pushed */
+} msg_stack;
+
+static void push(msg_stack *st, const onnxio_message *m)
+{
+    if (!m) return;
+    if (!onnxio__grow((void **)&st->items, &st->capacity, st->count, sizeof *st->items)) {
+        st->failed = true;
+        return;
+    }
+    st->items[st->count++] = m;
+}
+
+/* Pushes every sub-message of `m`. */
+static void push_children(msg_stack *st, const onnxio_message *m)
+{
+    for (size_t i = 0; i < m->desc->field_count; i++) {
+        const onnxio_field_desc *f = &m->desc->fields[i];
+        if (f->kind != ONNXIO_KIND_MESSAGE) continue;
+        const void *member = onnxio__member(m, f);
+        if (f->label >= ONNXIO_LABEL_REPEATED) {
+            const onnxio__array *a = member;
+            for (size_t k = 0; k < a->size; k++) push(st, ((onnxio_message *const *)a->data)[k]);
+        } else {
+            push(st, *(onnxio_message *const *)member);
+        }
+    }
+}
+
+/* Unsets one field of `m` without descending into sub-messages. */
+static void unset(onnxio_message *m, const onnxio_field_desc *f)
+{
+    void *member = onnxio__member(m, f);
+    m->has &= ~((uint64_t)1 << f->index);
+    if (f->label >= ONNXIO_LABEL_REPEATED) {
+        ((onnxio__array *)member)->size = 0;
+        return;
+    }
+    switch (f->kind) {
+    case ONNXIO_KIND_MESSAGE: *(onnxio_message **)member = NULL; return;
+    case ONNXIO_KIND_RAW: onnxio_span_clear(member); return;
+    case ONNXIO_KIND_STRING:
+    case ONNXIO_KIND_BYTES: ((onnxio_string *)member)->data = NULL; ((onnxio_string *)member)->size = 0; return;
+    default: memset(member, 0, onnxio__elem_size(f)); return;
+    }
+}
+
+/* Clears the sub-messages of `m` (dropping their payload references now)
+ * with a heap stack. Out of memory, the ones not reached keep their
+ * references until the arena goes: nothing is lost, only held longer. */
+static void clear_below(onnxio_message *m)
+{
+    msg_stack st = {0};
+    push_children(&st, m);
+    while (st.count) {
+        onnxio_message *c = (onnxio_message *)st.items[--st.count];
+        push_children(&st, c);
+        for (size_t i = 0; i < c->desc->field_count; i++) unset(c, &c->desc->fields[i]);
+        c->unknown.size = 0;
+    }
+    onnxio__free(st.items);
+}
+
 ONNXIO_API void onnxio_field_clear(void *msg, const onnxio_field_desc *f)
 {
     onnxio_message *m = msg;
@@ -151,14 +220,27 @@ ONNXIO_API void onnxio_message_clear(void *msg)
 {
     onnxio_message *m = msg;
     if (!m) return;
-    for (size_t i = 0; i < m->desc->field_count; i++) onnxio_field_clear(m, &m->desc->fields[i]);
+    clear_below(m);
+    for (size_t i = 0; i < m->desc->field_count; i++) unset(m, &m->desc->fields[i]);
     m->has = 0;
     m->unknown.size = 0;
 }
 
+static onnxio_status merge(onnxio_arena *arena, onnxio_message *d, const onnxio_message *s, int depth);
+
+/* A deep copy of `src` at nesting level `depth`. */
+static onnxio_status clone_at(onnxio_arena *arena, const onnxio_message *src, int depth, onnxio_message **out)
+{
+    onnxio_message *m = onnxio_message_new(arena, src->desc);
+    if (!m) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    onnxio_status s = merge(arena, m, src, depth);
+    *out = s ? NULL : m;
+    return s;
+}
+
 /* Copies field `f` of `src` into `dst`, appending to repeated fields. */
 static onnxio_status merge_field(onnxio_arena *arena, onnxio_message *dst, const onnxio_message *src,
-                                 const onnxio_field_desc *f)
+                                 const onnxio_field_desc *f, int depth)
 {
     if (!onnxio_field_present(src, f)) return ONNXIO_OK;
     const void *from = onnxio__member(src, f);
@@ -172,9 +254,8 @@ static onnxio_status merge_field(onnxio_arena *arena, onnxio_message *dst, const
             const void *se = (const char *)sa->data + i * es;
             void *de = (char *)da->data + da->size * es;
             if (f->kind == ONNXIO_KIND_MESSAGE) {
-                void *copy = onnxio_message_clone(arena, *(void *const *)se);
-                if (!copy) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-                *(void **)de = copy;
+                onnxio_status st = clone_at(arena, *(const onnxio_message *const *)se, depth + 1, (onnxio_message **)de);
+                if (st) return st;
             } else if (f->kind == ONNXIO_KIND_STRING || f->kind == ONNXIO_KIND_BYTES) {
                 const onnxio_string *s = se;
                 if (onnxio_string_set(arena, de, s->data, s->size)) return ONNXIO_ERR_NO_MEMORY;
@@ -191,7 +272,7 @@ static onnxio_status merge_field(onnxio_arena *arena, onnxio_message *dst, const
         onnxio_message **slot = to;
         if (!*slot && !(*slot = onnxio_message_new(arena, f->message)))
             return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-        return onnxio_message_merge(arena, *slot, *(void *const *)from);
+        return merge(arena, *slot, *(const onnxio_message *const *)from, depth + 1);
     }
     case ONNXIO_KIND_STRING:
     case ONNXIO_KIND_BYTES: {
@@ -212,6 +293,20 @@ static onnxio_status merge_field(onnxio_arena *arena, onnxio_message *dst, const
     return ONNXIO_OK;
 }
 
+/* `depth`: the nesting level of d and s, the top level being 0. */
+static onnxio_status merge(onnxio_arena *arena, onnxio_message *d, const onnxio_message *s, int depth)
+{
+    if (depth > ONNXIO_MAX_DEPTH)
+        return onnxio__fail(ONNXIO_ERR_DEPTH, "copy: %s nests messages deeper than %d levels", s->desc->name,
+                            ONNXIO_MAX_DEPTH);
+    for (size_t i = 0; i < s->desc->field_count; i++) {
+        onnxio_status st = merge_field(arena, d, s, &s->desc->fields[i], depth);
+        if (st) return st;
+    }
+    if (s->unknown.size && onnxio__append_unknown(arena, d, s->unknown.data, s->unknown.size)) return ONNXIO_ERR_NO_MEMORY;
+    return ONNXIO_OK;
+}
+
 ONNXIO_API onnxio_status onnxio_message_merge(onnxio_arena *arena, void *dst, const void *src)
 {
     onnxio_message *d = dst;
@@ -219,12 +314,7 @@ ONNXIO_API onnxio_status onnxio_message_merge(onnxio_arena *arena, void *dst, co
     if (!arena || !d || !s || d->desc != s->desc)
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "merge: NULL argument or different message types");
     if (d == s) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "merge: a message cannot be merged into itself");
-    for (size_t i = 0; i < s->desc->field_count; i++) {
-        onnxio_status st = merge_field(arena, d, s, &s->desc->fields[i]);
-        if (st) return st;
-    }
-    if (s->unknown.size && onnxio__append_unknown(arena, d, s->unknown.data, s->unknown.size)) return ONNXIO_ERR_NO_MEMORY;
-    return ONNXIO_OK;
+    return merge(arena, d, s, 0);
 }
 
 ONNXIO_API onnxio_status onnxio_message_copy(onnxio_arena *arena, void *dst, const void *src)
@@ -234,12 +324,17 @@ ONNXIO_API onnxio_status onnxio_message_copy(onnxio_arena *arena, void *dst, con
     return onnxio_message_merge(arena, dst, src);
 }
 
+onnxio_status onnxio__clone(onnxio_arena *arena, const void *src, void **out)
+{
+    *out = NULL;
+    if (!arena || !src) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "clone: NULL argument");
+    return clone_at(arena, src, 0, (onnxio_message **)out);
+}
+
 ONNXIO_API void *onnxio_message_clone(onnxio_arena *arena, const void *src)
 {
-    if (!src) return NULL;
-    void *m = onnxio_message_new(arena, ((const onnxio_message *)src)->desc);
-    if (!m || onnxio_message_merge(arena, m, src)) return NULL;
-    return m;
+    void *m;
+    return onnxio__clone(arena, src, &m) ? NULL : m;
 }
 
 static int bytes_equal(const void *a, size_t an, const void *b, size_t bn)
@@ -247,7 +342,8 @@ static int bytes_equal(const void *a, size_t an, const void *b, size_t bn)
     return an == bn && (an == 0 || memcmp(a, b, an) == 0);
 }
 
-static int field_equal(const onnxio_message *a, const onnxio_message *b, const onnxio_field_desc *f)
+/* Compares field `f` of a and b; sub-message pairs go on the stack. */
+static int field_equal(msg_stack *st, const onnxio_message *a, const onnxio_message *b, const onnxio_field_desc *f)
 {
     const void *x = onnxio__member(a, f), *y = onnxio__member(b, f);
     if (f->label >= ONNXIO_LABEL_REPEATED) {
@@ -257,7 +353,8 @@ static int field_equal(const onnxio_message *a, const onnxio_message *b, const o
         for (size_t i = 0; i < xa->size; i++) {
             const void *xe = (const char *)xa->data + i * es, *ye = (const char *)ya->data + i * es;
             if (f->kind == ONNXIO_KIND_MESSAGE) {
-                if (!onnxio_message_equal(*(void *const *)xe, *(void *const *)ye)) return 0;
+                push(st, *(const onnxio_message *const *)xe);
+                push(st, *(const onnxio_message *const *)ye);
             } else if (f->kind == ONNXIO_KIND_STRING || f->kind == ONNXIO_KIND_BYTES) {
                 const onnxio_string *s = xe, *t = ye;
                 if (!bytes_equal(s->data, s->size, t->data, t->size)) return 0;
@@ -268,9 +365,11 @@ static int field_equal(const onnxio_message *a, const onnxio_message *b, const o
         return 1;
     }
     if (f->kind == ONNXIO_KIND_MESSAGE) {
-        const void *s = *(void *const *)x, *t = *(void *const *)y;
+        const onnxio_message *s = *(const onnxio_message *const *)x, *t = *(const onnxio_message *const *)y;
         if (!s || !t) return s == t;
-        return onnxio_message_equal(s, t);
+        push(st, s);
+        push(st, t);
+        return 1;
     }
     int hx = (int)((a->has >> f->index) & 1), hy = (int)((b->has >> f->index) & 1);
     if (hx != hy) return 0;
@@ -294,18 +393,33 @@ static int field_equal(const onnxio_message *a, const onnxio_message *b, const o
 
 ONNXIO_API int onnxio_message_equal(const void *a, const void *b)
 {
-    const onnxio_message *x = a, *y = b;
-    if (x == y) return 1;
-    if (!x || !y || x->desc != y->desc) return 0;
-    for (size_t i = 0; i < x->desc->field_count; i++)
-        if (!field_equal(x, y, &x->desc->fields[i])) return 0;
-    return bytes_equal(x->unknown.data, x->unknown.size, y->unknown.data, y->unknown.size);
+    msg_stack st = {0};
+    push(&st, a);
+    push(&st, b);
+    int equal = 1;
+    while (equal && st.count >= 2 && !st.failed) {
+        const onnxio_message *y = st.items[--st.count], *x = st.items[--st.count];
+        if (x == y) continue;
+        if (x->desc != y->desc) {
+            equal = 0;
+            break;
+        }
+        for (size_t i = 0; equal && i < x->desc->field_count; i++)
+            equal = field_equal(&st, x, y, &x->desc->fields[i]);
+        if (equal) equal = bytes_equal(x->unknown.data, x->unknown.size, y->unknown.data, y->unknown.size);
+    }
+    if (!a || !b) equal = a == b;
+    bool failed = st.failed;
+    onnxio__free(st.items);
+    if (failed && equal) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "equal: out of memory"), -1;
+    return equal;
 }
 
 static onnxio_status visit(onnxio_message *m, onnxio_message *parent, const onnxio_field_desc *via,
                            const onnxio_message_desc *target, onnxio__visit_fn fn, void *ctx, int depth)
 {
-    if (depth > 10000) return onnxio__fail(ONNXIO_ERR_DEPTH, "message tree too deep");
+    if (depth > ONNXIO_MAX_DEPTH)
+        return onnxio__fail(ONNXIO_ERR_DEPTH, "%s nests messages deeper than %d levels", m->desc->name, ONNXIO_MAX_DEPTH);
     if (m->desc == target) {
         onnxio_status s = fn(m, parent, via, ctx);
         if (s) return s;

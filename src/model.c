@@ -203,10 +203,14 @@ ONNXIO_API onnxio_status onnxio_load_model_from_bytes(const void *data, size_t s
 /* Writes `msg` to a temporary file beside `path` (*f), structure through a
  * staging buffer, large payloads at their offsets on `pool` (which the
  * caller finishes before committing); the caller commits or aborts *f. */
-static onnxio_status write_temp(void *msg, const char *path, onnxio__pool *pool, onnxio__atomic_file *f)
+static onnxio_status write_temp(void *msg, const char *path, int max_depth, onnxio__pool *pool,
+                                onnxio__atomic_file *f)
 {
-    onnxio_serialized_size(msg);
-    onnxio_status s = onnxio__atomic_open(path, f);
+    uint64_t size;
+    *f = (onnxio__atomic_file){-1, NULL, NULL, NULL};
+    onnxio_status s = onnxio__size_pass(msg, max_depth, &size);
+    if (s) return onnxio__context(s, "saving %s", path);
+    s = onnxio__atomic_open(path, f);
     if (s) return s;
     size_t cap = 1u << 20;
     uint8_t *staging = onnxio__malloc(cap);
@@ -228,7 +232,7 @@ static onnxio_status write_file(void *msg, const char *path, const onnxio_serial
     onnxio__pool *pool;
     onnxio_status s = onnxio__pool_new(opts ? opts->num_threads : 0, &pool);
     if (s) return s;
-    s = write_temp(msg, path, pool, &f);
+    s = write_temp(msg, path, opts->max_depth, pool, &f);
     /* Every queued write must be over before the file is synced or removed. */
     onnxio_status s2 = onnxio__pool_finish(pool);
     if (!s && s2) s = onnxio__context(s2, "saving %s", path);
@@ -265,16 +269,16 @@ ONNXIO_API onnxio_status onnxio_save_model(onnxio_ModelProto *model, const char 
     /* The caller's model stays as it is: rewrite a copy whose payloads are
      * shared, not copied. */
     onnxio_arena *scratch = onnxio_arena_new();
-    onnxio_ModelProto *copy = scratch ? onnxio_message_clone(scratch, model) : NULL;
-    if (!copy) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-    else {
+    onnxio_ModelProto *copy = NULL;
+    if (!scratch) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    else if (!(s = onnxio__clone(scratch, model, (void **)&copy))) {
         /* Every file is written in full before any replaces anything. */
         onnxio__data_files *data = NULL;
         if (!(s = onnxio__save_external(scratch, copy, path, opts, &data))) {
             onnxio__atomic_file model_file;
             onnxio__pool *pool = NULL;
             if (!(s = onnxio__pool_new(opts->num_threads, &pool))) {
-                s = write_temp(copy, path, pool, &model_file);
+                s = write_temp(copy, path, opts->max_depth, pool, &model_file);
                 onnxio_status s2 = onnxio__pool_finish(pool);
                 if (!s && s2) s = onnxio__context(s2, "saving %s", path);
                 if (s) onnxio__atomic_abort(&model_file);

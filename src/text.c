@@ -203,8 +203,8 @@ static void print_value(out *o, const onnxio_field_desc *f, const void *v, int d
 
 static void print_message(out *o, const onnxio_message *m, int depth)
 {
-    /* depth is the indentation: the top-level message is nesting level 1. */
-    if (depth >= ONNXIO_MAX_DEPTH) {
+    /* depth is the indentation, and the nesting level: 0 at the top. */
+    if (depth > ONNXIO_MAX_DEPTH) {
         o->failed = o->too_deep = 1;
         return;
     }

@@ -197,7 +197,8 @@ const char *onnxio_enum_value_name(const onnxio_enum_desc *e, int32_t number);
  * whatever onnxio writes it reads back with the same options. No option
  * goes past ONNXIO_MAX_DEPTH (larger values are taken as it): it bounds the
  * C stack of every recursive walk (copy, merge, size, serialize, text).
- * A top-level message counts as depth 1. */
+ * As in libprotobuf, the top-level message is level 0: max_depth levels of
+ * messages (and groups of unknown fields) may nest below it. */
 #define ONNXIO_DEFAULT_MAX_DEPTH 100
 #define ONNXIO_MAX_DEPTH 1000
 
@@ -320,7 +321,7 @@ typedef struct onnxio_parse_options {
     uint64_t max_expansion;
 } onnxio_parse_options;
 
-#define ONNXIO_PARSE_OPTIONS_INIT {sizeof(onnxio_parse_options)}
+#define ONNXIO_PARSE_OPTIONS_INIT {.struct_size = sizeof(onnxio_parse_options)}
 
 /* Moving payloads to an external data file on save (ONNX external data:
  * data_location = EXTERNAL with external_data keys location/offset/length).
@@ -377,7 +378,7 @@ typedef struct onnxio_serialize_options {
     int max_depth;
 } onnxio_serialize_options;
 
-#define ONNXIO_SERIALIZE_OPTIONS_INIT {sizeof(onnxio_serialize_options)}
+#define ONNXIO_SERIALIZE_OPTIONS_INIT {.struct_size = sizeof(onnxio_serialize_options)}
 
 /* ---- what a file is, and the rules of what it holds ----------------- */
 

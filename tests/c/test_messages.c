@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -1020,6 +1021,116 @@ static void test_text(void)
     tu_end();
 }
 
+/* A TypeProto chain `levels` messages below the top one, built in memory
+ * (as Python code can build it, past any reader's limit). Returns the top. */
+static onnxio_TypeProto *deep_typeproto(onnxio_arena *arena, int levels, onnxio_TypeProto **leaf)
+{
+    onnxio_TypeProto *top = onnxio_message_new(arena, &onnxio_desc_TypeProto), *t = top;
+    for (int i = 0; t && i < levels; i++) {
+        /* TypeProto -> sequence_type (Sequence) -> elem_type (TypeProto): two
+         * levels per step, so go by Sequence for odd levels. */
+        onnxio_TypeProto_Sequence *seq = onnxio_message_new(arena, &onnxio_desc_TypeProto_Sequence);
+        if (!seq) return NULL;
+        t->sequence_type = seq;
+        onnxio_set_has(t, ONNXIO_FIELD_TypeProto_sequence_type);
+        if (++i == levels) {
+            t = NULL;
+            break;
+        }
+        onnxio_TypeProto *next = onnxio_message_new(arena, &onnxio_desc_TypeProto);
+        if (!next) return NULL;
+        seq->elem_type = next;
+        t = next;
+    }
+    if (leaf) *leaf = t;
+    return top;
+}
+
+/* Issue 11, item 2: nesting built in memory past every limit must give
+ * clean errors (no stack overflow) on write, copy and text, and work for
+ * equality and clearing; the writer refuses what a reader with the same
+ * limit would refuse. */
+static void test_deep_trees(void)
+{
+    tu_begin("trees nested deeper than the limits, built in memory");
+    onnxio_arena *arena = onnxio_arena_new();
+    onnxio_TypeProto *deep = deep_typeproto(arena, 40000, NULL);
+    onnxio_TypeProto *deep2 = deep_typeproto(arena, 40000, NULL);
+    CHECK(deep && deep2);
+    CHECK_EQ_U64(onnxio_serialized_size(deep), ONNXIO_SIZE_TOO_DEEP);
+    CHECK_STATUS(onnxio_serialize_into(deep, NULL, ONNXIO_SIZE_TOO_DEEP), ONNXIO_ERR_DEPTH);
+    onnxio_buffer *b = NULL;
+    CHECK_STATUS(onnxio_serialize(deep, &b), ONNXIO_ERR_DEPTH);
+    CHECK(b == NULL);
+    CHECK_STATUS(onnxio_text_format(deep, NULL, &b), ONNXIO_ERR_DEPTH);
+    onnxio_TypeProto *copy = onnxio_message_new(arena, &onnxio_desc_TypeProto);
+    CHECK_STATUS(onnxio_message_merge(arena, copy, deep), ONNXIO_ERR_DEPTH);
+    CHECK(onnxio_message_clone(arena, deep) == NULL);
+    CHECK_EQ_INT(onnxio_message_equal(deep, deep2), 1);
+    onnxio_TypeProto *leaf = NULL;
+    onnxio_TypeProto *deep3 = deep_typeproto(arena, 40000, &leaf);
+    CHECK(leaf != NULL);
+    if (leaf) {
+        leaf->denotation.data = "x";
+        leaf->denotation.size = 1;
+        onnxio_set_has(leaf, ONNXIO_FIELD_TypeProto_denotation);
+    }
+    CHECK_EQ_INT(onnxio_message_equal(deep, deep3), 0);
+    char tmpl[] = "/tmp/onnxio-deep-XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    CHECK(dir != NULL);
+    if (dir) {
+        /* A ModelProto whose graph input type is deep: save refuses it with
+         * the default limit and writes nothing. */
+        onnxio_ModelProto *m = onnxio_message_new(arena, &onnxio_desc_ModelProto);
+        onnxio_GraphProto *g = onnxio_message_new(arena, &onnxio_desc_GraphProto);
+        onnxio_ValueInfoProto *v = onnxio_list_add(arena, &g->input, &onnxio_desc_ValueInfoProto);
+        m->graph = g;
+        v->type = deep;
+        char *path = tu_strdup_printf("%s/deep.onnx", dir);
+        CHECK_STATUS(onnxio_save_model(m, path, NULL), ONNXIO_ERR_DEPTH);
+        CHECK(access(path, F_OK) != 0);
+        /* 100 levels below the top write and read back; 101 do not write. */
+        for (int levels = 97; levels <= 98; levels++) {
+            v->type = deep_typeproto(arena, levels, NULL); /* + model, graph, value_info = levels + 3 */
+            onnxio_status want = levels + 3 <= ONNXIO_DEFAULT_MAX_DEPTH ? ONNXIO_OK : ONNXIO_ERR_DEPTH;
+            CHECK_STATUS(onnxio_save_model(m, path, NULL), want);
+            if (want == ONNXIO_OK) {
+                onnxio_arena *a2 = onnxio_arena_new();
+                onnxio_ModelProto *back = NULL;
+                CHECK_STATUS(onnxio_load_model(path, NULL, a2, &back), ONNXIO_OK);
+                CHECK(back && onnxio_message_equal(back, m) == 1);
+                onnxio_arena_unref(a2);
+            }
+            /* A raised limit writes it, and reads back with the same one. */
+            onnxio_serialize_options so = ONNXIO_SERIALIZE_OPTIONS_INIT;
+            so.max_depth = 200;
+            onnxio_parse_options po = ONNXIO_PARSE_OPTIONS_INIT;
+            po.max_depth = 200;
+            CHECK_STATUS(onnxio_save_model(m, path, &so), ONNXIO_OK);
+            onnxio_arena *a3 = onnxio_arena_new();
+            onnxio_ModelProto *back = NULL;
+            CHECK_STATUS(onnxio_load_model(path, &po, a3, &back), ONNXIO_OK);
+            CHECK(back && onnxio_message_equal(back, m) == 1);
+            CHECK_STATUS(onnxio_load_model(path, NULL, a3, &back), want == ONNXIO_OK ? ONNXIO_OK : ONNXIO_ERR_DEPTH);
+            onnxio_arena_unref(a3);
+        }
+        /* A limit past ONNXIO_MAX_DEPTH is taken as ONNXIO_MAX_DEPTH. */
+        v->type = deep;
+        onnxio_serialize_options huge = ONNXIO_SERIALIZE_OPTIONS_INIT;
+        huge.max_depth = 1000000;
+        CHECK_STATUS(onnxio_save_model(m, path, &huge), ONNXIO_ERR_DEPTH);
+        unlink(path);
+        rmdir(dir);
+        free(path);
+    }
+    /* Clearing works at any depth (the payload-reference walk is iterative). */
+    onnxio_message_clear(deep);
+    CHECK(deep->sequence_type == NULL);
+    onnxio_arena_unref(arena);
+    tu_end();
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -1033,5 +1144,6 @@ int main(int argc, char **argv)
     test_copy();
     test_spans();
     test_text();
+    test_deep_trees();
     return tu_finish();
 }
