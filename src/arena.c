@@ -30,6 +30,8 @@ struct onnxio_arena {
     block *head;
     size_t next_block;
     size_t total;
+    size_t limit;   /* 0, or the most `total` may reach (a load's expansion budget) */
+    bool limit_hit; /* an allocation failed because of `limit` */
     span_chunk *spans;
 };
 
@@ -76,6 +78,10 @@ static void *arena_alloc(onnxio_arena *a, size_t size, int zero)
         if (want < size) want = size;
         /* Big allocations get their own block behind the head, so that the
          * head's free space is not wasted. */
+        if (a->limit && (a->total > a->limit || BLOCK_HEADER + want > a->limit - a->total)) {
+            a->limit_hit = true;
+            return NULL;
+        }
         block *nb = onnxio__calloc(1, BLOCK_HEADER + want);
         if (!nb) return NULL;
         nb->size = want;
@@ -104,6 +110,14 @@ ONNXIO_API void *onnxio_arena_alloc(onnxio_arena *a, size_t size)
 void *onnxio__arena_alloc_raw(onnxio_arena *a, size_t size) { return arena_alloc(a, size, 0); }
 
 ONNXIO_API size_t onnxio_arena_used(const onnxio_arena *a) { return a ? a->total : 0; }
+
+void onnxio__arena_limit(onnxio_arena *a, size_t limit)
+{
+    a->limit = limit;
+    a->limit_hit = false;
+}
+
+bool onnxio__arena_limit_hit(const onnxio_arena *a) { return a->limit_hit; }
 
 onnxio_status onnxio__arena_track_span(onnxio_arena *a, onnxio_span *span)
 {

@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "container.h"
 
 /* As the kernel's limit on symlinks in one path resolution. */
 #define MAX_HOPS 40
@@ -266,4 +266,124 @@ ONNXIO_API onnxio_status onnxio_external_data_open(const char *base_dir, const c
     }
     onnxio__resolved_free(&r);
     return s;
+}
+
+/* ---- the container ------------------------------------------------------ */
+
+typedef struct dir_entry {
+    onnxio__entry e;
+    char *location;
+    onnxio_buffer *map; /* no_copy: the whole file, mapped once */
+    struct dir_entry *next;
+} dir_entry;
+
+typedef struct dir_container {
+    onnxio__container base;
+    char *base_dir;
+    bool have_model;
+    dev_t model_dev;
+    ino_t model_ino;
+    bool no_copy;
+    dir_entry *entries;
+} dir_container;
+
+static const char *name_of(const onnxio_TensorProto *t) { return t->name.data ? t->name.data : ""; }
+
+static onnxio_status dir_open(onnxio__container *base, const onnxio_TensorProto *t, const onnxio_external_ref *r,
+                              onnxio__budget *budget, onnxio__entry **out)
+{
+    dir_container *c = (dir_container *)base;
+    for (dir_entry *d = c->entries; d; d = d->next)
+        if (strcmp(d->location, r->location) == 0) {
+            *out = &d->e;
+            return ONNXIO_OK;
+        }
+    onnxio__resolved res;
+    onnxio_status s = onnxio__resolve_beneath(c->base_dir, r->location, &res);
+    if (s) return onnxio__context(s, "tensor '%s'", name_of(t));
+    dir_entry *d = NULL;
+    int fd = -1;
+    if (!res.exists) {
+        s = onnxio__fail(ONNXIO_ERR_NOT_FOUND, "tensor '%s': external data file '%s' does not exist under %s",
+                         name_of(t), r->location, c->base_dir);
+        goto done;
+    }
+    /* Before anything is opened: the model file is no data file. */
+    if (c->have_model && res.st.st_dev == c->model_dev && res.st.st_ino == c->model_ino) {
+        s = onnxio__fail(ONNXIO_ERR_PATH_SELF, "tensor '%s': external data location '%s' is the model file itself",
+                         name_of(t), r->location);
+        goto done;
+    }
+    if ((s = onnxio__open_resolved(&res, r->location, O_RDONLY, &fd))) {
+        s = onnxio__context(s, "tensor '%s'", name_of(t));
+        goto done;
+    }
+    if (!(d = onnxio__calloc(1, sizeof *d)) || !(d->location = onnxio__strdup(r->location))) {
+        s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+        goto done;
+    }
+    d->e.name = d->location;
+    d->e.fd = fd;
+    d->e.size = (uint64_t)res.st.st_size;
+    if (c->no_copy) {
+        /* Mapped from the descriptor that passed the checks, not reopened
+         * by name. */
+        if ((s = onnxio__map_fd(fd, r->location, &d->map))) goto done;
+        d->e.data = onnxio_buffer_data(d->map);
+        d->e.owner = d->map;
+        d->e.size = onnxio_buffer_size(d->map);
+        d->e.borrow = true;
+    }
+    budget->input += d->e.size;
+    fd = -1;
+    d->next = c->entries;
+    c->entries = d;
+    *out = &d->e;
+    d = NULL;
+done:
+    onnxio__close(fd);
+    if (d) {
+        onnxio__close(d->e.fd);
+        onnxio_buffer_unref(d->map);
+        onnxio__free(d->location);
+        onnxio__free(d);
+    }
+    onnxio__resolved_free(&res);
+    return s;
+}
+
+static void dir_close(onnxio__container *base)
+{
+    dir_container *c = (dir_container *)base;
+    for (dir_entry *d = c->entries, *next; d; d = next) {
+        next = d->next;
+        onnxio__close(d->e.fd);
+        onnxio_buffer_unref(d->map);
+        onnxio__free(d->e.crc_pieces);
+        onnxio__free(d->location);
+        onnxio__free(d);
+    }
+    onnxio__free(c->base_dir);
+    onnxio__free(c);
+}
+
+onnxio_status onnxio__dir_container(const char *base_dir, const char *model_path, const onnxio_parse_options *opts,
+                                    onnxio__container **out)
+{
+    dir_container *c = onnxio__calloc(1, sizeof *c);
+    if (!c || !(c->base_dir = onnxio__strdup(base_dir))) {
+        onnxio__free(c);
+        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    }
+    c->base.open = dir_open;
+    c->base.close = dir_close;
+    c->no_copy = opts->no_copy;
+    struct stat st;
+    if (model_path && stat(model_path, &st) == 0) {
+        c->have_model = true;
+        c->model_dev = st.st_dev;
+        c->model_ino = st.st_ino;
+    }
+    *out = &c->base;
+    return ONNXIO_OK;
 }

@@ -105,7 +105,17 @@ static int wire_type_fits(const onnxio_field_desc *f, unsigned wt)
     }
 }
 
-static onnxio_status no_memory(void) { return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory while parsing"); }
+/* An allocation failed: out of memory, or past the load's expansion budget
+ * (the arena's limit). */
+static onnxio_status no_memory(const dec *d)
+{
+    if (onnxio__arena_limit_hit(d->arena))
+        return onnxio__fail(ONNXIO_ERR_EXPANSION,
+                            "the message's structure needs more memory than max_expansion times its size allows "
+                            "(%zu bytes so far); raise max_expansion if the input is trusted",
+                            onnxio_arena_used(d->arena));
+    return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory while parsing");
+}
 
 /* Stores one scalar read from the wire into a singular or repeated field. */
 static onnxio_status store_scalar(dec *d, onnxio_message *m, const onnxio_field_desc *f, uint64_t raw)
@@ -115,7 +125,7 @@ static onnxio_status store_scalar(dec *d, onnxio_message *m, const onnxio_field_
     if (repeated) {
         onnxio__array *a = member;
         size_t es = onnxio__elem_size(f);
-        if (a->size == a->capacity && !onnxio__array_reserve(d->arena, a, es, 1)) return no_memory();
+        if (a->size == a->capacity && !onnxio__array_reserve(d->arena, a, es, 1)) return no_memory(d);
         member = (char *)a->data + a->size * es;
         a->size++;
     }
@@ -161,14 +171,14 @@ static onnxio_status parse_packed(dec *d, onnxio_message *m, const onnxio_field_
             return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: packed field %s.%s: %zu bytes is not a multiple of %zu",
                                 OFFSET(d, p), m->desc->name, f->name, len, width);
         size_t n = len / width;
-        if (n && !onnxio__array_reserve(d->arena, a, es, n)) return no_memory();
+        if (n && !onnxio__array_reserve(d->arena, a, es, n)) return no_memory(d);
         if (n) memcpy((char *)a->data + a->size * es, p, len);
         a->size += n;
         return ONNXIO_OK;
     }
     size_t n = 0;
     for (const uint8_t *q = p; q < end; q++) n += *q < 0x80;
-    if (n && !onnxio__array_reserve(d->arena, a, es, n)) return no_memory();
+    if (n && !onnxio__array_reserve(d->arena, a, es, n)) return no_memory(d);
     while (p < end) {
         uint64_t v;
         const uint8_t *at = p;
@@ -232,9 +242,9 @@ static onnxio_status parse_field(dec *d, onnxio_message *m, const onnxio_field_d
     case ONNXIO_KIND_BYTES: {
         onnxio_string *dst = member;
         if (repeated) {
-            if (!(dst = onnxio_array_append(d->arena, member, sizeof *dst))) return no_memory();
+            if (!(dst = onnxio_array_append(d->arena, member, sizeof *dst))) return no_memory(d);
         }
-        if (onnxio_string_set(d->arena, dst, p, len)) return no_memory();
+        if (onnxio_string_set(d->arena, dst, p, len)) return no_memory(d);
         if (!repeated) mark_present(m, f);
         return ONNXIO_OK;
     }
@@ -261,12 +271,12 @@ static onnxio_status parse_field(dec *d, onnxio_message *m, const onnxio_field_d
                                 OFFSET(d, tag_at), m->desc->name, f->name, d->cfg->max_depth);
         onnxio_message *sub;
         if (repeated) {
-            if (!(sub = onnxio_list_add(d->arena, member, f->message))) return no_memory();
+            if (!(sub = onnxio_list_add(d->arena, member, f->message))) return no_memory(d);
         } else {
             onnxio_message **slot = member;
             if (!*slot) {
                 mark_present(m, f); /* clears the other oneof members */
-                if (!(*slot = onnxio_message_new(d->arena, f->message))) return no_memory();
+                if (!(*slot = onnxio_message_new(d->arena, f->message))) return no_memory(d);
             }
             sub = *slot;
         }
@@ -314,7 +324,7 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const uint8_t *p, 
         if (!f || !wire_type_fits(f, wt)) {
             onnxio_status s = skip_value(d, m, wt, (uint32_t)number, &p, end, depth);
             if (s) return s;
-            if (onnxio__append_unknown(d->arena, m, tag_at, (size_t)(p - tag_at))) return no_memory();
+            if (onnxio__append_unknown(d->arena, m, tag_at, (size_t)(p - tag_at))) return no_memory(d);
             continue;
         }
         onnxio_status s = parse_field(d, m, f, wt, tag_at, &p, end, depth);

@@ -150,6 +150,7 @@ ONNXIO_API uint64_t onnxio_serialized_size(void *msg)
  * and there is one, otherwise now. */
 static onnxio_status sink_write(onnxio__sink *s, const uint8_t *data, size_t n, uint64_t at, int may_queue)
 {
+    if (s->sequential) return onnxio__write_all(s->fd, data, n, s->what ? s->what : "the output");
     onnxio__job job = {.kind = ONNXIO__JOB_PWRITE, .fd = s->fd, .offset = at, .src = data, .size = n,
                        .what = s->what ? s->what : "the output file"};
     return may_queue && s->pool ? onnxio__pool_add(s->pool, &job) : onnxio__job_run(&job);

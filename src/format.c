@@ -217,3 +217,24 @@ ONNXIO_API int onnxio_tensor_raw_size(const onnxio_TensorProto *t, uint64_t *byt
     *bytes = whole + rest;
     return 1;
 }
+
+onnxio_status onnxio__check_raw_size(const onnxio_TensorProto *t, uint64_t length, const char *where)
+{
+    uint64_t want;
+    int known = onnxio_tensor_raw_size(t, &want);
+    if (known == 0) return ONNXIO_OK; /* strings, unknown types, segments: no fixed size */
+    if (known < 0) {
+        for (size_t i = 0; i < t->dims.size; i++)
+            if (t->dims.data[i] < 0)
+                return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA, "tensor '%s': dimension %zu is negative (%lld)",
+                                    tensor_name(t), i, (long long)t->dims.data[i]);
+        return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA,
+                            "tensor '%s': its shape has more elements than any file can hold (external data %s)",
+                            tensor_name(t), where);
+    }
+    if (length != want)
+        return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA,
+                            "tensor '%s': external data length %llu in %s does not match its type and shape (%llu bytes)",
+                            tensor_name(t), (unsigned long long)length, where, (unsigned long long)want);
+    return ONNXIO_OK;
+}

@@ -131,6 +131,13 @@ void onnxio__resolved_free(onnxio__resolved *r);
  * O_NOFOLLOW | O_NONBLOCK and checked again on the descriptor. */
 onnxio_status onnxio__open_resolved(const onnxio__resolved *r, const char *location, int flags, int *fd);
 
+/* ---- format.c ----------------------------------------------------------- */
+
+/* Refuses a payload length that is not what the tensor's data_type and dims
+ * need (onnxio_tensor_raw_size) with ONNXIO_ERR_EXTERNAL_DATA; tensors
+ * without a fixed size pass. `where` names the file or entry. */
+onnxio_status onnxio__check_raw_size(const onnxio_TensorProto *t, uint64_t length, const char *where);
+
 /* ---- options.c ---------------------------------------------------------- */
 
 /* Reads the caller's option struct `src` (NULL: the defaults), whose first
@@ -156,6 +163,24 @@ void onnxio__clear_error(void);
 onnxio_status onnxio__arena_track_span(onnxio_arena *arena, onnxio_span *span);
 /* arena.c: allocation that returns uninitialized memory (strings, bytes). */
 void *onnxio__arena_alloc_raw(onnxio_arena *arena, size_t size);
+/* arena.c: while `limit` is not 0, the arena's blocks may not total more
+ * than it; an allocation past it fails (NULL) and sets limit_hit, so that
+ * the caller reports ONNXIO_ERR_EXPANSION rather than out of memory. */
+void onnxio__arena_limit(onnxio_arena *arena, size_t limit);
+bool onnxio__arena_limit_hit(const onnxio_arena *arena);
+
+/* The expansion budget of one load (onnxio.h, "Expansion"): bytes read
+ * (`input`) and bytes allocated for structure and payloads (`used`); used
+ * may not pass ratio x input + ONNXIO_EXPANSION_ALLOWANCE. */
+typedef struct onnxio__budget {
+    uint64_t ratio;
+    uint64_t input;
+    uint64_t used;
+} onnxio__budget;
+/* The bytes the budget still allows (saturating). */
+uint64_t onnxio__budget_left(const onnxio__budget *b);
+/* Takes `n` bytes for `what`: ONNXIO_ERR_EXPANSION when they do not fit. */
+onnxio_status onnxio__budget_take(onnxio__budget *b, uint64_t n, const char *what);
 
 /* message.c */
 static inline void *onnxio__member(const void *msg, const onnxio_field_desc *f)
@@ -210,6 +235,22 @@ static inline size_t onnxio__crc_pieces(uint64_t size)
 {
     return size ? (size_t)((size - 1) / ONNXIO__CRC_PIECE + 1) : 1;
 }
+/* digest.c: checksums. SHA-1 digests (libcrypto, initialized once and
+ * checked; a failed start is ONNXIO_ERR_NO_MEMORY, never a crash), as 40
+ * lowercase hex digits and a NUL. */
+typedef struct onnxio__sha1 {
+    void *ctx;
+} onnxio__sha1;
+onnxio_status onnxio__sha1_begin(onnxio__sha1 *h);
+onnxio_status onnxio__sha1_update(onnxio__sha1 *h, const void *data, uint64_t size);
+/* Feeds `n` zero bytes (the padding between aligned payloads). */
+onnxio_status onnxio__sha1_zeros(onnxio__sha1 *h, uint64_t n);
+/* Finishes and frees the digest (also on failure). */
+onnxio_status onnxio__sha1_end(onnxio__sha1 *h, char hex[41]);
+void onnxio__sha1_abort(onnxio__sha1 *h);
+onnxio_status onnxio__sha1_hex(const void *data, uint64_t size, char hex[41]);
+/* The SHA-1 of `size` bytes at `offset` of `fd`, read in 1 MiB pieces. */
+onnxio_status onnxio__sha1_fd(int fd, uint64_t offset, uint64_t size, const char *what, char hex[41]);
 /* The CRC-32 of `size` bytes from the CRCs of their pieces. */
 uint32_t onnxio__crc_join(const uint32_t *pieces, uint64_t size);
 /* The CRC-32 of `size` bytes at `data`, continuing `crc` (0 to start). */
@@ -249,9 +290,17 @@ typedef struct onnxio__payload_src {
     const char *what;     /* file named in read errors (NULL: the tensor name) */
     bool copy;            /* copy even with no_copy (bytes not aligned for borrowing) */
     onnxio__crc_slots *crc; /* compute the CRC-32 of the bytes as they are copied (NULL: no) */
+    /* The container entry the bytes come from (NULL: inline): with no_copy,
+     * payloads loaded from the same entry, offset and size share one
+     * buffer when they must be copied. */
+    const void *share;
+    uint64_t share_offset;
 } onnxio__payload_src;
 typedef struct onnxio__payloads onnxio__payloads;
-onnxio_status onnxio__payloads_new(const onnxio_parse_options *opts, onnxio__pool *pool, onnxio__payloads **out);
+/* `opts` resolved; `budget` (not NULL) is charged for every payload byte
+ * the load allocates. */
+onnxio_status onnxio__payloads_new(const onnxio_parse_options *opts, onnxio__pool *pool, onnxio__budget *budget,
+                                   onnxio__payloads **out);
 /* Loads one payload into `tensor`, or, with a payload callback, remembers
  * it for onnxio__payloads_resolve. */
 onnxio_status onnxio__payload_take(onnxio__payloads *p, onnxio_TensorProto *tensor, const onnxio__payload_src *src);
@@ -287,6 +336,7 @@ typedef struct onnxio__sink {
     onnxio__pool *pool;  /* NULL: payloads are written in line */
     uint64_t threshold;  /* payloads at least this large become pool jobs */
     const char *what;    /* the file named in write errors */
+    bool sequential;     /* a pipe or a terminal: write(2) in order, no offsets */
 } onnxio__sink;
 onnxio_status onnxio__encode(void *msg, onnxio__sink *sink);
 /* The size pass with a nesting limit (0: the default; capped): ERR_DEPTH,
@@ -296,76 +346,61 @@ onnxio_status onnxio__size_pass(void *msg, int max_depth, uint64_t *size);
 onnxio_status onnxio__serialize(void *msg, int max_depth, onnxio_buffer **out);
 onnxio_status onnxio__sink_flush(onnxio__sink *sink);
 
-/* file.c */
-typedef struct onnxio__atomic_file {
-    int fd;
-    char *tmp_path;
-    char *final_path;
-    void *registered; /* its entry for onnxio_remove_temporary_files */
-} onnxio__atomic_file;
+/* file.c: mapping files, and the save transaction (docs/design.md, "The
+ * save protocol"). */
 /* Maps a whole file private (copy-on-write); an empty file gives a buffer
- * of size 0. With fd_out, the open descriptor is returned too (the caller
+ * of size 0; anything but a regular file is refused (ONNXIO_ERR_IO) without
+ * blocking. With fd_out, the open descriptor is returned too (the caller
  * closes it); otherwise it is closed. */
 onnxio_status onnxio__map_file(const char *path, onnxio_buffer **out, int *fd_out);
-onnxio_status onnxio__atomic_open(const char *path, onnxio__atomic_file *f);
-onnxio_status onnxio__atomic_commit(onnxio__atomic_file *f);
-void onnxio__atomic_abort(onnxio__atomic_file *f);
-onnxio_status onnxio__write_all(int fd, const void *data, size_t size, const char *what);
-/* The directory part of a path ("." when none); malloc'd. */
-char *onnxio__dirname(const char *path);
-char *onnxio__path_join(const char *dir, const char *name);
 /* Maps the whole open file `fd` private (as onnxio__map_file); `what`
  * names it in errors. The caller keeps and closes fd. */
 onnxio_status onnxio__map_fd(int fd, const char *what, onnxio_buffer **out);
-/* Splits onnxio__atomic_commit for saves of many files: fsync and close the
- * temporary file (f->fd becomes -1, the file stays), then later rename it
- * onto its final path (on failure it is removed), then fsync the directory
- * of `path` once for all renames. */
-onnxio_status onnxio__atomic_sync(onnxio__atomic_file *f);
-onnxio_status onnxio__atomic_rename(onnxio__atomic_file *f);
-void onnxio__sync_dir(const char *path);
+onnxio_status onnxio__write_all(int fd, const void *data, size_t size, const char *what);
+/* The directory part of a path ("." when none), onnxio__malloc'd; the part
+ * after the last '/'. */
+char *onnxio__dirname(const char *path);
+const char *onnxio__basename(const char *path);
+char *onnxio__path_join(const char *dir, const char *name);
 
-/* external.c */
-/* Checks an external-data location: relative, no '..', not empty. */
-onnxio_status onnxio__check_location(const char *location, size_t size);
-/* Reads the external payloads of the tensors under `root` (a ModelProto, or
- * one TensorProto) from files under `base_dir`. `model_path` (NULL when
- * unknown) is the model file, refused as a data file (ONNXIO_ERR_PATH_SELF). */
-onnxio_status onnxio__load_external(onnxio_message *root, const char *base_dir, const onnxio_parse_options *opts,
-                                    const char *model_path);
+/* A save: every file it writes is a temporary file until the commit. */
+typedef struct onnxio__txn onnxio__txn;
+/* Begins a save whose main file (the model or the archive) is `path`,
+ * written through a symlink to its target: takes the lock of its journal
+ * (waiting for another save of it), finishes or undoes a dead save's
+ * journal, removes its temporary files. A target that is not a regular
+ * file (a pipe, a terminal, /dev/null) makes a stream transaction: only
+ * the main file, written in place, sequentially. */
+onnxio_status onnxio__txn_begin(const char *path, onnxio__txn **out);
+bool onnxio__txn_is_stream(const onnxio__txn *t);
+/* A new temporary file for `name` in the directory `dir_fd` (dir_fd -1 and
+ * name NULL: the main file), recorded in the journal before it is made;
+ * *fd stays the transaction's. Mode 0666 under the umask, or the mode of
+ * the file it replaces; a target that is not writable is refused. */
+onnxio_status onnxio__txn_create(onnxio__txn *t, int dir_fd, const char *name, int *fd);
+/* fsyncs and closes one file of the transaction (to bound open files). */
+onnxio_status onnxio__txn_sync(onnxio__txn *t, int fd);
+/* Commits (fsync, journal state, renames: data first, main last, directory
+ * fsyncs, journal removed) and frees `t`, also on failure. */
+onnxio_status onnxio__txn_commit(onnxio__txn *t);
+/* Removes the temporary files and the journal, and frees `t`. NULL: nothing. */
+void onnxio__txn_abort(onnxio__txn *t);
+/* Before a load of `path`: replays the journal of a save of it that died,
+ * if there is one (waiting for a save in progress). ONNXIO_ERR_IO only
+ * when a committed save cannot be finished. */
+onnxio_status onnxio__recover(const char *path);
+
 /* A tensor whose payload is in external data (data_location EXTERNAL). */
 static inline bool onnxio__is_external(const onnxio_TensorProto *t)
 {
     return onnxio_has(t, ONNXIO_FIELD_TensorProto_data_location) &&
            t->data_location == ONNXIO_TensorProto_DataLocation_EXTERNAL;
 }
-/* A tensor's external_data keys, parsed; location checked (relative, no
- * '..', no NUL). Strings point into the tensor. */
-typedef struct onnxio__external_ref {
-    const onnxio_string *location;
-    const onnxio_string *checksum; /* NULL when there is no such key */
-    uint64_t offset;
-    uint64_t length;
-    int has_length;
-} onnxio__external_ref;
-onnxio_status onnxio__external_ref_read(const onnxio_TensorProto *t, onnxio__external_ref *r);
-/* Refuses a payload length that is not what the tensor's data_type and
- * dims need (ONNXIO_ERR_EXTERNAL_DATA); `location` is named in the error. */
-onnxio_status onnxio__external_check_length(const onnxio_TensorProto *t, uint64_t length, const char *location);
-/* Checks the reference's offset and length (defaulting to the rest) against
- * `size` bytes of data (ONNXIO_ERR_EXTERNAL_RANGE), then the length against
- * the tensor's type and shape; `where` names the file or entry in errors.
- * *length is the payload length. */
-onnxio_status onnxio__external_check_range(const onnxio_TensorProto *t, const onnxio__external_ref *r, uint64_t size,
-                                           const char *where, uint64_t *length);
-/* Points `t` at external data: its external_data becomes the keys
- * location, offset, length (raw_data's size) and, when given, checksum, in
- * the order the onnx package writes them; raw_data is cleared and
- * data_location set to EXTERNAL. Strings go into `arena`. */
-onnxio_status onnxio__refer(onnxio_arena *arena, onnxio_TensorProto *t, const char *location, uint64_t offset,
-                            const char *checksum);
-/* The SHA-1 of `size` bytes as 40 lowercase hex digits and a NUL. */
-onnxio_status onnxio__sha1_hex(const void *data, uint64_t size, char hex[41]);
+
+/* save.c: the save pipeline. `cfg` resolved. */
+onnxio_status onnxio__save_plain(void *msg, const char *path, const onnxio_serialize_options *cfg);
+onnxio_status onnxio__save_external(onnxio_ModelProto *model, const char *path, const onnxio_serialize_options *cfg);
+onnxio_status onnxio__save_archive(onnxio_ModelProto *model, const char *path, const onnxio_serialize_options *cfg);
 /* File and entry names made from tensor names: a set compared with ASCII
  * case folded. */
 typedef struct onnxio__names onnxio__names;
@@ -378,39 +413,52 @@ int onnxio__names_reserve(onnxio__names *set, const char *name);
  * empty, and "_<n>" appended until it is not in the set (case folded). The
  * set owns it. NULL when out of memory. */
 const char *onnxio__names_unique(onnxio__names *set, const char *tensor);
-/* The data files of one save, written in full but not yet renamed. */
-typedef struct onnxio__data_files onnxio__data_files;
-/* Moves the payloads of `model` (a scratch copy in `arena`) that
- * opts->external_data selects to data files beside `model_path`, and
- * rewrites those tensors to refer to them. The files are left as written
- * temporary files in *out (NULL when no payload moved): the caller writes
- * the model, then commits them, or aborts them. */
-onnxio_status onnxio__save_external(onnxio_arena *arena, onnxio_ModelProto *model, const char *model_path,
-                                    const onnxio_serialize_options *opts, onnxio__data_files **out);
-/* Renames every data file onto its final name and frees *files (also on
- * failure, where the files not yet renamed are removed). NULL is a no-op. */
-onnxio_status onnxio__data_files_commit(onnxio__data_files *files);
-/* Removes the temporary data files and frees *files. NULL is a no-op. */
-void onnxio__data_files_abort(onnxio__data_files *files);
 
-/* archive.c: .onnxz archives (docs/onnxz.md); model.c drives the load. */
-/* 1 when `size` bytes at `data` start like a zip archive. */
-int onnxio__is_archive(const void *data, size_t size);
-/* Validates the archive held in `map` (`size` bytes at `data`, kept alive by
- * `owner`, which gets a reference); fd >= 0 is the same bytes as a file
+/* zip.c: zip records of .onnxz archives (docs/onnxz.md). */
+#define ONNXIO__MODEL_ENTRY "__MODEL_PROTO"
+/* Validates the archive held in `size` bytes at `data`, kept alive by
+ * `owner` (which gets a reference); fd >= 0 is the same bytes as a file
  * (payload copies are then preads); `what` names it in errors. */
 onnxio_status onnxio__archive_open(const uint8_t *data, size_t size, onnxio_buffer *owner, int fd, const char *what,
                                    onnxio_archive **out);
-/* The bytes of __MODEL_PROTO: in the archive's memory when stored, else
- * inflated into a new buffer. *owner is a new reference to what holds them
- * (the caller drops it). The CRC-32 is checked when `verify_crc`. */
-onnxio_status onnxio__archive_model(onnxio_archive *a, bool verify_crc, const uint8_t **data, size_t *size,
-                                    onnxio_buffer **owner);
-/* Resolves every external tensor under `root` to its entry and loads the
- * payloads as opts asks (checks first, as onnxio__load_external). */
-onnxio_status onnxio__archive_load_payloads(onnxio_archive *a, onnxio_message *root, const onnxio_parse_options *opts);
-/* Whether opts asks for CRC checks. */
-bool onnxio__verify_crc(const onnxio_parse_options *opts);
+/* The bytes of an entry: in the archive's memory when stored (the CRC-32
+ * checked when `verify_crc`), else inflated into a new buffer charged to
+ * `budget` (CRC-32 checked). *owner is a new reference to what holds them. */
+onnxio_status onnxio__archive_entry_bytes(onnxio_archive *a, const onnxio_archive_entry *e, bool verify_crc,
+                                         onnxio__budget *budget, const uint8_t **data, onnxio_buffer **owner);
+const onnxio_archive_entry *onnxio__archive_model(const onnxio_archive *a);
+const onnxio_archive_entry *onnxio__archive_find_n(const onnxio_archive *a, const char *name, size_t n);
+const char *onnxio__archive_what(const onnxio_archive *a);
+int onnxio__archive_fd(const onnxio_archive *a);
+const uint8_t *onnxio__archive_data(const onnxio_archive *a);
+onnxio_buffer *onnxio__archive_owner(const onnxio_archive *a);
+/* The serialize options of an archive save, read and checked: the
+ * external data file options do not apply (ONNXIO_ERR_INVALID_ARGUMENT). */
+onnxio_status onnxio__archive_save_config(const onnxio_serialize_options *opts, onnxio_serialize_options *cfg);
+/* One entry to write. */
+typedef struct onnxio__zip_out {
+    const char *name;     /* owned by the caller */
+    size_t name_size;
+    const uint8_t *src;   /* the bytes */
+    uint64_t size;
+    onnxio_buffer *keep;  /* a reference keeping src alive (the caller's) */
+    uint64_t header;      /* file offset of the local header */
+    uint64_t data;        /* file offset of the data */
+    uint64_t pad;         /* bytes of the padding extra field (0: none) */
+    uint32_t crc;
+    uint32_t *crc_pieces; /* the caller's */
+} onnxio__zip_out;
+/* Places an entry whose local header may start at `at`: its data on the
+ * next multiple of `align` (the local header's extra field carries the
+ * padding). Returns the end of its data. */
+uint64_t onnxio__zip_place(onnxio__zip_out *e, uint64_t at, uint64_t align);
+/* Writes the local headers, the central directory (at cd_offset) and the
+ * end records of `n` placed entries whose data is written; `extra_central`
+ * raw central headers of other entries go first. *file_end: where the file
+ * ends. */
+onnxio_status onnxio__zip_write_directory(int fd, const char *what, onnxio__zip_out *e, size_t n,
+                                         const uint8_t *extra_central, uint64_t extra_size, uint64_t extra_count,
+                                         uint64_t cd_offset, uint64_t *file_end);
 
 /* message.c: calls fn(msg, parent, field) for every message of type
  * `target` in the tree under `root` (depth first, in field order), where

@@ -1,26 +1,38 @@
-/* Load and save entry points and their options (docs/design.md "api"). */
-#include <stdlib.h>
+/* The public load, parse and save entry points (docs/design.md, "api"):
+ * each reads its options once (options.c), then drives the codec, the
+ * containers, the load pipeline (load.c) and the save pipeline (save.c).
+ * Nothing here knows a file format rule. */
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "container.h"
+
+/* A load's expansion budget, from the resolved options. */
+static onnxio__budget budget_for(const onnxio_parse_options *cfg)
+{
+    return (onnxio__budget){cfg->max_expansion, 0, 0};
+}
 
 /* Parses `size` bytes at `data` into `msg`. `fd` >= 0 says the bytes are
  * that whole file, so that copies can be preads (the mapping's pages are
  * then never touched, and never count against the process). Payloads are
- * moved on the pool while the structure is parsed. `opts` is resolved
- * (onnxio__parse_config). */
+ * moved on the pool while the structure is parsed; the arena may grow only
+ * as far as the budget allows. `opts` is resolved. */
 static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxio_buffer *owner, int fd,
-                                 const onnxio_parse_options *opts, onnxio_arena *arena, bool *saw_external)
+                                 const onnxio_parse_options *opts, onnxio_arena *arena, onnxio__budget *budget,
+                                 bool *saw_external)
 {
     onnxio_status s;
     onnxio__pool *pool = NULL;
     onnxio__payloads *payloads = NULL;
     if ((s = onnxio__pool_new(opts->num_threads, &pool))) return s;
-    if ((s = onnxio__payloads_new(opts, pool, &payloads))) {
+    if ((s = onnxio__payloads_new(opts, pool, budget, &payloads))) {
         onnxio__pool_finish(pool);
         return s;
     }
+    size_t before = onnxio_arena_used(arena);
+    uint64_t left = onnxio__budget_left(budget);
+    onnxio__arena_limit(arena, left < SIZE_MAX - before ? before + (size_t)left : 0);
     onnxio__decode_config cfg = {
         .arena = arena,
         .owner = owner,
@@ -32,10 +44,23 @@ static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxi
         .saw_external = saw_external,
     };
     s = onnxio__decode(&cfg, msg, data, size);
+    onnxio__arena_limit(arena, 0);
+    budget->used += onnxio_arena_used(arena) - before;
     if (!s) s = onnxio__payloads_resolve(payloads);
     onnxio_status s2 = onnxio__pool_finish(pool);
     onnxio__payloads_free(payloads);
-    return s ? s : s2;
+    if (!s) s = s2;
+    /* Text handed to a binary reader fails early; say what it is. */
+    if (s == ONNXIO_ERR_DECODE && onnxio_detect_format(data, size) == ONNXIO_FORMAT_TEXT)
+        onnxio__context(s, "this looks like a text format (protobuf text, ONNX text or JSON), which onnxio does not read");
+    return s;
+}
+
+static onnxio_status new_message(onnxio_arena *arena, const onnxio_message_desc *desc, void **out)
+{
+    *out = arena ? onnxio_message_new(arena, desc) : NULL;
+    if (!*out) return onnxio__fail(arena ? ONNXIO_ERR_NO_MEMORY : ONNXIO_ERR_INVALID_ARGUMENT, "load: cannot create the message");
+    return ONNXIO_OK;
 }
 
 ONNXIO_API onnxio_status onnxio_parse_into(void *msg, const void *data, size_t size, onnxio_buffer *owner,
@@ -46,7 +71,9 @@ ONNXIO_API onnxio_status onnxio_parse_into(void *msg, const void *data, size_t s
     onnxio_parse_options cfg;
     onnxio_status s = onnxio__parse_config(opts, &cfg);
     if (s) return s;
-    return parse_bytes(msg, data, size, owner, -1, &cfg, arena, NULL);
+    onnxio__budget budget = budget_for(&cfg);
+    budget.input = size;
+    return parse_bytes(msg, data, size, owner, -1, &cfg, arena, &budget, NULL);
 }
 
 ONNXIO_API onnxio_status onnxio_parse(const onnxio_message_desc *desc, const void *data, size_t size,
@@ -55,10 +82,10 @@ ONNXIO_API onnxio_status onnxio_parse(const onnxio_message_desc *desc, const voi
 {
     if (!out || !desc) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "parse: NULL argument");
     *out = NULL;
-    void *m = onnxio_message_new(arena, desc);
-    if (!m) return onnxio__fail(arena ? ONNXIO_ERR_NO_MEMORY : ONNXIO_ERR_INVALID_ARGUMENT, "parse: cannot create the message");
-    onnxio_status s = onnxio_parse_into(m, data, size, owner, opts, arena);
-    if (s) {
+    void *m;
+    onnxio_status s = new_message(arena, desc, &m);
+    if (s) return s;
+    if ((s = onnxio_parse_into(m, data, size, owner, opts, arena))) {
         onnxio_message_clear(m);
         return s;
     }
@@ -66,32 +93,39 @@ ONNXIO_API onnxio_status onnxio_parse(const onnxio_message_desc *desc, const voi
     return ONNXIO_OK;
 }
 
-static int wants_external(const onnxio_parse_options *opts)
+/* Reads the payloads of the external tensors under `root` from `c`. */
+static onnxio_status load_from(onnxio__container *c, onnxio_message *root, const onnxio_parse_options *cfg,
+                               onnxio__budget *budget)
 {
-    return opts->load_external_data != ONNXIO_OFF;
+    onnxio_status s = onnxio__load_external_payloads(root, c, cfg, budget);
+    c->close(c);
+    return s;
 }
 
 /* Loads the .onnxz archive in `data` (docs/onnxz.md): its __MODEL_PROTO
- * parsed as a model file is, then every external tensor resolved to its
+ * parsed as a model file is, then every external tensor loaded from its
  * entry. */
 static onnxio_status load_archive(const uint8_t *data, size_t size, onnxio_buffer *owner, int fd, const char *what,
-                                  const onnxio_parse_options *opts, onnxio_arena *arena, void **out)
+                                  const onnxio_parse_options *cfg, onnxio_arena *arena, onnxio__budget *budget,
+                                  void **out)
 {
-    onnxio_status s;
     onnxio_archive *a;
-    if ((s = onnxio__archive_open(data, size, owner, fd, what, &a))) return s;
+    onnxio_status s = onnxio__archive_open(data, size, owner, fd, what, &a);
+    if (s) return s;
+    const onnxio_archive_entry *me = onnxio__archive_model(a);
     const uint8_t *model_data;
-    size_t model_size;
     onnxio_buffer *model_owner = NULL;
     void *m = NULL;
     bool saw_external = false;
-    if (!(s = onnxio__archive_model(a, opts->verify_crc == ONNXIO_ON, &model_data, &model_size, &model_owner))) {
-        if (!(m = onnxio_message_new(arena, &onnxio_desc_ModelProto)))
-            s = onnxio__fail(arena ? ONNXIO_ERR_NO_MEMORY : ONNXIO_ERR_INVALID_ARGUMENT, "load: cannot create the message");
-        else if ((s = parse_bytes(m, model_data, model_size, model_owner, -1, opts, arena, &saw_external)))
-            onnxio__context(s, "entry __MODEL_PROTO");
-        else if (saw_external && wants_external(opts))
-            s = onnxio__archive_load_payloads(a, m, opts);
+    budget->input += me->compressed_size;
+    if (!(s = onnxio__archive_entry_bytes(a, me, cfg->verify_crc == ONNXIO_ON, budget, &model_data, &model_owner)) &&
+        !(s = new_message(arena, &onnxio_desc_ModelProto, &m))) {
+        if ((s = parse_bytes(m, model_data, (size_t)me->size, model_owner, -1, cfg, arena, budget, &saw_external)))
+            onnxio__context(s, "entry " ONNXIO__MODEL_ENTRY);
+        else if (saw_external && cfg->load_external_data != ONNXIO_OFF) {
+            onnxio__container *c;
+            if (!(s = onnxio__zip_container(a, cfg, &c))) s = load_from(c, m, cfg, budget);
+        }
     }
     onnxio_buffer_unref(model_owner);
     onnxio_archive_close(a);
@@ -103,30 +137,45 @@ static onnxio_status load_archive(const uint8_t *data, size_t size, onnxio_buffe
     return ONNXIO_OK;
 }
 
-/* Parses a whole file: mapped, and in no_copy mode payloads keep the
- * mapping alive. A model file may be an .onnxz archive (*was_archive is
- * then set, and its payloads are loaded too). */
-static onnxio_status load_mapped(const onnxio_message_desc *desc, const char *path, const onnxio_parse_options *opts,
-                                 onnxio_arena *arena, void **out, bool *saw_external, bool *was_archive)
+/* Loads a whole file: mapped, and in no_copy mode payloads keep the
+ * mapping alive. A model file may be an .onnxz archive, and external data
+ * is read from beside it (or base_dir). */
+static onnxio_status load_path(const onnxio_message_desc *desc, const char *path, const onnxio_parse_options *opts,
+                               onnxio_arena *arena, void **out)
 {
+    *out = NULL;
+    onnxio_parse_options cfg;
+    onnxio_status s = onnxio__parse_config(opts, &cfg);
+    if (s) return s;
+    bool model = desc == &onnxio_desc_ModelProto;
+    /* A save of this file that died: finish or undo it before reading. */
+    if (model && (s = onnxio__recover(path))) return s;
     onnxio_buffer *map;
     int fd;
-    *out = NULL;
-    onnxio_status s = onnxio__map_file(path, &map, &fd);
-    if (s) return s;
+    if ((s = onnxio__map_file(path, &map, &fd))) return s;
     const uint8_t *data = onnxio_buffer_data(map);
     size_t size = onnxio_buffer_size(map);
+    onnxio__budget budget = budget_for(&cfg);
     void *m = NULL;
-    if (was_archive && onnxio_detect_format(data, size) == ONNXIO_FORMAT_ARCHIVE) {
-        *was_archive = true;
-        s = load_archive(data, size, map, fd, path, opts, arena, &m);
-    } else if (!(m = onnxio_message_new(arena, desc))) {
-        s = onnxio__fail(arena ? ONNXIO_ERR_NO_MEMORY : ONNXIO_ERR_INVALID_ARGUMENT, "load: cannot create the message");
-    } else if ((s = parse_bytes(m, data, size, map, fd, opts, arena, saw_external))) {
-        onnxio_message_clear(m);
-        onnxio__context(s, "%s", path);
+    bool saw_external = false;
+    if (model && onnxio_detect_format(data, size) == ONNXIO_FORMAT_ARCHIVE) {
+        s = load_archive(data, size, map, fd, path, &cfg, arena, &budget, &m);
+    } else if (!(s = new_message(arena, desc, &m))) {
+        budget.input = size;
+        if ((s = parse_bytes(m, data, size, map, fd, &cfg, arena, &budget, model ? &saw_external : NULL))) {
+            onnxio__context(s, "%s", path);
+        } else if (saw_external && cfg.load_external_data != ONNXIO_OFF) {
+            char *dir = cfg.base_dir ? NULL : onnxio__dirname(path);
+            onnxio__container *c;
+            if (!cfg.base_dir && !dir) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+            else if (!(s = onnxio__dir_container(cfg.base_dir ? cfg.base_dir : dir, path, &cfg, &c)))
+                s = load_from(c, m, &cfg, &budget);
+            onnxio__free(dir);
+            if (s) onnxio__context(s, "%s", path);
+        }
+        if (s) onnxio_message_clear(m);
     }
-    close(fd);
+    onnxio__close(fd);
     onnxio_buffer_unref(map);
     if (s) return s;
     *out = m;
@@ -136,12 +185,9 @@ static onnxio_status load_mapped(const onnxio_message_desc *desc, const char *pa
 ONNXIO_API onnxio_status onnxio_load_file(const onnxio_message_desc *desc, const char *path,
                                           const onnxio_parse_options *opts, onnxio_arena *arena, void **out)
 {
-    if (!path || !out) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "load: NULL argument");
+    if (!path || !out || !desc) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "load: NULL argument");
     onnxio__clear_error();
-    onnxio_parse_options cfg;
-    onnxio_status s = onnxio__parse_config(opts, &cfg);
-    if (s) return s;
-    return load_mapped(desc, path, &cfg, arena, out, NULL, NULL);
+    return load_path(desc, path, opts, arena, out);
 }
 
 ONNXIO_API onnxio_status onnxio_load_model(const char *path, const onnxio_parse_options *opts,
@@ -149,99 +195,73 @@ ONNXIO_API onnxio_status onnxio_load_model(const char *path, const onnxio_parse_
 {
     if (!path || !out) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "load: NULL argument");
     onnxio__clear_error();
-    onnxio_parse_options cfg;
-    onnxio_status s = onnxio__parse_config(opts, &cfg);
-    if (s) return s;
-    opts = &cfg;
-    void *m;
-    bool saw_external = false, was_archive = false;
-    s = load_mapped(&onnxio_desc_ModelProto, path, opts, arena, &m, &saw_external, &was_archive);
-    if (s) return s;
-    if (!was_archive && saw_external && wants_external(opts)) {
-        char *dir = opts->base_dir ? NULL : onnxio__dirname(path);
-        const char *base = opts->base_dir ? opts->base_dir : dir;
-        if (!base) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-        s = onnxio__load_external(m, base, opts, path);
-        onnxio__free(dir);
-        if (s) {
-            onnxio_message_clear(m);
-            return onnxio__context(s, "%s", path);
-        }
-    }
-    *out = m;
-    return ONNXIO_OK;
+    return load_path(&onnxio_desc_ModelProto, path, opts, arena, (void **)out);
 }
 
 ONNXIO_API onnxio_status onnxio_load_model_from_bytes(const void *data, size_t size, onnxio_buffer *owner,
                                                       const onnxio_parse_options *opts, onnxio_arena *arena,
                                                       onnxio_ModelProto **out)
 {
-    if (!out) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "load: NULL argument");
+    if (!out || (!data && size)) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "load: NULL argument");
+    *out = NULL;
     onnxio__clear_error();
     onnxio_parse_options cfg;
     onnxio_status s = onnxio__parse_config(opts, &cfg);
     if (s) return s;
-    void *m;
+    onnxio__budget budget = budget_for(&cfg);
+    void *m = NULL;
     if (onnxio_detect_format(data, size) == ONNXIO_FORMAT_ARCHIVE) {
-        s = load_archive(data, size, owner, -1, NULL, &cfg, arena, &m);
-        *out = s ? NULL : m;
-        return s;
+        if ((s = load_archive(data, size, owner, -1, NULL, &cfg, arena, &budget, &m))) return s;
+        *out = m;
+        return ONNXIO_OK;
     }
-    s = onnxio_parse(&onnxio_desc_ModelProto, data, size, owner, opts, arena, &m);
-    if (s) return s;
-    if (wants_external(&cfg) && cfg.base_dir) {
-        s = onnxio_load_external_data(m, opts->base_dir, opts);
-        if (s) {
-            onnxio_message_clear(m);
-            return s;
-        }
+    if ((s = new_message(arena, &onnxio_desc_ModelProto, &m))) return s;
+    bool saw_external = false;
+    budget.input = size;
+    s = parse_bytes(m, data, size, owner, -1, &cfg, arena, &budget, &saw_external);
+    if (!s && saw_external && cfg.load_external_data != ONNXIO_OFF && cfg.base_dir) {
+        onnxio__container *c;
+        if (!(s = onnxio__dir_container(cfg.base_dir, NULL, &cfg, &c))) s = load_from(c, m, &cfg, &budget);
+    }
+    if (s) {
+        onnxio_message_clear(m);
+        return s;
     }
     *out = m;
     return ONNXIO_OK;
 }
 
-/* Writes `msg` to a temporary file beside `path` (*f), structure through a
- * staging buffer, large payloads at their offsets on `pool` (which the
- * caller finishes before committing); the caller commits or aborts *f. */
-static onnxio_status write_temp(void *msg, const char *path, int max_depth, onnxio__pool *pool,
-                                onnxio__atomic_file *f)
+/* Loads the external payloads under `root` from base_dir. */
+static onnxio_status load_external(onnxio_message *root, const char *base_dir, const onnxio_parse_options *opts)
 {
-    uint64_t size;
-    *f = (onnxio__atomic_file){-1, NULL, NULL, NULL};
-    onnxio_status s = onnxio__size_pass(msg, max_depth, &size);
-    if (s) return onnxio__context(s, "saving %s", path);
-    s = onnxio__atomic_open(path, f);
+    onnxio_parse_options cfg;
+    onnxio_status s = onnxio__parse_config(opts, &cfg);
     if (s) return s;
-    size_t cap = 1u << 20;
-    uint8_t *staging = onnxio__malloc(cap);
-    if (!staging) {
-        onnxio__atomic_abort(f);
-        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-    }
-    onnxio__sink sink = {.buf = staging, .cap = cap, .fd = f->fd, .pool = pool, .threshold = 1, .what = f->tmp_path};
-    s = onnxio__encode(msg, &sink);
-    if (!s) s = onnxio__sink_flush(&sink);
-    onnxio__free(staging);
-    if (s) return onnxio__context(s, "saving %s", path);
-    return ONNXIO_OK;
+    onnxio__budget budget = budget_for(&cfg);
+    onnxio__container *c;
+    if ((s = onnxio__dir_container(base_dir, NULL, &cfg, &c))) return s;
+    return load_from(c, root, &cfg, &budget);
 }
 
-static onnxio_status write_file(void *msg, const char *path, const onnxio_serialize_options *opts)
+ONNXIO_API onnxio_status onnxio_load_external_data(onnxio_ModelProto *model, const char *base_dir,
+                                                   const onnxio_parse_options *opts)
 {
-    onnxio__atomic_file f;
-    onnxio__pool *pool;
-    onnxio_status s = onnxio__pool_new(opts ? opts->num_threads : 0, &pool);
-    if (s) return s;
-    s = write_temp(msg, path, opts->max_depth, pool, &f);
-    /* Every queued write must be over before the file is synced or removed. */
-    onnxio_status s2 = onnxio__pool_finish(pool);
-    if (!s && s2) s = onnxio__context(s2, "saving %s", path);
-    if (s) {
-        onnxio__atomic_abort(&f);
-        return s;
-    }
-    return onnxio__atomic_commit(&f);
+    if (!model || !base_dir) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "load_external_data: NULL argument");
+    onnxio__clear_error();
+    return load_external(&model->base, base_dir, opts);
 }
+
+ONNXIO_API onnxio_status onnxio_load_tensor_external_data(onnxio_TensorProto *tensor, const char *base_dir,
+                                                          const onnxio_parse_options *opts)
+{
+    if (!tensor || !base_dir)
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "load_tensor_external_data: NULL argument");
+    onnxio__clear_error();
+    /* A TensorProto holds no other TensorProto: the visit is this tensor. */
+    return load_external(&tensor->base, base_dir, opts);
+}
+
+/* ---- save ------------------------------------------------------------------ */
 
 ONNXIO_API onnxio_status onnxio_save_file(void *msg, const char *path, const onnxio_serialize_options *opts)
 {
@@ -250,7 +270,17 @@ ONNXIO_API onnxio_status onnxio_save_file(void *msg, const char *path, const onn
     onnxio_serialize_options cfg;
     onnxio_status s = onnxio__serialize_config(opts, &cfg);
     if (s) return s;
-    return write_file(msg, path, &cfg);
+    return onnxio__save_plain(msg, path, &cfg);
+}
+
+ONNXIO_API onnxio_status onnxio_save_archive(onnxio_ModelProto *model, const char *path, const onnxio_serialize_options *opts)
+{
+    if (!model || !path) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "save_archive: NULL argument");
+    onnxio__clear_error();
+    onnxio_serialize_options cfg;
+    onnxio_status s = onnxio__archive_save_config(opts, &cfg);
+    if (s) return s;
+    return onnxio__save_archive(model, path, &cfg);
 }
 
 ONNXIO_API onnxio_status onnxio_save_model(onnxio_ModelProto *model, const char *path,
@@ -262,32 +292,7 @@ ONNXIO_API onnxio_status onnxio_save_model(onnxio_ModelProto *model, const char 
     onnxio_serialize_options cfg;
     onnxio_status s = onnxio__serialize_config(opts, &cfg);
     if (s) return s;
-    opts = &cfg;
-    if (!opts->external_data.location && opts->external_data.all_tensors_to_one_file != ONNXIO_OFF)
-        return write_file(model, path, opts);
-
-    /* The caller's model stays as it is: rewrite a copy whose payloads are
-     * shared, not copied. */
-    onnxio_arena *scratch = onnxio_arena_new();
-    onnxio_ModelProto *copy = NULL;
-    if (!scratch) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-    else if (!(s = onnxio__clone(scratch, model, (void **)&copy))) {
-        /* Every file is written in full before any replaces anything. */
-        onnxio__data_files *data = NULL;
-        if (!(s = onnxio__save_external(scratch, copy, path, opts, &data))) {
-            onnxio__atomic_file model_file;
-            onnxio__pool *pool = NULL;
-            if (!(s = onnxio__pool_new(opts->num_threads, &pool))) {
-                s = write_temp(copy, path, opts->max_depth, pool, &model_file);
-                onnxio_status s2 = onnxio__pool_finish(pool);
-                if (!s && s2) s = onnxio__context(s2, "saving %s", path);
-                if (s) onnxio__atomic_abort(&model_file);
-            }
-            if (s) onnxio__data_files_abort(data);
-            else if ((s = onnxio__data_files_commit(data))) onnxio__atomic_abort(&model_file);
-            else s = onnxio__atomic_commit(&model_file);
-        }
-    }
-    onnxio_arena_unref(scratch);
-    return s;
+    const onnxio_external_data_options *x = &cfg.external_data;
+    if (!x->location && x->all_tensors_to_one_file != ONNXIO_OFF) return onnxio__save_plain(model, path, &cfg);
+    return onnxio__save_external(model, path, &cfg);
 }

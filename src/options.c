@@ -79,3 +79,23 @@ onnxio_status onnxio__serialize_config(const onnxio_serialize_options *opts, onn
     cfg->max_depth = onnxio__depth_limit(cfg->max_depth);
     return ONNXIO_OK;
 }
+
+uint64_t onnxio__budget_left(const onnxio__budget *b)
+{
+    uint64_t cap = b->ratio && b->input > (UINT64_MAX - ONNXIO_EXPANSION_ALLOWANCE) / b->ratio
+                       ? UINT64_MAX
+                       : b->ratio * b->input + ONNXIO_EXPANSION_ALLOWANCE;
+    return cap > b->used ? cap - b->used : 0;
+}
+
+onnxio_status onnxio__budget_take(onnxio__budget *b, uint64_t n, const char *what)
+{
+    if (n > onnxio__budget_left(b))
+        return onnxio__fail(ONNXIO_ERR_EXPANSION,
+                            "%s: loading would take %llu bytes of memory for %llu bytes read, more than max_expansion "
+                            "(%llu) times that plus %u MiB; raise max_expansion if the input is trusted",
+                            what, (unsigned long long)(b->used + n), (unsigned long long)b->input,
+                            (unsigned long long)b->ratio, (unsigned)(ONNXIO_EXPANSION_ALLOWANCE >> 20));
+    b->used += n;
+    return ONNXIO_OK;
+}

@@ -13,8 +13,17 @@ typedef struct pending {
     onnxio__payload_src src; /* holds a reference to src.owner */
 } pending;
 
+/* A payload placed for an entry range, for the tensors that share it. */
+typedef struct shared {
+    const void *entry;
+    uint64_t offset, size;
+    uint8_t *data;
+    onnxio_buffer *owner; /* a reference held by the table */
+} shared;
+
 struct onnxio__payloads {
     onnxio__pool *pool;
+    onnxio__budget *budget;
     bool no_copy;
     uint64_t threshold;
     uint64_t alignment;
@@ -22,18 +31,21 @@ struct onnxio__payloads {
     void *ctx;
     pending *items;
     size_t count, capacity;
+    shared *table; /* open addressing, a power of two slots (or none) */
+    size_t table_count, table_capacity;
 };
 
-onnxio_status onnxio__payloads_new(const onnxio_parse_options *opts, onnxio__pool *pool, onnxio__payloads **out)
+onnxio_status onnxio__payloads_new(const onnxio_parse_options *opts, onnxio__pool *pool, onnxio__budget *budget,
+                                   onnxio__payloads **out)
 {
     onnxio__payloads *p = onnxio__calloc(1, sizeof *p);
     if (!p) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     p->pool = pool;
-    p->no_copy = opts && opts->no_copy;
-    p->threshold = opts && opts->raw_data_threshold ? opts->raw_data_threshold
-                                                                  : ONNXIO_DEFAULT_RAW_DATA_THRESHOLD;
-    p->alignment = opts && opts->alignment ? opts->alignment : 64;
-    if (opts && !opts->skip_raw_data) {
+    p->budget = budget;
+    p->no_copy = opts->no_copy;
+    p->threshold = opts->raw_data_threshold;
+    p->alignment = opts->alignment;
+    if (!opts->skip_raw_data) {
         p->fn = opts->payload_fn;
         p->ctx = opts->payload_ctx;
     }
@@ -45,8 +57,51 @@ void onnxio__payloads_free(onnxio__payloads *p)
 {
     if (!p) return;
     for (size_t i = 0; i < p->count; i++) onnxio_buffer_unref(p->items[i].src.owner);
+    for (size_t i = 0; i < p->table_capacity; i++) onnxio_buffer_unref(p->table[i].owner);
+    onnxio__free(p->table);
     onnxio__free(p->items);
     onnxio__free(p);
+}
+
+static size_t share_slot(const shared *table, size_t capacity, const void *entry, uint64_t offset, uint64_t size)
+{
+    uint64_t h = ((uint64_t)(uintptr_t)entry * 0x9E3779B97F4A7C15ull) ^ (offset * 0xC2B2AE3D27D4EB4Full) ^ size;
+    size_t i = (size_t)(h ^ (h >> 29)) & (capacity - 1);
+    while (table[i].entry && !(table[i].entry == entry && table[i].offset == offset && table[i].size == size))
+        i = (i + 1) & (capacity - 1);
+    return i;
+}
+
+/* The payload already placed for this range, or NULL. */
+/* Only no_copy loads share: their payloads are views of the input, so
+ * tensors that refer to the same bytes may view the same copy of them. A
+ * copy load gives every tensor bytes of its own, as protobuf does. */
+static const shared *share_find(const onnxio__payloads *p, const onnxio__payload_src *src)
+{
+    if (!p->no_copy || !src->share || !p->table_capacity) return NULL;
+    const shared *e = &p->table[share_slot(p->table, p->table_capacity, src->share, src->share_offset, src->size)];
+    return e->entry ? e : NULL;
+}
+
+/* Remembers where this range was placed (out of memory: it is just not
+ * shared, which costs memory, not correctness). */
+static void share_add(onnxio__payloads *p, const onnxio__payload_src *src, const onnxio_span *span)
+{
+    if (!p->no_copy || !src->share) return;
+    if (2 * (p->table_count + 1) > p->table_capacity) {
+        size_t cap = p->table_capacity ? 2 * p->table_capacity : 64;
+        shared *t = onnxio__calloc(cap, sizeof *t);
+        if (!t) return;
+        for (size_t i = 0; i < p->table_capacity; i++)
+            if (p->table[i].entry)
+                t[share_slot(t, cap, p->table[i].entry, p->table[i].offset, p->table[i].size)] = p->table[i];
+        onnxio__free(p->table);
+        p->table = t;
+        p->table_capacity = cap;
+    }
+    shared *e = &p->table[share_slot(p->table, p->table_capacity, src->share, src->share_offset, src->size)];
+    *e = (shared){src->share, src->share_offset, src->size, span->data, onnxio_buffer_ref(span->owner)};
+    p->table_count++;
 }
 
 static const char *name_of(const onnxio_TensorProto *t) { return t->name.data ? t->name.data : ""; }
@@ -113,6 +168,14 @@ static onnxio_status place(onnxio__payloads *p, onnxio_TensorProto *t, const onn
         loaded(t, src);
         return ONNXIO_OK;
     }
+    const shared *same = share_find(p, src);
+    if (same) {
+        onnxio_span_set(span, same->data, (size_t)same->size, same->owner);
+        loaded(t, src);
+        return ONNXIO_OK;
+    }
+    onnxio_status s = onnxio__budget_take(p->budget, src->size, name_of(t)[0] ? name_of(t) : "a tensor");
+    if (s) return s;
     if (src->size >= p->threshold || !src->data) {
         if (src->size > SIZE_MAX)
             return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "tensor '%s': %llu bytes do not fit in memory", name_of(t),
@@ -124,11 +187,12 @@ static onnxio_status place(onnxio__payloads *p, onnxio_TensorProto *t, const onn
         onnxio_span_set(span, onnxio_buffer_data(b), (size_t)src->size, b);
         onnxio_buffer_unref(b);
         loaded(t, src);
+        share_add(p, src, span);
         return fill(p, t, src, span->data, span->owner);
     }
-    onnxio_status s = onnxio_span_copy_from(span, src->data, (size_t)src->size);
-    if (s) return s;
+    if ((s = onnxio_span_copy_from(span, src->data, (size_t)src->size))) return s;
     loaded(t, src);
+    share_add(p, src, span);
     return ONNXIO_OK;
 }
 

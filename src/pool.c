@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "internal.h"
 
@@ -45,29 +44,6 @@ int onnxio__num_threads(int requested)
     return n > MAX_THREADS ? MAX_THREADS : (int)n;
 }
 
-uint32_t onnxio__crc32(uint32_t crc, const void *data, uint64_t size)
-{
-    const Bytef *p = data;
-    while (size) {
-        uInt n = size > (1u << 30) ? (1u << 30) : (uInt)size;
-        crc = (uint32_t)crc32(crc, p, n);
-        p += n;
-        size -= n;
-    }
-    return crc;
-}
-
-uint32_t onnxio__crc_join(const uint32_t *pieces, uint64_t size)
-{
-    uint32_t crc = pieces[0];
-    size_t n = onnxio__crc_pieces(size);
-    for (size_t k = 1; k < n; k++) {
-        uint64_t len = k + 1 < n ? ONNXIO__CRC_PIECE : size - (uint64_t)k * ONNXIO__CRC_PIECE;
-        crc = (uint32_t)crc32_combine(crc, pieces[k], (z_off_t)len);
-    }
-    return crc;
-}
-
 /* Bytes moved between CRC updates: small enough that they are still in
  * the cache when the CRC reads them. */
 #define CRC_STEP (1u << 20)
@@ -95,7 +71,8 @@ static onnxio_status run_job(const onnxio__job *j, char *error, size_t error_siz
         uint64_t want = j->size - done;
         size_t n1 = want > step ? (size_t)step : (size_t)want;
         off_t at = (off_t)(j->offset + done);
-        ssize_t n = reading ? pread(j->fd, j->dst + done, n1, at) : pwrite(j->fd, j->src + done, n1, at);
+        ssize_t n = reading ? onnxio__sys_pread(j->fd, j->dst + done, n1, (uint64_t)at)
+                            : onnxio__sys_pwrite(j->fd, j->src + done, n1, (uint64_t)at);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
             snprintf(error, error_size, "cannot %s %llu bytes at offset %llu of %s: %s", reading ? "read" : "write",

@@ -1,18 +1,17 @@
-/* The .onnxz container (docs/design.md "Files", docs/onnxz.md): a zip archive
- * (PKWARE APPNOTE 6.3.10) whose stored entries hold tensor payloads on
- * aligned file offsets and whose entry "__MODEL_PROTO" holds the
- * ModelProto, its tensors referring to their entries through the external
- * data keys.
+/* Zip records (PKWARE APPNOTE 6.3.10) for the .onnxz container (docs/onnxz.md):
+ * reading and validating an archive's structure, inflating an entry,
+ * writing local headers, the central directory and the end records, and
+ * replacing the model of an archive in place. The container seam
+ * (container_zip.c) and the save pipeline (save.c) use these; nothing else
+ * knows a zip record.
  *
  * Reading trusts nothing: the end records, the ZIP64 records, every central
  * header and every local header are checked against each other and the file
  * size, names are checked for unsafe paths and duplicates, entries for
- * overlaps, before the model is parsed or any payload allocated. Payloads
- * then go through payload.c like any external data (borrowed from the
- * mapping with no_copy, read by the pool otherwise), with CRC-32s computed
- * as the bytes move. Writing lays every entry out first, writes payloads
- * and their CRC-32s on the pool, then the headers; replacing the model
- * appends, so that the weights never move. */
+ * overlaps, before the model is parsed or any payload allocated. Inflating
+ * refuses a recorded size deflate cannot produce before allocating, and
+ * charges the load's expansion budget. Replacing the model appends, so
+ * that the weights never move. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -24,10 +23,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "internal.h"
+#include "container.h"
 
-#define MODEL_ENTRY "__MODEL_PROTO"
-#define DEFAULT_ALIGNMENT 64
+#define MODEL_ENTRY ONNXIO__MODEL_ENTRY
 
 /* Record signatures and sizes (APPNOTE 4.3). */
 #define SIG_LOCAL 0x04034b50u
@@ -96,22 +94,6 @@ struct onnxio_archive {
     uint64_t cd_offset, cd_size;
     uint64_t end_offset;  /* where the end records start */
 };
-
-int onnxio__is_archive(const void *data, size_t size)
-{
-    const uint8_t *p = data;
-    /* A zero first byte is never protobuf (field number 0), and it is how an
-     * archive aligned to more than 64 KiB starts: with the gap before its
-     * first local header. */
-    if (size >= END_SIZE && p[0] == 0) return 1;
-    return size >= 4 && p[0] == 'P' && p[1] == 'K' && ((p[2] == 3 && p[3] == 4) || (p[2] == 5 && p[3] == 6));
-}
-
-bool onnxio__verify_crc(const onnxio_parse_options *opts)
-{
-    if (!opts || opts->verify_crc == ONNXIO_DEFAULT) return !(opts && opts->no_copy);
-    return opts->verify_crc == ONNXIO_ON;
-}
 
 static onnxio_status bad(const onnxio_archive *a, const char *fmt, ...) ONNXIO_PRINTF(2, 3);
 static onnxio_status bad(const onnxio_archive *a, const char *fmt, ...)
@@ -455,7 +437,7 @@ ONNXIO_API onnxio_status onnxio_archive_open(const char *path, onnxio_archive **
     if (s) return s;
     s = onnxio__archive_open(onnxio_buffer_data(map), onnxio_buffer_size(map), map, fd, path, out);
     onnxio_buffer_unref(map);
-    if (s) close(fd);
+    if (s) onnxio__close(fd);
     else (*out)->own_fd = 1;
     return s;
 }
@@ -463,7 +445,7 @@ ONNXIO_API onnxio_status onnxio_archive_open(const char *path, onnxio_archive **
 ONNXIO_API void onnxio_archive_close(onnxio_archive *a)
 {
     if (!a) return;
-    if (a->own_fd && a->fd >= 0) close(a->fd);
+    if (a->own_fd) onnxio__close(a->fd);
     onnxio_buffer_unref(a->owner);
     onnxio__free(a->entries);
     onnxio__free(a->by_name);
@@ -510,8 +492,10 @@ static onnxio_status crc_mismatch(const onnxio_archive *a, const entry *e, uint3
                         e->pub.name, got, e->pub.crc32);
 }
 
-/* Inflates a deflated entry into a new buffer (its CRC-32 checked). */
-static onnxio_status inflate_entry(const onnxio_archive *a, const entry *e, onnxio_buffer **out)
+/* Inflates a deflated entry into a new buffer (its CRC-32 checked), the
+ * bytes charged to `budget`. */
+static onnxio_status inflate_entry(const onnxio_archive *a, const entry *e, onnxio__budget *budget,
+                                   onnxio_buffer **out)
 {
     *out = NULL;
     const char *name = e->pub.name;
@@ -521,10 +505,16 @@ static onnxio_status inflate_entry(const onnxio_archive *a, const entry *e, onnx
                    (unsigned long long)usize, (unsigned long long)csize);
     if (usize > SIZE_MAX) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "entry '%s': %llu bytes do not fit in memory", name,
                                                (unsigned long long)usize);
-    onnxio_buffer *b = onnxio_buffer_new(usize ? (size_t)usize : 1, DEFAULT_ALIGNMENT);
+    char what[300];
+    snprintf(what, sizeof what, "archive %s: entry '%.200s'", a->what, name);
+    onnxio_status s = onnxio__budget_take(budget, usize, what);
+    if (s) return s;
+    onnxio_buffer *b = onnxio_buffer_new(usize ? (size_t)usize : 1, 64);
     if (!b) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "entry '%s': out of memory for %llu bytes", name, (unsigned long long)usize);
     z_stream z;
     memset(&z, 0, sizeof z);
+    z.zalloc = onnxio__zalloc;
+    z.zfree = onnxio__zfree;
     if (inflateInit2(&z, -MAX_WBITS) != Z_OK) {
         onnxio_buffer_unref(b);
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "cannot start inflating entry '%s'", name);
@@ -578,247 +568,39 @@ static onnxio_status inflate_entry(const onnxio_archive *a, const entry *e, onnx
     return ONNXIO_OK;
 }
 
-onnxio_status onnxio__archive_model(onnxio_archive *a, bool verify_crc, const uint8_t **data, size_t *size,
-                                    onnxio_buffer **owner)
+onnxio_status onnxio__archive_entry_bytes(onnxio_archive *a, const onnxio_archive_entry *pub, bool verify_crc,
+                                         onnxio__budget *budget, const uint8_t **data, onnxio_buffer **owner)
 {
-    const entry *e = &a->entries[a->model];
+    const entry *e = (const entry *)pub;
     if (e->pub.method == 8) {
-        onnxio_status s = inflate_entry(a, e, owner);
+        onnxio_status s = inflate_entry(a, e, budget, owner);
         if (s) return s;
         *data = onnxio_buffer_data(*owner);
-        *size = (size_t)e->pub.size;
         return ONNXIO_OK;
     }
     *data = a->data + e->pub.data_offset;
-    *size = (size_t)e->pub.size;
     if (verify_crc) {
-        uint32_t crc = onnxio__crc32(0, *data, *size);
+        uint32_t crc = onnxio__crc32(0, *data, e->pub.size);
         if (crc != e->pub.crc32) return crc_mismatch(a, e, crc);
     }
     *owner = onnxio_buffer_ref(a->owner);
     return ONNXIO_OK;
 }
 
-/* A checked reference from a tensor to (part of) an entry. */
-typedef struct ref_item {
-    onnxio_TensorProto *tensor;
-    size_t entry;
-    uint64_t offset, length;
-} ref_item;
-
-/* Per-entry state of one load. */
-typedef struct entry_load {
-    onnxio_buffer *inflated; /* deflated entries: their bytes */
-    uint32_t *crc;           /* stored entries read whole by a copy: the CRC pieces */
-    onnxio__crc_slots slots;
-    bool read;               /* a loaded payload comes from it */
-} entry_load;
-
-typedef struct load_ctx {
-    onnxio_archive *a;
-    const onnxio_parse_options *opts;
-    ref_item *items;
-    size_t count, capacity;
-    char **hashed; /* verify_checksum: the SHA-1 of each entry, computed once */
-} load_ctx;
-
-static const entry *resolve(const onnxio_archive *a, const onnxio_TensorProto *t, const onnxio__external_ref *r,
-                            onnxio_status *s)
+const onnxio_archive_entry *onnxio__archive_model(const onnxio_archive *a) { return &a->entries[a->model].pub; }
+const onnxio_archive_entry *onnxio__archive_find_n(const onnxio_archive *a, const char *name, size_t n)
 {
-    const char *loc = r->location->data;
-    size_t n = r->location->size;
-    while (n > 2 && loc[0] == '.' && loc[1] == '/') {
-        loc += 2;
-        n -= 2;
-    }
-    const entry *e = find_n(a, loc, n);
-    const char *tname = t->name.data ? t->name.data : "";
-    if (!e)
-        *s = onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA, "tensor '%s': external data location '%s' is not an entry of archive %s",
-                          tname, r->location->data, a->what);
-    else if (e == &a->entries[a->model])
-        *s = onnxio__fail(ONNXIO_ERR_PATH_SELF, "tensor '%s': external data location '%s' is the model entry itself", tname,
-                          r->location->data);
-    return *s ? NULL : e;
+    const entry *e = find_n(a, name, n);
+    return e ? &e->pub : NULL;
 }
-
-/* Checks one external tensor against the archive (no payload touched). */
-static onnxio_status check_ref(const onnxio_archive *a, onnxio_TensorProto *t, ref_item *out)
-{
-    onnxio__external_ref r;
-    onnxio_status s = onnxio__external_ref_read(t, &r);
-    if (s) return s;
-    const entry *e = resolve(a, t, &r, &s);
-    if (!e) return s;
-    char where[300];
-    snprintf(where, sizeof where, "entry '%.200s'", e->pub.name);
-    uint64_t length;
-    if ((s = onnxio__external_check_range(t, &r, e->pub.size, where, &length))) return s;
-    *out = (ref_item){t, (size_t)(e - a->entries), r.offset, length};
-    return ONNXIO_OK;
-}
-
-static onnxio_status collect(onnxio_message *msg, onnxio_message *parent, const onnxio_field_desc *via, void *ctx)
-{
-    (void)parent;
-    (void)via;
-    load_ctx *c = ctx;
-    onnxio_TensorProto *t = (onnxio_TensorProto *)msg;
-    if (!onnxio__is_external(t)) return ONNXIO_OK;
-    ref_item it;
-    onnxio_status s = check_ref(c->a, t, &it);
-    if (s) return s;
-    if (!onnxio__grow((void **)&c->items, &c->capacity, c->count, sizeof *c->items))
-        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-    c->items[c->count++] = it;
-    return ONNXIO_OK;
-}
-
-/* The bytes of an entry for reading: the mapping, or its inflated copy. */
-static const uint8_t *entry_bytes(const onnxio_archive *a, const entry_load *l, size_t i)
-{
-    return l[i].inflated ? onnxio_buffer_data(l[i].inflated) : a->data + a->entries[i].pub.data_offset;
-}
-
-/* verify_checksum: a "checksum" key is the SHA-1 of the entry's data (the
- * archive's counterpart of a whole data file). */
-static onnxio_status verify_sha1(load_ctx *c, entry_load *l, const ref_item *it)
-{
-    onnxio__external_ref r;
-    onnxio_status s = onnxio__external_ref_read(it->tensor, &r);
-    if (s || !r.checksum) return s;
-    const entry *e = &c->a->entries[it->entry];
-    if (!c->hashed[it->entry]) {
-        char *hex = onnxio__malloc(41);
-        if (!hex) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-        if ((s = onnxio__sha1_hex(entry_bytes(c->a, l, it->entry), e->pub.size, hex))) {
-            onnxio__free(hex);
-            return s;
-        }
-        c->hashed[it->entry] = hex;
-    }
-    const char *got = c->hashed[it->entry];
-    int same = r.checksum->size == 40;
-    for (size_t i = 0; same && i < 40; i++) {
-        char ch = r.checksum->data[i];
-        same = (ch >= 'A' && ch <= 'F' ? ch - 'A' + 'a' : ch) == got[i];
-    }
-    if (!same)
-        return onnxio__fail(ONNXIO_ERR_CHECKSUM, "tensor '%s': entry '%s' has SHA-1 %s, its checksum key says '%.*s'",
-                            it->tensor->name.data ? it->tensor->name.data : "", e->pub.name, got,
-                            (int)(r.checksum->size > 64 ? 64 : r.checksum->size), r.checksum->data ? r.checksum->data : "");
-    return ONNXIO_OK;
-}
-
-onnxio_status onnxio__archive_load_payloads(onnxio_archive *a, onnxio_message *root, const onnxio_parse_options *opts)
-{
-    load_ctx c = {a, opts, NULL, 0, 0, NULL};
-    onnxio_status s = onnxio__visit(root, &onnxio_desc_TensorProto, collect, &c);
-    if (s || c.count == 0 || (opts && opts->skip_raw_data)) {
-        onnxio__free(c.items);
-        return s;
-    }
-    bool verify = onnxio__verify_crc(opts);
-    bool no_copy = opts && opts->no_copy;
-    uint64_t align = opts && opts->alignment ? opts->alignment : DEFAULT_ALIGNMENT;
-    entry_load *l = onnxio__calloc(a->count, sizeof *l);
-    c.hashed = onnxio__calloc(a->count, sizeof *c.hashed);
-    if (!l || !c.hashed) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-    /* Deflated entries are inflated once, whatever number of tensors
-     * share them. */
-    for (size_t i = 0; !s && i < c.count; i++) {
-        size_t k = c.items[i].entry;
-        if (a->entries[k].pub.method == 8 && !l[k].inflated) s = inflate_entry(a, &a->entries[k], &l[k].inflated);
-    }
-    for (size_t i = 0; !s && opts && opts->verify_checksum && i < c.count; i++) s = verify_sha1(&c, l, &c.items[i]);
-
-    onnxio__pool *pool = NULL;
-    onnxio__payloads *payloads = NULL;
-    if (!s) s = onnxio__pool_new(opts ? opts->num_threads : 0, &pool);
-    if (!s) s = onnxio__payloads_new(opts, pool, &payloads);
-    for (size_t i = 0; !s && i < c.count; i++) {
-        ref_item *it = &c.items[i];
-        const entry *e = &a->entries[it->entry];
-        entry_load *el = &l[it->entry];
-        onnxio__payload_src src = {
-            .data = entry_bytes(a, l, it->entry) + it->offset,
-            .owner = el->inflated ? el->inflated : a->owner,
-            .fd = el->inflated ? -1 : a->fd,
-            .offset = e->pub.data_offset + it->offset,
-            .size = it->length,
-            .external = true,
-            .what = a->what,
-        };
-        /* Borrowing needs the payload where an aligned buffer would put it. */
-        if (no_copy && !el->inflated && (uintptr_t)src.data % align) src.copy = true;
-        /* A payload that is its whole stored entry gets its CRC-32 as it is
-         * copied; the others are checked from the mapping below. */
-        if (verify && !el->inflated && !el->crc && it->offset == 0 && it->length == e->pub.size) {
-            if (!(el->crc = onnxio__calloc(onnxio__crc_pieces(e->pub.size), sizeof *el->crc))) {
-                s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-                break;
-            }
-            el->slots.piece = el->crc;
-            src.crc = &el->slots;
-        }
-        s = onnxio__payload_take(payloads, it->tensor, &src);
-    }
-    if (!s) s = onnxio__payloads_resolve(payloads);
-    /* What was loaded and not checked on the way is checked from the
-     * mapping, on the same pool. */
-    for (size_t i = 0; !s && i < c.count; i++)
-        if (!onnxio__is_external(c.items[i].tensor)) l[c.items[i].entry].read = true;
-    for (size_t k = 0; !s && verify && k < a->count; k++) {
-        entry_load *el = &l[k];
-        if (!el->read || el->inflated || el->slots.filled) continue;
-        onnxio__free(el->crc);
-        if (!(el->crc = onnxio__calloc(onnxio__crc_pieces(a->entries[k].pub.size), sizeof *el->crc))) {
-            s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-            break;
-        }
-        el->slots.piece = el->crc;
-        el->slots.filled = true;
-        onnxio__job job = {.kind = ONNXIO__JOB_CRC,
-                           .src = a->data + a->entries[k].pub.data_offset,
-                           .size = a->entries[k].pub.size,
-                           .what = a->what,
-                           .crc = el->crc};
-        s = onnxio__pool_add(pool, &job);
-    }
-    onnxio_status s2 = onnxio__pool_finish(pool);
-    if (!s) s = s2;
-    onnxio__payloads_free(payloads);
-    for (size_t k = 0; !s && verify && k < a->count; k++) {
-        if (!l[k].read || l[k].inflated || !l[k].slots.filled) continue;
-        uint32_t crc = onnxio__crc_join(l[k].crc, a->entries[k].pub.size);
-        if (crc != a->entries[k].pub.crc32) s = crc_mismatch(a, &a->entries[k], crc);
-    }
-    for (size_t k = 0; l && k < a->count; k++) {
-        onnxio_buffer_unref(l[k].inflated);
-        onnxio__free(l[k].crc);
-        if (c.hashed) onnxio__free(c.hashed[k]);
-    }
-    onnxio__free(c.hashed);
-    onnxio__free(l);
-    onnxio__free(c.items);
-    return s;
-}
+const char *onnxio__archive_what(const onnxio_archive *a) { return a->what; }
+int onnxio__archive_fd(const onnxio_archive *a) { return a->fd; }
+const uint8_t *onnxio__archive_data(const onnxio_archive *a) { return a->data; }
+onnxio_buffer *onnxio__archive_owner(const onnxio_archive *a) { return a->owner; }
 
 /* ---- writing -------------------------------------------------------- */
 
-/* One entry to write. */
-typedef struct out_entry {
-    const char *name;         /* owned by the name set (or static) */
-    size_t name_size;
-    const uint8_t *src;       /* the bytes */
-    uint64_t size;
-    onnxio_buffer *keep;      /* a reference keeping src alive */
-    uint64_t header;          /* file offset of the local header */
-    uint64_t data;            /* file offset of the data */
-    uint64_t pad;             /* bytes of the padding extra field (0: none) */
-    uint32_t crc;
-    uint32_t *crc_pieces;
-} out_entry;
+typedef onnxio__zip_out out_entry;
 
 static int needs64(uint64_t v) { return v >= 0xFFFFFFFFu; }
 
@@ -831,7 +613,7 @@ static int needs64(uint64_t v) { return v >= 0xFFFFFFFFu; }
  * the padding (ZIP64 sizes first when the entry needs them). Alignments
  * larger than an extra field can pad leave the rest as a gap of
  * unreferenced bytes before the local header. Returns the end of its data. */
-static uint64_t place_entry(out_entry *e, uint64_t at, uint64_t align)
+uint64_t onnxio__zip_place(out_entry *e, uint64_t at, uint64_t align)
 {
     uint64_t fixed = LOCAL_SIZE + e->name_size + (needs64(e->size) ? 20 : 0);
     uint64_t base = at + fixed;
@@ -966,58 +748,13 @@ static onnxio_status pwrite_all(int fd, const uint8_t *p, uint64_t n, uint64_t a
     return n ? onnxio__job_run(&job) : ONNXIO_OK;
 }
 
-/* Tensors that become entries. */
-typedef struct save_ctx {
-    uint64_t threshold;
-    onnxio_TensorProto **tensors;
-    size_t count, capacity;
-    const onnxio_archive *refs; /* replacing: external tensors must be its entries */
-} save_ctx;
-
-static onnxio_status select_tensor(onnxio_message *msg, onnxio_message *parent, const onnxio_field_desc *via, void *ctx)
-{
-    (void)parent;
-    (void)via;
-    save_ctx *c = ctx;
-    onnxio_TensorProto *t = (onnxio_TensorProto *)msg;
-    const char *tname = t->name.data ? t->name.data : "";
-    int has_raw = onnxio_has(t, ONNXIO_FIELD_TensorProto_raw_data);
-    if (!has_raw && onnxio__is_external(t)) {
-        if (!c->refs)
-            return onnxio__fail(ONNXIO_ERR_MISSING_PAYLOAD,
-                                "tensor '%s' is still external (its data was not loaded): load its external data first",
-                                tname);
-        ref_item it;
-        return check_ref(c->refs, t, &it);
-    }
-    if (c->refs || !has_raw || t->raw_data.size < c->threshold) return ONNXIO_OK;
-    if (!t->raw_data.data) return onnxio__fail(ONNXIO_ERR_MISSING_PAYLOAD, "tensor '%s': raw_data was not loaded", tname);
-    if (!onnxio__grow((void **)&c->tensors, &c->capacity, c->count, sizeof *c->tensors))
-        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-    c->tensors[c->count++] = t;
-    return ONNXIO_OK;
-}
-
-/* Reads the options into *cfg and refuses those that do not apply. */
-static onnxio_status check_save_options(const onnxio_serialize_options *opts, onnxio_serialize_options *cfg)
-{
-    onnxio_status s = onnxio__serialize_config(opts, cfg);
-    if (s) return s;
-    const onnxio_external_data_options *x = &cfg->external_data;
-    if (x->location || x->all_tensors_to_one_file == ONNXIO_OFF || x->max_file_size || x->checksum)
-        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT,
-                            "external data options (location, all_tensors_to_one_file, max_file_size, checksum) do not "
-                            "apply to an .onnxz archive");
-    return ONNXIO_OK;
-}
-
 /* Writes the local headers, the central directory and the end records of
  * `n` entries laid out in `e` (data already written), the directory at
  * `cd_offset`; `extra_central` raw central headers of other entries go
  * first (replacing a model keeps the others' as they were). */
-static onnxio_status write_directory(int fd, const char *what, out_entry *e, size_t n,
-                                     const uint8_t *extra_central, uint64_t extra_size, uint64_t extra_count,
-                                     uint64_t cd_offset, uint64_t *file_end)
+onnxio_status onnxio__zip_write_directory(int fd, const char *what, out_entry *e, size_t n,
+                                         const uint8_t *extra_central, uint64_t extra_size, uint64_t extra_count,
+                                         uint64_t cd_offset, uint64_t *file_end)
 {
     onnxio_status s = ONNXIO_OK;
     uint8_t *local = onnxio__malloc(LOCAL_SIZE + 65535 + 65535);
@@ -1045,142 +782,41 @@ static onnxio_status write_directory(int fd, const char *what, out_entry *e, siz
     return s;
 }
 
-/* Lays out `n` entries from file offset `at`: returns where the next
- * record starts. Only the last one (the model) is not aligned. */
-static uint64_t layout(out_entry *e, size_t n, uint64_t at, uint64_t align)
-{
-    for (size_t i = 0; i < n; i++) at = place_entry(&e[i], at, i + 1 < n ? align : 1);
-    return at;
-}
+/* ---- replacing the model ------------------------------------------- */
 
-/* Serializes the model (tensors already rewritten) into the last entry. */
-static onnxio_status model_entry(onnxio_ModelProto *model, int max_depth, out_entry *e, onnxio_buffer **buf)
+onnxio_status onnxio__archive_save_config(const onnxio_serialize_options *opts, onnxio_serialize_options *cfg)
 {
-    onnxio_status s = onnxio__serialize(model, max_depth, buf);
+    onnxio_status s = onnxio__serialize_config(opts, cfg);
     if (s) return s;
-    e->name = MODEL_ENTRY;
-    e->name_size = sizeof MODEL_ENTRY - 1;
-    e->src = onnxio_buffer_data(*buf);
-    e->size = onnxio_buffer_size(*buf);
+    const onnxio_external_data_options *x = &cfg->external_data;
+    if (x->location || x->all_tensors_to_one_file == ONNXIO_OFF || x->max_file_size || x->checksum)
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT,
+                            "external data options (location, all_tensors_to_one_file, max_file_size, checksum) do not "
+                            "apply to an .onnxz archive");
     return ONNXIO_OK;
 }
-
-/* Queues the data of every entry on the pool, CRC-32s computed on the way. */
-static onnxio_status write_data(onnxio__pool *pool, int fd, const char *what, out_entry *e, size_t n)
-{
-    onnxio_status s = ONNXIO_OK;
-    for (size_t i = 0; !s && i < n; i++) {
-        if (!(e[i].crc_pieces = onnxio__calloc(onnxio__crc_pieces(e[i].size), sizeof *e[i].crc_pieces)))
-            return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-        onnxio__job job = {.kind = ONNXIO__JOB_PWRITE,
-                           .fd = fd,
-                           .offset = e[i].data,
-                           .src = e[i].src,
-                           .size = e[i].size,
-                           .what = what,
-                           .crc = e[i].crc_pieces};
-        s = onnxio__pool_add(pool, &job);
-    }
-    return s;
-}
-
-static void join_crcs(out_entry *e, size_t n)
-{
-    for (size_t i = 0; i < n; i++) e[i].crc = onnxio__crc_join(e[i].crc_pieces, e[i].size);
-}
-
-static void free_entries(out_entry *e, size_t n)
-{
-    for (size_t i = 0; e && i < n; i++) {
-        onnxio__free(e[i].crc_pieces);
-        onnxio_buffer_unref(e[i].keep);
-    }
-    onnxio__free(e);
-}
-
-ONNXIO_API onnxio_status onnxio_save_archive(onnxio_ModelProto *model, const char *path, const onnxio_serialize_options *opts)
-{
-    if (!model || !path) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "save_archive: NULL argument");
-    onnxio__clear_error();
-    onnxio_serialize_options cfg;
-    onnxio_status s = check_save_options(opts, &cfg);
-    if (s) return s;
-    opts = &cfg;
-    uint64_t align = opts->alignment ? opts->alignment : DEFAULT_ALIGNMENT;
-    save_ctx c = {0};
-    c.threshold = opts->external_data.size_threshold;
-    /* The caller's model stays as it is: the tensors are rewritten in a
-     * copy whose payloads are shared, not copied. */
-    onnxio_arena *scratch = onnxio_arena_new();
-    onnxio_ModelProto *copy = NULL;
-    onnxio__names *names = NULL;
-    out_entry *e = NULL;
-    size_t n = 0;
-    onnxio_buffer *model_buf = NULL;
-    onnxio__atomic_file f = {-1, NULL, NULL, NULL};
-    onnxio__pool *pool = NULL;
-    if (!scratch) {
-        s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-        goto done;
-    }
-    if ((s = onnxio__clone(scratch, model, (void **)&copy))) goto done;
-    if ((s = onnxio__visit(&copy->base, &onnxio_desc_TensorProto, select_tensor, &c))) goto done;
-    n = c.count + 1;
-    e = onnxio__calloc(n, sizeof *e);
-    names = onnxio__names_new(n);
-    if (!e || !names || onnxio__names_reserve(names, MODEL_ENTRY) < 0) {
-        s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-        goto done;
-    }
-    for (size_t i = 0; i < c.count; i++) {
-        onnxio_TensorProto *t = c.tensors[i];
-        const char *name = onnxio__names_unique(names, t->name.data ? t->name.data : "");
-        if (!name) {
-            s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-            goto done;
-        }
-        e[i] = (out_entry){.name = name, .name_size = strlen(name), .src = t->raw_data.data, .size = t->raw_data.size,
-                           .keep = onnxio_buffer_ref(t->raw_data.owner)};
-        if ((s = onnxio__refer(scratch, t, name, 0, NULL))) goto done;
-    }
-    if ((s = model_entry(copy, opts->max_depth, &e[n - 1], &model_buf))) goto done;
-    uint64_t cd_offset = layout(e, n, 0, align);
-    if ((s = onnxio__atomic_open(path, &f))) goto done;
-    if ((s = onnxio__pool_new(opts->num_threads, &pool))) goto done;
-    s = write_data(pool, f.fd, f.tmp_path, e, n);
-    onnxio_status s2 = onnxio__pool_finish(pool);
-    pool = NULL;
-    if (!s) s = s2;
-    if (s) goto done;
-    join_crcs(e, n);
-    uint64_t end;
-    if ((s = write_directory(f.fd, f.tmp_path, e, n, NULL, 0, 0, cd_offset, &end))) goto done;
-    /* The padding was never written: the file is exactly what was laid out. */
-    if (ftruncate(f.fd, (off_t)end) != 0) {
-        s = onnxio__fail(ONNXIO_ERR_IO, "cannot size %s: %s", f.tmp_path, strerror(errno));
-        goto done;
-    }
-    s = onnxio__atomic_commit(&f);
-done:
-    if (s) {
-        onnxio__pool_finish(pool);
-        if (f.final_path) onnxio__atomic_abort(&f);
-        s = onnxio__context(s, "saving %s", path);
-    }
-    free_entries(e, n);
-    onnxio_buffer_unref(model_buf);
-    onnxio__names_free(names);
-    onnxio__free(c.tensors);
-    onnxio_arena_unref(scratch);
-    return s;
-}
-
-/* ---- replacing the model ------------------------------------------- */
 
 static onnxio_status sync_fd(int fd, const char *what)
 {
-    if (fsync(fd) != 0) return onnxio__fail(ONNXIO_ERR_IO, "cannot sync %s: %s", what, strerror(errno));
+    if (onnxio__sys_fsync(fd) != 0) return onnxio__fail(ONNXIO_ERR_IO, "cannot sync %s: %s", what, strerror(errno));
     return ONNXIO_OK;
+}
+
+/* Checks that every tensor of `model` still external names an entry of the
+ * archive, with an offset and length inside it and matching its type and
+ * shape: the load pipeline's checks, loading nothing. */
+static onnxio_status check_refs(onnxio_archive *a, onnxio_ModelProto *model)
+{
+    onnxio_parse_options opts;
+    onnxio_status s = onnxio__parse_config(NULL, &opts);
+    if (s) return s;
+    opts.skip_raw_data = true;
+    onnxio__container *c;
+    if ((s = onnxio__zip_container(a, &opts, &c))) return s;
+    onnxio__budget budget = {UINT64_MAX, 0, 0};
+    s = onnxio__load_external_payloads(&model->base, c, &opts, &budget);
+    c->close(c);
+    return s;
 }
 
 ONNXIO_API onnxio_status onnxio_archive_replace_model(const char *path, onnxio_ModelProto *model,
@@ -1189,26 +825,31 @@ ONNXIO_API onnxio_status onnxio_archive_replace_model(const char *path, onnxio_M
     if (!model || !path) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "archive_replace_model: NULL argument");
     onnxio__clear_error();
     onnxio_serialize_options cfg;
-    onnxio_status s = check_save_options(opts, &cfg);
+    onnxio_status s = onnxio__archive_save_config(opts, &cfg);
     if (s) return s;
-    int fd = open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0)
-        return onnxio__fail(errno == ENOENT ? ONNXIO_ERR_NOT_FOUND : ONNXIO_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    int fd = onnxio__sys_openat(AT_FDCWD, path, O_RDWR, 0);
+    if (fd < 0) {
+        int err = errno;
+        return onnxio__fail(onnxio__errno_status(err), "cannot open %s: %s", path, strerror(err));
+    }
     onnxio_buffer *map = NULL;
     onnxio_archive *a = NULL;
     onnxio_buffer *model_buf = NULL;
     uint8_t *old_cd = NULL, *kept = NULL;
     out_entry m = {0};
     /* One writer at a time. */
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (onnxio__sys_flock(fd, LOCK_EX | LOCK_NB) != 0) {
         s = onnxio__fail(ONNXIO_ERR_IO, "%s is being written by another process", path);
         goto done;
     }
     if ((s = onnxio__map_fd(fd, path, &map))) goto done;
     if ((s = onnxio__archive_open(onnxio_buffer_data(map), onnxio_buffer_size(map), map, fd, path, &a))) goto done;
-    save_ctx c = {.refs = a};
-    if ((s = onnxio__visit(&model->base, &onnxio_desc_TensorProto, select_tensor, &c))) goto done;
-    if ((s = model_entry(model, cfg.max_depth, &m, &model_buf))) goto done;
+    if ((s = check_refs(a, model))) goto done;
+    if ((s = onnxio__serialize(model, cfg.max_depth, &model_buf))) goto done;
+    m.name = MODEL_ENTRY;
+    m.name_size = sizeof MODEL_ENTRY - 1;
+    m.src = onnxio_buffer_data(model_buf);
+    m.size = onnxio_buffer_size(model_buf);
     m.crc = onnxio__crc32(0, m.src, m.size);
 
     /* The central headers of every other entry, as they are. */
@@ -1231,7 +872,7 @@ ONNXIO_API onnxio_status onnxio_archive_replace_model(const char *path, onnxio_M
      * bytes are written before it; cutting the file at `final` then
      * switches to the new archive in one step. */
     uint64_t old_size = a->size;
-    uint64_t cd_offset = layout(&m, 1, old_size, 1);
+    uint64_t cd_offset = onnxio__zip_place(&m, old_size, 1);
     uint64_t final = cd_offset + kept_size + central_size(&m) + end_size(kept_count + 1, kept_size + central_size(&m), cd_offset);
     uint64_t old_count = a->count, old_cd_size = a->cd_size;
     uint64_t tail = old_cd_size + end_size(old_count, old_cd_size, final);
@@ -1244,14 +885,14 @@ ONNXIO_API onnxio_status onnxio_archive_replace_model(const char *path, onnxio_M
     if ((s = pwrite_all(fd, old_cd, tail, final, path)) || (s = sync_fd(fd, path))) goto done;
     if ((s = pwrite_all(fd, m.src, m.size, m.data, path))) goto done;
     uint64_t end;
-    if ((s = write_directory(fd, path, &m, 1, kept, kept_size, kept_count, cd_offset, &end))) goto done;
+    if ((s = onnxio__zip_write_directory(fd, path, &m, 1, kept, kept_size, kept_count, cd_offset, &end))) goto done;
     if ((s = sync_fd(fd, path))) goto done;
     if (end != final) {
         s = onnxio__fail(ONNXIO_ERR_IO, "internal error: the new directory ends at %llu, not %llu",
                          (unsigned long long)end, (unsigned long long)final);
         goto done;
     }
-    if (ftruncate(fd, (off_t)final) != 0) {
+    if (onnxio__sys_ftruncate(fd, final) != 0) {
         s = onnxio__fail(ONNXIO_ERR_IO, "cannot truncate %s: %s", path, strerror(errno));
         goto done;
     }
@@ -1263,6 +904,6 @@ done:
     onnxio_buffer_unref(model_buf);
     onnxio__free(old_cd);
     onnxio__free(kept);
-    close(fd);
+    onnxio__close(fd);
     return s;
 }

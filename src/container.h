@@ -1,0 +1,73 @@
+/* The payload-container seam (docs/design.md, "The container seam"): where
+ * the bytes of external tensors live, behind one small interface, the way
+ * sqlite3_vfs keeps SQLite's core away from file systems. A tensor's
+ * location names an entry of its container; the container finds and checks
+ * it, and says where its bytes are (in memory, in a file, or both). The one
+ * load pipeline (load.c) and the one save pipeline (save.c) work on any
+ * container; a third kind of container costs one file.
+ *
+ * Implementations: a directory of external data files (container_dir.c)
+ * and an .onnxz zip archive (container_zip.c). */
+#ifndef ONNXIO_CONTAINER_H
+#define ONNXIO_CONTAINER_H
+
+#include "internal.h"
+
+/* One opened entry: a data file, or an archive entry. Owned by its
+ * container (valid until it is closed). */
+typedef struct onnxio__entry {
+    const char *name;        /* what the location named, for messages */
+    uint64_t size;           /* bytes of data */
+    const uint8_t *data;     /* the bytes in memory (a mapping, an inflated copy), or NULL */
+    onnxio_buffer *owner;    /* keeps `data` alive (NULL: the caller's bytes) */
+    bool borrow;             /* no_copy may point payloads into `data` (else they are copied) */
+    int fd;                  /* the same bytes in a file, read with pread (-1: none) */
+    uint64_t offset;         /* where they start in fd */
+    bool has_crc;            /* the bytes must have this CRC-32 (zip entries) */
+    uint32_t crc32;
+    /* The load pipeline's state for this entry. */
+    bool read;               /* a loaded payload comes from it */
+    uint32_t *crc_pieces;    /* its CRC-32, piece by piece (see onnxio__job.crc) */
+    onnxio__crc_slots slots;
+    bool hashed;             /* its SHA-1 (verify_checksum), computed once */
+    char sha1[41];
+} onnxio__entry;
+
+typedef struct onnxio__container onnxio__container;
+struct onnxio__container {
+    /* Finds and checks the entry that tensor `t`'s external data
+     * reference `r` names (the same location gives the same entry), adding
+     * the bytes it reads to `budget->input` and charging what it allocates.
+     * Errors name the tensor. */
+    onnxio_status (*open)(onnxio__container *c, const onnxio_TensorProto *t, const onnxio_external_ref *r,
+                          onnxio__budget *budget, onnxio__entry **out);
+    /* Frees the container and every entry. */
+    void (*close)(onnxio__container *c);
+};
+
+/* External data files under `base_dir` (container_dir.c). `model_path`
+ * (NULL when unknown) is refused as a data file (ONNXIO_ERR_PATH_SELF). With
+ * opts->no_copy each file is mapped once and its payloads borrow from it;
+ * otherwise they are read with pread. */
+onnxio_status onnxio__dir_container(const char *base_dir, const char *model_path, const onnxio_parse_options *opts,
+                                    onnxio__container **out);
+
+/* The entries of an opened archive (container_zip.c); the archive must
+ * outlive the container. Stored entries are read from the archive's file
+ * or mapping (borrowed with no_copy when their address is a multiple of
+ * opts->alignment), deflated ones inflated once. */
+onnxio_status onnxio__zip_container(onnxio_archive *archive, const onnxio_parse_options *opts,
+                                    onnxio__container **out);
+
+/* The load pipeline (load.c): every tensor under `root` whose data is
+ * external is checked against its entry (location, range, type and shape)
+ * before any payload is allocated; with verify_checksum the SHA-1 of each
+ * entry with a "checksum" key is checked; then the payloads are placed
+ * (payload.c: borrowed, copied on the pool, or where payload_fn says),
+ * tensors referring to the same bytes sharing one buffer, and the CRC-32 of
+ * every entry that has one is checked as its bytes are copied (verify_crc).
+ * `opts` resolved. */
+onnxio_status onnxio__load_external_payloads(onnxio_message *root, onnxio__container *c,
+                                             const onnxio_parse_options *opts, onnxio__budget *budget);
+
+#endif
