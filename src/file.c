@@ -505,22 +505,24 @@ onnxio_status onnxio__txn_begin(const char *path, onnxio__txn **out)
     *out = NULL;
     onnxio__txn *t = onnxio__calloc(1, sizeof *t);
     if (!t) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-    t->jfd = t->stream_fd = -1;
+    t->jfd = t->stream_fd = t->dir_fd = -1;
     t->main_index = -1;
     onnxio_status s;
     if (!(t->what = onnxio__strdup(path))) {
         onnxio__free(t);
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     }
-    if ((s = resolve_target(path, &t->dir_fd, &t->name, NULL))) goto fail;
     struct stat st;
-    if (onnxio__sys_fstatat(t->dir_fd, t->name, &st, 0) == 0 && !S_ISREG(st.st_mode)) {
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         if (S_ISDIR(st.st_mode)) {
             s = onnxio__fail(ONNXIO_ERR_IO, "cannot save to %s: it is a directory", path);
             goto fail;
         }
-        /* A terminal, a pipe, /dev/null: written in one pass, in place. */
-        t->stream_fd = onnxio__sys_openat(t->dir_fd, t->name, O_WRONLY | O_NOCTTY, 0);
+        /* A terminal, a pipe, /dev/null, /dev/stdout: written in one pass,
+         * in place (opened through the kernel's own links, which /proc's
+         * are). */
+        t->dir_fd = -1;
+        t->stream_fd = onnxio__sys_openat(AT_FDCWD, path, O_WRONLY | O_NOCTTY, 0);
         if (t->stream_fd < 0) {
             int err = errno;
             s = onnxio__fail(onnxio__errno_status(err), "cannot open %s: %s", path, strerror(err));
@@ -529,6 +531,7 @@ onnxio_status onnxio__txn_begin(const char *path, onnxio__txn **out)
         *out = t;
         return ONNXIO_OK;
     }
+    if ((s = resolve_target(path, &t->dir_fd, &t->name, NULL))) goto fail;
     if (!(t->jname = hidden_name(t->name, JOURNAL_SUFFIX))) {
         s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
         goto fail;

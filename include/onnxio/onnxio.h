@@ -213,7 +213,7 @@ const char *onnxio_enum_value_name(const onnxio_enum_desc *e, int32_t number);
  * against bombs. Tensors that refer to the same bytes (the same file or
  * entry, offset and length) share one buffer and count once. */
 #define ONNXIO_DEFAULT_MAX_EXPANSION 100
-#define ONNXIO_EXPANSION_ALLOWANCE (64u << 20)
+#define ONNXIO_EXPANSION_ALLOWANCE (1u << 20)
 
 /* ---- options -------------------------------------------------------- */
 

@@ -217,109 +217,6 @@ static int zfind(const zinfo *z, const char *name)
     return -1;
 }
 
-/* ---- building zip archives from scratch ------------------------------------ */
-
-typedef struct zsrc {
-    const char *name;
-    const uint8_t *data;
-    size_t size;
-    int deflate; /* 1: method 8 */
-    int zip64;   /* sizes as 0xFFFFFFFF with a ZIP64 extra field */
-} zsrc;
-
-static uint8_t *deflate_raw(const uint8_t *src, size_t n, size_t *out_size)
-{
-    z_stream z;
-    memset(&z, 0, sizeof z);
-    if (deflateInit2(&z, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) abort();
-    size_t cap = deflateBound(&z, (uLong)n) + 16;
-    uint8_t *out = malloc(cap);
-    if (!out) abort();
-    z.next_in = (Bytef *)(uintptr_t)src;
-    z.avail_in = (uInt)n;
-    z.next_out = out;
-    z.avail_out = (uInt)cap;
-    if (deflate(&z, Z_FINISH) != Z_STREAM_END) abort();
-    *out_size = z.total_out;
-    deflateEnd(&z);
-    return out;
-}
-
-/* A zip archive of `n` entries, in order, local headers without padding. */
-static void zbuild(tu_bytes *b, const zsrc *e, size_t n)
-{
-    size_t local[ZMAX], csize[ZMAX];
-    uint32_t crc[ZMAX];
-    b->size = 0;
-    for (size_t i = 0; i < n; i++) {
-        const uint8_t *data = e[i].data;
-        size_t cs = e[i].size;
-        uint8_t *defl = NULL;
-        if (e[i].deflate) data = defl = deflate_raw(e[i].data, e[i].size, &cs);
-        crc[i] = (uint32_t)crc32(0, e[i].data, (uInt)e[i].size);
-        csize[i] = cs;
-        local[i] = b->size;
-        uint8_t h[30];
-        size_t nl = strlen(e[i].name);
-        s32(h, 0x04034b50u);
-        s16(h + 4, e[i].zip64 ? 45 : 20);
-        s16(h + 6, 0);
-        s16(h + 8, e[i].deflate ? 8 : 0);
-        s32(h + 10, 0);
-        s32(h + 14, crc[i]);
-        s32(h + 18, e[i].zip64 ? 0xFFFFFFFFu : (uint32_t)cs);
-        s32(h + 22, e[i].zip64 ? 0xFFFFFFFFu : (uint32_t)e[i].size);
-        s16(h + 26, (uint32_t)nl);
-        s16(h + 28, e[i].zip64 ? 20 : 0);
-        tu_bytes_put(b, h, 30);
-        tu_bytes_put(b, e[i].name, nl);
-        if (e[i].zip64) {
-            uint8_t x[20];
-            s16(x, 1);
-            s16(x + 2, 16);
-            s64(x + 4, e[i].size);
-            s64(x + 12, cs);
-            tu_bytes_put(b, x, 20);
-        }
-        tu_bytes_put(b, data, cs);
-        free(defl);
-    }
-    size_t cd = b->size;
-    for (size_t i = 0; i < n; i++) {
-        uint8_t h[46];
-        size_t nl = strlen(e[i].name);
-        memset(h, 0, sizeof h);
-        s32(h, 0x02014b50u);
-        s16(h + 4, (3u << 8) | 45u);
-        s16(h + 6, e[i].zip64 ? 45 : 20);
-        s16(h + 10, e[i].deflate ? 8 : 0);
-        s32(h + 16, crc[i]);
-        s32(h + 20, e[i].zip64 ? 0xFFFFFFFFu : (uint32_t)csize[i]);
-        s32(h + 24, e[i].zip64 ? 0xFFFFFFFFu : (uint32_t)e[i].size);
-        s16(h + 28, (uint32_t)nl);
-        s16(h + 30, e[i].zip64 ? 20 : 0);
-        s32(h + 42, (uint32_t)local[i]);
-        tu_bytes_put(b, h, 46);
-        tu_bytes_put(b, e[i].name, nl);
-        if (e[i].zip64) {
-            uint8_t x[20];
-            s16(x, 1);
-            s16(x + 2, 16);
-            s64(x + 4, e[i].size);
-            s64(x + 12, csize[i]);
-            tu_bytes_put(b, x, 20);
-        }
-    }
-    uint8_t end[22];
-    memset(end, 0, sizeof end);
-    s32(end, 0x06054b50u);
-    s16(end + 8, (uint32_t)n);
-    s16(end + 10, (uint32_t)n);
-    s32(end + 12, (uint32_t)(b->size - cd));
-    s32(end + 16, (uint32_t)cd);
-    tu_bytes_put(b, end, 22);
-}
-
 /* A __MODEL_PROTO whose UINT8 tensor "w" (dims [dim]) refers to
  * location/offset/length (NULL: key left out); its bytes in *out. */
 static void external_model_bytes(const char *location, const char *offset, const char *length, int64_t dim,
@@ -1204,9 +1101,9 @@ static void test_scratch(const char *dir)
     /* a valid one, loaded in every mode; stored and deflated payload and model */
     for (int variant = 0; variant < 6; variant++) {
         MODEL("w", "0", "3000", 3000);
-        zsrc e[2] = {{"w", w, sizeof w, variant & 1, variant >= 4},
+        tu_zsrc e[2] = {{"w", w, sizeof w, variant & 1, variant >= 4},
                      {"__MODEL_PROTO", mdata, msize, (variant >> 1) & 1, variant == 5}};
-        zbuild(&b, e, 2);
+        tu_zip_build(&b, e, 2);
         char *what = tu_strdup_printf("scratch archive (payload %s, model %s%s)", e[0].deflate ? "deflated" : "stored",
                                       e[1].deflate ? "deflated" : "stored", variant >= 4 ? ", ZIP64 extra fields" : "");
         for (int nc = 0; nc < 2; nc++) {
@@ -1266,9 +1163,9 @@ static void test_scratch(const char *dir)
                 /* recorded as 2999 bytes (and the tensor as 2999) while it inflates to 3000 */
                 onnxio_buffer *mb2 = NULL;
                 external_model_bytes("w", "0", "2999", 2999, &mb2);
-                zsrc e2[2] = {{"w", w, sizeof w, 1, 0}, {"__MODEL_PROTO", onnxio_buffer_data(mb2), onnxio_buffer_size(mb2), 0, 0}};
+                tu_zsrc e2[2] = {{"w", w, sizeof w, 1, 0}, {"__MODEL_PROTO", onnxio_buffer_data(mb2), onnxio_buffer_size(mb2), 0, 0}};
                 tu_bytes b2 = {0};
-                zbuild(&b2, e2, 2);
+                tu_zip_build(&b2, e2, 2);
                 zinfo z2;
                 CHECK(zscan(b2.data, b2.size, &z2));
                 s32(b2.data + z2.local[0] + 22, 2999);
@@ -1327,8 +1224,8 @@ static void test_scratch(const char *dir)
     };
     for (size_t k = 0; k < sizeof refs / sizeof refs[0]; k++) {
         MODEL(refs[k].loc, refs[k].off, refs[k].len, refs[k].dim);
-        zsrc e[2] = {{"w", w, sizeof w, 0, 0}, {"__MODEL_PROTO", mdata, msize, 0, 0}};
-        zbuild(&b, e, 2);
+        tu_zsrc e[2] = {{"w", w, sizeof w, 0, 0}, {"__MODEL_PROTO", mdata, msize, 0, 0}};
+        tu_zip_build(&b, e, 2);
         expect_bytes(refs[k].what, b.data, b.size, refs[k].want, NULL);
         if (refs[k].want == ONNXIO_OK) {
             onnxio_arena *la = onnxio_arena_new();
@@ -1345,8 +1242,8 @@ static void test_scratch(const char *dir)
     /* two tensors sharing one entry, and a ZIP64 archive written by hand */
     {
         MODEL("w", "0", "3000", 3000);
-        zsrc e[3] = {{"w", w, sizeof w, 0, 0}, {"x", w, 100, 0, 0}, {"__MODEL_PROTO", mdata, msize, 0, 0}};
-        zbuild(&b, e, 3);
+        tu_zsrc e[3] = {{"w", w, sizeof w, 0, 0}, {"x", w, 100, 0, 0}, {"__MODEL_PROTO", mdata, msize, 0, 0}};
+        tu_zip_build(&b, e, 3);
         expect_bytes("an unreferenced entry", b.data, b.size, ONNXIO_OK, NULL);
         expect_file("an unreferenced entry", dir, b.data, b.size, ONNXIO_OK);
         onnxio_buffer_unref(mb);
@@ -1365,8 +1262,8 @@ static void test_subrange_crc(void)
     onnxio_buffer *mb = NULL;
     external_model_bytes("w", "16", "32", 32, &mb);
     tu_bytes b = {0};
-    zsrc e[2] = {{"w", w, sizeof w, 0, 0}, {"__MODEL_PROTO", onnxio_buffer_data(mb), onnxio_buffer_size(mb), 0, 0}};
-    zbuild(&b, e, 2);
+    tu_zsrc e[2] = {{"w", w, sizeof w, 0, 0}, {"__MODEL_PROTO", onnxio_buffer_data(mb), onnxio_buffer_size(mb), 0, 0}};
+    tu_zip_build(&b, e, 2);
     zinfo z;
     CHECK(zscan(b.data, b.size, &z));
     b.data[z.data[0] + 2500] ^= 1; /* outside the tensor's range */

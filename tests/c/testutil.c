@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 long tu_passed, tu_failed;
 
@@ -443,4 +444,117 @@ bool tu_mentions_offset(const char *msg)
     for (const char *p = msg; *p; p++)
         if (isdigit((unsigned char)*p)) digit = true;
     return word && digit;
+}
+
+/* ---- zip archives ------------------------------------------------------ */
+
+static void z16(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+static void z32(uint8_t *p, uint32_t v)
+{
+    z16(p, v & 0xFFFF);
+    z16(p + 2, v >> 16);
+}
+static void z64(uint8_t *p, uint64_t v)
+{
+    z32(p, (uint32_t)v);
+    z32(p + 4, (uint32_t)(v >> 32));
+}
+
+static uint8_t *deflate_raw(const uint8_t *src, size_t n, size_t *out_size)
+{
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (deflateInit2(&z, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) abort();
+    size_t cap = deflateBound(&z, (uLong)n) + 16;
+    uint8_t *out = malloc(cap);
+    if (!out) abort();
+    z.next_in = (Bytef *)(uintptr_t)src;
+    z.avail_in = (uInt)n;
+    z.next_out = out;
+    z.avail_out = (uInt)cap;
+    if (deflate(&z, Z_FINISH) != Z_STREAM_END) abort();
+    *out_size = z.total_out;
+    deflateEnd(&z);
+    return out;
+}
+
+#define TU_ZMAX 16
+
+void tu_zip_build(tu_bytes *b, const tu_zsrc *e, size_t n)
+{
+    size_t local[TU_ZMAX], csize[TU_ZMAX];
+    uint32_t crc[TU_ZMAX];
+    if (n > TU_ZMAX) abort();
+    b->size = 0;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *data = e[i].data;
+        size_t cs = e[i].size;
+        uint8_t *defl = NULL;
+        if (e[i].deflate) data = defl = deflate_raw(e[i].data, e[i].size, &cs);
+        crc[i] = (uint32_t)crc32(0, e[i].data, (uInt)e[i].size);
+        csize[i] = cs;
+        local[i] = b->size;
+        uint8_t h[30];
+        size_t nl = strlen(e[i].name);
+        z32(h, 0x04034b50u);
+        z16(h + 4, e[i].zip64 ? 45 : 20);
+        z16(h + 6, 0);
+        z16(h + 8, e[i].deflate ? 8 : 0);
+        z32(h + 10, 0);
+        z32(h + 14, crc[i]);
+        z32(h + 18, e[i].zip64 ? 0xFFFFFFFFu : (uint32_t)cs);
+        z32(h + 22, e[i].zip64 ? 0xFFFFFFFFu : (uint32_t)e[i].size);
+        z16(h + 26, (uint32_t)nl);
+        z16(h + 28, e[i].zip64 ? 20 : 0);
+        tu_bytes_put(b, h, 30);
+        tu_bytes_put(b, e[i].name, nl);
+        if (e[i].zip64) {
+            uint8_t x[20];
+            z16(x, 1);
+            z16(x + 2, 16);
+            z64(x + 4, e[i].size);
+            z64(x + 12, cs);
+            tu_bytes_put(b, x, 20);
+        }
+        tu_bytes_put(b, data, cs);
+        free(defl);
+    }
+    size_t cd = b->size;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t h[46];
+        size_t nl = strlen(e[i].name);
+        memset(h, 0, sizeof h);
+        z32(h, 0x02014b50u);
+        z16(h + 4, (3u << 8) | 45u);
+        z16(h + 6, e[i].zip64 ? 45 : 20);
+        z16(h + 10, e[i].deflate ? 8 : 0);
+        z32(h + 16, crc[i]);
+        z32(h + 20, e[i].zip64 ? 0xFFFFFFFFu : (uint32_t)csize[i]);
+        z32(h + 24, e[i].zip64 ? 0xFFFFFFFFu : (uint32_t)e[i].size);
+        z16(h + 28, (uint32_t)nl);
+        z16(h + 30, e[i].zip64 ? 20 : 0);
+        z32(h + 42, (uint32_t)local[i]);
+        tu_bytes_put(b, h, 46);
+        tu_bytes_put(b, e[i].name, nl);
+        if (e[i].zip64) {
+            uint8_t x[20];
+            z16(x, 1);
+            z16(x + 2, 16);
+            z64(x + 4, e[i].size);
+            z64(x + 12, csize[i]);
+            tu_bytes_put(b, x, 20);
+        }
+    }
+    uint8_t end[22];
+    memset(end, 0, sizeof end);
+    z32(end, 0x06054b50u);
+    z16(end + 8, (uint32_t)n);
+    z16(end + 10, (uint32_t)n);
+    z32(end + 12, (uint32_t)(b->size - cd));
+    z32(end + 16, (uint32_t)cd);
+    tu_bytes_put(b, end, 22);
 }

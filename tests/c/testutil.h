@@ -97,6 +97,21 @@ void tu_bytes_varint(tu_bytes *b, uint64_t v);
 void tu_bytes_tag(tu_bytes *b, uint32_t field, unsigned wire_type);
 void tu_bytes_free(tu_bytes *b);
 
+/* ---- zip archives ------------------------------------------------------ */
+
+/* One entry of a zip archive built from scratch. */
+typedef struct tu_zsrc {
+    const char *name;
+    const uint8_t *data;
+    size_t size;
+    int deflate; /* 1: method 8 (zlib's raw deflate) */
+    int zip64;   /* sizes as 0xFFFFFFFF with a ZIP64 extra field */
+} tu_zsrc;
+/* A zip archive of `n` entries, in order, local headers without padding,
+ * written by hand from APPNOTE (an independent writer: not onnxio's). At
+ * most 16 entries. */
+void tu_zip_build(tu_bytes *b, const tu_zsrc *e, size_t n);
+
 /* ---- files ------------------------------------------------------------ */
 
 /* Reads a whole file into a malloc'd block (NULL and *size 0 on failure; an
