@@ -1,12 +1,13 @@
 /* Checksums, in one place: CRC-32 (zlib; zip entries) and SHA-1 (OpenSSL's
  * libcrypto; the external data "checksum" key). */
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <zlib.h>
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
+/* SHA1_Init & co. are deprecated in OpenSSL 3 in favour of EVP; see
+ * onnxio__sha1_begin for why onnxio keeps them. */
+#define OPENSSL_SUPPRESS_DEPRECATED
+#include <openssl/sha.h>
 
 #include "internal.h"
 
@@ -37,32 +38,22 @@ uint32_t onnxio__crc_join(const uint32_t *pieces, uint64_t size)
 
 /* ---- SHA-1 ------------------------------------------------------------- */
 
-/* libcrypto initializes itself on first use, and a failed initialization
- * (out of memory) can leave it half set up: later calls then crash inside
- * it. So onnxio initializes it once, explicitly, checks the result, and
- * never calls into it again after a failure. The SHA-1 implementation is
- * fetched once too (not looked up on every digest). */
-static pthread_once_t crypto_once = PTHREAD_ONCE_INIT;
-static EVP_MD *sha1_md;
-
-static void crypto_init(void)
-{
-    if (OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, NULL) != 1) return;
-    sha1_md = EVP_MD_fetch(NULL, "SHA1", NULL);
-}
-
+/* libcrypto's low-level SHA-1 (the same assembly as its EVP interface),
+ * not EVP: EVP fetches the digest from the library context that OpenSSL 3
+ * sets up on first use, and when an allocation fails during that set-up,
+ * OPENSSL_init_crypto still reports success and the next fetch crashes on
+ * a NULL lock (found by tests/c/test_faults.c: 49 of about 2,600 of its
+ * allocation points). The low-level functions need no initialization and
+ * allocate nothing; the context is onnxio's own allocation. */
 onnxio_status onnxio__sha1_begin(onnxio__sha1 *h)
 {
-    h->ctx = NULL;
-    pthread_once(&crypto_once, crypto_init);
-    if (!sha1_md)
-        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "cannot start OpenSSL's libcrypto for SHA-1 (out of memory?)");
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    if (!ctx || EVP_DigestInit_ex(ctx, sha1_md, NULL) != 1) {
-        EVP_MD_CTX_free(ctx);
+    SHA_CTX *c = onnxio__malloc(sizeof *c);
+    h->ctx = c;
+    if (!c || SHA1_Init(c) != 1) {
+        onnxio__free(c);
+        h->ctx = NULL;
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "cannot start a SHA-1 digest");
     }
-    h->ctx = ctx;
     return ONNXIO_OK;
 }
 
@@ -71,7 +62,7 @@ onnxio_status onnxio__sha1_update(onnxio__sha1 *h, const void *data, uint64_t si
     const uint8_t *p = data;
     for (uint64_t at = 0; at < size; at += 1u << 30) {
         size_t n = size - at < (1u << 30) ? (size_t)(size - at) : (1u << 30);
-        if (EVP_DigestUpdate(h->ctx, p + at, n) != 1) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "SHA-1 digest failed");
+        if (SHA1_Update(h->ctx, p + at, n) != 1) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "SHA-1 digest failed");
     }
     return ONNXIO_OK;
 }
@@ -90,19 +81,18 @@ onnxio_status onnxio__sha1_zeros(onnxio__sha1 *h, uint64_t n)
 
 onnxio_status onnxio__sha1_end(onnxio__sha1 *h, char hex[41])
 {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    int ok = EVP_DigestFinal_ex(h->ctx, md, &n) == 1 && n == 20;
-    EVP_MD_CTX_free(h->ctx);
+    unsigned char md[SHA_DIGEST_LENGTH];
+    int ok = SHA1_Final(md, h->ctx) == 1;
+    onnxio__free(h->ctx);
     h->ctx = NULL;
     if (!ok) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "SHA-1 digest failed");
-    for (unsigned i = 0; i < 20; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    for (unsigned i = 0; i < SHA_DIGEST_LENGTH; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
     return ONNXIO_OK;
 }
 
 void onnxio__sha1_abort(onnxio__sha1 *h)
 {
-    EVP_MD_CTX_free(h->ctx);
+    onnxio__free(h->ctx);
     h->ctx = NULL;
 }
 

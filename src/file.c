@@ -758,7 +758,8 @@ onnxio_status onnxio__txn_commit(onnxio__txn *t)
     if (s && renamed) {
         /* Committed and partly renamed: the journal and the temporary
          * files stay, for the next load or save to finish. */
-        s = onnxio__context(s, "saving %s (committed: the next load or save of it finishes it)", t->what);
+        s = onnxio__context(s, "the save of %s is committed but not finished: the next load or save of it finishes it",
+                            t->what);
         onnxio__close(t->jfd);
         t->jfd = -1;
         txn_free(t);

@@ -91,8 +91,9 @@ typedef enum onnxio__op {
 void onnxio__fault_set(unsigned mask, long nth, bool crash, bool persistent);
 /* Operations counted since onnxio__fault_set. */
 long onnxio__fault_counted(void);
-/* Whether the fault happened. */
+/* Whether the fault happened, and the kind of operation it hit. */
 bool onnxio__fault_hit(void);
+onnxio__op onnxio__fault_hit_op(void);
 /* Blocks from onnxio__malloc & co. not freed yet (a leak check). */
 long onnxio__alloc_live(void);
 
@@ -235,9 +236,9 @@ static inline size_t onnxio__crc_pieces(uint64_t size)
 {
     return size ? (size_t)((size - 1) / ONNXIO__CRC_PIECE + 1) : 1;
 }
-/* digest.c: checksums. SHA-1 digests (libcrypto, initialized once and
- * checked; a failed start is ONNXIO_ERR_NO_MEMORY, never a crash), as 40
- * lowercase hex digits and a NUL. */
+/* digest.c: checksums. SHA-1 digests (libcrypto's low-level functions:
+ * no library initialization that could fail half-way), as 40 lowercase hex
+ * digits and a NUL. */
 typedef struct onnxio__sha1 {
     void *ctx;
 } onnxio__sha1;

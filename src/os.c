@@ -31,6 +31,7 @@ static struct {
     atomic_int crash;       /* the fault kills the process instead of failing */
     atomic_int persistent;  /* every counted operation after the first fault fails too */
     atomic_int hit;         /* a fault happened */
+    atomic_int hit_op;      /* the kind of operation it hit */
 } fault;
 
 void onnxio__fault_set(unsigned mask, long nth, bool crash, bool persistent)
@@ -46,6 +47,7 @@ void onnxio__fault_set(unsigned mask, long nth, bool crash, bool persistent)
 
 long onnxio__fault_counted(void) { return atomic_load(&fault.counted); }
 bool onnxio__fault_hit(void) { return atomic_load(&fault.hit) != 0; }
+onnxio__op onnxio__fault_hit_op(void) { return (onnxio__op)atomic_load(&fault.hit_op); }
 long onnxio__alloc_live(void) { return atomic_load(&fault.live); }
 
 /* Counts one operation of kind `op`; true when it must fail now (errno is
@@ -59,6 +61,7 @@ static bool fail_now(onnxio__op op, int err)
     if (at <= 0 || n < at) return false;
     if (n > at && !atomic_load(&fault.persistent)) return false;
     atomic_store(&fault.hit, 1);
+    atomic_store(&fault.hit_op, (int)op);
     if (atomic_load(&fault.crash)) {
         /* As a kill -9 would: no atexit handlers, no flushing. */
         raise(SIGKILL);

@@ -837,6 +837,8 @@ ONNXIO_API onnxio_status onnxio_archive_replace_model(const char *path, onnxio_M
     onnxio_buffer *model_buf = NULL;
     uint8_t *old_cd = NULL, *kept = NULL;
     out_entry m = {0};
+    uint64_t old_size = 0;
+    bool appended = false, committed = false;
     /* One writer at a time. */
     if (onnxio__sys_flock(fd, LOCK_EX | LOCK_NB) != 0) {
         s = onnxio__fail(ONNXIO_ERR_IO, "%s is being written by another process", path);
@@ -871,7 +873,7 @@ ONNXIO_API onnxio_status onnxio_archive_replace_model(const char *path, onnxio_M
      * after `final`, so that the file stays the old archive while the new
      * bytes are written before it; cutting the file at `final` then
      * switches to the new archive in one step. */
-    uint64_t old_size = a->size;
+    old_size = a->size;
     uint64_t cd_offset = onnxio__zip_place(&m, old_size, 1);
     uint64_t final = cd_offset + kept_size + central_size(&m) + end_size(kept_count + 1, kept_size + central_size(&m), cd_offset);
     uint64_t old_count = a->count, old_cd_size = a->cd_size;
@@ -882,6 +884,7 @@ ONNXIO_API onnxio_status onnxio_archive_replace_model(const char *path, onnxio_M
     }
     memcpy(old_cd, a->data + a->cd_offset, (size_t)old_cd_size);
     put_end(old_cd + old_cd_size, old_count, old_cd_size, final);
+    appended = true;
     if ((s = pwrite_all(fd, old_cd, tail, final, path)) || (s = sync_fd(fd, path))) goto done;
     if ((s = pwrite_all(fd, m.src, m.size, m.data, path))) goto done;
     uint64_t end;
@@ -896,8 +899,12 @@ ONNXIO_API onnxio_status onnxio_archive_replace_model(const char *path, onnxio_M
         s = onnxio__fail(ONNXIO_ERR_IO, "cannot truncate %s: %s", path, strerror(errno));
         goto done;
     }
-    s = sync_fd(fd, path);
+    committed = true;
+    if ((s = sync_fd(fd, path))) s = onnxio__context(s, "the new model is in place (committed) but may not be on disk");
 done:
+    /* A failure before the switch: what was appended goes, and the file is
+     * byte for byte what it was (it stayed a valid archive meanwhile). */
+    if (s && appended && !committed && onnxio__sys_ftruncate(fd, old_size) == 0) onnxio__sys_fsync(fd);
     if (s) s = onnxio__context(s, "replacing the model of %s", path);
     onnxio_archive_close(a);
     onnxio_buffer_unref(map);

@@ -1,0 +1,687 @@
+/* Fault injection (issue 11), as SQLite's test_malloc.c and its I/O error
+ * injection do it: every allocation point and every open, read, write,
+ * fsync, ftruncate, rename, unlink and mmap of loads, saves, archives and
+ * model replacement is made to fail in turn (src/os.c counts them), and each
+ * time the result must be a clean error (a status and a message), no leak
+ * (every block onnxio allocated is freed), the existing outputs
+ * byte-identical and no temporary file left. Then the save protocol's
+ * crash points: the saving process is killed before each of its file
+ * operations, and the next load must see the old model and its data or
+ * the new ones, whole, with nothing left behind. And libcrypto's and zlib's
+ * start-up: their allocations fail in turn, in fresh processes.
+ *
+ * Models: a synthetic one (initializers, a subgraph, names that need
+ * cleaning), and a real one from ../shared/corpus when it is there. Every
+ * sweep runs single-threaded, so that its points are the same every run.
+ * The counts of points are printed. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "internal.h"
+#include "testutil.h"
+
+#define IO_OPS                                                                                                    \
+    ((1u << ONNXIO__OP_OPEN) | (1u << ONNXIO__OP_READ) | (1u << ONNXIO__OP_WRITE) | (1u << ONNXIO__OP_SYNC) |  \
+     (1u << ONNXIO__OP_TRUNCATE) | (1u << ONNXIO__OP_RENAME) | (1u << ONNXIO__OP_UNLINK) | (1u << ONNXIO__OP_MAP))
+#define ALLOC_OPS (1u << ONNXIO__OP_ALLOC)
+/* What a crash can interrupt: the operations that change files. */
+#define MUTATING_OPS                                                                                              \
+    ((1u << ONNXIO__OP_OPEN) | (1u << ONNXIO__OP_WRITE) | (1u << ONNXIO__OP_SYNC) | (1u << ONNXIO__OP_TRUNCATE) | \
+     (1u << ONNXIO__OP_RENAME) | (1u << ONNXIO__OP_UNLINK))
+
+/* ---- the models --------------------------------------------------------------- */
+
+static void set_string(onnxio_arena *a, void *msg, onnxio_string *s, unsigned index, const char *value)
+{
+    onnxio_string_set(a, s, value, strlen(value));
+    onnxio_set_has(msg, index);
+}
+
+static onnxio_TensorProto *add_tensor(onnxio_arena *a, onnxio_GraphProto *g, const char *name, int64_t n, unsigned seed)
+{
+    onnxio_TensorProto *t = onnxio_list_add(a, &g->initializer, &onnxio_desc_TensorProto);
+    set_string(a, t, &t->name, ONNXIO_FIELD_TensorProto_name, name);
+    *(int64_t *)onnxio_array_append(a, &t->dims, sizeof(int64_t)) = n;
+    t->data_type = ONNXIO_TensorProto_DataType_FLOAT;
+    onnxio_set_has(t, ONNXIO_FIELD_TensorProto_data_type);
+    size_t bytes = (size_t)n * 4;
+    uint8_t *p = malloc(bytes ? bytes : 1);
+    for (size_t k = 0; k < bytes; k++) p[k] = (uint8_t)(k * 13 + seed * 101 + (k >> 9));
+    onnxio_span_copy_from(&t->raw_data, p, bytes);
+    onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
+    free(p);
+    return t;
+}
+
+/* Initializers of 6 KiB, 2 KiB, 12 bytes and 9 KiB (one in a subgraph,
+ * names with characters file names cannot keep). */
+static onnxio_ModelProto *synthetic_model(onnxio_arena *a, unsigned seed)
+{
+    onnxio_ModelProto *m = onnxio_message_new(a, &onnxio_desc_ModelProto);
+    m->ir_version = 8;
+    onnxio_set_has(m, ONNXIO_FIELD_ModelProto_ir_version);
+    onnxio_OperatorSetIdProto *op = onnxio_list_add(a, &m->opset_import, &onnxio_desc_OperatorSetIdProto);
+    op->version = 17;
+    onnxio_set_has(op, ONNXIO_FIELD_OperatorSetIdProto_version);
+    m->graph = onnxio_message_new(a, &onnxio_desc_GraphProto);
+    set_string(a, m->graph, &m->graph->name, ONNXIO_FIELD_GraphProto_name, "g");
+    add_tensor(a, m->graph, "layer/0.weight", 1536, seed);
+    add_tensor(a, m->graph, "layer:0 bias", 512, seed + 1);
+    add_tensor(a, m->graph, "tiny", 3, seed + 2);
+    onnxio_NodeProto *node = onnxio_list_add(a, &m->graph->node, &onnxio_desc_NodeProto);
+    set_string(a, node, &node->op_type, ONNXIO_FIELD_NodeProto_op_type, "If");
+    onnxio_AttributeProto *attr = onnxio_list_add(a, &node->attribute, &onnxio_desc_AttributeProto);
+    set_string(a, attr, &attr->name, ONNXIO_FIELD_AttributeProto_name, "then_branch");
+    attr->type = ONNXIO_AttributeProto_AttributeType_GRAPH;
+    onnxio_set_has(attr, ONNXIO_FIELD_AttributeProto_type);
+    attr->g = onnxio_message_new(a, &onnxio_desc_GraphProto);
+    add_tensor(a, attr->g, "sub", 2304, seed + 3);
+    return m;
+}
+
+/* ---- scenarios -------------------------------------------------------------------- */
+
+typedef struct world {
+    char *dir;       /* inputs */
+    char *out;       /* outputs of saves, compared after every failure */
+    onnxio_ModelProto *model;
+    onnxio_arena *arena;
+    char *model_path, *ext_path, *archive_path, *deflated_path, *replace_path;
+} world;
+
+static world W;
+
+static onnxio_parse_options serial_load(bool no_copy)
+{
+    onnxio_parse_options o = ONNXIO_PARSE_OPTIONS_INIT;
+    o.num_threads = 1;
+    o.no_copy = no_copy;
+    o.verify_checksum = true;
+    return o;
+}
+
+static onnxio_serialize_options serial_save(void)
+{
+    onnxio_serialize_options o = ONNXIO_SERIALIZE_OPTIONS_INIT;
+    o.num_threads = 1;
+    return o;
+}
+
+static onnxio_status load(const char *path, bool no_copy)
+{
+    onnxio_arena *a = onnxio_arena_new();
+    if (!a) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "test: no arena");
+    onnxio_parse_options o = serial_load(no_copy);
+    onnxio_ModelProto *m;
+    onnxio_status s = onnxio_load_model(path, &o, a, &m);
+    onnxio_arena_unref(a);
+    return s;
+}
+
+static onnxio_status load_plain_copy(void) { return load(W.model_path, false); }
+static onnxio_status load_plain_no_copy(void) { return load(W.model_path, true); }
+static onnxio_status load_external_copy(void) { return load(W.ext_path, false); }
+static onnxio_status load_external_no_copy(void) { return load(W.ext_path, true); }
+static onnxio_status load_archive_copy(void) { return load(W.archive_path, false); }
+static onnxio_status load_archive_no_copy(void) { return load(W.archive_path, true); }
+static onnxio_status load_deflated(void) { return load(W.deflated_path, false); }
+
+static char *out_path(const char *name) { return tu_path_join(W.out, name); }
+
+static onnxio_status save_with(const char *name, onnxio_serialize_options *o)
+{
+    char *p = out_path(name);
+    onnxio_status s = onnxio_save_model(W.model, p, o);
+    free(p);
+    return s;
+}
+
+static onnxio_status save_plain(void)
+{
+    onnxio_serialize_options o = serial_save();
+    return save_with("plain.onnx", &o);
+}
+
+static onnxio_status save_one_file(void)
+{
+    onnxio_serialize_options o = serial_save();
+    o.external_data.location = "one.data";
+    o.external_data.checksum = true;
+    return save_with("one.onnx", &o);
+}
+
+static onnxio_status save_per_tensor(void)
+{
+    onnxio_serialize_options o = serial_save();
+    o.external_data.all_tensors_to_one_file = ONNXIO_OFF;
+    o.external_data.convert_attribute = true;
+    return save_with("per.onnx", &o);
+}
+
+static onnxio_status save_split(void)
+{
+    onnxio_serialize_options o = serial_save();
+    o.external_data.location = "split.data";
+    o.external_data.max_file_size = 8192;
+    o.alignment = 64;
+    return save_with("split.onnx", &o);
+}
+
+static onnxio_status save_archive(void)
+{
+    onnxio_serialize_options o = serial_save();
+    return save_with("model.onnxz", &o);
+}
+
+static onnxio_status replace_model(void)
+{
+    onnxio_arena *a = onnxio_arena_new();
+    if (!a) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "test: no arena");
+    onnxio_parse_options po = serial_load(false);
+    po.load_external_data = ONNXIO_OFF;
+    onnxio_ModelProto *m = NULL;
+    char *p = out_path("replace.onnxz");
+    onnxio_status s = onnxio_load_model(p, &po, a, &m);
+    if (!s) {
+        set_string(a, m, &m->producer_name, ONNXIO_FIELD_ModelProto_producer_name, "replaced");
+        onnxio_serialize_options so = serial_save();
+        s = onnxio_archive_replace_model(p, m, &so);
+    }
+    free(p);
+    onnxio_arena_unref(a);
+    return s;
+}
+
+static onnxio_status text_and_copy(void)
+{
+    onnxio_buffer *b = NULL;
+    onnxio_status s = onnxio_text_format(W.model, NULL, &b);
+    onnxio_buffer_unref(b);
+    if (s) return s;
+    onnxio_arena *a = onnxio_arena_new();
+    if (!a) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "test: no arena");
+    void *c = onnxio_message_clone(a, W.model);
+    if (!c) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "clone failed");
+    onnxio_arena_unref(a);
+    return s;
+}
+
+typedef struct scenario {
+    const char *name;
+    onnxio_status (*run)(void);
+    const char *writes; /* the main file it writes in W.out (NULL: it writes nothing) */
+} scenario;
+
+static const scenario scenarios[] = {
+    {"load .onnx, copy", load_plain_copy, NULL},
+    {"load .onnx, no_copy", load_plain_no_copy, NULL},
+    {"load with external data and checksums, copy", load_external_copy, NULL},
+    {"load with external data and checksums, no_copy", load_external_no_copy, NULL},
+    {"load .onnxz, copy (CRC-32)", load_archive_copy, NULL},
+    {"load .onnxz, no_copy", load_archive_no_copy, NULL},
+    {"load .onnxz with deflated entries (zlib)", load_deflated, NULL},
+    {"save .onnx over an existing one", save_plain, "plain.onnx"},
+    {"save with one external data file and checksums (libcrypto)", save_one_file, "one.onnx"},
+    {"save one file per tensor", save_per_tensor, "per.onnx"},
+    {"save split data files", save_split, "split.onnx"},
+    {"save .onnxz over an existing one", save_archive, "model.onnxz"},
+    {"replace the model of an .onnxz in place", replace_model, "replace.onnxz"},
+    {"text format and copy", text_and_copy, NULL},
+};
+
+/* What the next load of `name` does to a dead or failed save: finish or
+ * undo it (the journal), and remove what it left behind. */
+static void next_load(const char *name)
+{
+    char *p = out_path(name);
+    onnxio_arena *a = onnxio_arena_new();
+    onnxio_parse_options o = ONNXIO_PARSE_OPTIONS_INIT;
+    o.load_external_data = ONNXIO_OFF;
+    onnxio_ModelProto *m;
+    onnxio_load_model(p, &o, a, &m);
+    onnxio_arena_unref(a);
+    free(p);
+}
+
+/* ---- snapshots of the output directory ---------------------------------------- */
+
+typedef struct snapshot {
+    tu_strlist names;
+    uint8_t **bytes;
+    size_t *sizes;
+} snapshot;
+
+static void snap(snapshot *s)
+{
+    memset(s, 0, sizeof *s);
+    tu_list_dir(W.out, &s->names);
+    s->bytes = calloc(s->names.size + 1, sizeof *s->bytes);
+    s->sizes = calloc(s->names.size + 1, sizeof *s->sizes);
+    for (size_t i = 0; i < s->names.size; i++) {
+        char *p = out_path(s->names.items[i]);
+        s->bytes[i] = tu_read_file(p, &s->sizes[i]);
+        free(p);
+    }
+}
+
+static void snap_free(snapshot *s)
+{
+    for (size_t i = 0; i < s->names.size; i++) free(s->bytes[i]);
+    free(s->bytes);
+    free(s->sizes);
+    tu_strlist_free(&s->names);
+}
+
+/* Whether W.out holds exactly what `s` recorded; *why says what differs. */
+static bool same_as(const snapshot *s, char *why, size_t why_size)
+{
+    snapshot now;
+    snap(&now);
+    bool same = now.names.size == s->names.size;
+    if (!same) snprintf(why, why_size, "%zu files instead of %zu", now.names.size, s->names.size);
+    for (size_t i = 0; same && i < s->names.size; i++) {
+        if (strcmp(now.names.items[i], s->names.items[i]) != 0) {
+            snprintf(why, why_size, "'%s' instead of '%s'", now.names.items[i], s->names.items[i]);
+            same = false;
+        } else if (now.sizes[i] != s->sizes[i] || memcmp(now.bytes[i], s->bytes[i], s->sizes[i]) != 0) {
+            snprintf(why, why_size, "'%s' changed", s->names.items[i]);
+            same = false;
+        }
+    }
+    if (!same && now.names.size != s->names.size) {
+        size_t at = strlen(why);
+        for (size_t i = 0; i < now.names.size && at + 2 < why_size; i++)
+            at += (size_t)snprintf(why + at, why_size - at, " %s", now.names.items[i]);
+    }
+    snap_free(&now);
+    return same;
+}
+
+/* Puts W.out back to `s`: other files removed, recorded ones rewritten. */
+static void restore(const snapshot *s)
+{
+    tu_strlist now = {0};
+    tu_list_dir(W.out, &now);
+    for (size_t i = 0; i < now.size; i++) {
+        bool known = false;
+        for (size_t k = 0; k < s->names.size && !known; k++) known = strcmp(now.items[i], s->names.items[k]) == 0;
+        if (!known) {
+            char *p = out_path(now.items[i]);
+            unlink(p);
+            free(p);
+        }
+    }
+    tu_strlist_free(&now);
+    for (size_t i = 0; i < s->names.size; i++) {
+        char *p = out_path(s->names.items[i]);
+        tu_write_file(p, s->bytes[i], s->sizes[i]);
+        free(p);
+    }
+}
+
+/* ---- the sweep -------------------------------------------------------------------- */
+
+static long total_points;
+
+/* Fails each counted operation of `mask` in turn while `sc` runs. */
+static void sweep(const scenario *sc, unsigned mask, const char *kind)
+{
+    snapshot before, after;
+    snap(&before);
+    long live0 = onnxio__alloc_live();
+    onnxio__fault_set(mask, 0, false, false);
+    onnxio_status s = sc->run();
+    long n = onnxio__fault_counted();
+    onnxio__fault_set(0, 0, false, false);
+    CHECK_MSG(s == ONNXIO_OK, "%s: fails without a fault: %s", sc->name, onnxio_last_error());
+    CHECK_MSG(onnxio__alloc_live() == live0, "%s: leaks %ld blocks without a fault", sc->name,
+              onnxio__alloc_live() - live0);
+    /* What a successful run leaves (a save of the same model gives the
+     * same bytes; a replacement appends). */
+    snap(&after);
+    restore(&before);
+    long failed_cleanly = 0, succeeded = 0;
+    for (long i = 1; i <= n; i++) {
+        restore(&before);
+        onnxio__clear_error();
+        live0 = onnxio__alloc_live();
+        onnxio__fault_set(mask, i, false, false);
+        s = sc->run();
+        bool hit = onnxio__fault_hit();
+        onnxio__op op = onnxio__fault_hit_op();
+        onnxio__fault_set(0, 0, false, false);
+        if (!hit) continue;
+        char why[512] = "", message[1024];
+        snprintf(message, sizeof message, "%s", onnxio_last_error());
+        if (s != ONNXIO_OK) {
+            failed_cleanly++;
+            CHECK_MSG(message[0] != '\0', "%s, %s point %ld: %s with no message", sc->name, kind, i,
+                      onnxio_status_name(s));
+            /* The outputs are as they were; or, past the commit point (the
+             * message says so), the new ones once the next load has run. */
+            bool ok = !sc->writes || same_as(&before, why, sizeof why);
+            if (!ok && strstr(message, "committed")) {
+                next_load(sc->writes);
+                ok = same_as(&after, why, sizeof why);
+            }
+            CHECK_MSG(ok, "%s, %s point %ld failed (%s) but the outputs changed: %s", sc->name, kind, i, message, why);
+        } else {
+            /* A failure the operation may ignore (an fsync of a directory):
+             * the result must still be right. A journal whose removal
+             * failed is removed by the next load. */
+            succeeded++;
+            bool ok = !sc->writes || same_as(&after, why, sizeof why);
+            if (!ok && op == ONNXIO__OP_UNLINK) {
+                next_load(sc->writes);
+                ok = same_as(&after, why, sizeof why);
+            }
+            CHECK_MSG(ok, "%s, %s point %ld: ignored, but the outputs are wrong: %s", sc->name, kind, i, why);
+        }
+        CHECK_MSG(onnxio__alloc_live() == live0, "%s, %s point %ld: %ld blocks leaked (%s)", sc->name, kind, i,
+                  onnxio__alloc_live() - live0, onnxio_status_name(s));
+    }
+    restore(&before);
+    total_points += n;
+    tu_note("%-58s %-6s %5ld points: %ld clean errors, %ld tolerated", sc->name, kind, n, failed_cleanly, succeeded);
+    snap_free(&before);
+    snap_free(&after);
+}
+
+/* ---- crash points of the save protocol ---------------------------------------------- */
+
+/* Kills a child at each mutating operation of a save of `new_m` over files
+ * a save of `old_m` made, then loads (which finishes or undoes what the
+ * child left) and checks: the old model or the new one, whole, and exactly
+ * the old files or the new ones. */
+static void crash_sweep(const char *what, const char *name, const onnxio_serialize_options *opts,
+                        onnxio_ModelProto *old_m, onnxio_ModelProto *new_m)
+{
+    char *path = out_path(name);
+    /* The new files, and the old ones, as a complete save leaves them. */
+    tu_remove_tree(W.out);
+    mkdir(W.out, 0777);
+    CHECK_STATUS(onnxio_save_model(new_m, path, opts), ONNXIO_OK);
+    snapshot new_files;
+    snap(&new_files);
+    tu_remove_tree(W.out);
+    mkdir(W.out, 0777);
+    CHECK_STATUS(onnxio_save_model(old_m, path, opts), ONNXIO_OK);
+    snapshot old_files;
+    snap(&old_files);
+    onnxio__fault_set(MUTATING_OPS, 0, false, false);
+    CHECK_STATUS(onnxio_save_model(new_m, path, opts), ONNXIO_OK);
+    long n = onnxio__fault_counted();
+    onnxio__fault_set(0, 0, false, false);
+    long saw_old = 0, saw_new = 0;
+    for (long i = 1; i <= n + 1; i++) {
+        tu_remove_tree(W.out);
+        mkdir(W.out, 0777);
+        restore(&old_files);
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+            onnxio__fault_set(MUTATING_OPS, i, true, false);
+            onnxio_status s = onnxio_save_model(new_m, path, opts);
+            _exit(s == ONNXIO_OK ? 0 : 1);
+        }
+        int st = 0;
+        waitpid(pid, &st, 0);
+        bool killed = WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
+        CHECK_MSG(killed || (i > n && WIFEXITED(st) && WEXITSTATUS(st) == 0),
+                  "%s, crash point %ld: the child ended with status %d", what, i, st);
+        onnxio_arena *a = onnxio_arena_new();
+        onnxio_ModelProto *back = NULL;
+        onnxio_parse_options po = serial_load(false);
+        onnxio_status s = onnxio_load_model(path, &po, a, &back);
+        CHECK_MSG(s == ONNXIO_OK, "%s, crash point %ld: the next load fails: %s", what, i, onnxio_last_error());
+        bool is_old = back && onnxio_message_equal(back, old_m) == 1;
+        bool is_new = back && onnxio_message_equal(back, new_m) == 1;
+        CHECK_MSG(is_old || is_new, "%s, crash point %ld: the model loaded is neither the old one nor the new one", what,
+                  i);
+        char why[512] = "";
+        bool files_ok = is_new ? same_as(&new_files, why, sizeof why) : same_as(&old_files, why, sizeof why);
+        CHECK_MSG(files_ok, "%s, crash point %ld: after the next load the files are not the %s ones: %s", what, i,
+                  is_new ? "new" : "old", why);
+        saw_old += is_old && !is_new;
+        saw_new += is_new;
+        onnxio_arena_unref(a);
+    }
+    total_points += n + 1;
+    tu_note("%-58s %5ld crash points: old model %ld times, new %ld times", what, n + 1, saw_old, saw_new);
+    snap_free(&old_files);
+    snap_free(&new_files);
+    free(path);
+}
+
+/* ---- libcrypto's and zlib's start-up ------------------------------------------- */
+
+/* OpenSSL's allocator hooks: counted, and failing from the nth on. */
+static long crypto_count, crypto_fail_at;
+
+static void *crypto_malloc(size_t n, const char *file, int line)
+{
+    (void)file;
+    (void)line;
+    if (crypto_fail_at && ++crypto_count >= crypto_fail_at) return NULL;
+    if (!crypto_fail_at) crypto_count++;
+    return malloc(n);
+}
+
+static void *crypto_realloc(void *p, size_t n, const char *file, int line)
+{
+    (void)file;
+    (void)line;
+    if (crypto_fail_at && ++crypto_count >= crypto_fail_at) return NULL;
+    if (!crypto_fail_at) crypto_count++;
+    return realloc(p, n);
+}
+
+static void crypto_free(void *p, const char *file, int line)
+{
+    (void)file;
+    (void)line;
+    free(p);
+}
+
+/* In a child that has not touched libcrypto: a save with checksums and a
+ * load verifying them, OpenSSL's nth allocation failing (0: none). Exits
+ * 0 when both end cleanly (OK, or a status with a message, and no
+ * temporary file), 1 otherwise; writes the allocations counted to `fd`. */
+static void crypto_child(long fail_at, int fd, const char *dir)
+{
+    crypto_fail_at = fail_at;
+    CRYPTO_set_mem_functions(crypto_malloc, crypto_realloc, crypto_free);
+    char *p = tu_path_join(dir, "c.onnx");
+    onnxio_serialize_options o = serial_save();
+    o.external_data.location = "c.data";
+    o.external_data.checksum = true;
+    onnxio_status s = onnxio_save_model(W.model, p, &o);
+    bool clean = s == ONNXIO_OK || onnxio_last_error()[0];
+    if (s == ONNXIO_OK) {
+        s = load(p, false);
+        clean = clean && (s == ONNXIO_OK || onnxio_last_error()[0]);
+    }
+    tu_strlist l = {0};
+    tu_list_dir(dir, &l);
+    for (size_t i = 0; i < l.size; i++)
+        if (strstr(l.items[i], ".onnxio-")) clean = false;
+    if (write(fd, &crypto_count, sizeof crypto_count) != (ssize_t)sizeof crypto_count) clean = false;
+    _exit(clean ? 0 : 1);
+}
+
+static void crypto_sweep(void)
+{
+    tu_begin("libcrypto start-up: its allocations fail in turn, in fresh processes");
+    char *dir = tu_path_join(W.dir, "crypto");
+    long n = -1, crashed = 0, unclean = 0;
+    for (long i = 0; i == 0 || i <= n; i++) {
+        tu_remove_tree(dir);
+        mkdir(dir, 0777);
+        int pfd[2];
+        if (pipe(pfd) != 0) abort();
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+            close(pfd[0]);
+            crypto_child(i, pfd[1], dir);
+        }
+        close(pfd[1]);
+        long counted = 0;
+        ssize_t got = read(pfd[0], &counted, sizeof counted);
+        close(pfd[0]);
+        int st = 0;
+        waitpid(pid, &st, 0);
+        if (i == 0) {
+            CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0 && got == (ssize_t)sizeof counted,
+                      "the counting run failed (status %d)", st);
+            n = counted;
+            continue;
+        }
+        if (WIFSIGNALED(st)) crashed++;
+        else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) unclean++;
+        CHECK_MSG(!WIFSIGNALED(st), "libcrypto allocation %ld failing: the process died of signal %d", i,
+                  WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+        CHECK_MSG(WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) == 0),
+                  "libcrypto allocation %ld failing: an unclean end (no message, or a temporary file left)", i);
+    }
+    total_points += n;
+    tu_note("%ld libcrypto allocation points (start-up, SHA-1 on save and load): %ld crashes, %ld unclean", n, crashed,
+            unclean);
+    tu_remove_tree(dir);
+    free(dir);
+    tu_end();
+}
+
+/* ---- setting up -------------------------------------------------------------------- */
+
+/* The model's inputs: a plain file, with external data, an archive, and an
+ * archive with deflated entries (built by an independent zip writer). */
+static void make_inputs(void)
+{
+    W.model_path = tu_path_join(W.dir, "m.onnx");
+    W.ext_path = tu_path_join(W.dir, "ext.onnx");
+    W.archive_path = tu_path_join(W.dir, "m.onnxz");
+    W.deflated_path = tu_path_join(W.dir, "deflated.onnxz");
+    onnxio_serialize_options o = ONNXIO_SERIALIZE_OPTIONS_INIT;
+    CHECK_STATUS(onnxio_save_model(W.model, W.model_path, &o), ONNXIO_OK);
+    CHECK_STATUS(onnxio_save_model(W.model, W.archive_path, &o), ONNXIO_OK);
+    o.external_data.location = "ext.data";
+    o.external_data.checksum = true;
+    CHECK_STATUS(onnxio_save_model(W.model, W.ext_path, &o), ONNXIO_OK);
+    /* Deflated: the archive's entries, recompressed by tu_zip_build. */
+    onnxio_archive *ar = NULL;
+    CHECK_STATUS(onnxio_archive_open(W.archive_path, &ar), ONNXIO_OK);
+    size_t n = ar ? onnxio_archive_entry_count(ar) : 0;
+    size_t fsize;
+    uint8_t *file = tu_read_file(W.archive_path, &fsize);
+    tu_zsrc src[16];
+    for (size_t i = 0; i < n && i < 16; i++) {
+        const onnxio_archive_entry *e = onnxio_archive_entry_at(ar, i);
+        src[i] = (tu_zsrc){e->name, file + e->data_offset, (size_t)e->size, 1, 0};
+    }
+    tu_bytes b = {0};
+    tu_zip_build(&b, src, n < 16 ? n : 16);
+    tu_write_file(W.deflated_path, b.data, b.size);
+    tu_bytes_free(&b);
+    free(file);
+    onnxio_archive_close(ar);
+}
+
+/* The outputs the saves overwrite: a complete save of each first. */
+static void make_outputs(void)
+{
+    tu_remove_tree(W.out);
+    mkdir(W.out, 0777);
+    for (size_t i = 0; i < sizeof scenarios / sizeof *scenarios; i++)
+        if (scenarios[i].writes && scenarios[i].run != replace_model) CHECK_STATUS(scenarios[i].run(), ONNXIO_OK);
+    char *r = out_path("replace.onnxz");
+    onnxio_serialize_options o = serial_save();
+    CHECK_STATUS(onnxio_save_model(W.model, r, &o), ONNXIO_OK);
+    free(r);
+}
+
+static void run_model(const char *what, onnxio_ModelProto *m, onnxio_arena *arena)
+{
+    W.model = m;
+    W.arena = arena;
+    tu_begin("fault injection, %s: every allocation, every file operation", what);
+    make_inputs();
+    make_outputs();
+    for (size_t i = 0; i < sizeof scenarios / sizeof *scenarios; i++) {
+        sweep(&scenarios[i], ALLOC_OPS, "alloc");
+        sweep(&scenarios[i], IO_OPS, "I/O");
+    }
+    tu_end();
+    free(W.model_path);
+    free(W.ext_path);
+    free(W.archive_path);
+    free(W.deflated_path);
+}
+
+int main(int argc, char **argv)
+{
+    const char *repo = argc > 1 ? argv[1] : ".";
+    signal(SIGPIPE, SIG_IGN);
+    W.dir = tu_make_temp_dir("faults");
+    W.out = tu_path_join(W.dir, "out");
+    mkdir(W.out, 0777);
+    onnxio_arena *arena = onnxio_arena_new();
+    onnxio_ModelProto *synthetic = synthetic_model(arena, 1);
+    W.model = synthetic;
+
+    /* First, while this process has not touched libcrypto. */
+    crypto_sweep();
+
+    run_model("a synthetic model", synthetic, arena);
+
+    /* A real model, when ../shared is beside the repository. */
+    const char *corpus = tu_corpus_dir(repo);
+    if (corpus) {
+        char *p = tu_path_join(corpus, "robertknight+rten__rten-onnx__test-data__mnist.onnx");
+        onnxio_arena *ra = onnxio_arena_new();
+        onnxio_ModelProto *real = NULL;
+        CHECK_STATUS(onnxio_load_model(p, NULL, ra, &real), ONNXIO_OK);
+        if (real) run_model("mnist.onnx of the corpus", real, ra);
+        onnxio_arena_unref(ra);
+        free(p);
+    } else {
+        tu_note("skipped: the real-model sweeps (../shared/corpus is not beside the repository)");
+    }
+
+    /* The save protocol, killed at each step. */
+    tu_begin("crash points: a save killed before each file operation, then the next load");
+    onnxio_ModelProto *changed = synthetic_model(arena, 9);
+    W.model = synthetic;
+    onnxio_serialize_options o = serial_save();
+    crash_sweep("save .onnx", "c.onnx", &o, synthetic, changed);
+    onnxio_serialize_options one = o;
+    one.external_data.location = "c.data";
+    one.external_data.checksum = true;
+    crash_sweep("save with one data file", "c.onnx", &one, synthetic, changed);
+    onnxio_serialize_options per = o;
+    per.external_data.all_tensors_to_one_file = ONNXIO_OFF;
+    per.external_data.convert_attribute = true;
+    crash_sweep("save one file per tensor", "c.onnx", &per, synthetic, changed);
+    onnxio_serialize_options split = o;
+    split.external_data.location = "c.data";
+    split.external_data.max_file_size = 8192;
+    crash_sweep("save split data files", "c.onnx", &split, synthetic, changed);
+    crash_sweep("save .onnxz", "c.onnxz", &o, synthetic, changed);
+    tu_end();
+
+    tu_note("%ld fault and crash points in all", total_points);
+    onnxio_arena_unref(arena);
+    tu_remove_tree(W.dir);
+    free(W.dir);
+    free(W.out);
+    return tu_finish();
+}
