@@ -92,13 +92,16 @@ static void count_payload(void *ctx, void *msg)
  * cache, as the first would not. */
 static void warm_file(const char *path)
 {
+    enum { CHUNK = 1 << 16 };
     FILE *f = fopen(path, "rb");
-    if (!f)
-        return;
-    static char buf[1 << 16];
-    while (fread(buf, 1, sizeof buf, f) == sizeof buf)
-        ;
-    fclose(f);
+    /* Heap, not static: cli_main keeps no state between calls. */
+    char *buf = malloc(CHUNK);
+    if (f && buf)
+        while (fread(buf, 1, CHUNK, f) == CHUNK)
+            ;
+    free(buf);
+    if (f)
+        fclose(f);
 }
 
 static int parse_count(const char *text, long min, long max, long *out)
@@ -121,7 +124,8 @@ static int time_saves(onnxio_ModelProto *model, const char *dir, const char *loc
     onnxio_serialize_options so = {0};
     so.num_threads = threads;
     so.external_data.location = location;
-    so.external_data.size_threshold = 1024;
+    /* 0: the library's default threshold (1024 bytes, as --help says). */
+    so.external_data.size_threshold = 0;
     int rc = CLI_EXIT_OK;
     for (int r = 0; r < repeat; r++) {
         double t0 = now();

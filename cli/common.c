@@ -153,6 +153,46 @@ int cli_parse_size(const char *text, uint64_t *out)
     return 0;
 }
 
+int cli_parse_count(const char *text, uint64_t *out)
+{
+    uint64_t value = 0;
+    if (*text == '\0')
+        return -1;
+    for (const char *p = text; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        unsigned digit = (unsigned)(*p - '0');
+        if (value > (UINT64_MAX - digit) / 10)
+            return -1;
+        value = value * 10 + digit;
+    }
+    *out = value;
+    return 0;
+}
+
+int cli_parse_max_expansion(const cli_verb *verb, const char *text, uint64_t *out)
+{
+    if (text && cli_parse_count(text, out) != 0)
+        return cli_usage_error(verb, "--max-expansion: invalid factor '%s' (a whole number; 0: the default, %u)", text,
+                               (unsigned)ONNXIO_DEFAULT_MAX_EXPANSION);
+    return -1;
+}
+
+int cli_string_cmp(onnxio_string a, onnxio_string b)
+{
+    size_t n = a.size < b.size ? a.size : b.size;
+    int c = n ? memcmp(a.data, b.data, n) : 0;
+    if (c == 0 && a.size != b.size)
+        c = a.size < b.size ? -1 : 1;
+    return c;
+}
+
+int cli_string_is(onnxio_string s, const char *text)
+{
+    size_t n = strlen(text);
+    return s.size == n && (n == 0 || memcmp(s.data, text, n) == 0);
+}
+
 const char *cli_human_size(uint64_t bytes, char *buf, size_t buf_size)
 {
     static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
@@ -169,6 +209,14 @@ const char *cli_human_size(uint64_t bytes, char *buf, size_t buf_size)
     }
     snprintf(buf, buf_size, "%.1f %s", v, units[u]);
     return buf;
+}
+
+int cli_file_is_archive(const char *path)
+{
+    onnxio_format format;
+    if (onnxio_detect_file_format(path, &format) != ONNXIO_OK)
+        return -1;
+    return format == ONNXIO_FORMAT_ARCHIVE;
 }
 
 onnxio_status cli_load_model(const char *path, const onnxio_parse_options *opts,

@@ -28,6 +28,14 @@ typedef struct cli_verb {
     int (*run)(int argc, char **argv);
 } cli_verb;
 
+/* The whole command, as main() runs it: `argv[0]` is the program name,
+ * argv[1] the verb (or --help, --version, help). Returns the exit status
+ * (0, 1 or 2 as above) and never exits, so that it can also be called
+ * in-process (tests/fuzz/fuzz_cli.c): nothing it allocates or sets survives
+ * the call, and it installs no signal handlers (main.c does). Writes to
+ * stdout and stderr. */
+int cli_main(int argc, char **argv);
+
 extern const cli_verb cli_verb_info;
 extern const cli_verb cli_verb_print;
 extern const cli_verb cli_verb_convert;
@@ -77,6 +85,21 @@ int cli_finish_stdout(const char *verb, int status);
 
 /* ---- numbers and sizes ----------------------------------------------- */
 
+/* Parses a plain decimal count (digits only, no sign, no suffix). Returns
+ * 0 on success, -1 when the text is not such a number or overflows. */
+int cli_parse_count(const char *text, uint64_t *out);
+
+/* Parses the value of `--max-expansion N` (onnxio_parse_options.max_expansion:
+ * 0 means the library's default) into *out, which stays as it is when
+ * `text` is NULL (the option was not given). Returns -1 when the verb
+ * should go on, or 2 after a usage error. */
+int cli_parse_max_expansion(const cli_verb *verb, const char *text, uint64_t *out);
+
+/* The text of a macro's value: CLI_STR(ONNXIO_DEFAULT_MAX_EXPANSION) is
+ * "100", for help texts that quote a library default. */
+#define CLI_STR_(x) #x
+#define CLI_STR(x) CLI_STR_(x)
+
 /* Parses a byte count: digits with an optional K, M or G suffix (powers of
  * 1024, an optional "iB"/"B" after it). Returns 0 on success, -1 when the
  * text is not such a number or overflows. */
@@ -85,7 +108,22 @@ int cli_parse_size(const char *text, uint64_t *out);
 /* "512 B", "1.5 KiB", "12.0 MiB", ... into buf (at least 32 bytes). */
 const char *cli_human_size(uint64_t bytes, char *buf, size_t buf_size);
 
+/* ---- strings of a model ---------------------------------------------- */
+
+/* Compares two onnxio_strings as memcmp would, shorter first on a common
+ * prefix. An unset field is {NULL, 0}: never passed to memcmp, since even
+ * memcmp(NULL, p, 0) is undefined behaviour. */
+int cli_string_cmp(onnxio_string a, onnxio_string b);
+/* 1 when `s` holds exactly the bytes of the C string `text`. */
+int cli_string_is(onnxio_string s, const char *text);
+
 /* ---- models ---------------------------------------------------------- */
+
+/* Whether the file at `path` is an .onnxz archive by its first bytes, the
+ * test onnxio_load_model makes (onnxio_detect_file_format): 1 or 0, or -1
+ * when the file cannot be examined (missing, not a regular file;
+ * onnxio_last_error() says why). */
+int cli_file_is_archive(const char *path);
 
 /* onnxio_load_model / onnxio_load_file / onnxio_save_model with a progress
  * indicator ("loading FILE", "saving FILE") on stderr when it is a

@@ -3,16 +3,11 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "common.h"
-#include "onnxz.h"
-#include "tensor.h"
 #include "walk.h"
 
 static int run_convert(int argc, char **argv);
-
-#define CONVERT_DEFAULT_THRESHOLD 1024
 
 const cli_verb cli_verb_convert = {
     "convert",
@@ -76,6 +71,9 @@ const cli_verb cli_verb_convert = {
     "  --no-copy                 memory-map IN and its data and save from the\n"
     "                            mapping (the default)\n"
     "  --copy                    read IN's payloads into memory instead\n"
+    "  --max-expansion N         refuse to load IN when it would take more than N\n"
+    "                            times its size in memory (structure, copied and\n"
+    "                            inflated payloads; 0: the default, " CLI_STR(ONNXIO_DEFAULT_MAX_EXPANSION) ")\n"
     "  --help                    show this help\n",
     run_convert,
 };
@@ -111,39 +109,36 @@ static const char *base_name(const char *path)
     return slash ? slash + 1 : path;
 }
 
-/* `location` spelled without leading "./" components. */
-static const char *strip_dot_slash(const char *location)
+/* 1 when the external data location (`size` bytes, not NUL-terminated)
+ * names the file `base` in the model's directory: spelled the same, after
+ * any leading "./" components. */
+static int location_is(const char *location, size_t size, const char *base)
 {
-    while (location[0] == '.' && location[1] == '/')
+    while (size >= 2 && location[0] == '.' && location[1] == '/') {
         location += 2;
-    return location;
+        size -= 2;
+    }
+    return size == strlen(base) && memcmp(location, base, size) == 0;
 }
 
 typedef struct external_scan {
     uint64_t tensors;
     const char *out_base; /* OUT's file name, to catch OUT overwriting a data file */
-    const char *clash;
+    int clash;
 } external_scan;
 
 static void scan_external(void *ctx, void *msg)
 {
     external_scan *scan = ctx;
-    if (!cli_is(msg, &onnxio_desc_TensorProto) || !cli_tensor_is_external(msg))
+    if (!cli_is(msg, &onnxio_desc_TensorProto) || !onnxio_tensor_is_external(msg))
         return;
     scan->tensors++;
-    cli_external_ref ref;
-    cli_tensor_external_ref(msg, &ref);
-    if (ref.location.size && !memchr(ref.location.data, '\0', ref.location.size) &&
-        strcmp(strip_dot_slash(ref.location.data), scan->out_base) == 0)
-        scan->clash = ref.location.data;
-}
-
-/* 1 when `a` and `b` name the same existing file. */
-static int same_file(const char *a, const char *b)
-{
-    struct stat sa, sb;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
-           sa.st_ino == sb.st_ino;
+    onnxio_external_ref ref;
+    /* A reference the library refuses leads to no file a load would ever
+     * read, so OUT cannot break it. */
+    if (onnxio_external_ref_parse(msg, &ref) == ONNXIO_OK &&
+        location_is(ref.location, ref.location_size, scan->out_base))
+        scan->clash = 1;
 }
 
 /* Refuses a plain convert that would break external references or
@@ -151,7 +146,7 @@ static int same_file(const char *a, const char *b)
  * relative to `base_dir` when given, else to IN's directory. */
 static int check_keep_external(onnxio_ModelProto *model, const char *in, const char *base_dir, const char *out)
 {
-    external_scan scan = {0, base_name(out), NULL};
+    external_scan scan = {0, base_name(out), 0};
     cli_walk(model, scan_external, &scan);
     if (scan.tensors == 0)
         return CLI_EXIT_OK;
@@ -171,25 +166,7 @@ static int check_keep_external(onnxio_ModelProto *model, const char *in, const c
                             (unsigned long long)scan.tensors, base_dir ? "base directory" : "input's directory");
     if (scan.clash)
         return cli_fail_msg("convert", out, "would overwrite the external data file '%s' of the model",
-                            scan.clash);
-    return CLI_EXIT_OK;
-}
-
-/* Refuses an external data location that is OUT itself. */
-static int check_location(const char *out, const char *location)
-{
-    const char *slash = strrchr(out, '/');
-    size_t dir_len = slash ? (size_t)(slash - out) + 1 : 0;
-    char *path = malloc(dir_len + strlen(location) + 1);
-    if (!path)
-        return cli_fail_msg("convert", out, "out of memory");
-    memcpy(path, out, dir_len);
-    strcpy(path + dir_len, location);
-    int clash = same_file(path, out) || strcmp(strip_dot_slash(location), base_name(out)) == 0;
-    free(path);
-    if (clash)
-        return cli_fail_msg("convert", out, "the external data location '%s' is the model file itself",
-                            location);
+                            base_name(out));
     return CLI_EXIT_OK;
 }
 
@@ -204,7 +181,7 @@ static int parse_size_option(const char *name, const char *text, uint64_t *out)
 static int run_convert(int argc, char **argv)
 {
     const char *location = NULL, *threshold_text = NULL, *alignment_text = NULL, *max_file_text = NULL;
-    const char *threads_text = NULL, *base_dir = NULL;
+    const char *threads_text = NULL, *base_dir = NULL, *expansion_text = NULL;
     int inline_data = 0, per_tensor = 0, checksum = 0, convert_attribute = 0, no_copy = 0, copy = 0;
     int verify = 0;
     const cli_option opts[] = {
@@ -221,6 +198,7 @@ static int run_convert(int argc, char **argv)
         {"copy", NULL, &copy},
         {"base-dir", &base_dir, NULL},
         {"verify-checksum", NULL, &verify},
+        {"max-expansion", &expansion_text, NULL},
     };
     char *pos[2];
     size_t npos;
@@ -230,7 +208,7 @@ static int run_convert(int argc, char **argv)
         return rc;
     const char *in = pos[0], *out = pos[1];
     int external = location || per_tensor;
-    int out_archive = cli_is_archive_name(out);
+    int out_archive = onnxio_path_is_archive(out);
 
     if (out_archive) {
         /* An archive holds its payloads itself: options that place them in
@@ -267,11 +245,12 @@ static int run_convert(int argc, char **argv)
     if (max_file_text && !location)
         return cli_usage_error(&cli_verb_convert, "--max-file-size needs --external-data");
 
-    uint64_t threshold = CONVERT_DEFAULT_THRESHOLD, alignment = 0, max_file_size = 0, threads = 0;
+    /* 0 leaves the threshold to the library's default (1024). */
+    uint64_t threshold = 0, alignment = 0, max_file_size = 0, threads = 0, max_expansion = 0;
     if ((rc = parse_size_option("size-threshold", threshold_text, &threshold)) >= 0)
         return rc;
     /* For the library 0 means "the default"; here it means "all". */
-    if (threshold == 0)
+    if (threshold_text && threshold == 0)
         threshold = 1;
     if ((rc = parse_size_option("alignment", alignment_text, &alignment)) >= 0)
         return rc;
@@ -281,6 +260,8 @@ static int run_convert(int argc, char **argv)
         return rc;
     if (max_file_text && max_file_size == 0)
         return cli_usage_error(&cli_verb_convert, "--max-file-size must be at least 1");
+    if ((rc = cli_parse_max_expansion(&cli_verb_convert, expansion_text, &max_expansion)) >= 0)
+        return rc;
     if (threads_text) {
         char *end;
         threads = strtoull(threads_text, &end, 10);
@@ -293,7 +274,9 @@ static int run_convert(int argc, char **argv)
      * (the content decides, not the name, as for the library's load). An
      * archive OUT needs every payload too (a tensor left external is
      * refused by the writer). */
-    int in_archive = cli_starts_like_archive(in);
+    int in_archive = cli_file_is_archive(in);
+    if (in_archive < 0)
+        return cli_fail("convert", in);
     int load_payloads = external || inline_data || out_archive || in_archive;
 
     onnxio_parse_options po = {0};
@@ -311,6 +294,7 @@ static int run_convert(int argc, char **argv)
      * written out with a fresh, matching CRC-32 (gpt2, 500 MB: about 10%
      * more time). */
     po.verify_crc = ONNXIO_ON;
+    po.max_expansion = max_expansion;
 
     onnxio_arena *arena = onnxio_arena_new();
     if (!arena)
@@ -322,8 +306,9 @@ static int run_convert(int argc, char **argv)
         return rc;
     }
 
-    rc = location ? check_location(out, location)
-                  : !load_payloads ? check_keep_external(model, in, base_dir, out) : CLI_EXIT_OK;
+    /* An external data location that is OUT itself is the library's to
+     * refuse (ONNXIO_ERR_PATH_SELF), with the other location rules. */
+    rc = !load_payloads ? check_keep_external(model, in, base_dir, out) : CLI_EXIT_OK;
     if (rc == CLI_EXIT_OK) {
         onnxio_serialize_options so = {0};
         so.num_threads = (int)threads;

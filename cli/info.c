@@ -15,14 +15,18 @@ static int run_info(int argc, char **argv);
 const cli_verb cli_verb_info = {
     "info",
     "Summarize a model: header, opsets, inputs and outputs, operators, weights.",
-    "onnxio info MODEL [--json]",
+    "onnxio info MODEL [--json] [--max-expansion N]",
     "Shows the model's IR version, producer, domain and model version, opset\n"
     "imports and metadata; the graph's name, inputs and outputs (element type\n"
     "and shape: a number, a symbolic dimension, or '?' when unknown); the node\n"
     "count by op type (most frequent first) and the nodes of subgraphs; the\n"
     "number and total size of initializers and the 10 largest; the external\n"
     "data files the model refers to (tensors and bytes each, and whether the\n"
-    "file is there); local functions; sparse initializers.\n"
+    "file is there, and holds the bytes its tensors need: \"short\" when an\n"
+    "offset plus length runs past its end), and the tensors whose external data\n"
+    "keys are invalid (no location, an absolute or '..' location, an offset or\n"
+    "length that is not a number), with the reason; local functions; sparse\n"
+    "initializers.\n"
     "\n"
     "For an .onnxz archive (known by its content), the external data are the\n"
     "archive entries the model's tensors refer to (and whether each is there),\n"
@@ -38,10 +42,18 @@ const cli_verb cli_verb_info = {
     "the element size; strings by length), or the external data length.\n"
     "External data and archive entries are not read.\n"
     "\n"
+    "In JSON, each external data file has \"exists\", \"file_size\",\n"
+    "\"needed_bytes\" (the largest offset plus length of its tensors), \"short\"\n"
+    "and \"refused\" (why a load would not open a file that is there: a symlink\n"
+    "leading out of the model's directory, a FIFO, other hard links), and\n"
+    "\"invalid_external_refs\" lists the tensors with invalid keys.\n"
+    "\n"
     "options:\n"
-    "  --json     print one JSON object instead of text (\"archive\" is null\n"
-    "             for a model that is not an archive)\n"
-    "  --help     show this help\n",
+    "  --json             print one JSON object instead of text (\"archive\" is\n"
+    "                     null for a model that is not an archive)\n"
+    "  --max-expansion N  refuse to load MODEL when its structure would take more\n"
+    "                     than N times its size in memory (0: the default, " CLI_STR(ONNXIO_DEFAULT_MAX_EXPANSION) ")\n"
+    "  --help             show this help\n",
     run_info,
 };
 
@@ -58,6 +70,19 @@ static void put_escaped(FILE *out, onnxio_string s)
         else
             fputc(c, out);
     }
+}
+
+static void put_escaped_c(FILE *out, const char *text)
+{
+    onnxio_string s = {text, strlen(text)};
+    put_escaped(out, s);
+}
+
+/* Whether an external data file (or archive entry) that is there is too
+ * short for the ranges its tensors refer to. */
+static int file_is_short(const cli_external_file *f)
+{
+    return f->exists && f->file_size < f->needed_bytes;
 }
 
 static void put_dtype(FILE *out, int32_t data_type)
@@ -396,7 +421,12 @@ static void print_text(const char *path, const onnxio_ModelProto *m, const cli_s
         for (size_t i = 0; i < s->op_count; i++) {
             const cli_op_count *op = &s->ops[i];
             printf("  %8" PRIu64 "  ", op->count);
-            put_escaped(stdout, op->op_type);
+            /* A node without an op_type is invalid, but still counted:
+             * say so rather than print nothing. */
+            if (op->op_type.size)
+                put_escaped(stdout, op->op_type);
+            else
+                fputs("(no op_type)", stdout);
             if (op->domain.size) {
                 fputs(" (", stdout);
                 put_escaped(stdout, op->domain);
@@ -445,14 +475,28 @@ static void print_text(const char *path, const onnxio_ModelProto *m, const cli_s
             printf("  ");
             put_escaped(stdout, f->location);
             printf(": %" PRIu64 " tensors, %s", f->tensors, cli_human_size(f->bytes, size, sizeof size));
-            if (!f->checked)
-                fputs(" (unsafe location, not checked)", stdout);
-            else if (!f->exists)
+            if (f->refused) {
+                fputs(" (refused: ", stdout);
+                put_escaped_c(stdout, f->refused);
+                fputc(')', stdout);
+            } else if (!f->exists) {
                 fputs(s->in_archive ? " (no such entry)" : " (missing)", stdout);
+            } else if (file_is_short(f)) {
+                printf(" (short: %" PRIu64 " bytes, its tensors need %" PRIu64 ")", f->file_size, f->needed_bytes);
+            }
             fputc('\n', stdout);
         }
-        if (s->external_unnamed)
-            printf("  (no location): %" PRIu64 " tensors\n", s->external_unnamed);
+        if (s->bad_ref_count) {
+            printf("  invalid references: %zu tensors\n", s->bad_ref_count);
+            size_t shown = s->bad_ref_count < CLI_BAD_REFS_SHOWN ? s->bad_ref_count : CLI_BAD_REFS_SHOWN;
+            for (size_t i = 0; i < shown; i++) {
+                fputs("    ", stdout);
+                put_escaped_c(stdout, s->bad_refs[i].message ? s->bad_refs[i].message : "");
+                fputc('\n', stdout);
+            }
+            if (shown < s->bad_ref_count)
+                printf("    ... and %zu more (--json lists them all)\n", s->bad_ref_count - shown);
+        }
     }
 
     if (m->functions.size) {
@@ -715,13 +759,22 @@ static void print_json(const char *path, const onnxio_ModelProto *m, const cli_s
         cli_json_key(j, "bytes");
         cli_json_uint(j, f->bytes);
         cli_json_key(j, "exists");
-        if (f->checked)
-            cli_json_bool(j, f->exists);
-        else
-            cli_json_null(j);
+        cli_json_bool(j, f->exists);
         cli_json_key(j, "file_size");
         if (f->exists)
             cli_json_uint(j, f->file_size);
+        else
+            cli_json_null(j);
+        cli_json_key(j, "needed_bytes");
+        cli_json_uint(j, f->needed_bytes);
+        cli_json_key(j, "short");
+        if (f->exists)
+            cli_json_bool(j, file_is_short(f));
+        else
+            cli_json_null(j);
+        cli_json_key(j, "refused");
+        if (f->refused)
+            cli_json_cstring(j, f->refused);
         else
             cli_json_null(j);
         cli_json_end_object(j);
@@ -729,6 +782,20 @@ static void print_json(const char *path, const onnxio_ModelProto *m, const cli_s
     cli_json_end_array(j);
     cli_json_key(j, "external_tensors");
     cli_json_uint(j, s->external_tensors);
+    cli_json_key(j, "invalid_external_refs");
+    cli_json_begin_array(j);
+    for (size_t i = 0; i < s->bad_ref_count; i++) {
+        const cli_bad_ref *b = &s->bad_refs[i];
+        cli_json_begin_object(j);
+        cli_json_key(j, "tensor");
+        json_str(j, b->tensor->name);
+        cli_json_key(j, "status");
+        cli_json_cstring(j, onnxio_status_name(b->status));
+        cli_json_key(j, "message");
+        cli_json_cstring(j, b->message);
+        cli_json_end_object(j);
+    }
+    cli_json_end_array(j);
 
     cli_json_key(j, "functions");
     cli_json_begin_array(j);
@@ -759,13 +826,17 @@ static void print_json(const char *path, const onnxio_ModelProto *m, const cli_s
 static int run_info(int argc, char **argv)
 {
     int json = 0;
-    const cli_option opts[] = {{"json", NULL, &json}};
+    const char *expansion_text = NULL;
+    const cli_option opts[] = {{"json", NULL, &json}, {"max-expansion", &expansion_text, NULL}};
     char *pos[1];
     size_t npos;
-    int rc = cli_parse_args(&cli_verb_info, argc, argv, opts, 1, pos, 1, 1, &npos);
+    int rc = cli_parse_args(&cli_verb_info, argc, argv, opts, sizeof opts / sizeof opts[0], pos, 1, 1, &npos);
     if (rc >= 0)
         return rc;
     const char *path = pos[0];
+    uint64_t max_expansion = 0;
+    if ((rc = cli_parse_max_expansion(&cli_verb_info, expansion_text, &max_expansion)) >= 0)
+        return rc;
 
     /* Structure only: payload sizes are kept, nothing is copied, and
      * external data files are not opened. */
@@ -773,11 +844,16 @@ static int run_info(int argc, char **argv)
     po.load_external_data = ONNXIO_OFF;
     po.skip_raw_data = true;
     po.no_copy = true;
+    po.max_expansion = max_expansion;
 
-    /* An archive is opened (and validated) on its own to list its entries;
-     * nothing of their data is read. */
+    /* An archive (by its content, as the load decides) is opened and
+     * validated on its own to list its entries; nothing of their data is
+     * read. */
+    int is_archive = cli_file_is_archive(path);
+    if (is_archive < 0)
+        return cli_fail("info", path);
     onnxio_archive *archive = NULL;
-    if (cli_starts_like_archive(path) && onnxio_archive_open(path, &archive) != ONNXIO_OK)
+    if (is_archive && onnxio_archive_open(path, &archive) != ONNXIO_OK)
         return cli_fail("info", path);
 
     onnxio_arena *arena = onnxio_arena_new();

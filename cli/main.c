@@ -1,85 +1,54 @@
-/* The onnxio command: dispatch to a verb, global help and version. */
-#include <stdio.h>
-#include <string.h>
+/* The onnxio program: signal dispositions, then cli_main (cli.c), which is
+ * the whole command and can also run in-process (tests/fuzz/fuzz_cli.c). */
+#include <signal.h>
+#include <stddef.h>
 
 #include "common.h"
 
-static const cli_verb *const verbs[] = {&cli_verb_info, &cli_verb_print, &cli_verb_convert,
-                                        &cli_verb_bench};
-#define VERB_COUNT (sizeof verbs / sizeof verbs[0])
-
-static const char usage_line[] = "usage: onnxio COMMAND [ARGS...]   (see 'onnxio --help')\n";
-
-static void print_help(void)
+/* SIGINT, SIGTERM, SIGHUP: the temporary files of a save in progress
+ * (".NAME.tmp-XXXXXX" beside its target) are removed, then the signal is
+ * raised again with its default action, so that the process still dies of
+ * it (a shell or a supervisor sees "killed by signal", not an exit status).
+ * Only async-signal-safe calls: onnxio_remove_temporary_files is one by
+ * its contract, signal and raise are POSIX ones. The library's worker
+ * threads and the progress thread block these signals, so the handler runs
+ * on the thread that makes the onnxio calls, as the library requires. */
+static void on_terminating_signal(int sig)
 {
-    printf("usage: onnxio COMMAND [ARGS...]\n"
-           "       onnxio --help | --version | help [COMMAND]\n"
-           "\n"
-           "Reads and writes ONNX model files (library version %s).\n"
-           "\n"
-           "commands:\n",
-           ONNXIO_VERSION_STRING);
-    for (size_t i = 0; i < VERB_COUNT; i++)
-        printf("  %-9s %s\n", verbs[i]->name, verbs[i]->summary);
-    printf("\n"
-           "Run 'onnxio COMMAND --help' for a command's arguments and options.\n"
-           "\n"
-           "Exit status: 0 success; 1 invalid input or a failure (a one-line message\n"
-           "on stderr); 2 bad usage (unknown command or option, missing argument).\n"
-           "A progress line is shown on stderr for long steps when it is a terminal.\n");
+    onnxio_remove_temporary_files();
+    signal(sig, SIG_DFL);
+    /* Pending until this handler returns (the signal is blocked while it
+     * runs); then the default action ends the process. */
+    raise(sig);
 }
 
-static const cli_verb *find_verb(const char *name)
+static void install_signal_handlers(void)
 {
-    for (size_t i = 0; i < VERB_COUNT; i++)
-        if (strcmp(verbs[i]->name, name) == 0)
-            return verbs[i];
-    return NULL;
-}
+    /* Writing past `ulimit -f` then fails with EFBIG ("File too large"),
+     * which the save reports and cleans up after, instead of the default
+     * SIGXFSZ killing the process with its temporary file left behind. */
+    signal(SIGXFSZ, SIG_IGN);
 
-static int finish(int status)
-{
-    return cli_finish_stdout("help", status);
+    static const int terminating[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof terminating / sizeof terminating[0]; i++) {
+        struct sigaction old;
+        /* A signal the parent ignores (nohup, a background job of a
+         * non-interactive shell) stays ignored. */
+        if (sigaction(terminating[i], NULL, &old) != 0 || old.sa_handler == SIG_IGN)
+            continue;
+        struct sigaction sa = {0};
+        sa.sa_handler = on_terminating_signal;
+        sigemptyset(&sa.sa_mask);
+        /* The other terminating signals wait while the handler runs, so
+         * that it never interrupts itself. */
+        for (size_t k = 0; k < sizeof terminating / sizeof terminating[0]; k++)
+            sigaddset(&sa.sa_mask, terminating[k]);
+        sigaction(terminating[i], &sa, NULL);
+    }
 }
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "onnxio: missing command\n%s", usage_line);
-        return CLI_EXIT_USAGE;
-    }
-    const char *first = argv[1];
-    if (strcmp(first, "--help") == 0 || strcmp(first, "-h") == 0) {
-        print_help();
-        return finish(CLI_EXIT_OK);
-    }
-    if (strcmp(first, "--version") == 0 || strcmp(first, "-V") == 0) {
-        printf("onnxio %s\n", ONNXIO_VERSION_STRING);
-        return finish(CLI_EXIT_OK);
-    }
-    if (strcmp(first, "help") == 0) {
-        if (argc == 2) {
-            print_help();
-            return finish(CLI_EXIT_OK);
-        }
-        const cli_verb *verb = argc == 3 ? find_verb(argv[2]) : NULL;
-        if (!verb) {
-            if (argc == 3)
-                fprintf(stderr, "onnxio: help: unknown command '%s'\n%s", argv[2], usage_line);
-            else
-                fprintf(stderr, "onnxio: help: too many arguments\n%s", usage_line);
-            return CLI_EXIT_USAGE;
-        }
-        cli_print_verb_help(verb);
-        return finish(CLI_EXIT_OK);
-    }
-    const cli_verb *verb = find_verb(first);
-    if (!verb) {
-        if (first[0] == '-')
-            fprintf(stderr, "onnxio: unknown option '%s'\n%s", first, usage_line);
-        else
-            fprintf(stderr, "onnxio: unknown command '%s'\n%s", first, usage_line);
-        return CLI_EXIT_USAGE;
-    }
-    return verb->run(argc - 1, argv + 1);
+    install_signal_handlers();
+    return cli_main(argc, argv);
 }

@@ -10,7 +10,7 @@ static int run_print(int argc, char **argv);
 const cli_verb cli_verb_print = {
     "print",
     "Print a model, or another ONNX message file, in protobuf text format.",
-    "onnxio print FILE [--full] [--max-bytes N] [--type MESSAGE] [--external]",
+    "onnxio print FILE [--full] [--max-bytes N] [--type MESSAGE] [--external] [--max-expansion N]",
     "The output is what Python's str() of the onnx message prints, except that\n"
     "bytes fields (raw_data and the like) longer than 64 bytes are cut short,\n"
     "with a comment giving their size, unless --full is given.\n"
@@ -26,6 +26,8 @@ const cli_verb cli_verb_print = {
     "                    e.g. TensorProto for a test_data_set .pb file; any\n"
     "                    message of onnx.proto (\"TensorProto\", \"onnx.GraphProto\")\n"
     "  --external        read external data before printing (models only)\n"
+    "  --max-expansion N refuse to load FILE when it would take more than N\n"
+    "                    times its size in memory (0: the default, " CLI_STR(ONNXIO_DEFAULT_MAX_EXPANSION) ")\n"
     "  --help            show this help\n",
     run_print,
 };
@@ -33,12 +35,13 @@ const cli_verb cli_verb_print = {
 static int run_print(int argc, char **argv)
 {
     int full = 0, external = 0;
-    const char *type_name = NULL, *max_bytes = NULL;
+    const char *type_name = NULL, *max_bytes = NULL, *expansion_text = NULL;
     const cli_option opts[] = {
         {"full", NULL, &full},
         {"max-bytes", &max_bytes, NULL},
         {"type", &type_name, NULL},
         {"external", NULL, &external},
+        {"max-expansion", &expansion_text, NULL},
     };
     char *pos[1];
     size_t npos;
@@ -53,6 +56,9 @@ static int run_print(int argc, char **argv)
         return cli_usage_error(&cli_verb_print, "invalid byte count '%s'", max_bytes);
     if (full)
         to.max_bytes_shown = 0;
+    uint64_t max_expansion = 0;
+    if ((rc = cli_parse_max_expansion(&cli_verb_print, expansion_text, &max_expansion)) >= 0)
+        return rc;
 
     const onnxio_message_desc *desc = &onnxio_desc_ModelProto;
     if (type_name) {
@@ -66,6 +72,7 @@ static int run_print(int argc, char **argv)
     onnxio_parse_options po = {0};
     po.no_copy = true;
     po.load_external_data = external ? ONNXIO_ON : ONNXIO_OFF;
+    po.max_expansion = max_expansion;
 
     onnxio_arena *arena = onnxio_arena_new();
     if (!arena)

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,7 +87,15 @@ void cli_progress_begin(const char *what, const char *subject)
     progress.stop = 0;
     progress.drawn = 0;
     clock_gettime(CLOCK_MONOTONIC, &progress.start);
-    if (pthread_create(&progress.thread, NULL, progress_main, NULL) != 0) {
+    /* The thread starts with every signal blocked (it inherits the mask),
+     * so that SIGINT and the like reach the thread making the onnxio calls,
+     * where main.c's handler may remove the save's temporary files. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    rc = pthread_create(&progress.thread, NULL, progress_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
         pthread_cond_destroy(&progress.wake);
         return; /* no indicator is no failure */
     }

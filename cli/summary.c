@@ -3,41 +3,33 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "common.h"
 #include "tensor.h"
 #include "walk.h"
 
 static const onnxio_string empty_string = {"", 0};
 
-/* A location is looked at only when it stays under the model's directory
- * by its spelling: relative, no '..' component (the library's own rule for
- * loading; symlinks are not chased here since nothing is read). */
-static int location_is_safe(onnxio_string loc)
+/* A copy of onnxio_last_error(), which the next onnxio call replaces. */
+static char *last_error_copy(void)
 {
-    if (loc.size == 0 || loc.data[0] == '/' || memchr(loc.data, '\0', loc.size))
-        return 0;
-    size_t start = 0;
-    for (size_t i = 0; i <= loc.size; i++) {
-        if (i == loc.size || loc.data[i] == '/' || loc.data[i] == '\\') {
-            if (i - start == 2 && loc.data[start] == '.' && loc.data[start + 1] == '.')
-                return 0;
-            start = i + 1;
-        }
-    }
-    return 1;
+    const char *msg = onnxio_last_error();
+    size_t n = strlen(msg);
+    char *copy = malloc(n + 1);
+    if (copy)
+        memcpy(copy, msg, n + 1);
+    return copy;
 }
 
-/* In an archive a location names an entry; the same spelling rules apply,
- * since the library refuses unsafe entry names anyway. */
-static void find_entry(cli_external_file *f, const onnxio_archive *archive)
+/* In an archive a location names an entry (onnxio_external_ref_parse has
+ * checked its spelling, so it holds no NUL byte). */
+static int find_entry(cli_external_file *f, const onnxio_archive *archive)
 {
-    f->checked = location_is_safe(f->location);
-    if (!f->checked)
-        return;
     /* Names from the model need not be NUL-terminated. */
     char *name = malloc(f->location.size + 1);
     if (!name)
-        return;
+        return -1;
     memcpy(name, f->location.data, f->location.size);
     name[f->location.size] = '\0';
     const onnxio_archive_entry *e = onnxio_archive_find(archive, name);
@@ -46,39 +38,92 @@ static void find_entry(cli_external_file *f, const onnxio_archive *archive)
         f->exists = 1;
         f->file_size = e->size;
     }
+    return 0;
 }
 
-static void stat_location(cli_external_file *f, const char *model_path)
+/* Opens the data file the way a load would (onnxio_external_data_open:
+ * beneath the model's directory, no symlink leading out, regular files
+ * only), for its size; nothing is read. */
+static int open_location(cli_external_file *f, const char *model_path)
 {
-    f->checked = location_is_safe(f->location);
-    if (!f->checked)
-        return;
     const char *slash = strrchr(model_path, '/');
-    size_t dir_len = slash ? (size_t)(slash - model_path) + 1 : 0;
-    char *path = malloc(dir_len + f->location.size + 1);
-    if (!path)
-        return;
-    memcpy(path, model_path, dir_len);
-    memcpy(path + dir_len, f->location.data, f->location.size);
-    path[dir_len + f->location.size] = '\0';
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
-        f->exists = 1;
-        f->file_size = (uint64_t)st.st_size;
+    size_t dir_len = !slash ? 0 : slash == model_path ? 1 : (size_t)(slash - model_path);
+    char *dir = malloc(dir_len + 2);
+    char *location = malloc(f->location.size + 1);
+    if (!dir || !location) {
+        free(dir);
+        free(location);
+        return -1;
     }
-    free(path);
+    if (dir_len)
+        memcpy(dir, model_path, dir_len);
+    else
+        dir[dir_len++] = '.';
+    dir[dir_len] = '\0';
+    memcpy(location, f->location.data, f->location.size);
+    location[f->location.size] = '\0';
+    int fd = -1;
+    uint64_t size = 0;
+    onnxio_status st = onnxio_external_data_open(dir, location, ONNXIO_OPEN_READ, &fd, &size);
+    int rc = 0;
+    if (st == ONNXIO_OK) {
+        close(fd);
+        f->exists = 1;
+        f->file_size = size;
+    } else if (st == ONNXIO_ERR_NO_MEMORY) {
+        rc = -1;
+    } else if (st != ONNXIO_ERR_NOT_FOUND && !(f->refused = last_error_copy())) {
+        rc = -1;
+    }
+    free(dir);
+    free(location);
+    return rc;
 }
 
 typedef struct walk_state {
     cli_summary *s;
     const char *model_path;
     const onnxio_archive *archive; /* NULL: locations are files */
-    cli_strmap files; /* location -> index in s->ext */
     size_t ext_capacity;
+    size_t bad_capacity;
     uint64_t graphs;
     uint64_t nodes;
     int failed;
 } walk_state;
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* Bytes of an external tensor with a valid reference into `f`. */
+static uint64_t ref_bytes(const onnxio_external_ref *ref, const cli_external_file *f)
+{
+    if (ref->has_length)
+        return ref->length;
+    return f->exists && f->file_size > ref->offset ? f->file_size - ref->offset : 0;
+}
+
+static void add_bad_ref(walk_state *w, const onnxio_TensorProto *t, onnxio_status status)
+{
+    cli_summary *s = w->s;
+    if (s->bad_ref_count == w->bad_capacity) {
+        size_t cap = w->bad_capacity ? w->bad_capacity * 2 : 8;
+        cli_bad_ref *grown = realloc(s->bad_refs, cap * sizeof *grown);
+        if (!grown) {
+            w->failed = 1;
+            return;
+        }
+        s->bad_refs = grown;
+        w->bad_capacity = cap;
+    }
+    cli_bad_ref *b = &s->bad_refs[s->bad_ref_count++];
+    b->tensor = t;
+    b->status = status;
+    b->message = last_error_copy();
+    if (!b->message)
+        w->failed = 1;
+}
 
 static void visit_external(void *ctx, void *msg)
 {
@@ -86,19 +131,21 @@ static void visit_external(void *ctx, void *msg)
     if (w->failed || !cli_is(msg, &onnxio_desc_TensorProto))
         return;
     const onnxio_TensorProto *t = msg;
-    if (!cli_tensor_is_external(t))
+    if (!onnxio_tensor_is_external(t))
         return;
     cli_summary *s = w->s;
     s->external_tensors++;
-    cli_external_ref ref;
-    cli_tensor_external_ref(t, &ref);
-    if (ref.location.size == 0) {
-        s->external_unnamed++;
+    onnxio_external_ref ref;
+    onnxio_status st = onnxio_external_ref_parse(t, &ref);
+    if (st != ONNXIO_OK) {
+        /* One bad tensor does not make the summary fail: it is listed with
+         * the library's reason. */
+        add_bad_ref(w, t, st);
         return;
     }
+    onnxio_string location = {ref.location, ref.location_size};
     int added;
-    cli_strmap_entry *e = cli_strmap_upsert(&w->files, ref.location, empty_string, s->ext_count,
-                                            &added);
+    cli_strmap_entry *e = cli_strmap_upsert(&s->ext_index, location, empty_string, s->ext_count, &added);
     if (!e) {
         w->failed = 1;
         return;
@@ -116,15 +163,18 @@ static void visit_external(void *ctx, void *msg)
         }
         cli_external_file *f = &s->ext[s->ext_count++];
         memset(f, 0, sizeof *f);
-        f->location = ref.location;
-        if (w->archive)
-            find_entry(f, w->archive);
-        else
-            stat_location(f, w->model_path);
+        f->location = location;
+        if ((w->archive ? find_entry(f, w->archive) : open_location(f, w->model_path)) != 0) {
+            w->failed = 1;
+            return;
+        }
     }
     cli_external_file *f = &s->ext[e->value];
     f->tensors++;
-    f->bytes += cli_summary_tensor_bytes(s, t);
+    f->bytes = add_sat(f->bytes, ref_bytes(&ref, f));
+    uint64_t end = add_sat(ref.offset, ref.has_length ? ref.length : 0);
+    if (end > f->needed_bytes)
+        f->needed_bytes = end;
 }
 
 static void visit_graph_parts(void *ctx, void *msg)
@@ -138,19 +188,14 @@ static void visit_graph_parts(void *ctx, void *msg)
 
 uint64_t cli_summary_tensor_bytes(const cli_summary *s, const onnxio_TensorProto *t)
 {
-    if (!cli_tensor_is_external(t))
+    if (!onnxio_tensor_is_external(t))
         return cli_tensor_inline_bytes(t);
-    cli_external_ref ref;
-    cli_tensor_external_ref(t, &ref);
-    if (ref.has_length)
-        return ref.length;
-    for (size_t i = 0; i < s->ext_count; i++) {
-        const cli_external_file *f = &s->ext[i];
-        if (f->location.size == ref.location.size &&
-            memcmp(f->location.data, ref.location.data, ref.location.size) == 0)
-            return f->exists && f->file_size > ref.offset ? f->file_size - ref.offset : 0;
-    }
-    return 0;
+    onnxio_external_ref ref;
+    if (onnxio_external_ref_parse(t, &ref) != ONNXIO_OK)
+        return 0;
+    onnxio_string location = {ref.location, ref.location_size};
+    const cli_strmap_entry *e = cli_strmap_find(&s->ext_index, location, empty_string);
+    return e ? ref_bytes(&ref, &s->ext[e->value]) : ref.has_length ? ref.length : 0;
 }
 
 static int cmp_ops(const void *pa, const void *pb)
@@ -158,17 +203,8 @@ static int cmp_ops(const void *pa, const void *pb)
     const cli_op_count *a = pa, *b = pb;
     if (a->count != b->count)
         return a->count > b->count ? -1 : 1;
-    size_t n = a->op_type.size < b->op_type.size ? a->op_type.size : b->op_type.size;
-    int c = memcmp(a->op_type.data, b->op_type.data, n);
-    if (c == 0 && a->op_type.size != b->op_type.size)
-        c = a->op_type.size < b->op_type.size ? -1 : 1;
-    if (c != 0)
-        return c;
-    n = a->domain.size < b->domain.size ? a->domain.size : b->domain.size;
-    c = memcmp(a->domain.data, b->domain.data, n);
-    if (c == 0 && a->domain.size != b->domain.size)
-        c = a->domain.size < b->domain.size ? -1 : 1;
-    return c;
+    int c = cli_string_cmp(a->op_type, b->op_type);
+    return c ? c : cli_string_cmp(a->domain, b->domain);
 }
 
 static int cmp_sizes(const void *pa, const void *pb)
@@ -191,7 +227,7 @@ static int count_ops(const onnxio_GraphProto *g, cli_summary *s)
         const onnxio_NodeProto *n = g->node.data[i];
         /* "" and "ai.onnx" are the same domain. */
         onnxio_string domain = n->domain;
-        if (domain.size == 7 && memcmp(domain.data, "ai.onnx", 7) == 0)
+        if (cli_string_is(domain, "ai.onnx"))
             domain = empty_string;
         int added;
         cli_strmap_entry *e = cli_strmap_upsert(&map, domain, n->op_type, s->op_count, &added);
@@ -222,7 +258,7 @@ static int size_initializers(const onnxio_GraphProto *g, cli_summary *s)
         const onnxio_TensorProto *t = g->initializer.data[i];
         all[i].tensor = t;
         all[i].bytes = cli_summary_tensor_bytes(s, t);
-        all[i].external = cli_tensor_is_external(t);
+        all[i].external = onnxio_tensor_is_external(t);
         all[i].order = i;
         s->init_bytes += all[i].bytes;
         if (!cli_strmap_upsert(&s->init_names, t->name, empty_string, 0, NULL)) {
@@ -247,14 +283,13 @@ int cli_summarize_archive(onnxio_ModelProto *model, const char *model_path, cons
     memset(s, 0, sizeof *s);
     s->in_archive = archive != NULL;
     cli_strmap_init(&s->init_names);
+    cli_strmap_init(&s->ext_index);
     struct stat st;
     if (stat(model_path, &st) == 0)
         s->file_size = (uint64_t)st.st_size;
 
     walk_state w = {.s = s, .model_path = model_path, .archive = archive};
-    cli_strmap_init(&w.files);
     cli_walk(model, visit_external, &w);
-    cli_strmap_free(&w.files);
     if (w.failed)
         return -1;
 
@@ -273,7 +308,13 @@ void cli_summary_free(cli_summary *s)
 {
     free(s->ops);
     free(s->largest);
+    for (size_t i = 0; i < s->ext_count; i++)
+        free(s->ext[i].refused);
     free(s->ext);
+    cli_strmap_free(&s->ext_index);
+    for (size_t i = 0; i < s->bad_ref_count; i++)
+        free(s->bad_refs[i].message);
+    free(s->bad_refs);
     cli_strmap_free(&s->init_names);
     memset(s, 0, sizeof *s);
 }

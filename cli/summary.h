@@ -14,6 +14,9 @@
 #include "strmap.h"
 
 #define CLI_LARGEST_SHOWN 10
+/* Tensors with invalid external data references listed in text (JSON lists
+ * every one). */
+#define CLI_BAD_REFS_SHOWN 10
 
 typedef struct cli_op_count {
     onnxio_string domain;
@@ -29,13 +32,30 @@ typedef struct cli_tensor_size {
 } cli_tensor_size;
 
 typedef struct cli_external_file {
-    onnxio_string location; /* as written in the model */
+    onnxio_string location; /* as written in the model (onnxio_check_location passed) */
     uint64_t tensors;       /* tensors that refer to it */
     uint64_t bytes;         /* sum of their lengths */
-    int checked;            /* 0: location unsafe (absolute or '..'), not looked at */
-    int exists;             /* in an archive: the entry exists */
-    uint64_t file_size;     /* in an archive: the entry's (uncompressed) size */
+    /* The largest offset + length among its tensors (offset alone for a
+     * tensor without a length: the rest of the file must at least start
+     * there): the file or entry must hold this many bytes. */
+    uint64_t needed_bytes;
+    int exists;             /* the file opens as the library opens it, or the archive entry exists */
+    uint64_t file_size;     /* when it exists: its size (an entry's uncompressed size) */
+    /* A file that is there but that the library refuses to open (a
+     * symlink leading out of the model's directory, a FIFO, a file with
+     * other hard links): onnxio_last_error() then, malloc'd; NULL
+     * otherwise (also when the file is simply missing). */
+    char *refused;
 } cli_external_file;
+
+/* A tensor whose external_data keys onnxio_external_ref_parse refuses (no
+ * location, an absolute or '..' location, an offset or length that is not a
+ * number): no file is looked for, and its bytes count as 0. */
+typedef struct cli_bad_ref {
+    const onnxio_TensorProto *tensor;
+    onnxio_status status;
+    char *message; /* onnxio_last_error() then, malloc'd (NULL when out of memory) */
+} cli_bad_ref;
 
 typedef struct cli_summary {
     uint64_t file_size;
@@ -57,13 +77,15 @@ typedef struct cli_summary {
     cli_tensor_size *largest; /* the biggest first, at most CLI_LARGEST_SHOWN */
     size_t largest_count;
 
-    /* External data, over every tensor of the model, by location in the
-     * order first seen. Tensors without a location count in
-     * external_unnamed. */
+    /* External data, over every tensor of the model: the files (or
+     * archive entries) by location in the order first seen, and the
+     * tensors whose references are invalid. */
     cli_external_file *ext;
     size_t ext_count;
-    uint64_t external_tensors;
-    uint64_t external_unnamed;
+    cli_strmap ext_index; /* location -> index in ext */
+    cli_bad_ref *bad_refs;
+    size_t bad_ref_count;
+    uint64_t external_tensors; /* all of them, valid references or not */
 
     /* Names of the main graph's initializers, to mark graph inputs that are
      * initializers (models before IR version 4 list them as inputs). */
@@ -71,8 +93,8 @@ typedef struct cli_summary {
 } cli_summary;
 
 /* Fills `s` for `model`, loaded from `model_path` (external data files are
- * looked for in its directory; nothing is read from them). Returns 0, or -1
- * when out of memory. */
+ * opened in its directory as the library opens them, for their sizes;
+ * nothing is read from them). Returns 0, or -1 when out of memory. */
 int cli_summarize(onnxio_ModelProto *model, const char *model_path, cli_summary *s);
 /* The same for a model loaded from the archive `archive` (opened from
  * `model_path`): locations are looked up among its entries. */
@@ -82,7 +104,8 @@ void cli_summary_free(cli_summary *s);
 
 /* Bytes of one tensor's payload: inline bytes, or for an external tensor its
  * length (when missing: the rest of the file after its offset, if the file
- * exists). */
+ * exists; 0 for an invalid reference). Valid once cli_summarize has
+ * returned. */
 uint64_t cli_summary_tensor_bytes(const cli_summary *s, const onnxio_TensorProto *t);
 
 #endif

@@ -13,7 +13,8 @@
 # .cache/fuzz/seed/, plus what tests/fuzz/make_seeds.sh makes when it exists
 # (.cache/fuzz/seed-tests/). fuzz_archive is seeded only with the small
 # .onnxz archives make_seeds.sh makes with the onnxio CLI (built here too)
-# and python3's zipfile (.cache/fuzz/seed-archive/). What a fuzzer finds
+# and python3's zipfile (.cache/fuzz/seed-archive/); fuzz_cli (the onnxio
+# command run in-process) with both. What a fuzzer finds
 # beyond them accumulates in
 # .cache/fuzz/corpus/NAME/; a crash leaves its input in
 # .cache/fuzz/artifacts/ and makes the script exit 1 (after the other
@@ -114,10 +115,13 @@ for src in "${sources[@]}"; do
     fi
     corpus="$cache/corpus/$name"
     mkdir -p "$corpus"
-    # Each fuzzer's seeds: archives for fuzz_archive, model files otherwise.
+    # Each fuzzer's seeds: archives for fuzz_archive, both for fuzz_cli
+    # (the command takes either), model files otherwise.
     these=("${seeds[@]}")
     if [[ "$name" == fuzz_archive ]]; then
         these=("${archive_seeds[@]}")
+    elif [[ "$name" == fuzz_cli ]]; then
+        these=("${seeds[@]}" "${archive_seeds[@]}")
     fi
     echo "==> fuzz: $name for ${FUZZ_SECONDS}s"
     # -rss_limit_mb: malformed sizes must not turn into huge allocations.
