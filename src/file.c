@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -493,6 +494,7 @@ struct onnxio__txn {
     char *name;          /* the main file's name in it */
     char *jname;
     int jfd;             /* the journal: lock and record */
+    temp_node *jnode;    /* the journal in the list of temporary files */
     uint64_t jsize;
     txn_file *files;
     size_t count, capacity;
@@ -536,7 +538,21 @@ onnxio_status onnxio__txn_begin(const char *path, onnxio__txn **out)
         s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
         goto fail;
     }
-    if ((s = lock_journal(t->dir_fd, t->jname, true, true, &t->jfd))) goto fail;
+    sigset_t all, old;
+    sigfillset(&all);
+    /* Made and registered with signals blocked: a handler removing the
+     * temporary files sees the journal as soon as it exists. */
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    s = lock_journal(t->dir_fd, t->jname, true, true, &t->jfd);
+    if (!s) {
+        char *dir = fd_path(t->dir_fd);
+        char *abs = dir ? onnxio__path_join(dir, t->jname) : NULL;
+        if (!abs || !(t->jnode = temp_register(abs))) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+        onnxio__free(dir);
+        onnxio__free(abs);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (s) goto fail;
     /* An earlier save of this file that died: finish or undo it first. */
     bool unfinished;
     replay(t->jfd, &unfinished);
@@ -623,22 +639,33 @@ onnxio_status onnxio__txn_create(onnxio__txn *t, int dir_fd, const char *name, i
         goto fail;
     }
     if ((s = journal_record(t, dir_fd, f->tmp, name))) goto fail;
+    char *dir = fd_path(dir_fd);
+    char *abs = dir ? onnxio__path_join(dir, f->tmp) : NULL;
+    onnxio__free(dir);
+    if (!abs) {
+        s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+        goto fail;
+    }
+    /* Registered as it is made, signals blocked: no instant at which the
+     * file exists and a handler would not know it. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     f->fd = onnxio__sys_openat(dir_fd, f->tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0666);
+    int err = errno;
+    if (f->fd >= 0 && !(f->node = temp_register(abs))) {
+        onnxio__close(f->fd);
+        onnxio__sys_unlinkat(dir_fd, f->tmp, 0);
+        f->fd = -1;
+        err = ENOMEM;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    onnxio__free(abs);
     if (f->fd < 0) {
-        int err = errno;
         s = onnxio__fail(onnxio__errno_status(err), "cannot create a temporary file for %s: %s", name, strerror(err));
         goto fail;
     }
     if (exists && (st.st_mode & 07777) != 0666) onnxio__sys_fchmod(f->fd, st.st_mode & 07777);
-    char *dir = fd_path(dir_fd);
-    char *abs = dir ? onnxio__path_join(dir, f->tmp) : NULL;
-    onnxio__free(dir);
-    f->node = abs ? temp_register(abs) : NULL;
-    onnxio__free(abs);
-    if (!f->node) {
-        s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-        goto fail;
-    }
     if (main) t->main_index = (ssize_t)t->count;
     t->count++;
     *fd_out = f->fd;
@@ -679,6 +706,7 @@ static void txn_free(onnxio__txn *t)
         onnxio__free(f->name);
     }
     onnxio__free(t->files);
+    temp_forget(t->jnode);
     onnxio__close(t->jfd);
     onnxio__close(t->stream_fd);
     onnxio__close(t->dir_fd);
@@ -739,6 +767,7 @@ onnxio_status onnxio__txn_commit(onnxio__txn *t)
             return s;
         }
         for (size_t i = 0; i < t->count; i++) atomic_store(&t->files[i].node->committed, 1);
+        atomic_store(&t->jnode->committed, 1);
     }
     /* Data files first, the main file last: until it is renamed, the old
      * main file is what a reader opens. */

@@ -75,8 +75,9 @@ def info_json(path):
 
 
 def temporary_files(directory):
-    """The hidden temporary files of onnxio saves (".NAME.tmp-XXXXXX")."""
-    return sorted(p.name for p in Path(directory).iterdir() if p.name.startswith(".") and ".tmp-" in p.name)
+    """The hidden files of onnxio saves: temporary files
+    (".NAME.onnxio-tmp-XXXXXXXXXXXX") and journals (".NAME.onnxio-journal")."""
+    return sorted(p.name for p in Path(directory).iterdir() if p.name.startswith(".") and ".onnxio-" in p.name)
 
 
 def external_keys(t):
