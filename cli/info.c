@@ -177,24 +177,18 @@ static void put_dims(FILE *out, const onnxio_int64_array *dims)
 
 /* ---- archive entries ------------------------------------------------- */
 
-#define MODEL_ENTRY "__MODEL_PROTO"
-
-static int entry_is_model(const onnxio_archive_entry *e)
-{
-    return e->name_size == sizeof MODEL_ENTRY - 1 && memcmp(e->name, MODEL_ENTRY, e->name_size) == 0;
-}
+#define entry_is_model onnxio_archive_entry_is_model
 
 /* Whether a no_copy load with the default options borrows the entry from
- * the mapping: the library copies deflated entries (they are inflated) and
- * stored ones off the default alignment. */
+ * the mapping (the library's rule). */
 static int entry_zero_copy(const onnxio_archive_entry *e)
 {
-    return e->method == 0 && e->data_offset % CLI_ARCHIVE_ZERO_COPY_ALIGNMENT == 0;
+    return onnxio_archive_entry_borrowable(e, 0);
 }
 
 static const char *method_name(uint16_t method)
 {
-    return method == 0 ? "stored" : method == 8 ? "deflate" : "other";
+    return method == ONNXIO_ARCHIVE_STORED ? "stored" : method == ONNXIO_ARCHIVE_DEFLATED ? "deflate" : "other";
 }
 
 typedef struct archive_totals {

@@ -10,11 +10,8 @@
 
 #include <stdint.h>
 
-/* The alignment the library borrows stored entries at with no_copy when no
- * other is asked for (onnxio_parse_options.alignment 0 means 64; the header
- * gives no constant for it), and the largest alignment `onnxio info`
- * reports (the page size: beyond it nothing is gained). */
-#define CLI_ARCHIVE_ZERO_COPY_ALIGNMENT 64u
+/* The largest alignment `onnxio info` reports (the page size: beyond it
+ * nothing is gained). */
 #define CLI_ARCHIVE_MAX_SHOWN_ALIGNMENT 4096u
 
 /* The largest power of two dividing `offset`, at most `cap` (a power of

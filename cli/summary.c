@@ -225,9 +225,8 @@ static int count_ops(const onnxio_GraphProto *g, cli_summary *s)
         return -1;
     for (size_t i = 0; i < g->node.size; i++) {
         const onnxio_NodeProto *n = g->node.data[i];
-        /* "" and "ai.onnx" are the same domain. */
         onnxio_string domain = n->domain;
-        if (cli_string_is(domain, "ai.onnx"))
+        if (onnxio_domain_is_default(domain.data, domain.size))
             domain = empty_string;
         int added;
         cli_strmap_entry *e = cli_strmap_upsert(&map, domain, n->op_type, s->op_count, &added);

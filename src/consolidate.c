@@ -36,7 +36,7 @@ ONNXIO_API onnxio_status onnxio_consolidate_tensors_to_buffer(void *msg, const o
     onnxio_consolidate_options cfg;
     onnxio_status s = onnxio__copy_options(&cfg, sizeof cfg, opts, "onnxio_consolidate_options");
     if (s) return s;
-    uint64_t alignment = cfg.alignment ? cfg.alignment : 64;
+    uint64_t alignment = cfg.alignment ? cfg.alignment : ONNXIO_DEFAULT_ALIGNMENT;
     if ((alignment & (alignment - 1)) || alignment > (1u << 30))
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "alignment %llu is not a power of two of at most 1 GiB",
                             (unsigned long long)alignment);

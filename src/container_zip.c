@@ -57,7 +57,7 @@ static onnxio_status zip_open(onnxio__container *base, const onnxio_TensorProto 
     z->e.size = pub->size;
     z->e.fd = -1;
     budget->input += pub->compressed_size;
-    if (pub->method == 0) {
+    if (pub->method == ONNXIO_ARCHIVE_STORED) {
         /* Stored: the bytes are the archive's, in its file and memory. */
         z->e.data = onnxio__archive_data(a) + pub->data_offset;
         z->e.owner = onnxio__archive_owner(a);
@@ -105,7 +105,7 @@ onnxio_status onnxio__zip_container(onnxio_archive *archive, const onnxio_parse_
     c->base.open = zip_open;
     c->base.close = zip_close;
     c->archive = archive;
-    c->alignment = opts->alignment ? opts->alignment : 64;
+    c->alignment = opts->alignment ? opts->alignment : ONNXIO_DEFAULT_ALIGNMENT;
     *out = &c->base;
     return ONNXIO_OK;
 }

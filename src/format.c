@@ -161,6 +161,11 @@ ONNXIO_API onnxio_status onnxio_external_ref_parse(const onnxio_TensorProto *t, 
     return ONNXIO_OK;
 }
 
+ONNXIO_API bool onnxio_domain_is_default(const char *domain, size_t size)
+{
+    return size == 0 || (size == 7 && domain && memcmp(domain, "ai.onnx", 7) == 0);
+}
+
 /* ---- data types ----------------------------------------------------- */
 
 ONNXIO_API unsigned onnxio_data_type_bits(int32_t data_type)

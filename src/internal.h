@@ -21,8 +21,6 @@
 #define ONNXIO_UNLIKELY(x) (x)
 #endif
 
-#define ONNXIO_DEFAULT_RAW_DATA_THRESHOLD 1024
-#define ONNXIO_DEFAULT_EXTERNAL_THRESHOLD 1024
 
 /* ---- os.c: the OS layer ---------------------------------------------- */
 
@@ -416,7 +414,7 @@ int onnxio__names_reserve(onnxio__names *set, const char *name);
 const char *onnxio__names_unique(onnxio__names *set, const char *tensor);
 
 /* zip.c: zip records of .onnxz archives (docs/onnxz.md). */
-#define ONNXIO__MODEL_ENTRY "__MODEL_PROTO"
+#define ONNXIO__MODEL_ENTRY ONNXIO_ARCHIVE_MODEL_ENTRY
 /* Validates the archive held in `size` bytes at `data`, kept alive by
  * `owner` (which gets a reference); fd >= 0 is the same bytes as a file
  * (payload copies are then preads); `what` names it in errors. */

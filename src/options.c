@@ -56,7 +56,7 @@ onnxio_status onnxio__parse_config(const onnxio_parse_options *opts, onnxio_pars
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "num_threads %d is negative", cfg->num_threads);
     if ((s = check_alignment(cfg->alignment))) return s;
     if (cfg->raw_data_threshold == 0) cfg->raw_data_threshold = ONNXIO_DEFAULT_RAW_DATA_THRESHOLD;
-    if (cfg->alignment == 0) cfg->alignment = 64;
+    if (cfg->alignment == 0) cfg->alignment = ONNXIO_DEFAULT_ALIGNMENT;
     cfg->max_depth = onnxio__depth_limit(cfg->max_depth);
     if (cfg->max_expansion == 0) cfg->max_expansion = ONNXIO_DEFAULT_MAX_EXPANSION;
     /* CRC checks read every byte: free while copying, a full extra pass

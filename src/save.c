@@ -34,10 +34,6 @@
 /* Tensor names longer than this are cut in file and entry names (NAME_MAX
  * is 255; the uniqueness suffix and temporary-file affixes need room). */
 #define MAX_NAME_STEM 200
-#define ARCHIVE_ALIGNMENT 64
-/* onnx-ml.proto: "Offset values SHOULD be multiples 4096 (page size) to
- * enable mmap support." */
-#define DATA_FILE_ALIGNMENT 4096
 
 static const char *tensor_name(const onnxio_TensorProto *t) { return t->name.data ? t->name.data : ""; }
 
@@ -323,7 +319,7 @@ static onnxio_status plan_files(const selection *sel, const onnxio_serialize_opt
     if (!(d->items = onnxio__calloc(n, sizeof *d->items))) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     d->item_count = n;
     for (size_t i = 0; i < n; i++) d->items[i].tensor = sel->tensors[i];
-    uint64_t alignment = cfg->alignment ? cfg->alignment : DATA_FILE_ALIGNMENT;
+    uint64_t alignment = cfg->alignment ? cfg->alignment : ONNXIO_DEFAULT_EXTERNAL_ALIGNMENT;
     if (x->all_tensors_to_one_file == ONNXIO_OFF) {
         d->files = onnxio__calloc(n, sizeof *d->files);
         onnxio__names *set = onnxio__names_new(n + 1);
@@ -567,7 +563,7 @@ done:
 
 onnxio_status onnxio__save_archive(onnxio_ModelProto *model, const char *path, const onnxio_serialize_options *cfg)
 {
-    uint64_t align = cfg->alignment ? cfg->alignment : ARCHIVE_ALIGNMENT;
+    uint64_t align = cfg->alignment ? cfg->alignment : ONNXIO_DEFAULT_ALIGNMENT;
     selection sel = {.threshold = cfg->external_data.size_threshold, .every_tensor = true, .external_refused = true};
     onnxio_arena *scratch = onnxio_arena_new();
     onnxio_ModelProto *copy = NULL;

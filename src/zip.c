@@ -283,14 +283,14 @@ static onnxio_status read_central(onnxio_archive *a, uint64_t at, uint64_t cd_en
     e->central_offset = at;
     e->central_size = (uint64_t)CENTRAL_SIZE + nlen + xlen + clen;
     if (e->flags & 0x41) return bad(a, "entry '%s' is encrypted", name);
-    if (e->pub.method != 0 && e->pub.method != 8)
+    if (e->pub.method != ONNXIO_ARCHIVE_STORED && e->pub.method != ONNXIO_ARCHIVE_DEFLATED)
         return bad(a, "entry '%s' uses compression method %u (only stored and deflate are read)", name, e->pub.method);
     uint32_t disk = rd16(p + 34);
     if ((s = read_extra(a, name, p + CENTRAL_SIZE + nlen, xlen, &e->pub.size, &e->pub.compressed_size,
                         &e->pub.header_offset, 1)))
         return s;
     if (disk != 0 && disk != 0xFFFF) return bad(a, "entry '%s' starts on disk %u of a multi-disk archive", name, disk);
-    if (e->pub.method == 0 && e->pub.size != e->pub.compressed_size)
+    if (e->pub.method == ONNXIO_ARCHIVE_STORED && e->pub.size != e->pub.compressed_size)
         return bad(a, "entry '%s' is stored but its sizes differ (%llu and %llu bytes)", name,
                    (unsigned long long)e->pub.size, (unsigned long long)e->pub.compressed_size);
     return ONNXIO_OK;
@@ -477,6 +477,18 @@ static const entry *find_n(const onnxio_archive *a, const char *name, size_t n)
     return NULL;
 }
 
+ONNXIO_API bool onnxio_archive_entry_is_model(const onnxio_archive_entry *e)
+{
+    return e && e->name_size == sizeof MODEL_ENTRY - 1 && memcmp(e->name, MODEL_ENTRY, e->name_size) == 0;
+}
+
+ONNXIO_API bool onnxio_archive_entry_borrowable(const onnxio_archive_entry *e, uint64_t alignment)
+{
+    if (!alignment) alignment = ONNXIO_DEFAULT_ALIGNMENT;
+    /* A mapping starts on a page: an offset's alignment is its address's. */
+    return e && e->method == ONNXIO_ARCHIVE_STORED && e->data_offset % alignment == 0;
+}
+
 ONNXIO_API const onnxio_archive_entry *onnxio_archive_find(const onnxio_archive *a, const char *name)
 {
     if (!a || !name) return NULL;
@@ -572,7 +584,7 @@ onnxio_status onnxio__archive_entry_bytes(onnxio_archive *a, const onnxio_archiv
                                          onnxio__budget *budget, const uint8_t **data, onnxio_buffer **owner)
 {
     const entry *e = (const entry *)pub;
-    if (e->pub.method == 8) {
+    if (e->pub.method == ONNXIO_ARCHIVE_DEFLATED) {
         onnxio_status s = inflate_entry(a, e, budget, owner);
         if (s) return s;
         *data = onnxio_buffer_data(*owner);

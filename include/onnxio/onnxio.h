@@ -215,6 +215,16 @@ const char *onnxio_enum_value_name(const onnxio_enum_desc *e, int32_t number);
 #define ONNXIO_DEFAULT_MAX_EXPANSION 100
 #define ONNXIO_EXPANSION_ALLOWANCE (1u << 20)
 
+/* Defaults (each option that takes them says where): payloads of at least
+ * 1024 bytes are "large" (copied on the pool, borrowed by no_copy, moved to
+ * external data or archive entries); payload buffers and archive entries
+ * are aligned to 64 bytes, external data offsets to 4096 (the page size,
+ * as onnx-ml.proto recommends). */
+#define ONNXIO_DEFAULT_RAW_DATA_THRESHOLD 1024
+#define ONNXIO_DEFAULT_EXTERNAL_THRESHOLD 1024
+#define ONNXIO_DEFAULT_ALIGNMENT 64
+#define ONNXIO_DEFAULT_EXTERNAL_ALIGNMENT 4096
+
 /* ---- options -------------------------------------------------------- */
 
 /* Every option struct starts with `struct_size`. Zero-initialized (or a
@@ -463,6 +473,10 @@ typedef enum onnxio_open_mode {
 onnxio_status onnxio_external_data_open(const char *base_dir, const char *location, onnxio_open_mode mode, int *fd,
                                         uint64_t *size);
 
+/* Whether an operator set domain is the default one: "" and "ai.onnx"
+ * name the same domain (onnx.proto, OperatorSetIdProto.domain). */
+bool onnxio_domain_is_default(const char *domain, size_t size);
+
 /* Bits of one element of a TensorProto.DataType value: 32 for FLOAT, 8 for
  * BOOL and the 8-bit floats, 4 for INT4, UINT4 and FLOAT4E2M1, 2 for INT2
  * and UINT2; 0 for STRING, UNDEFINED and numbers that are no data type. */
@@ -623,6 +637,12 @@ onnxio_status onnxio_load_tensor_external_data(onnxio_TensorProto *tensor, const
  * entry or its type and shape; ONNXIO_ERR_CHECKSUM for a CRC-32 mismatch;
  * ONNXIO_ERR_EXPANSION past max_expansion. */
 
+/* The entry that holds the model. */
+#define ONNXIO_ARCHIVE_MODEL_ENTRY "__MODEL_PROTO"
+/* Compression methods of entries (APPNOTE 4.4.5); onnxio reads these two. */
+#define ONNXIO_ARCHIVE_STORED 0
+#define ONNXIO_ARCHIVE_DEFLATED 8
+
 /* One entry of an archive's central directory. */
 typedef struct onnxio_archive_entry {
     const char *name;         /* the entry name, NUL-terminated (valid while the archive is open) */
@@ -651,6 +671,13 @@ size_t onnxio_archive_entry_count(const onnxio_archive *archive);
 const onnxio_archive_entry *onnxio_archive_entry_at(const onnxio_archive *archive, size_t index);
 /* The entry with this exact name, or NULL. */
 const onnxio_archive_entry *onnxio_archive_find(const onnxio_archive *archive, const char *name);
+/* Whether `e` is the model (ONNXIO_ARCHIVE_MODEL_ENTRY). */
+bool onnxio_archive_entry_is_model(const onnxio_archive_entry *e);
+/* Whether a no_copy load of the archive from its file borrows the tensor
+ * entry `e` from the mapping rather than copying it: it is stored and its
+ * data offset is a multiple of `alignment` (0: ONNXIO_DEFAULT_ALIGNMENT),
+ * the no_copy load's alignment option. */
+bool onnxio_archive_entry_borrowable(const onnxio_archive_entry *e, uint64_t alignment);
 
 /* Saves `model` as an .onnxz archive at `path`, whatever its extension,
  * atomically (temporary file, fsync, rename). Every tensor anywhere in the
