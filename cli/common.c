@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "progress.h"
@@ -244,4 +245,17 @@ onnxio_status cli_save_model(onnxio_ModelProto *model, const char *path,
     onnxio_status st = onnxio_save_model(model, path, opts);
     cli_progress_end();
     return st;
+}
+
+int cli_grow(void **array, size_t *capacity, size_t count, size_t elem)
+{
+    if (count < *capacity)
+        return 0;
+    size_t cap = *capacity ? *capacity * 2 : 8;
+    void *p = realloc(*array, cap * elem);
+    if (!p)
+        return -1;
+    *array = p;
+    *capacity = cap;
+    return 0;
 }

@@ -83,6 +83,11 @@ int cli_fail_msg(const char *verb, const char *file, const char *fmt, ...)
  * returns 1, else returns `status`. */
 int cli_finish_stdout(const char *verb, int status);
 
+/* Makes room for one more element in a malloc'd array of `count` of
+ * `*capacity` elements of `elem` bytes (doubling, from 8). 0, or -1 when
+ * out of memory (the array is unchanged). */
+int cli_grow(void **array, size_t *capacity, size_t count, size_t elem);
+
 /* ---- numbers and sizes ----------------------------------------------- */
 
 /* Parses a plain decimal count (digits only, no sign, no suffix). Returns

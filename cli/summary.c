@@ -107,15 +107,9 @@ static uint64_t ref_bytes(const onnxio_external_ref *ref, const cli_external_fil
 static void add_bad_ref(walk_state *w, const onnxio_TensorProto *t, onnxio_status status)
 {
     cli_summary *s = w->s;
-    if (s->bad_ref_count == w->bad_capacity) {
-        size_t cap = w->bad_capacity ? w->bad_capacity * 2 : 8;
-        cli_bad_ref *grown = realloc(s->bad_refs, cap * sizeof *grown);
-        if (!grown) {
-            w->failed = 1;
-            return;
-        }
-        s->bad_refs = grown;
-        w->bad_capacity = cap;
+    if (cli_grow((void **)&s->bad_refs, &w->bad_capacity, s->bad_ref_count, sizeof *s->bad_refs) != 0) {
+        w->failed = 1;
+        return;
     }
     cli_bad_ref *b = &s->bad_refs[s->bad_ref_count++];
     b->tensor = t;
@@ -151,15 +145,9 @@ static void visit_external(void *ctx, void *msg)
         return;
     }
     if (added) {
-        if (s->ext_count == w->ext_capacity) {
-            size_t cap = w->ext_capacity ? w->ext_capacity * 2 : 8;
-            cli_external_file *grown = realloc(s->ext, cap * sizeof *grown);
-            if (!grown) {
-                w->failed = 1;
-                return;
-            }
-            s->ext = grown;
-            w->ext_capacity = cap;
+        if (cli_grow((void **)&s->ext, &w->ext_capacity, s->ext_count, sizeof *s->ext) != 0) {
+            w->failed = 1;
+            return;
         }
         cli_external_file *f = &s->ext[s->ext_count++];
         memset(f, 0, sizeof *f);

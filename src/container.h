@@ -31,19 +31,34 @@ typedef struct onnxio__entry {
     onnxio__crc_slots slots;
     bool hashed;             /* its SHA-1 (verify_checksum), computed once */
     char sha1[41];
+    /* The container's: what the entry is (a file's device and inode, an
+     * archive entry's address), so that locations naming the same bytes
+     * share one entry, and the list of open entries. */
+    uint64_t key[2];
+    struct onnxio__entry *next;
 } onnxio__entry;
 
 typedef struct onnxio__container onnxio__container;
 struct onnxio__container {
     /* Finds and checks the entry that tensor `t`'s external data
-     * reference `r` names (the same location gives the same entry), adding
-     * the bytes it reads to `budget->input` and charging what it allocates.
-     * Errors name the tensor. */
+     * reference `r` names (onnxio__container_find first: the same entry is
+     * opened once), adding the bytes it reads to `budget->input` and
+     * charging what it allocates. Errors name the tensor. */
     onnxio_status (*open)(onnxio__container *c, const onnxio_TensorProto *t, const onnxio_external_ref *r,
                           onnxio__budget *budget, onnxio__entry **out);
-    /* Frees the container and every entry. */
-    void (*close)(onnxio__container *c);
+    /* Frees what the implementation added to an entry (not the entry). */
+    void (*release)(onnxio__entry *e);
+    /* The open entries (container.c keeps them). */
+    onnxio__entry *entries;
 };
+
+/* container.c: the entry with this key, or NULL. */
+onnxio__entry *onnxio__container_find(onnxio__container *c, uint64_t key0, uint64_t key1);
+/* Adds an entry the implementation allocated (with onnxio__malloc) and
+ * filled; the container frees it. */
+void onnxio__container_add(onnxio__container *c, onnxio__entry *e, uint64_t key0, uint64_t key1);
+/* Frees every entry (release, then the entry) and the container. */
+void onnxio__container_close(onnxio__container *c);
 
 /* External data files under `base_dir` (container_dir.c). `model_path`
  * (NULL when unknown) is refused as a data file (ONNXIO_ERR_PATH_SELF). With

@@ -270,52 +270,44 @@ ONNXIO_API onnxio_status onnxio_external_data_open(const char *base_dir, const c
 
 /* ---- the container ------------------------------------------------------ */
 
+/* A data file: the entry first (container.c frees it), then its own. */
 typedef struct dir_entry {
     onnxio__entry e;
     char *location;
     onnxio_buffer *map; /* no_copy: the whole file, mapped once */
-    struct dir_entry *next;
 } dir_entry;
 
 typedef struct dir_container {
     onnxio__container base;
-    char *base_dir;
-    bool have_model;
-    dev_t model_dev;
-    ino_t model_ino;
+    struct stat model; /* the model file (st_nlink 0: unknown), never a data file */
     bool no_copy;
-    dir_entry *entries;
+    char base_dir[];
 } dir_container;
-
-static const char *name_of(const onnxio_TensorProto *t) { return t->name.data ? t->name.data : ""; }
 
 static onnxio_status dir_open(onnxio__container *base, const onnxio_TensorProto *t, const onnxio_external_ref *r,
                               onnxio__budget *budget, onnxio__entry **out)
 {
     dir_container *c = (dir_container *)base;
-    for (dir_entry *d = c->entries; d; d = d->next)
-        if (strcmp(d->location, r->location) == 0) {
-            *out = &d->e;
-            return ONNXIO_OK;
-        }
     onnxio__resolved res;
     onnxio_status s = onnxio__resolve_beneath(c->base_dir, r->location, &res);
-    if (s) return onnxio__context(s, "tensor '%s'", name_of(t));
+    if (s) return onnxio__context(s, "tensor '%s'", onnxio__tensor_name(t));
     dir_entry *d = NULL;
     int fd = -1;
     if (!res.exists) {
         s = onnxio__fail(ONNXIO_ERR_NOT_FOUND, "tensor '%s': external data file '%s' does not exist under %s",
-                         name_of(t), r->location, c->base_dir);
+                         onnxio__tensor_name(t), r->location, c->base_dir);
         goto done;
     }
+    /* Another location for a file already open ("./a", a symlink). */
+    if ((*out = onnxio__container_find(base, (uint64_t)res.st.st_dev, (uint64_t)res.st.st_ino))) goto done;
     /* Before anything is opened: the model file is no data file. */
-    if (c->have_model && res.st.st_dev == c->model_dev && res.st.st_ino == c->model_ino) {
+    if (c->model.st_nlink && res.st.st_dev == c->model.st_dev && res.st.st_ino == c->model.st_ino) {
         s = onnxio__fail(ONNXIO_ERR_PATH_SELF, "tensor '%s': external data location '%s' is the model file itself",
-                         name_of(t), r->location);
+                         onnxio__tensor_name(t), r->location);
         goto done;
     }
     if ((s = onnxio__open_resolved(&res, r->location, O_RDONLY, &fd))) {
-        s = onnxio__context(s, "tensor '%s'", name_of(t));
+        s = onnxio__context(s, "tensor '%s'", onnxio__tensor_name(t));
         goto done;
     }
     if (!(d = onnxio__calloc(1, sizeof *d)) || !(d->location = onnxio__strdup(r->location))) {
@@ -325,65 +317,49 @@ static onnxio_status dir_open(onnxio__container *base, const onnxio_TensorProto 
     d->e.name = d->location;
     d->e.fd = fd;
     d->e.size = (uint64_t)res.st.st_size;
+    fd = -1;
     if (c->no_copy) {
         /* Mapped from the descriptor that passed the checks, not reopened
          * by name. */
-        if ((s = onnxio__map_fd(fd, r->location, &d->map))) goto done;
+        if ((s = onnxio__map_fd(d->e.fd, r->location, &d->map))) goto done;
         d->e.data = onnxio_buffer_data(d->map);
         d->e.owner = d->map;
         d->e.size = onnxio_buffer_size(d->map);
         d->e.borrow = true;
     }
     budget->input += d->e.size;
-    fd = -1;
-    d->next = c->entries;
-    c->entries = d;
+    onnxio__container_add(base, &d->e, (uint64_t)res.st.st_dev, (uint64_t)res.st.st_ino);
     *out = &d->e;
     d = NULL;
 done:
     onnxio__close(fd);
     if (d) {
-        onnxio__close(d->e.fd);
-        onnxio_buffer_unref(d->map);
-        onnxio__free(d->location);
+        base->release(&d->e);
         onnxio__free(d);
     }
     onnxio__resolved_free(&res);
     return s;
 }
 
-static void dir_close(onnxio__container *base)
+static void dir_release(onnxio__entry *e)
 {
-    dir_container *c = (dir_container *)base;
-    for (dir_entry *d = c->entries, *next; d; d = next) {
-        next = d->next;
-        onnxio__close(d->e.fd);
-        onnxio_buffer_unref(d->map);
-        onnxio__free(d->e.crc_pieces);
-        onnxio__free(d->location);
-        onnxio__free(d);
-    }
-    onnxio__free(c->base_dir);
-    onnxio__free(c);
+    dir_entry *d = (dir_entry *)e;
+    onnxio__close(d->e.fd);
+    onnxio_buffer_unref(d->map);
+    onnxio__free(d->location);
 }
 
 onnxio_status onnxio__dir_container(const char *base_dir, const char *model_path, const onnxio_parse_options *opts,
                                     onnxio__container **out)
 {
-    dir_container *c = onnxio__calloc(1, sizeof *c);
-    if (!c || !(c->base_dir = onnxio__strdup(base_dir))) {
-        onnxio__free(c);
-        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-    }
+    size_t n = strlen(base_dir);
+    dir_container *c = onnxio__calloc(1, sizeof *c + n + 1);
+    if (!c) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    memcpy(c->base_dir, base_dir, n + 1);
     c->base.open = dir_open;
-    c->base.close = dir_close;
+    c->base.release = dir_release;
     c->no_copy = opts->no_copy;
-    struct stat st;
-    if (model_path && stat(model_path, &st) == 0) {
-        c->have_model = true;
-        c->model_dev = st.st_dev;
-        c->model_ino = st.st_ino;
-    }
+    if (!model_path || stat(model_path, &c->model) != 0) c->model.st_nlink = 0;
     *out = &c->base;
     return ONNXIO_OK;
 }

@@ -8,22 +8,18 @@
 
 #include "container.h"
 
+/* An archive entry: the entry first (container.c frees it), then its own. */
 typedef struct zip_entry {
     onnxio__entry e;
-    const onnxio_archive_entry *pub;
     onnxio_buffer *inflated; /* deflated entries: their bytes */
-    char name[300];          /* "archive X: entry 'Y'", for messages */
-    struct zip_entry *next;
+    char name[300];          /* "entry 'Y'", for messages */
 } zip_entry;
 
 typedef struct zip_container {
     onnxio__container base;
     onnxio_archive *archive;
     uint64_t alignment;
-    zip_entry *entries;
 } zip_container;
-
-static const char *name_of(const onnxio_TensorProto *t) { return t->name.data ? t->name.data : ""; }
 
 static onnxio_status zip_open(onnxio__container *base, const onnxio_TensorProto *t, const onnxio_external_ref *r,
                               onnxio__budget *budget, onnxio__entry **out)
@@ -40,18 +36,13 @@ static onnxio_status zip_open(onnxio__container *base, const onnxio_TensorProto 
     const onnxio_archive_entry *pub = onnxio__archive_find_n(a, loc, n);
     if (!pub)
         return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA, "tensor '%s': external data location '%s' is not an entry of archive %s",
-                            name_of(t), r->location, onnxio__archive_what(a));
-    if (pub == onnxio__archive_model(a))
+                            onnxio__tensor_name(t), r->location, onnxio__archive_what(a));
+    if (onnxio_archive_entry_is_model(pub))
         return onnxio__fail(ONNXIO_ERR_PATH_SELF, "tensor '%s': external data location '%s' is the model entry itself",
-                            name_of(t), r->location);
-    for (zip_entry *z = c->entries; z; z = z->next)
-        if (z->pub == pub) {
-            *out = &z->e;
-            return ONNXIO_OK;
-        }
+                            onnxio__tensor_name(t), r->location);
+    if ((*out = onnxio__container_find(base, (uint64_t)(uintptr_t)pub, 0))) return ONNXIO_OK;
     zip_entry *z = onnxio__calloc(1, sizeof *z);
     if (!z) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-    z->pub = pub;
     snprintf(z->name, sizeof z->name, "entry '%.200s'", pub->name);
     z->e.name = z->name;
     z->e.size = pub->size;
@@ -73,29 +64,18 @@ static onnxio_status zip_open(onnxio__container *base, const onnxio_TensorProto 
         onnxio_status s = onnxio__archive_entry_bytes(a, pub, false, budget, &data, &z->inflated);
         if (s) {
             onnxio__free(z);
-            return onnxio__context(s, "tensor '%s'", name_of(t));
+            return onnxio__context(s, "tensor '%s'", onnxio__tensor_name(t));
         }
         z->e.data = data;
         z->e.owner = z->inflated;
         z->e.borrow = true;
     }
-    z->next = c->entries;
-    c->entries = z;
+    onnxio__container_add(base, &z->e, (uint64_t)(uintptr_t)pub, 0);
     *out = &z->e;
     return ONNXIO_OK;
 }
 
-static void zip_close(onnxio__container *base)
-{
-    zip_container *c = (zip_container *)base;
-    for (zip_entry *z = c->entries, *next; z; z = next) {
-        next = z->next;
-        onnxio_buffer_unref(z->inflated);
-        onnxio__free(z->e.crc_pieces);
-        onnxio__free(z);
-    }
-    onnxio__free(c);
-}
+static void zip_release(onnxio__entry *e) { onnxio_buffer_unref(((zip_entry *)e)->inflated); }
 
 onnxio_status onnxio__zip_container(onnxio_archive *archive, const onnxio_parse_options *opts,
                                     onnxio__container **out)
@@ -103,9 +83,9 @@ onnxio_status onnxio__zip_container(onnxio_archive *archive, const onnxio_parse_
     zip_container *c = onnxio__calloc(1, sizeof *c);
     if (!c) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     c->base.open = zip_open;
-    c->base.close = zip_close;
+    c->base.release = zip_release;
     c->archive = archive;
-    c->alignment = opts->alignment ? opts->alignment : ONNXIO_DEFAULT_ALIGNMENT;
+    c->alignment = opts->alignment;
     *out = &c->base;
     return ONNXIO_OK;
 }

@@ -695,24 +695,27 @@ onnxio_status onnxio__txn_sync(onnxio__txn *t, int fd)
     return ONNXIO_OK;
 }
 
+/* Closes the descriptors and frees the blocks of one file or of the
+ * transaction itself (temporary files stay where they are). */
+static void drop(temp_node *node, int fd, int dir_fd, void *a, void *b)
+{
+    temp_forget(node);
+    onnxio__close(fd);
+    onnxio__close(dir_fd);
+    onnxio__free(a);
+    onnxio__free(b);
+}
+
 static void txn_free(onnxio__txn *t)
 {
     for (size_t i = 0; i < t->count; i++) {
         txn_file *f = &t->files[i];
-        onnxio__close(f->fd);
-        onnxio__close(f->dir_fd);
-        temp_forget(f->node);
-        onnxio__free(f->tmp);
-        onnxio__free(f->name);
+        drop(f->node, f->fd, f->dir_fd, f->tmp, f->name);
     }
-    onnxio__free(t->files);
-    temp_forget(t->jnode);
-    onnxio__close(t->jfd);
     onnxio__close(t->stream_fd);
-    onnxio__close(t->dir_fd);
-    onnxio__free(t->jname);
-    onnxio__free(t->name);
+    onnxio__free(t->files);
     onnxio__free(t->what);
+    drop(t->jnode, t->jfd, t->dir_fd, t->jname, t->name);
     onnxio__free(t);
 }
 

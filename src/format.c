@@ -77,11 +77,6 @@ ONNXIO_API bool onnxio_path_is_archive(const char *path)
 
 /* ---- external data keys --------------------------------------------- */
 
-static const char *tensor_name(const onnxio_TensorProto *t)
-{
-    return t->name.data ? t->name.data : "";
-}
-
 ONNXIO_API bool onnxio_tensor_is_external(const onnxio_TensorProto *t)
 {
     return t && onnxio__is_external(t);
@@ -122,7 +117,7 @@ static onnxio_status parse_u64(const onnxio_string *v, const char *key, const on
 bad:
     return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA,
                         "tensor '%s': external_data %s '%.*s' is not a decimal number of bytes (digits only, below 2^64)",
-                        tensor_name(t), key, (int)(v->size > 64 ? 64 : v->size), v->data ? v->data : "");
+                        onnxio__tensor_name(t), key, (int)(v->size > 64 ? 64 : v->size), v->data ? v->data : "");
 }
 
 static bool key_is(const onnxio_string *k, const char *name)
@@ -144,9 +139,9 @@ ONNXIO_API onnxio_status onnxio_external_ref_parse(const onnxio_TensorProto *t, 
         else if (key_is(&e->key, "checksum")) checksum = &e->value;
     }
     if (!location)
-        return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA, "tensor '%s': external_data has no location", tensor_name(t));
+        return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA, "tensor '%s': external_data has no location", onnxio__tensor_name(t));
     onnxio_status s = onnxio_check_location(location->data, location->size);
-    if (s) return onnxio__context(s, "tensor '%s'", tensor_name(t));
+    if (s) return onnxio__context(s, "tensor '%s'", onnxio__tensor_name(t));
     if (offset && (s = parse_u64(offset, "offset", t, &r->offset))) return s;
     if (length) {
         if ((s = parse_u64(length, "length", t, &r->length))) return s;
@@ -232,14 +227,14 @@ onnxio_status onnxio__check_raw_size(const onnxio_TensorProto *t, uint64_t lengt
         for (size_t i = 0; i < t->dims.size; i++)
             if (t->dims.data[i] < 0)
                 return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA, "tensor '%s': dimension %zu is negative (%lld)",
-                                    tensor_name(t), i, (long long)t->dims.data[i]);
+                                    onnxio__tensor_name(t), i, (long long)t->dims.data[i]);
         return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA,
                             "tensor '%s': its shape has more elements than any file can hold (external data %s)",
-                            tensor_name(t), where);
+                            onnxio__tensor_name(t), where);
     }
     if (length != want)
         return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA,
                             "tensor '%s': external data length %llu in %s does not match its type and shape (%llu bytes)",
-                            tensor_name(t), (unsigned long long)length, where, (unsigned long long)want);
+                            onnxio__tensor_name(t), (unsigned long long)length, where, (unsigned long long)want);
     return ONNXIO_OK;
 }

@@ -389,6 +389,12 @@ void onnxio__txn_abort(onnxio__txn *t);
  * when a committed save cannot be finished. */
 onnxio_status onnxio__recover(const char *path);
 
+/* A tensor's name for messages ("" when it has none). */
+static inline const char *onnxio__tensor_name(const onnxio_TensorProto *t)
+{
+    return t->name.data ? t->name.data : "";
+}
+
 /* A tensor whose payload is in external data (data_location EXTERNAL). */
 static inline bool onnxio__is_external(const onnxio_TensorProto *t)
 {

@@ -15,8 +15,6 @@
 
 #include "container.h"
 
-static const char *tensor_name(const onnxio_TensorProto *t) { return t->name.data ? t->name.data : ""; }
-
 /* A checked external payload waiting to be placed. */
 typedef struct item {
     onnxio_TensorProto *tensor;
@@ -39,12 +37,12 @@ static onnxio_status check_range(const onnxio_TensorProto *t, const onnxio_exter
 {
     if (r->offset > e->size)
         return onnxio__fail(ONNXIO_ERR_EXTERNAL_RANGE, "tensor '%s': external data offset %llu is past the end of %s (%llu bytes)",
-                            tensor_name(t), (unsigned long long)r->offset, e->name, (unsigned long long)e->size);
+                            onnxio__tensor_name(t), (unsigned long long)r->offset, e->name, (unsigned long long)e->size);
     *length = r->has_length ? r->length : e->size - r->offset;
     if (*length > e->size - r->offset)
         return onnxio__fail(ONNXIO_ERR_EXTERNAL_RANGE,
                             "tensor '%s': external data offset %llu + length %llu runs past the end of %s (%llu bytes)",
-                            tensor_name(t), (unsigned long long)r->offset, (unsigned long long)*length, e->name,
+                            onnxio__tensor_name(t), (unsigned long long)r->offset, (unsigned long long)*length, e->name,
                             (unsigned long long)e->size);
     return onnxio__check_raw_size(t, *length, e->name);
 }
@@ -66,7 +64,7 @@ static onnxio_status check_sha1(onnxio__entry *e, const onnxio_TensorProto *t, c
     }
     if (!same)
         return onnxio__fail(ONNXIO_ERR_CHECKSUM, "tensor '%s': %s has SHA-1 %s, its checksum key says '%.*s'",
-                            tensor_name(t), e->name, e->sha1, (int)(r->checksum_size > 64 ? 64 : r->checksum_size),
+                            onnxio__tensor_name(t), e->name, e->sha1, (int)(r->checksum_size > 64 ? 64 : r->checksum_size),
                             r->checksum);
     return ONNXIO_OK;
 }

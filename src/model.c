@@ -98,7 +98,7 @@ static onnxio_status load_from(onnxio__container *c, onnxio_message *root, const
                                onnxio__budget *budget)
 {
     onnxio_status s = onnxio__load_external_payloads(root, c, cfg, budget);
-    c->close(c);
+    onnxio__container_close(c);
     return s;
 }
 
@@ -263,36 +263,36 @@ ONNXIO_API onnxio_status onnxio_load_tensor_external_data(onnxio_TensorProto *te
 
 /* ---- save ------------------------------------------------------------------ */
 
-ONNXIO_API onnxio_status onnxio_save_file(void *msg, const char *path, const onnxio_serialize_options *opts)
+/* The three save entry points: arguments, options, then the pipeline. */
+typedef enum save_kind { SAVE_MESSAGE, SAVE_MODEL, SAVE_ARCHIVE } save_kind;
+
+static onnxio_status save(void *msg, const char *path, const onnxio_serialize_options *opts, save_kind kind)
 {
     if (!msg || !path) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "save: NULL argument");
     onnxio__clear_error();
+    if (kind == SAVE_MODEL && onnxio_path_is_archive(path)) kind = SAVE_ARCHIVE;
     onnxio_serialize_options cfg;
-    onnxio_status s = onnxio__serialize_config(opts, &cfg);
+    onnxio_status s = kind == SAVE_ARCHIVE ? onnxio__archive_save_config(opts, &cfg) : onnxio__serialize_config(opts, &cfg);
     if (s) return s;
+    if (kind == SAVE_ARCHIVE) return onnxio__save_archive(msg, path, &cfg);
+    const onnxio_external_data_options *x = &cfg.external_data;
+    if (kind == SAVE_MODEL && (x->location || x->all_tensors_to_one_file == ONNXIO_OFF))
+        return onnxio__save_external(msg, path, &cfg);
     return onnxio__save_plain(msg, path, &cfg);
+}
+
+ONNXIO_API onnxio_status onnxio_save_file(void *msg, const char *path, const onnxio_serialize_options *opts)
+{
+    return save(msg, path, opts, SAVE_MESSAGE);
 }
 
 ONNXIO_API onnxio_status onnxio_save_archive(onnxio_ModelProto *model, const char *path, const onnxio_serialize_options *opts)
 {
-    if (!model || !path) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "save_archive: NULL argument");
-    onnxio__clear_error();
-    onnxio_serialize_options cfg;
-    onnxio_status s = onnxio__archive_save_config(opts, &cfg);
-    if (s) return s;
-    return onnxio__save_archive(model, path, &cfg);
+    return save(model, path, opts, SAVE_ARCHIVE);
 }
 
 ONNXIO_API onnxio_status onnxio_save_model(onnxio_ModelProto *model, const char *path,
                                            const onnxio_serialize_options *opts)
 {
-    if (!model || !path) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "save: NULL argument");
-    onnxio__clear_error();
-    if (onnxio_path_is_archive(path)) return onnxio_save_archive(model, path, opts);
-    onnxio_serialize_options cfg;
-    onnxio_status s = onnxio__serialize_config(opts, &cfg);
-    if (s) return s;
-    const onnxio_external_data_options *x = &cfg.external_data;
-    if (!x->location && x->all_tensors_to_one_file != ONNXIO_OFF) return onnxio__save_plain(model, path, &cfg);
-    return onnxio__save_external(model, path, &cfg);
+    return save(model, path, opts, SAVE_MODEL);
 }

@@ -47,17 +47,24 @@ static onnxio_status check_alignment(uint64_t a)
     return ONNXIO_OK;
 }
 
+/* What parse and serialize options share: checked, then defaults. */
+static onnxio_status common(int *max_depth, int num_threads, uint64_t alignment, uint64_t *raw_data_threshold)
+{
+    if (*max_depth < 0) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "max_depth %d is negative", *max_depth);
+    if (num_threads < 0) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "num_threads %d is negative", num_threads);
+    onnxio_status s = check_alignment(alignment);
+    if (s) return s;
+    if (*raw_data_threshold == 0) *raw_data_threshold = ONNXIO_DEFAULT_RAW_DATA_THRESHOLD;
+    *max_depth = onnxio__depth_limit(*max_depth);
+    return ONNXIO_OK;
+}
+
 onnxio_status onnxio__parse_config(const onnxio_parse_options *opts, onnxio_parse_options *cfg)
 {
     onnxio_status s = onnxio__copy_options(cfg, sizeof *cfg, opts, "onnxio_parse_options");
+    if (!s) s = common(&cfg->max_depth, cfg->num_threads, cfg->alignment, &cfg->raw_data_threshold);
     if (s) return s;
-    if (cfg->max_depth < 0) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "max_depth %d is negative", cfg->max_depth);
-    if (cfg->num_threads < 0)
-        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "num_threads %d is negative", cfg->num_threads);
-    if ((s = check_alignment(cfg->alignment))) return s;
-    if (cfg->raw_data_threshold == 0) cfg->raw_data_threshold = ONNXIO_DEFAULT_RAW_DATA_THRESHOLD;
     if (cfg->alignment == 0) cfg->alignment = ONNXIO_DEFAULT_ALIGNMENT;
-    cfg->max_depth = onnxio__depth_limit(cfg->max_depth);
     if (cfg->max_expansion == 0) cfg->max_expansion = ONNXIO_DEFAULT_MAX_EXPANSION;
     /* CRC checks read every byte: free while copying, a full extra pass
      * over the mapping with no_copy. */
@@ -69,14 +76,10 @@ onnxio_status onnxio__parse_config(const onnxio_parse_options *opts, onnxio_pars
 onnxio_status onnxio__serialize_config(const onnxio_serialize_options *opts, onnxio_serialize_options *cfg)
 {
     onnxio_status s = onnxio__copy_options(cfg, sizeof *cfg, opts, "onnxio_serialize_options");
+    if (!s) s = common(&cfg->max_depth, cfg->num_threads, cfg->alignment, &cfg->raw_data_threshold);
     if (s) return s;
-    if (cfg->max_depth < 0) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "max_depth %d is negative", cfg->max_depth);
-    if (cfg->num_threads < 0)
-        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "num_threads %d is negative", cfg->num_threads);
-    if ((s = check_alignment(cfg->alignment))) return s;
-    if (cfg->raw_data_threshold == 0) cfg->raw_data_threshold = ONNXIO_DEFAULT_RAW_DATA_THRESHOLD;
+    /* The alignment's default depends on where payloads go (save.c). */
     if (cfg->external_data.size_threshold == 0) cfg->external_data.size_threshold = ONNXIO_DEFAULT_EXTERNAL_THRESHOLD;
-    cfg->max_depth = onnxio__depth_limit(cfg->max_depth);
     return ONNXIO_OK;
 }
 

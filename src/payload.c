@@ -104,8 +104,6 @@ static void share_add(onnxio__payloads *p, const onnxio__payload_src *src, const
     p->table_count++;
 }
 
-static const char *name_of(const onnxio_TensorProto *t) { return t->name.data ? t->name.data : ""; }
-
 /* Marks the payload as loaded; an external tensor stops being external. */
 static void loaded(onnxio_TensorProto *t, const onnxio__payload_src *src)
 {
@@ -122,7 +120,7 @@ static void loaded(onnxio_TensorProto *t, const onnxio__payload_src *src)
 static onnxio_status fill(onnxio__payloads *p, const onnxio_TensorProto *t, const onnxio__payload_src *src, uint8_t *dst,
                           onnxio_buffer *dst_owner)
 {
-    onnxio__job job = {.dst = dst, .size = src->size, .what = src->what ? src->what : name_of(t), .keep = dst_owner};
+    onnxio__job job = {.dst = dst, .size = src->size, .what = src->what ? src->what : onnxio__tensor_name(t), .keep = dst_owner};
     if (src->crc) {
         job.crc = src->crc->piece;
         src->crc->filled = true;
@@ -156,7 +154,7 @@ static onnxio_status place(onnxio__payloads *p, onnxio_TensorProto *t, const onn
     if (action == ONNXIO_PAYLOAD_PLACED) {
         if (!dst && src->size)
             return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "tensor '%s': the payload callback placed %llu bytes at NULL",
-                                name_of(t), (unsigned long long)src->size);
+                                onnxio__tensor_name(t), (unsigned long long)src->size);
         onnxio_status s = fill(p, t, src, dst, owner);
         if (s) return s;
         onnxio_span_set(span, dst, (size_t)src->size, owner);
@@ -174,15 +172,15 @@ static onnxio_status place(onnxio__payloads *p, onnxio_TensorProto *t, const onn
         loaded(t, src);
         return ONNXIO_OK;
     }
-    onnxio_status s = onnxio__budget_take(p->budget, src->size, name_of(t)[0] ? name_of(t) : "a tensor");
+    onnxio_status s = onnxio__budget_take(p->budget, src->size, onnxio__tensor_name(t)[0] ? onnxio__tensor_name(t) : "a tensor");
     if (s) return s;
     if (src->size >= p->threshold || !src->data) {
         if (src->size > SIZE_MAX)
-            return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "tensor '%s': %llu bytes do not fit in memory", name_of(t),
+            return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "tensor '%s': %llu bytes do not fit in memory", onnxio__tensor_name(t),
                                 (unsigned long long)src->size);
         onnxio_buffer *b = onnxio_buffer_new((size_t)src->size, (size_t)p->alignment);
         if (!b)
-            return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "tensor '%s': out of memory for %llu bytes", name_of(t),
+            return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "tensor '%s': out of memory for %llu bytes", onnxio__tensor_name(t),
                                 (unsigned long long)src->size);
         onnxio_span_set(span, onnxio_buffer_data(b), (size_t)src->size, b);
         onnxio_buffer_unref(b);
@@ -227,7 +225,7 @@ onnxio_status onnxio__payloads_resolve(onnxio__payloads *p)
         onnxio_payload_action action = p->fn(p->ctx, &req, &dst, &owner);
         if (action != ONNXIO_PAYLOAD_LOAD && action != ONNXIO_PAYLOAD_SKIP && action != ONNXIO_PAYLOAD_PLACED)
             s = onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "tensor '%s': the payload callback returned %d",
-                             name_of(q->tensor), (int)action);
+                             onnxio__tensor_name(q->tensor), (int)action);
         else
             s = place(p, q->tensor, &q->src, action, dst, owner);
         onnxio_buffer_unref(q->src.owner);

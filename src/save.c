@@ -35,8 +35,6 @@
  * is 255; the uniqueness suffix and temporary-file affixes need room). */
 #define MAX_NAME_STEM 200
 
-static const char *tensor_name(const onnxio_TensorProto *t) { return t->name.data ? t->name.data : ""; }
-
 static uint64_t align_up(uint64_t x, uint64_t a) { return a > 1 && x % a ? x + (a - x % a) : x; }
 
 /* ---- names of per-tensor files and entries ------------------------------- */
@@ -201,7 +199,7 @@ static onnxio_status select_tensor(onnxio_message *msg, onnxio_message *parent, 
         if (c->external_refused)
             return onnxio__fail(ONNXIO_ERR_MISSING_PAYLOAD,
                                 "tensor '%s' is still external (its data was not loaded): load its external data first",
-                                tensor_name(t));
+                                onnxio__tensor_name(t));
         if (!onnxio__grow((void **)&c->stale, &c->stale_capacity, c->stale_count, sizeof *c->stale))
             return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
         c->stale[c->stale_count++] = t;
@@ -213,7 +211,7 @@ static onnxio_status select_tensor(onnxio_message *msg, onnxio_message *parent, 
         return ONNXIO_OK;
     if (!has_raw || t->raw_data.size < c->threshold) return ONNXIO_OK;
     if (!t->raw_data.data)
-        return onnxio__fail(ONNXIO_ERR_MISSING_PAYLOAD, "tensor '%s': raw_data was not loaded", tensor_name(t));
+        return onnxio__fail(ONNXIO_ERR_MISSING_PAYLOAD, "tensor '%s': raw_data was not loaded", onnxio__tensor_name(t));
     if (!onnxio__grow((void **)&c->tensors, &c->capacity, c->count, sizeof *c->tensors))
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     c->tensors[c->count++] = t;
@@ -330,7 +328,7 @@ static onnxio_status plan_files(const selection *sel, const onnxio_serialize_opt
             out_file *f = &d->files[i];
             f->fd = f->res.dir_fd = -1;
             d->count = i + 1;
-            const char *name = onnxio__names_unique(set, tensor_name(d->items[i].tensor));
+            const char *name = onnxio__names_unique(set, onnxio__tensor_name(d->items[i].tensor));
             if (!name || !(f->location = onnxio__strdup(name))) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
             f->size = d->items[i].tensor->raw_data.size;
             f->first = i;
@@ -403,7 +401,7 @@ static onnxio_status check_stale(const selection *sel, const dir_plan *d)
                 return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA,
                                     "tensor '%s' still refers to external data in '%s', which this save replaces; "
                                     "load its external data first",
-                                    tensor_name(t), loc);
+                                    onnxio__tensor_name(t), loc);
     }
     return ONNXIO_OK;
 }
@@ -590,7 +588,7 @@ onnxio_status onnxio__save_archive(onnxio_ModelProto *model, const char *path, c
     }
     for (size_t i = 0; i < sel.count; i++) {
         onnxio_TensorProto *t = sel.tensors[i];
-        const char *name = onnxio__names_unique(names, tensor_name(t));
+        const char *name = onnxio__names_unique(names, onnxio__tensor_name(t));
         if (!name) {
             s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
             goto done;

@@ -642,29 +642,46 @@ uint64_t onnxio__zip_place(out_entry *e, uint64_t at, uint64_t align)
     return e->data + e->size;
 }
 
+/* The fields local and central headers share (APPNOTE 4.3.7, 4.3.12),
+ * from "version needed" to "extra field length": onnxio's entries are
+ * stored, without flags, at the fixed DOS time; `size64` puts the sizes in
+ * a ZIP64 extra field. */
+static uint8_t *put_shared(uint8_t *p, const out_entry *e, int size64, int zip64, uint32_t extra)
+{
+    p = wr16(p, zip64 ? VERSION_NEEDED64 : VERSION_NEEDED);
+    p = wr16(p, 0);                    /* flags */
+    p = wr16(p, ONNXIO_ARCHIVE_STORED); /* method */
+    p = wr16(p, DOS_TIME);
+    p = wr16(p, DOS_DATE);
+    p = wr32(p, e->crc);
+    p = wr32(p, size64 ? 0xFFFFFFFFu : (uint32_t)e->size);
+    p = wr32(p, size64 ? 0xFFFFFFFFu : (uint32_t)e->size);
+    p = wr16(p, (uint32_t)e->name_size);
+    return wr16(p, extra);
+}
+
+/* The ZIP64 extra field: the sizes when `sizes`, the header's offset when
+ * `offset` (APPNOTE 4.5.3: in that order, only those that overflow). */
+static uint8_t *put_zip64(uint8_t *p, const out_entry *e, int sizes, int offset)
+{
+    p = wr16(p, EXTRA_ZIP64);
+    p = wr16(p, (sizes ? 16u : 0u) + (offset ? 8u : 0u));
+    if (sizes) {
+        p = wr64(p, e->size);
+        p = wr64(p, e->size);
+    }
+    return offset ? wr64(p, e->header) : p;
+}
+
 static uint8_t *put_local(uint8_t *p, const out_entry *e)
 {
     uint64_t pad = e->pad;
     int z = needs64(e->size);
     p = wr32(p, SIG_LOCAL);
-    p = wr16(p, z ? VERSION_NEEDED64 : VERSION_NEEDED);
-    p = wr16(p, 0); /* flags */
-    p = wr16(p, 0); /* stored */
-    p = wr16(p, DOS_TIME);
-    p = wr16(p, DOS_DATE);
-    p = wr32(p, e->crc);
-    p = wr32(p, z ? 0xFFFFFFFFu : (uint32_t)e->size);
-    p = wr32(p, z ? 0xFFFFFFFFu : (uint32_t)e->size);
-    p = wr16(p, (uint32_t)e->name_size);
-    p = wr16(p, (uint32_t)((z ? 20 : 0) + pad));
+    p = put_shared(p, e, z, z, (uint32_t)((z ? 20 : 0) + pad));
     memcpy(p, e->name, e->name_size);
     p += e->name_size;
-    if (z) {
-        p = wr16(p, EXTRA_ZIP64);
-        p = wr16(p, 16);
-        p = wr64(p, e->size);
-        p = wr64(p, e->size);
-    }
+    if (z) p = put_zip64(p, e, 1, 0);
     if (pad) {
         p = wr16(p, EXTRA_PADDING);
         p = wr16(p, (uint32_t)(pad - 4));
@@ -686,16 +703,7 @@ static uint8_t *put_central(uint8_t *p, const out_entry *e)
     uint32_t z = (zs ? 16u : 0u) + (zo ? 8u : 0u);
     p = wr32(p, SIG_CENTRAL);
     p = wr16(p, VERSION_MADE_BY);
-    p = wr16(p, z ? VERSION_NEEDED64 : VERSION_NEEDED);
-    p = wr16(p, 0);
-    p = wr16(p, 0);
-    p = wr16(p, DOS_TIME);
-    p = wr16(p, DOS_DATE);
-    p = wr32(p, e->crc);
-    p = wr32(p, zs ? 0xFFFFFFFFu : (uint32_t)e->size);
-    p = wr32(p, zs ? 0xFFFFFFFFu : (uint32_t)e->size);
-    p = wr16(p, (uint32_t)e->name_size);
-    p = wr16(p, z ? 4 + z : 0);
+    p = put_shared(p, e, zs, z != 0, z ? 4 + z : 0);
     p = wr16(p, 0); /* comment */
     p = wr16(p, 0); /* disk */
     p = wr16(p, 0); /* internal attributes */
@@ -703,20 +711,9 @@ static uint8_t *put_central(uint8_t *p, const out_entry *e)
     p = wr32(p, zo ? 0xFFFFFFFFu : (uint32_t)e->header);
     memcpy(p, e->name, e->name_size);
     p += e->name_size;
-    if (z) {
-        p = wr16(p, EXTRA_ZIP64);
-        p = wr16(p, z);
-        if (zs) {
-            p = wr64(p, e->size);
-            p = wr64(p, e->size);
-        }
-        if (zo) p = wr64(p, e->header);
-    }
-    return p;
+    return z ? put_zip64(p, e, zs, zo) : p;
 }
 
-/* Bytes of the end records for a central directory of `count` entries,
- * `size` bytes at `offset`. */
 static uint64_t end_size(uint64_t count, uint64_t size, uint64_t offset)
 {
     int z = count >= 0xFFFF || needs64(size) || needs64(offset);
@@ -827,7 +824,7 @@ static onnxio_status check_refs(onnxio_archive *a, onnxio_ModelProto *model)
     if ((s = onnxio__zip_container(a, &opts, &c))) return s;
     onnxio__budget budget = {UINT64_MAX, 0, 0};
     s = onnxio__load_external_payloads(&model->base, c, &opts, &budget);
-    c->close(c);
+    onnxio__container_close(c);
     return s;
 }
 
