@@ -149,7 +149,7 @@ static onnxio_status load_path(const onnxio_message_desc *desc, const char *path
     if (s) return s;
     bool model = desc == &onnxio_desc_ModelProto;
     /* A save of this file that died: finish or undo it before reading. */
-    if (model && (s = onnxio__recover(path))) return s;
+    if ((s = onnxio__recover(path))) return s;
     onnxio_buffer *map;
     int fd;
     if ((s = onnxio__map_file(path, &map, &fd))) return s;
