@@ -310,7 +310,8 @@ static onnxio_status dir_open(onnxio__container *base, const onnxio_TensorProto 
         s = onnxio__context(s, "tensor '%s'", onnxio__tensor_name(t));
         goto done;
     }
-    if (!(d = onnxio__calloc(1, sizeof *d)) || !(d->location = onnxio__strdup(r->location))) {
+    if ((d = onnxio__calloc(1, sizeof *d))) d->e.fd = -1;
+    if (!d || !(d->location = onnxio__strdup(r->location))) {
         s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
         goto done;
     }

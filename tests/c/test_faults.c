@@ -26,6 +26,7 @@
 
 #include <openssl/crypto.h>
 
+#include "common.h" /* cli_main: the onnxio command, in-process */
 #include "internal.h"
 #include "testutil.h"
 
@@ -201,6 +202,51 @@ static onnxio_status replace_model(void)
     return s;
 }
 
+/* `onnxio ARGS...` in-process, its output thrown away: its exit status as
+ * a status (0: OK; 1: the library's failure, whose message it printed). */
+static onnxio_status command(const char *const *args, size_t n)
+{
+    char *argv[16];
+    for (size_t i = 0; i < n; i++) argv[i] = (char *)args[i];
+    argv[n] = NULL;
+    fflush(stdout);
+    fflush(stderr);
+    int out = dup(1), err = dup(2), null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    int rc = cli_main((int)n, argv);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(out, 1);
+    dup2(err, 2);
+    close(out);
+    close(err);
+    close(null);
+    if (rc == 0) return ONNXIO_OK;
+    /* The command printed the library's message; keep one for the check. */
+    if (!onnxio_last_error()[0]) onnxio__fail(ONNXIO_ERR_IO, "onnxio exited with %d", rc);
+    return rc == 2 ? ONNXIO_ERR_INVALID_ARGUMENT : ONNXIO_ERR_IO;
+}
+
+static onnxio_status convert_external(void)
+{
+    char *out = out_path("cv.onnx");
+    const char *args[] = {"onnxio", "convert", W.ext_path, out, "--external-data", "cv.data", "--threads", "1",
+                          "--checksum", "--verify-checksum", "--copy"};
+    onnxio_status s = command(args, sizeof args / sizeof *args);
+    free(out);
+    return s;
+}
+
+static onnxio_status convert_archive(void)
+{
+    char *out = out_path("cv.onnxz");
+    const char *args[] = {"onnxio", "convert", W.deflated_path, out, "--threads", "1"};
+    onnxio_status s = command(args, sizeof args / sizeof *args);
+    free(out);
+    return s;
+}
+
 static onnxio_status text_and_copy(void)
 {
     onnxio_buffer *b = NULL;
@@ -236,6 +282,8 @@ static const scenario scenarios[] = {
     {"save .onnxz over an existing one", save_archive, "model.onnxz"},
     {"replace the model of an .onnxz in place", replace_model, "replace.onnxz"},
     {"text format and copy", text_and_copy, NULL},
+    {"onnxio convert: external data in, checksummed external data out", convert_external, "cv.onnx"},
+    {"onnxio convert: a deflated .onnxz in, an .onnxz out", convert_archive, "cv.onnxz"},
 };
 
 /* What the next load of `name` does to a dead or failed save: finish or
@@ -330,6 +378,22 @@ static void restore(const snapshot *s)
 
 /* ---- the sweep -------------------------------------------------------------------- */
 
+/* The open descriptors of this process, as a bit set of the first 256
+ * (a descriptor leaked, or one closed that was not the library's, shows). */
+typedef struct fds {
+    uint64_t bits[4];
+} fds;
+
+static fds open_fds(void)
+{
+    fds f = {{0, 0, 0, 0}};
+    for (int fd = 0; fd < 256; fd++)
+        if (fcntl(fd, F_GETFD) != -1) f.bits[fd / 64] |= 1ull << (fd % 64);
+    return f;
+}
+
+static bool same_fds(fds a, fds b) { return memcmp(&a, &b, sizeof a) == 0; }
+
 static long total_points;
 
 /* Fails each counted operation of `mask` in turn while `sc` runs. */
@@ -354,6 +418,7 @@ static void sweep(const scenario *sc, unsigned mask, const char *kind)
         restore(&before);
         onnxio__clear_error();
         live0 = onnxio__alloc_live();
+        fds fds0 = open_fds();
         onnxio__fault_set(mask, i, false, false);
         s = sc->run();
         bool hit = onnxio__fault_hit();
@@ -388,6 +453,8 @@ static void sweep(const scenario *sc, unsigned mask, const char *kind)
         }
         CHECK_MSG(onnxio__alloc_live() == live0, "%s, %s point %ld: %ld blocks leaked (%s)", sc->name, kind, i,
                   onnxio__alloc_live() - live0, onnxio_status_name(s));
+        CHECK_MSG(same_fds(open_fds(), fds0), "%s, %s point %ld: a file descriptor leaked or closed that was not its own",
+                  sc->name, kind, i);
     }
     restore(&before);
     total_points += n;
