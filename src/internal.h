@@ -92,8 +92,10 @@ long onnxio__fault_counted(void);
 /* Whether the fault happened, and the kind of operation it hit. */
 bool onnxio__fault_hit(void);
 onnxio__op onnxio__fault_hit_op(void);
-/* Blocks from onnxio__malloc & co. not freed yet (a leak check). */
+/* Blocks from onnxio__malloc & co. not freed yet (a leak check), counted
+ * from onnxio__alloc_track(true) on: call it before the first allocation. */
 long onnxio__alloc_live(void);
+void onnxio__alloc_track(bool on);
 
 /* Makes room for one more element in an onnxio__malloc'd array of `count`
  * of `capacity` elements of `elem` bytes (doubling, from 16); 0 when out of

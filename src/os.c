@@ -27,7 +27,8 @@ static struct {
     atomic_uint mask;       /* operations that count (1 << onnxio__op) */
     atomic_long countdown;  /* counted operations left before the fault; 0: off */
     atomic_long counted;    /* counted operations so far */
-    atomic_long live;       /* allocations not freed yet (all of them, counted or not) */
+    atomic_long live;       /* allocations not freed yet, while tracking */
+    atomic_bool tracking;   /* count live allocations (tests only: an atomic per malloc costs) */
     atomic_int crash;       /* the fault kills the process instead of failing */
     atomic_int persistent;  /* every counted operation after the first fault fails too */
     atomic_int hit;         /* a fault happened */
@@ -49,6 +50,13 @@ long onnxio__fault_counted(void) { return atomic_load(&fault.counted); }
 bool onnxio__fault_hit(void) { return atomic_load(&fault.hit) != 0; }
 onnxio__op onnxio__fault_hit_op(void) { return (onnxio__op)atomic_load(&fault.hit_op); }
 long onnxio__alloc_live(void) { return atomic_load(&fault.live); }
+void onnxio__alloc_track(bool on) { atomic_store(&fault.tracking, on); }
+
+static inline void live_add(long n)
+{
+    if (ONNXIO_UNLIKELY(atomic_load_explicit(&fault.tracking, memory_order_relaxed)))
+        atomic_fetch_add_explicit(&fault.live, n, memory_order_relaxed);
+}
 
 /* Counts one operation of kind `op`; true when it must fail now (errno is
  * then set to `err`). */
@@ -77,7 +85,7 @@ void *onnxio__malloc(size_t n)
 {
     if (fail_now(ONNXIO__OP_ALLOC, ENOMEM)) return NULL;
     void *p = malloc(n ? n : 1);
-    if (p) atomic_fetch_add_explicit(&fault.live, 1, memory_order_relaxed);
+    if (p) live_add(1);
     return p;
 }
 
@@ -85,7 +93,7 @@ void *onnxio__calloc(size_t n, size_t size)
 {
     if (fail_now(ONNXIO__OP_ALLOC, ENOMEM)) return NULL;
     void *p = calloc(n ? n : 1, size ? size : 1);
-    if (p) atomic_fetch_add_explicit(&fault.live, 1, memory_order_relaxed);
+    if (p) live_add(1);
     return p;
 }
 
@@ -93,7 +101,7 @@ void *onnxio__realloc(void *old, size_t n)
 {
     if (fail_now(ONNXIO__OP_ALLOC, ENOMEM)) return NULL;
     void *p = realloc(old, n ? n : 1);
-    if (p && !old) atomic_fetch_add_explicit(&fault.live, 1, memory_order_relaxed);
+    if (p && !old) live_add(1);
     return p;
 }
 
@@ -103,14 +111,14 @@ void *onnxio__aligned_alloc(size_t alignment, size_t n)
     void *p = NULL;
     if (alignment < sizeof(void *)) alignment = sizeof(void *);
     if (posix_memalign(&p, alignment, n ? n : 1) != 0) return NULL;
-    atomic_fetch_add_explicit(&fault.live, 1, memory_order_relaxed);
+    live_add(1);
     return p;
 }
 
 void onnxio__free(void *p)
 {
     if (!p) return;
-    atomic_fetch_sub_explicit(&fault.live, 1, memory_order_relaxed);
+    live_add(-1);
     free(p);
 }
 

@@ -697,6 +697,7 @@ static void run_model(const char *what, onnxio_ModelProto *m, onnxio_arena *aren
 int main(int argc, char **argv)
 {
     const char *repo = argc > 1 ? argv[1] : ".";
+    onnxio__alloc_track(true);
     signal(SIGPIPE, SIG_IGN);
     W.dir = tu_make_temp_dir("faults");
     W.out = tu_path_join(W.dir, "out");
