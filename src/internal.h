@@ -35,8 +35,6 @@ void *onnxio__aligned_alloc(size_t alignment, size_t n);
 void onnxio__free(void *p);
 char *onnxio__strdup(const char *s);
 char *onnxio__strndup(const char *s, size_t n);
-/* realpath(3) into a new onnxio__malloc'd string; NULL with errno. */
-char *onnxio__realpath(const char *path);
 /* zlib's z_stream zalloc / zfree. */
 void *onnxio__zalloc(void *opaque, unsigned items, unsigned size);
 void onnxio__zfree(void *opaque, void *p);
@@ -198,8 +196,6 @@ typedef struct onnxio__array {
 void *onnxio__array_reserve(onnxio_arena *arena, onnxio__array *a, size_t elem_size, size_t extra);
 /* Size in bytes of one element of a repeated field. */
 size_t onnxio__elem_size(const onnxio_field_desc *f);
-/* Message of a MESSAGE field (the arena of `msg` is needed to create it). */
-void *onnxio__message_new_tracked(onnxio_arena *arena, const onnxio_message_desc *desc);
 onnxio_status onnxio__append_unknown(onnxio_arena *arena, onnxio_message *m, const uint8_t *p, size_t n);
 /* onnxio_message_clone with its status (NO_MEMORY or DEPTH). */
 onnxio_status onnxio__clone(onnxio_arena *arena, const void *src, void **out);
@@ -260,7 +256,6 @@ typedef struct onnxio__pool onnxio__pool;
 /* num_threads as in the options: 0 = one per core, 1 = serial. */
 int onnxio__num_threads(int requested);
 onnxio_status onnxio__pool_new(int num_threads, onnxio__pool **out);
-int onnxio__pool_threads(const onnxio__pool *pool);
 /* Queues a job (a serial pool runs it now). The memory it touches must stay
  * valid until onnxio__pool_finish. After a failure, later jobs are dropped
  * and the failure is returned. */

@@ -315,12 +315,3 @@ const char *onnxio__file_type(mode_t mode)
     if (S_ISREG(mode)) return "a regular file";
     return "not a regular file";
 }
-
-char *onnxio__realpath(const char *path)
-{
-    char buf[PATH_MAX];
-    if (!realpath(path, buf)) return NULL;
-    char *p = onnxio__strdup(buf);
-    if (!p) errno = ENOMEM;
-    return p;
-}

@@ -141,8 +141,6 @@ onnxio_status onnxio__pool_new(int num_threads, onnxio__pool **out)
     return ONNXIO_OK;
 }
 
-int onnxio__pool_threads(const onnxio__pool *p) { return p ? p->threads : 1; }
-
 static onnxio_status push(onnxio__pool *p, const onnxio__job *j)
 {
     if (!onnxio__grow((void **)&p->jobs, &p->capacity, p->count, sizeof *p->jobs))
