@@ -124,6 +124,10 @@ static PyObject *wrap_lazy(PyOnnxioMessage *parent, const onnxio_field_desc *f)
     Py_INCREF(parent);
     o->parent = parent;
     o->parent_field = f;
+    if (!parent->msg) {
+        o->top = parent->top ? parent->top : parent;
+        Py_INCREF(o->top);
+    }
     return (PyObject *)o;
 }
 
@@ -172,6 +176,9 @@ static void message_dealloc(PyOnnxioMessage *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
     onnxio_arena_unref(self->arena);
+    PyOnnxioMessage *top = self->top;
+    self->top = NULL;
+    release_lazy_chain(top);
     PyOnnxioMessage *parent = self->parent;
     self->parent = NULL;
     release_lazy_chain(parent);
@@ -248,7 +255,10 @@ static void *adopt(PyOnnxioMessage *m, int for_write)
     m->msg = (onnxio_message *)*slot;
     m->parent = NULL;
     m->parent_field = NULL;
+    PyOnnxioMessage *top = m->top;
+    m->top = NULL;
     Py_DECREF(parent); /* may free it: nothing of it is used past here */
+    Py_XDECREF(top);   /* the same (its descendants adopted first) */
     return m->msg;
 }
 
@@ -264,6 +274,10 @@ void *pyonnxio_message_get(PyOnnxioMessage *m, int for_write)
         return NULL;
     }
     if (m->parent->msg) return adopt(m, for_write);
+    PyOnnxioMessage *top = m->top;
+    if (!for_write && top && !top->msg && top->parent && top->parent->msg &&
+        !*(void **)member(top->parent->msg, top->parent_field))
+        return NULL; /* the outermost link is absent: nothing below it exists */
     size_t n = 0;
     PyOnnxioMessage *p = m;
     for (; p && !p->msg; p = p->parent) n++;
@@ -283,8 +297,14 @@ void *pyonnxio_message_get(PyOnnxioMessage *m, int for_write)
     p = m;
     for (size_t i = 0; i < n; i++, p = p->parent) chain[i] = p;
     void *c = NULL;
-    for (size_t i = n; i-- > 0;)
+    size_t i = n;
+    while (i-- > 0)
         if (!(c = adopt(chain[i], for_write))) break;
+    if (!c && i > 0 && i < n && !PyErr_Occurred() && m->top != chain[i]) {
+        /* Stopped at chain[i], now the outermost lazy link: remember it. */
+        Py_INCREF(chain[i]);
+        Py_XSETREF(m->top, chain[i]);
+    }
     if (chain != small) PyMem_Free(chain);
     return c;
 }

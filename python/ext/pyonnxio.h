@@ -56,6 +56,11 @@ typedef struct PyOnnxioMessage {
      * message exists. */
     struct PyOnnxioMessage *parent;
     const onnxio_field_desc *parent_field;
+    /* Lazy only, when the parent is lazy too: the outermost lazy ancestor
+     * seen (a strong reference; it may have been materialized since). When
+     * its field is still absent from its existing parent, nothing below it
+     * exists, so reading a long lazy chain costs O(1), not O(depth). */
+    struct PyOnnxioMessage *top;
 } PyOnnxioMessage;
 
 /* Creates the class of every message descriptor (onnxio_all_messages),

@@ -25,8 +25,8 @@ from the library's status (its class in ``status.def``); the package lists
 none itself.
 
 Nesting depth: no message tree crashes the interpreter, however deep (a
-tree built in Python by reading sub-messages in a loop can be nested
-80,000 levels; every walk of the extension uses the heap, and the library
+tree built in Python by reading sub-messages in a loop can be nested a
+million levels; every walk of the extension uses the heap, and the library
 refuses what it cannot walk):
 
 - reading (``load``, ``load_from_string``, ``ParseFromString``,
