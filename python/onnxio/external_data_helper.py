@@ -22,9 +22,12 @@ checks a path or parses a key itself.
   reached from base_dir one component at a time, a symlink is followed only
   while it stays under base_dir (onnx refuses every symlink), anything but a
   regular file (a FIFO, a device, a socket, a directory) is refused without
-  being opened, a file with other hard links is refused, offset and length
-  are checked against the file's size and against the tensor's data_type
-  and dims, all before anything is allocated or read.
+  being opened (once the loader opens through ``onnxio_external_data_open``,
+  as the writer below does; a loader that opens with O_NONBLOCK first still
+  refuses it, with OSError, and never blocks), a file with other hard links
+  is refused, offset and length are checked against the file's size and
+  against the tensor's data_type and dims, all before anything is allocated
+  or read.
 - Writing (save_external_data, which appends) opens the data file with
   ``onnxio_external_data_open`` in append mode: the same checks, the file
   created when missing.
@@ -111,15 +114,18 @@ class ExternalDataInfo:
         unknown_key_count = 0
         present: set[str] = set()
         for entry in tensor.external_data:
-            if entry.key in _ALLOWED_EXTERNAL_DATA_KEYS:
-                present.add(entry.key)
-                if entry.key == "basepath":  # onnx's own key: not read by the library
+            key = entry.key
+            if key in _ALLOWED_EXTERNAL_DATA_KEYS:
+                present.add(key)
+                if key == "basepath":  # onnx's own key: not read by the library
                     self.basepath = entry.value
             else:
                 unknown_key_count += 1
                 if len(unknown_keys) < _MAX_UNKNOWN_KEYS_IN_WARNING:
-                    truncated = entry.key[:_MAX_KEY_DISPLAY_LENGTH]
-                    if len(entry.key) > _MAX_KEY_DISPLAY_LENGTH:
+                    if isinstance(key, bytes):  # a parsed key that is not UTF-8 (upb gives bytes too)
+                        key = key.decode("utf-8", "backslashreplace")
+                    truncated = key[:_MAX_KEY_DISPLAY_LENGTH]
+                    if len(key) > _MAX_KEY_DISPLAY_LENGTH:
                         truncated += "..."
                     unknown_keys.add(truncated)
 
@@ -395,7 +401,10 @@ get_attribute_tensors = _get_attribute_tensors
 
 
 def _is_valid_filename(filename: str) -> bool:
-    """Whether a tensor name can be used as a file name as it is."""
+    """Whether a tensor name can be used as a file name as it is (a parsed
+    name that is not UTF-8, which reads as bytes, cannot)."""
+    if not isinstance(filename, str):
+        return False
     exp = re.compile('^[^<>:;,?"*|/]+$')
     match = exp.match(filename)
     return bool(match)

@@ -668,3 +668,30 @@ def test_directory_location_is_refused(tmp_path):
         xed.save_external_data(t, str(d))
     with pytest.raises((onnxio.ExternalDataError, OSError)):
         onnxio.load(path)
+
+
+# ---- what fuzz_python.py found -------------------------------------------------------------
+
+
+def test_external_data_key_not_utf8():
+    """fuzz_python.py: an external_data key that is not UTF-8 reads as
+    bytes (in upb as in onnxio: the reference), and ExternalDataInfo's
+    warning about unknown keys sorted str and bytes together: TypeError,
+    outside the documented exceptions (onnx 1.23 has the same bug). Now the
+    key is shown with backslash escapes and the location still parses."""
+    t = onnx.TensorProto(name="t")
+    t.data_location = onnx.TensorProto.EXTERNAL
+    for k, v in (("location", "x.bin"), ("zzzz", "v"), ("yyyy", "v")):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    data = t.SerializeToString().replace(b"zzzz", b"\xff\xfezz")
+    o = onnx.TensorProto.FromString(data)
+    x = onnxio.TensorProto.FromString(data)
+    assert [e.key for e in x.external_data] == [e.key for e in o.external_data] == ["location", b"\xff\xfezz", "yyyy"]
+    with pytest.raises(TypeError):
+        oed.ExternalDataInfo(o)
+    with pytest.warns(UserWarning, match=r"\\\\xff\\\\xfezz.*yyyy"):
+        info = xed.ExternalDataInfo(x)
+    assert (info.location, info.offset, info.length) == ("x.bin", None, None)
+    # ...and such a tensor name is not a file name for one-file-per-tensor.
+    assert not xed._is_valid_filename(b"\xff")
