@@ -161,6 +161,23 @@ def _base(base_dir: Any) -> str:
     return os.fsdecode(base_dir) if base_dir not in ("", b"", None) else "."
 
 
+# Payloads of at least this many bytes are read on the library's thread
+# pool (one thread per core); smaller ones on the calling thread, since
+# starting a pool for each of thousands of small tensors costs more than
+# their reads.
+_PARALLEL_READ_BYTES = 16 << 20
+
+
+def _load_tensor(tensor: Any, base_dir: Any) -> None:
+    """The library's loader on one external tensor (every check in it)."""
+    try:
+        size = _C._tensor_raw_size(tensor)
+    except ValueError:  # a negative dim: the loader refuses it with its own message
+        size = None
+    threads = 0 if size is not None and size >= _PARALLEL_READ_BYTES else 1
+    _C._load_tensor_external_data(tensor, _base(base_dir), num_threads=threads)
+
+
 def _read_external_data_bytes(tensor: Any, base_dir: str) -> Any:
     """The bytes of `tensor`'s external data (a memoryview), read by the
     library's loader from under base_dir with all its checks; the tensor is
@@ -169,7 +186,7 @@ def _read_external_data_bytes(tensor: Any, base_dir: str) -> Any:
     scratch.CopyFrom(tensor)
     scratch.ClearField("raw_data")
     scratch.data_location = TensorProto.EXTERNAL
-    _C._load_tensor_external_data(scratch, _base(base_dir))
+    _load_tensor(scratch, base_dir)
     payload = _payload(scratch)
     return payload if payload is not None else b""
 
@@ -186,7 +203,7 @@ def load_external_data_for_tensor(tensor: Any, base_dir: str) -> None:
     if uses_external_data(tensor):
         # The loader checks every key, the path and the range before it
         # touches the tensor, and reads the payload straight into it.
-        _C._load_tensor_external_data(tensor, _base(base_dir))
+        _load_tensor(tensor, base_dir)
     else:
         # onnx reads the keys whatever data_location says.
         from onnxio import numpy_helper
