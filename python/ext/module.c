@@ -1146,6 +1146,27 @@ static PyObject *mod_path_is_archive(PyObject *self, PyObject *arg)
     return PyBool_FromLong(yes);
 }
 
+/* ---- statuses ----------------------------------------------------------------- */
+
+PyDoc_STRVAR(raise_status_doc,
+             "_raise_status(status, writing=False)\n"
+             "Raises the exception the package raises for a failed library status (a number of status.def),\n"
+             "with the status's meaning as its text: what every entry point does with a status (writing=True:\n"
+             "as a writing operation, where the DECODE class is EncodeError). For tests and diagnostics;\n"
+             "returns None for ONNXIO_OK (0).");
+
+static PyObject *mod_raise_status(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"status", "writing", NULL};
+    int status, writing = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "i|p:_raise_status", kwlist, &status, &writing)) return NULL;
+    if (status == ONNXIO_OK) Py_RETURN_NONE;
+    status_class cls = class_of((onnxio_status)status);
+    if (writing && cls == CLASS_DECODE) cls = CLASS_ENCODE;
+    return raise_class(cls, onnxio_status_message((onnxio_status)status));
+}
+
 /* ---- module ----------------------------------------------------------------- */
 
 static PyMethodDef module_methods[] = {
@@ -1169,6 +1190,7 @@ static PyMethodDef module_methods[] = {
      external_data_open_doc},
     {"_tensor_raw_size", mod_tensor_raw_size, METH_O, tensor_raw_size_doc},
     {"_path_is_archive", mod_path_is_archive, METH_O, path_is_archive_doc},
+    {"_raise_status", (PyCFunction)(void (*)(void))mod_raise_status, METH_VARARGS | METH_KEYWORDS, raise_status_doc},
     {NULL, NULL, 0, NULL},
 };
 

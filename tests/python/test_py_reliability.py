@@ -21,6 +21,7 @@ it, and every refusal is a clear exception.
   symlink leading outside the model's directory.
 """
 
+import errno
 import json
 import os
 import signal
@@ -695,3 +696,51 @@ def test_external_data_key_not_utf8():
     assert (info.location, info.offset, info.length) == ("x.bin", None, None)
     # ...and such a tensor name is not a file name for one-file-per-tensor.
     assert not xed._is_valid_filename(b"\xff")
+
+
+# ---- statuses ----------------------------------------------------------------------------
+
+
+def status_rows():
+    """(NAME, number, class) of every row of src/status.def, read as text:
+    the one list of statuses, which the extension expands."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "src" / "status.def").read_text()
+    rows = re.findall(r"^ONNXIO_STATUS\((\w+),\s*(\d+),\s*(\w+),", text, re.M)
+    assert len(rows) >= 19
+    return [(name, int(number), cls) for name, number, cls in rows]
+
+
+CLASS_EXCEPTIONS = {"DECODE": onnxio.DecodeError, "ARCHIVE": onnxio.ArchiveError,
+                    "EXTERNAL": onnxio.ExternalDataError, "ENCODE": onnxio.EncodeError, "IO": OSError,
+                    "NOT_FOUND": FileNotFoundError, "MEMORY": MemoryError, "ARGUMENT": ValueError}
+
+
+@pytest.mark.parametrize("name,number,cls", status_rows())
+def test_every_status_raises_its_class_exception(name, number, cls):
+    """Each status raises the exception of its class column in status.def
+    (PATH_SPECIAL and EXPANSION, which the package never listed, included);
+    exactly that class, not a subclass of another's; writing operations
+    raise EncodeError for DECODE-class statuses."""
+    from onnxio import _onnxio
+
+    if cls == "OK":
+        assert _onnxio._raise_status(number) is None
+        return
+    want = CLASS_EXCEPTIONS[cls]
+    with pytest.raises(want) as e:
+        _onnxio._raise_status(number)
+    assert type(e.value) is want
+    if cls == "NOT_FOUND":
+        assert e.value.errno == errno.ENOENT
+    with pytest.raises(onnxio.EncodeError if cls == "DECODE" else want):
+        _onnxio._raise_status(number, writing=True)
+
+
+def test_unknown_status_is_a_value_error():
+    from onnxio import _onnxio
+
+    with pytest.raises(ValueError):
+        _onnxio._raise_status(max(n for _, n, _ in status_rows()) + 1000)
