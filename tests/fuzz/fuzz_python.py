@@ -16,12 +16,18 @@ parse back and serialize to the same bytes), ByteSize, str(), == (with the
 re-parsed copy), copy.deepcopy, a pickle round trip, and the
 external_data_helper reads (ExternalDataInfo, load_external_data_for_model /
 _for_tensor) with base_dir a private empty temporary directory, so that no
-input can read a file.
+input can read a file. A walk of every field (ListFields, WhichOneof, the
+values, numpy_helper.to_array of every tensor) reads the whole tree through
+the extension; being instrumented, it also gives atheris coverage that tells
+models of different shapes apart (the C extension itself is not
+instrumented), so the corpus keeps varied models, not only tiny inputs.
 
 Only the package's documented exceptions may come out: DecodeError,
 ArchiveError, ExternalDataError, EncodeError (all ValueErrors), OSError
 (FileNotFoundError for the data files the empty directory lacks),
-MemoryError, ValueError. Anything else (TypeError, SystemError,
+MemoryError, ValueError; numpy_helper.to_array may also raise what its
+docstring (and onnx's) says: TypeError for data_type UNDEFINED, KeyError for
+a number that is no data type. Anything else (TypeError, SystemError,
 RecursionError, a broken invariant's AssertionError), a crash or a hang
 (-timeout) is a finding: atheris writes the input to -artifact_prefix and
 exits non-zero.
@@ -54,6 +60,45 @@ ALLOWED = (onnxio.DecodeError, onnxio.ArchiveError, onnxio.ExternalDataError, on
 EMPTY_DIR = tempfile.mkdtemp(prefix="onnxio-fuzz-")
 
 
+# numpy_helper.to_array's documented exceptions, on top of ALLOWED.
+TO_ARRAY_ALLOWED = ALLOWED + (TypeError, KeyError)
+
+# protobuf's FieldDescriptor constants (onnxio's descriptors have them too).
+TYPE_MESSAGE = onnxio.FieldDescriptor.TYPE_MESSAGE
+TYPE_BYTES = onnxio.FieldDescriptor.TYPE_BYTES
+TYPE_STRING = onnxio.FieldDescriptor.TYPE_STRING
+
+
+@atheris.instrument_func
+def walk(root):
+    """Reads every set field of the tree (a heap stack: any depth)."""
+    stack = [root]
+    while stack:
+        msg = stack.pop()
+        for oneof in msg.DESCRIPTOR.oneofs:
+            name = msg.WhichOneof(oneof.name)
+            assert name is None or msg.HasField(name)
+        for fd, value in msg.ListFields():
+            if fd.type == TYPE_MESSAGE:
+                if fd.is_repeated:
+                    assert len(value) == len(list(value))
+                    stack.extend(value)
+                else:
+                    assert msg.HasField(fd.name)
+                    stack.append(value)
+            elif fd.is_repeated:
+                assert len(list(value)) == len(value) > 0
+            elif fd.type in (TYPE_BYTES, TYPE_STRING):
+                assert isinstance(value, (bytes, str))
+        if isinstance(msg, onnxio.TensorProto):
+            try:
+                array = onnxio.numpy_helper.to_array(msg, base_dir=EMPTY_DIR)
+            except TO_ARRAY_ALLOWED:
+                pass
+            else:
+                assert array.shape == tuple(msg.dims) or msg.data_type == onnxio.TensorProto.STRING
+
+
 def check_empty_dir():
     # The helpers only read: the private directory stays empty.
     assert not os.listdir(EMPTY_DIR), os.listdir(EMPTY_DIR)
@@ -84,6 +129,7 @@ def exercise(msg):
         attempt(msg.ByteSize)
         attempt(pickle.dumps, msg)
     assert msg == msg
+    walk(msg)
     text = attempt(str, msg)
     assert text is None or isinstance(text, str)
     dup = attempt(copy.deepcopy, msg)
