@@ -10,10 +10,18 @@
  *
  *   parse:     raw_data_threshold, alignment, num_threads, no_copy,
  *              load_external_data, base_dir, skip_raw_data, max_depth,
- *              payload_fn, verify_checksum, verify_crc
+ *              payload_fn, verify_checksum, verify_crc, max_expansion
  *   serialize: raw_data_threshold, alignment, num_threads, location,
  *              size_threshold, all_tensors_to_one_file, convert_attribute,
- *              max_file_size, checksum
+ *              max_file_size, checksum, max_depth
+ *
+ * Errors: every failed status goes through pyonnxio_raise (or
+ * pyonnxio_raise_writing for serialize, save and text), which expands
+ * onnxio/status.def: no status is listed here. The format rules external
+ * data follows (key parsing, location spelling, the checked open, data type
+ * sizes, the .onnxz name rule) are wrapped for the Python helpers
+ * (_external_ref_parse, _check_location, _external_data_open,
+ * _tensor_raw_size, _path_is_archive) so that they have no copy of them.
  *
  * Lifetime while the GIL is released: the entry points hold their
  * arguments (so the Python message and any input bytes stay alive) and an
