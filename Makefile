@@ -3,7 +3,8 @@
 #   make              build build/onnxio, build/libonnxio.a, build/libonnxio.so
 #   make demo         bootstrap, build, round-trip a test model and GPT-2 (scripts/demo.sh)
 #   make test         bootstrap; -Werror build + ctest; ASan/UBSan build + ctest;
-#                     libFuzzer targets for FUZZ_SECONDS each; pytest tests/python
+#                     libFuzzer targets and the Python package's atheris target
+#                     for FUZZ_SECONDS each; pytest tests/python
 #   make bench        bootstrap, build, onnxio vs libprotobuf C++ vs onnx Python (bench/);
 #                     rewrites the results in BENCHMARKS.md and docs/bench.png
 #   make bench-python the onnxio package vs onnx, onnxruntime and onnx_ir (bench/bench_python.py);
@@ -91,7 +92,11 @@ test-asan:
 	 else cd build-asan && ASAN_OPTIONS=$(ASAN_TEST_OPTIONS) UBSAN_OPTIONS=$(UBSAN_TEST_OPTIONS) \
 	   $(CTEST) --output-on-failure -j$(CTEST_JOBS); fi
 
-test-fuzz:
+# fuzz_python.py fuzzes the onnxio package installed in .venv, so this step
+# installs the tree's package first (test-python, which comes after it in
+# `make test`, installs it again: pip's build in build/python is incremental,
+# the second install takes a second or two).
+test-fuzz: python-install
 	@env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
 	  FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) SHARED=$(SHARED) CMAKE=$(CMAKE) scripts/fuzz.sh
 

@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz/fuzz_*.c) with clang, ASan and
 # UBSan, the library instrumented for coverage too, and runs each one for
-# FUZZ_SECONDS (default 60) seeded from real ONNX files. `make test` runs it.
+# FUZZ_SECONDS (default 60) seeded from real ONNX files; then runs the
+# atheris target of the Python package (tests/fuzz/fuzz_python.py) for as
+# long, with the same seeds (models, tensors and archives). `make test` runs
+# it (make test-fuzz installs the package into .venv first:
+# fuzz_python.py fuzzes the installed package, as users import it).
 #
 #   scripts/fuzz.sh                 build build-fuzz/ and run every fuzzer
 #   FUZZ_SECONDS=600 scripts/fuzz.sh fuzz_decode    one fuzzer, longer
+#   FUZZ_SECONDS=300 scripts/fuzz.sh fuzz_python    the Python target only
+#                                   (the package as installed in .venv:
+#                                   `make python-install` first)
 #   FUZZ_BUILD=build-fuzz-x FUZZ_CACHE=.cache/fuzz-x scripts/fuzz.sh fuzz_archive
 #                                   other build and cache directories
+#   FUZZ_PYTHON=/path/to/python     the interpreter of fuzz_python.py
+#                                   (default .venv/bin/python; it needs
+#                                   atheris, pinned in requirements.txt)
 #
 # Seeds: .onnx and .pb files of at most 64 KiB from libonnx-testdata and
 # ../shared/corpus (a fixed selection of a few hundred), copied to
@@ -19,6 +29,8 @@
 # .cache/fuzz/corpus/NAME/; a crash leaves its input in
 # .cache/fuzz/artifacts/ and makes the script exit 1 (after the other
 # fuzzers have run). Exits 0 with a note when there are no fuzz targets.
+# fuzz_python.py's findings (a crash, an exception other than the package's
+# documented ones, a broken invariant, a hang) go to the same places.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -139,6 +151,38 @@ for src in "${sources[@]}"; do
         failed+=("$name")
     fi
 done
+
+# ---- the Python package (atheris) -----------------------------------------
+
+py_target=tests/fuzz/fuzz_python.py
+if [[ -f "$py_target" ]] && { ((${#want[@]} == 0)) || [[ " ${want[*]} " == *" fuzz_python "* ]]; }; then
+    py="${FUZZ_PYTHON:-$root/.venv/bin/python}"
+    name=fuzz_python
+    corpus="$cache/corpus/$name"
+    mkdir -p "$corpus"
+    if ! "$py" -c 'import atheris, onnxio' >/dev/null 2>&1; then
+        echo "fuzz: $name: $py cannot import atheris and onnxio (requirements.txt pins atheris;" \
+            "make python-install installs onnxio)" >&2
+        failed+=("$name")
+    else
+        echo "==> fuzz: $name for ${FUZZ_SECONDS}s ($("$py" -c 'import onnxio; print(onnxio.__file__)'))"
+        # Models, tensors (with the type byte of make_seeds.sh) and archives.
+        these=("${seeds[@]}" "${archive_seeds[@]}")
+        if "$py" "$py_target" -max_total_time="$FUZZ_SECONDS" -timeout=25 -rss_limit_mb=2048 \
+            -max_len="$max_seed" -print_final_stats=1 \
+            -artifact_prefix="$cache/artifacts/$name-" "$corpus" "${these[@]}" \
+            >"$cache/$name.log" 2>&1; then
+            grep -E 'DONE|^stat::(number_of_executed_units|new_units_added|peak_rss_mb)' "$cache/$name.log" || true
+        else
+            echo "fuzz: $name FAILED; last lines of $cache/$name.log:" >&2
+            tail -n 60 "$cache/$name.log" >&2
+            for a in "$cache/artifacts/$name-"*; do
+                [[ -e "$a" ]] && echo "fuzz: reproduce with: $py $py_target $a" >&2
+            done
+            failed+=("$name")
+        fi
+    fi
+fi
 
 if ((${#failed[@]})); then
     echo "fuzz: failed: ${failed[*]} (inputs in $cache/artifacts/)" >&2

@@ -124,6 +124,10 @@ static PyObject *wrap_lazy(PyOnnxioMessage *parent, const onnxio_field_desc *f)
     Py_INCREF(parent);
     o->parent = parent;
     o->parent_field = f;
+    if (!parent->msg) {
+        o->top = parent->top ? parent->top : parent;
+        Py_INCREF(o->top);
+    }
     return (PyObject *)o;
 }
 
@@ -150,11 +154,34 @@ PyObject *pyonnxio_message_new_root(const onnxio_message_desc *desc)
     return new_root_of_type(e->type, desc);
 }
 
+/* The lazy chain behind an object (pyonnxio_message_get) can be deeper
+ * than the C stack allows for nested deallocations, so each parent whose
+ * last reference this is loses its own parent reference here, in a loop,
+ * before it is released. */
+static void release_lazy_chain(PyOnnxioMessage *p)
+{
+    while (p) {
+        if (Py_REFCNT(p) > 1) {
+            Py_DECREF(p);
+            return;
+        }
+        PyOnnxioMessage *next = p->parent;
+        p->parent = NULL;
+        Py_DECREF(p); /* frees p, whose parent is now NULL: no recursion */
+        p = next;
+    }
+}
+
 static void message_dealloc(PyOnnxioMessage *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
     onnxio_arena_unref(self->arena);
-    Py_XDECREF(self->parent);
+    PyOnnxioMessage *top = self->top;
+    self->top = NULL;
+    release_lazy_chain(top);
+    PyOnnxioMessage *parent = self->parent;
+    self->parent = NULL;
+    release_lazy_chain(parent);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }
@@ -204,17 +231,16 @@ static void set_present(onnxio_message *m, const onnxio_field_desc *f)
     m->has |= (uint64_t)1 << f->index;
 }
 
-void *pyonnxio_message_get(PyOnnxioMessage *m, int for_write)
+/* One step of materialization: `m` is lazy and its parent exists. Adopts
+ * the parent's message for m's field (made now when for_write and absent,
+ * or made earlier by another object standing for the same field) and stops
+ * being lazy. NULL when the field is absent and !for_write, or with
+ * MemoryError set. */
+static void *adopt(PyOnnxioMessage *m, int for_write)
 {
-    if (m->msg) return m->msg;
-    if (!m->parent) {
-        if (for_write) PyErr_SetString(PyExc_TypeError, "onnxio.Message is abstract: use a message class");
-        return NULL;
-    }
     PyOnnxioMessage *parent = m->parent;
     const onnxio_field_desc *f = m->parent_field;
-    onnxio_message *pm = pyonnxio_message_get(parent, for_write);
-    if (!pm) return NULL;
+    onnxio_message *pm = parent->msg;
     onnxio_message **slot = member(pm, f);
     if (!*slot) {
         if (!for_write) return NULL;
@@ -225,14 +251,62 @@ void *pyonnxio_message_get(PyOnnxioMessage *m, int for_write)
         }
         set_present(pm, f);
     }
-    /* Adopt the parent's message (made now, or by another object standing
-     * for the same field), and stop being lazy. */
     m->arena = onnxio_arena_ref(parent->arena);
     m->msg = (onnxio_message *)*slot;
     m->parent = NULL;
     m->parent_field = NULL;
-    Py_DECREF(parent);
+    PyOnnxioMessage *top = m->top;
+    m->top = NULL;
+    Py_DECREF(parent); /* may free it: nothing of it is used past here */
+    Py_XDECREF(top);   /* the same (its descendants adopted first) */
     return m->msg;
+}
+
+/* Lazy objects form a chain up to the first existing message, as long as
+ * Python code made it (x = x.sequence_type.elem_type in a loop makes one
+ * link per field read): it is walked with a heap array, never recursively,
+ * so that no depth overflows the C stack. */
+void *pyonnxio_message_get(PyOnnxioMessage *m, int for_write)
+{
+    if (m->msg) return m->msg;
+    if (!m->parent) {
+        if (for_write) PyErr_SetString(PyExc_TypeError, "onnxio.Message is abstract: use a message class");
+        return NULL;
+    }
+    if (m->parent->msg) return adopt(m, for_write);
+    PyOnnxioMessage *top = m->top;
+    if (!for_write && top && !top->msg && top->parent && top->parent->msg &&
+        !*(void **)member(top->parent->msg, top->parent_field))
+        return NULL; /* the outermost link is absent: nothing below it exists */
+    size_t n = 0;
+    PyOnnxioMessage *p = m;
+    for (; p && !p->msg; p = p->parent) n++;
+    if (!p) { /* cannot happen: every chain starts at a message class instance */
+        PyErr_SetString(PyExc_SystemError, "onnxio: a lazy message without an existing ancestor");
+        return NULL;
+    }
+    PyOnnxioMessage *small[32];
+    PyOnnxioMessage **chain = small;
+    if (n > sizeof small / sizeof small[0] && !(chain = PyMem_Malloc(n * sizeof *chain))) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    /* chain[0] is m, chain[n - 1] the lazy object whose parent exists. Each
+     * chain[i] is kept alive by chain[i - 1] (its child holds it) until
+     * chain[i - 1] adopts, which comes after. */
+    p = m;
+    for (size_t i = 0; i < n; i++, p = p->parent) chain[i] = p;
+    void *c = NULL;
+    size_t i = n;
+    while (i-- > 0)
+        if (!(c = adopt(chain[i], for_write))) break;
+    if (!c && i > 0 && i < n && !PyErr_Occurred() && m->top != chain[i]) {
+        /* Stopped at chain[i], now the outermost lazy link: remember it. */
+        Py_INCREF(chain[i]);
+        Py_XSETREF(m->top, chain[i]);
+    }
+    if (chain != small) PyMem_Free(chain);
+    return c;
 }
 
 void *pyonnxio_message_read(PyOnnxioMessage *m)
@@ -542,6 +616,16 @@ static void clear_unlink(onnxio_message *c)
     c->unknown.size = 0;
 }
 
+void *pyonnxio_message_clone(onnxio_arena *arena, const void *src)
+{
+    const onnxio_message *from = src;
+    void *copy = onnxio_message_new(arena, from->desc);
+    if (!copy) return PyErr_NoMemory();
+    onnxio_status s = onnxio_message_copy(arena, copy, src);
+    if (s) return pyonnxio_raise(s); /* the partial copy stays unreferenced in the arena */
+    return copy;
+}
+
 /* Merges `src` (any arena) into self's message. A source in the same arena
  * may be self's ancestor or descendant, so it is cloned first. */
 static int merge_into(PyOnnxioMessage *self, PyOnnxioMessage *src)
@@ -550,11 +634,8 @@ static int merge_into(PyOnnxioMessage *self, PyOnnxioMessage *src)
     onnxio_message *to = pyonnxio_message_get(self, 1);
     if (!to) return -1;
     if (src->arena == self->arena) { /* also m.MergeFrom(m), which protobuf allows */
-        from = onnxio_message_clone(self->arena, from);
-        if (!from) {
-            PyErr_NoMemory();
-            return -1;
-        }
+        from = pyonnxio_message_clone(self->arena, from);
+        if (!from) return -1;
     }
     onnxio_status s = onnxio_message_merge(self->arena, to, from);
     if (s) {
@@ -592,8 +673,9 @@ static int append_message_item(PyOnnxioMessage *self, onnxio_message *c, const o
                      f->message->full_name, Py_TYPE(item)->tp_name);
         return -1;
     }
-    void *copy = onnxio_message_clone(self->arena, pyonnxio_message_read((PyOnnxioMessage *)item));
-    void **slot = copy ? onnxio_array_append(self->arena, member(c, f), sizeof(void *)) : NULL;
+    void *copy = pyonnxio_message_clone(self->arena, pyonnxio_message_read((PyOnnxioMessage *)item));
+    if (!copy) return -1;
+    void **slot = onnxio_array_append(self->arena, member(c, f), sizeof(void *));
     if (!slot) {
         PyErr_NoMemory();
         return -1;
@@ -646,9 +728,21 @@ static int init_message_field(PyOnnxioMessage *self, const onnxio_field_desc *f,
     return rc;
 }
 
+static int init_kwargs(PyOnnxioMessage *self, PyObject *kwargs);
+
+/* Nested dicts (TypeProto(sequence_type={"elem_type": {...}})) recurse
+ * here as deep as the caller nested them: Python's recursion limit bounds
+ * it, with RecursionError, as for any nested structure Python walks. */
 int pyonnxio_message_init_kwargs(PyObject *obj, PyObject *kwargs)
 {
-    PyOnnxioMessage *self = (PyOnnxioMessage *)obj;
+    if (Py_EnterRecursiveCall(" while initializing a message from nested dicts")) return -1;
+    int rc = init_kwargs((PyOnnxioMessage *)obj, kwargs);
+    Py_LeaveRecursiveCall();
+    return rc;
+}
+
+static int init_kwargs(PyOnnxioMessage *self, PyObject *kwargs)
+{
     const onnxio_message_desc *d = desc_of(self);
     PyObject *key, *value;
     Py_ssize_t pos = 0;
@@ -778,8 +872,8 @@ static PyObject *m_CopyFrom(PyOnnxioMessage *self, PyObject *other)
     if (!to) return NULL;
     void *from = pyonnxio_message_read(src);
     if (src->arena == self->arena) { /* src may contain self: copy it before clearing */
-        from = onnxio_message_clone(self->arena, from);
-        if (!from) return PyErr_NoMemory();
+        from = pyonnxio_message_clone(self->arena, from);
+        if (!from) return NULL;
     }
     clear_unlink(to);
     onnxio_status s = onnxio_message_merge(self->arena, to, from);
@@ -850,6 +944,9 @@ static PyObject *serialize(PyOnnxioMessage *self)
     void *c = pyonnxio_message_get(self, 0);
     if (!c) return PyBytes_FromStringAndSize("", 0); /* lazy: empty */
     uint64_t size = onnxio_serialized_size(c);
+    /* Nested deeper than the reader's default max_depth: the size pass says
+     * so (onnxio_last_error has the depth) and nothing is written. */
+    if (size == ONNXIO_SIZE_TOO_DEEP) return pyonnxio_raise_writing(ONNXIO_ERR_DEPTH);
     if (size > (uint64_t)PY_SSIZE_T_MAX) return PyErr_NoMemory();
     PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
     if (!out) return NULL;
@@ -864,7 +961,7 @@ static PyObject *serialize(PyOnnxioMessage *self)
     }
     if (s) {
         Py_DECREF(out);
-        return pyonnxio_raise(s);
+        return pyonnxio_raise_writing(s);
     }
     return out;
 }
@@ -880,7 +977,9 @@ static PyObject *m_SerializeToString(PyOnnxioMessage *self, PyObject *args, PyOb
 static PyObject *m_ByteSize(PyOnnxioMessage *self, PyObject *unused)
 {
     void *c = pyonnxio_message_get(self, 0);
-    return PyLong_FromUnsignedLongLong(c ? onnxio_serialized_size(c) : 0);
+    uint64_t size = c ? onnxio_serialized_size(c) : 0;
+    if (size == ONNXIO_SIZE_TOO_DEEP) return pyonnxio_raise_writing(ONNXIO_ERR_DEPTH);
+    return PyLong_FromUnsignedLongLong(size);
 }
 
 static PyObject *m_IsInitialized(PyObject *self, PyObject *args)
@@ -893,26 +992,55 @@ static PyObject *m_FindInitializationErrors(PyObject *self, PyObject *unused)
     return PyList_New(0);
 }
 
-static void discard_unknown(onnxio_message *c)
+/* Drops the unknown fields of `root` and of every message below it, with a
+ * heap stack (a tree made in Python can be nested past any C stack). 0, or
+ * -1 with MemoryError. */
+static int discard_unknown(onnxio_message *root)
 {
-    c->unknown.size = 0;
-    for (size_t i = 0; i < c->desc->field_count; i++) {
-        const onnxio_field_desc *f = &c->desc->fields[i];
-        if (f->kind != ONNXIO_KIND_MESSAGE) continue;
-        void *p = member(c, f);
-        if (f->label >= ONNXIO_LABEL_REPEATED) {
-            generic_array *a = p;
-            for (size_t k = 0; k < a->size; k++) discard_unknown(((onnxio_message **)a->data)[k]);
-        } else if (*(void **)p) {
-            discard_unknown(*(onnxio_message **)p);
+    size_t size = 0, cap = 64;
+    onnxio_message **stack = PyMem_Malloc(cap * sizeof *stack);
+    if (!stack) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    stack[size++] = root;
+    while (size) {
+        onnxio_message *c = stack[--size];
+        c->unknown.size = 0;
+        for (size_t i = 0; i < c->desc->field_count; i++) {
+            const onnxio_field_desc *f = &c->desc->fields[i];
+            if (f->kind != ONNXIO_KIND_MESSAGE) continue;
+            void *p = member(c, f);
+            onnxio_message **subs = p;
+            size_t count = 1;
+            if (f->label >= ONNXIO_LABEL_REPEATED) {
+                subs = ((generic_array *)p)->data;
+                count = ((generic_array *)p)->size;
+            }
+            for (size_t k = 0; k < count; k++) {
+                if (!subs[k]) continue;
+                if (size == cap) {
+                    onnxio_message **grown = PyMem_Realloc(stack, 2 * cap * sizeof *stack);
+                    if (!grown) {
+                        PyMem_Free(stack);
+                        PyErr_NoMemory();
+                        return -1;
+                    }
+                    stack = grown;
+                    cap *= 2;
+                }
+                stack[size++] = subs[k];
+            }
         }
     }
+    PyMem_Free(stack);
+    return 0;
 }
 
 static PyObject *m_DiscardUnknownFields(PyOnnxioMessage *self, PyObject *unused)
 {
     onnxio_message *c = pyonnxio_message_get(self, 0);
-    if (c) discard_unknown(c);
+    if (c && discard_unknown(c) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -952,7 +1080,7 @@ static PyObject *message_str(PyOnnxioMessage *self)
 {
     onnxio_buffer *buf = NULL;
     onnxio_status s = onnxio_text_format(pyonnxio_message_read(self), NULL, &buf);
-    if (s) return pyonnxio_raise(s);
+    if (s) return pyonnxio_raise_writing(s); /* EncodeError past ONNXIO_MAX_DEPTH */
     PyObject *r = PyUnicode_DecodeUTF8((const char *)onnxio_buffer_data(buf), (Py_ssize_t)onnxio_buffer_size(buf),
                                        "replace");
     onnxio_buffer_unref(buf);
@@ -964,8 +1092,11 @@ static PyObject *message_richcompare(PyObject *a, PyObject *b, int op)
     if (op != Py_EQ && op != Py_NE) Py_RETURN_NOTIMPLEMENTED;
     const onnxio_message_desc *da = pyonnxio_message_desc_of(a), *db = pyonnxio_message_desc_of(b);
     if (!da || !db) Py_RETURN_NOTIMPLEMENTED;
-    int eq = da == db && onnxio_message_equal(pyonnxio_message_read((PyOnnxioMessage *)a),
-                                              pyonnxio_message_read((PyOnnxioMessage *)b));
+    if (da != db) return PyBool_FromLong(op == Py_NE);
+    /* Any depth: the library compares with a heap stack; -1 is out of memory. */
+    int eq = onnxio_message_equal(pyonnxio_message_read((PyOnnxioMessage *)a),
+                                  pyonnxio_message_read((PyOnnxioMessage *)b));
+    if (eq < 0) return PyErr_NoMemory();
     return PyBool_FromLong(op == Py_EQ ? eq : !eq);
 }
 

@@ -10,10 +10,18 @@
  *
  *   parse:     raw_data_threshold, alignment, num_threads, no_copy,
  *              load_external_data, base_dir, skip_raw_data, max_depth,
- *              payload_fn, verify_checksum, verify_crc
+ *              payload_fn, verify_checksum, verify_crc, max_expansion
  *   serialize: raw_data_threshold, alignment, num_threads, location,
  *              size_threshold, all_tensors_to_one_file, convert_attribute,
- *              max_file_size, checksum
+ *              max_file_size, checksum, max_depth
+ *
+ * Errors: every failed status goes through pyonnxio_raise (or
+ * pyonnxio_raise_writing for serialize, save and text), which expands
+ * onnxio/status.def: no status is listed here. The format rules external
+ * data follows (key parsing, location spelling, the checked open, data type
+ * sizes, the .onnxz name rule) are wrapped for the Python helpers
+ * (_external_ref_parse, _check_location, _external_data_open,
+ * _tensor_raw_size, _path_is_archive) so that they have no copy of them.
  *
  * Lifetime while the GIL is released: the entry points hold their
  * arguments (so the Python message and any input bytes stay alive) and an
@@ -22,7 +30,9 @@
 #include "pyonnxio.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
+#include <unistd.h>
 
 PyObject *pyonnxio_DecodeError;
 PyObject *pyonnxio_EncodeError;
@@ -31,16 +41,45 @@ PyObject *pyonnxio_ArchiveError;
 
 /* ---- errors ----------------------------------------------------------- */
 
-PyObject *pyonnxio_raise(onnxio_status status)
+/* The class column of status.def (one row per status, expanded here: the
+ * extension lists no status itself). A class that status.def gains and this
+ * list lacks is a compile error, so a new kind of failure is never mapped
+ * by accident; a new status of a known class needs no change here. */
+typedef enum status_class {
+    CLASS_OK,
+    CLASS_ARGUMENT,
+    CLASS_MEMORY,
+    CLASS_DECODE,
+    CLASS_IO,
+    CLASS_NOT_FOUND,
+    CLASS_EXTERNAL,
+    CLASS_ENCODE,
+    CLASS_ARCHIVE,
+} status_class;
+
+static status_class class_of(onnxio_status status)
 {
-    const char *msg = onnxio_last_error();
-    if (!msg || !*msg) msg = onnxio_status_name(status);
-    PyObject *type = PyExc_ValueError;
     switch (status) {
-    case ONNXIO_ERR_DECODE:
-    case ONNXIO_ERR_DEPTH: type = pyonnxio_DecodeError; break;
-    case ONNXIO_ERR_ARCHIVE: type = pyonnxio_ArchiveError; break;
-    case ONNXIO_ERR_NOT_FOUND: {
+#define ONNXIO_STATUS(name, number, cls, message) \
+    case ONNXIO_##name: return CLASS_##cls;
+#include "onnxio/status.def"
+#undef ONNXIO_STATUS
+    default: return CLASS_ARGUMENT; /* a number status.def does not list: the caller's mistake */
+    }
+}
+
+/* Raises the exception of `cls` with `msg`. */
+static PyObject *raise_class(status_class cls, const char *msg)
+{
+    PyObject *type;
+    switch (cls) {
+    case CLASS_DECODE: type = pyonnxio_DecodeError; break;
+    case CLASS_ARCHIVE: type = pyonnxio_ArchiveError; break;
+    case CLASS_EXTERNAL: type = pyonnxio_ExternalDataError; break;
+    case CLASS_ENCODE: type = pyonnxio_EncodeError; break;
+    case CLASS_IO: type = PyExc_OSError; break;
+    case CLASS_MEMORY: type = PyExc_MemoryError; break;
+    case CLASS_NOT_FOUND: {
         /* FileNotFoundError(errno, text) so that e.errno == ENOENT, as the
          * OSError that open() raises. */
         PyObject *e = PyObject_CallFunction(PyExc_FileNotFoundError, "is", ENOENT, msg);
@@ -50,22 +89,31 @@ PyObject *pyonnxio_raise(onnxio_status status)
         }
         return NULL;
     }
-    case ONNXIO_ERR_IO: type = PyExc_OSError; break;
-    case ONNXIO_ERR_NO_MEMORY: type = PyExc_MemoryError; break;
-    case ONNXIO_ERR_MISSING_PAYLOAD: type = pyonnxio_EncodeError; break;
-    case ONNXIO_ERR_PATH_ABSOLUTE:
-    case ONNXIO_ERR_PATH_PARENT:
-    case ONNXIO_ERR_PATH_ESCAPES:
-    case ONNXIO_ERR_PATH_LINK:
-    case ONNXIO_ERR_PATH_SELF:
-    case ONNXIO_ERR_EXTERNAL_RANGE:
-    case ONNXIO_ERR_EXTERNAL_DATA:
-    case ONNXIO_ERR_CHECKSUM: type = pyonnxio_ExternalDataError; break;
-    case ONNXIO_ERR_INVALID_ARGUMENT:
-    default: break;
+    case CLASS_OK: /* not a failure: a bug of the caller, said as one */
+        PyErr_Format(PyExc_SystemError, "onnxio: an exception raised for ONNXIO_OK (%s)", msg);
+        return NULL;
+    case CLASS_ARGUMENT:
+    default: type = PyExc_ValueError; break;
     }
     PyErr_SetString(type, msg);
     return NULL;
+}
+
+static const char *failure_text(onnxio_status status)
+{
+    const char *msg = onnxio_last_error();
+    return msg && *msg ? msg : onnxio_status_message(status);
+}
+
+PyObject *pyonnxio_raise(onnxio_status status)
+{
+    return raise_class(class_of(status), failure_text(status));
+}
+
+PyObject *pyonnxio_raise_writing(onnxio_status status)
+{
+    status_class cls = class_of(status);
+    return raise_class(cls == CLASS_DECODE ? CLASS_ENCODE : cls, failure_text(status));
 }
 
 /* ---- payload owners made of Python objects ------------------------------ */
@@ -289,6 +337,25 @@ static int conv_int(PyObject *o, void *out)
     return 1;
 }
 
+/* "O&" converter: a nesting depth (an int, not a bool). Any positive value
+ * is accepted: the library takes values above ONNXIO_MAX_DEPTH as it, so
+ * larger ones are passed as INT_MAX; a negative one is passed on for the
+ * library to refuse (ValueError). */
+static int conv_depth(PyObject *o, void *out)
+{
+    if (!PyLong_Check(o) || PyBool_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "max_depth: expected an int, got %.200s", Py_TYPE(o)->tp_name);
+        return 0;
+    }
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (v == -1 && !overflow && PyErr_Occurred()) return 0;
+    if (overflow > 0 || v > INT_MAX) v = INT_MAX;
+    if (overflow < 0 || v < 0) v = -1;
+    *(int *)out = (int)v;
+    return 1;
+}
+
 /* "O&" converter: None, or a toggle (True -> ON, False -> OFF). */
 static int conv_toggle(PyObject *o, void *out)
 {
@@ -334,13 +401,13 @@ typedef struct {
 
 #define PARSE_KWLIST \
     "no_copy", "num_threads", "load_external_data", "base_dir", "skip_raw_data", "max_depth", "verify_checksum", \
-        "raw_data_threshold", "alignment", "payload_fn", "verify_crc"
-#define PARSE_FORMAT "pO&O&O&pO&pO&O&OO&"
+        "raw_data_threshold", "alignment", "payload_fn", "verify_crc", "max_expansion"
+#define PARSE_FORMAT "pO&O&O&pO&pO&O&OO&O&"
 #define PARSE_ARGS(c) \
     &b_no_copy, conv_int, &(c)->opts.num_threads, conv_toggle, &(c)->opts.load_external_data, conv_opt_path, \
-        &(c)->base_dir, &b_skip, conv_int, &(c)->opts.max_depth, &b_verify, conv_u64, \
+        &(c)->base_dir, &b_skip, conv_depth, &(c)->opts.max_depth, &b_verify, conv_u64, \
         &(c)->opts.raw_data_threshold, conv_u64, &(c)->opts.alignment, &payload_fn, \
-        conv_toggle, &(c)->opts.verify_crc
+        conv_toggle, &(c)->opts.verify_crc, conv_u64, &(c)->opts.max_expansion
 #define PARSE_LOCALS \
     int b_no_copy = 0, b_skip = 0, b_verify = 0; \
     PyObject *payload_fn = Py_None
@@ -450,12 +517,15 @@ static int parse_call_end(parse_call *c, onnxio_status s)
 PyDoc_STRVAR(load_file_doc,
              "_load_file(path, cls, *, no_copy=False, num_threads=0, load_external_data=None, base_dir=None,\n"
              "           skip_raw_data=False, max_depth=0, verify_checksum=False, raw_data_threshold=0,\n"
-             "           alignment=0, payload_fn=None, verify_crc=None)\n"
+             "           alignment=0, payload_fn=None, verify_crc=None, max_expansion=0)\n"
              "Loads a file holding one message of class `cls` (onnxio_load_model for ModelProto, with external\n"
              "data; onnxio_load_file otherwise). A ModelProto file may be an .onnxz archive (recognized by its\n"
              "first bytes); verify_crc (None: the library's default, on for copy loads) checks its entries'\n"
-             "CRC-32s. The file is memory-mapped; with no_copy payloads point into the\n"
-             "mapping, which lives as long as one of them does. payload_fn(tensor, size, external) returns\n"
+             "CRC-32s. max_depth: message nesting allowed (0: 100; larger values are capped at 1000, negative ones\n"
+             "are a ValueError). max_expansion: the most a load may allocate, as a multiple of the bytes it reads\n"
+             "(0: the library's default, 100; 2**64-1: no limit). The file is memory-mapped; with no_copy\n"
+             "payloads point into the mapping, which lives as long as one of them does.\n"
+             "payload_fn(tensor, size, external) returns\n"
              "None/True (load), False (skip) or a writable buffer of at least `size` bytes to copy it into;\n"
              "`tensor` must not be modified. The GIL is released during the load.");
 
@@ -640,26 +710,28 @@ static void *message_for_read(PyOnnxioMessage *m, const onnxio_message_desc *des
 PyDoc_STRVAR(save_file_doc,
              "_save_file(message, path, *, num_threads=0, raw_data_threshold=0, alignment=0, location=None,\n"
              "           size_threshold=0, all_tensors_to_one_file=None, convert_attribute=False,\n"
-             "           max_file_size=0, checksum=False)\n"
+             "           max_file_size=0, checksum=False, max_depth=0)\n"
              "Saves `message` to `path` atomically (onnxio_save_model for a ModelProto, with its external data\n"
              "options; onnxio_save_file otherwise). The message is not modified. The GIL is released during\n"
-             "the save; 0 means the library's default for every number.");
+             "the save; 0 means the library's default for every number. max_depth: a tree nested deeper is\n"
+             "refused with EncodeError (0: 100, what a load reads back by default; at most 1000).");
 
 static PyObject *mod_save_file(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
     static char *kwlist[] = {"message", "path", "num_threads", "raw_data_threshold", "alignment", "location",
                              "size_threshold", "all_tensors_to_one_file", "convert_attribute", "max_file_size",
-                             "checksum", NULL};
+                             "checksum", "max_depth", NULL};
     PyObject *obj, *path = NULL, *location = NULL;
     onnxio_serialize_options so = {0};
     int convert_attribute = 0, checksum = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO&|$O&O&O&O&O&O&pO&p:_save_file", kwlist, &obj,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO&|$O&O&O&O&O&O&pO&pO&:_save_file", kwlist, &obj,
                                      PyUnicode_FSConverter, &path, conv_int, &so.num_threads, conv_u64,
                                      &so.raw_data_threshold, conv_u64, &so.alignment,
                                      conv_opt_path, &location, conv_u64, &so.external_data.size_threshold,
                                      conv_toggle, &so.external_data.all_tensors_to_one_file, &convert_attribute,
-                                     conv_u64, &so.external_data.max_file_size, &checksum))
+                                     conv_u64, &so.external_data.max_file_size, &checksum, conv_depth,
+                                     &so.max_depth))
         goto fail;
     so.external_data.location = path_str(location);
     so.external_data.convert_attribute = convert_attribute;
@@ -683,7 +755,7 @@ static PyObject *mod_save_file(PyObject *self, PyObject *args, PyObject *kw)
     onnxio_arena_unref(keep);
     Py_DECREF(path);
     Py_XDECREF(location);
-    if (s) return pyonnxio_raise(s);
+    if (s) return pyonnxio_raise_writing(s);
     Py_RETURN_NONE;
 fail:
     Py_XDECREF(path);
@@ -694,7 +766,8 @@ fail:
 PyDoc_STRVAR(serialize_doc,
              "_serialize(message) -> bytes\n"
              "The protobuf wire bytes of `message` (what libprotobuf's SerializeToString gives), made with the\n"
-             "GIL released. EncodeError for a payload that was skipped at load.");
+             "GIL released. EncodeError for a payload that was skipped at load, or a tree nested deeper than\n"
+             "the reader's default max_depth (100).");
 
 static PyObject *mod_serialize(PyObject *self, PyObject *obj)
 {
@@ -708,6 +781,10 @@ static PyObject *mod_serialize(PyObject *self, PyObject *obj)
     Py_BEGIN_ALLOW_THREADS
     size = onnxio_serialized_size(msg);
     Py_END_ALLOW_THREADS
+    if (size == ONNXIO_SIZE_TOO_DEEP) { /* onnxio_last_error (this thread) says how deep */
+        onnxio_arena_unref(keep);
+        return pyonnxio_raise_writing(ONNXIO_ERR_DEPTH);
+    }
     if (size > (uint64_t)PY_SSIZE_T_MAX) {
         onnxio_arena_unref(keep);
         return PyErr_Format(PyExc_OverflowError, "a %llu-byte message does not fit a bytes object",
@@ -726,7 +803,7 @@ static PyObject *mod_serialize(PyObject *self, PyObject *obj)
     onnxio_arena_unref(keep);
     if (s) {
         Py_DECREF(out);
-        return pyonnxio_raise(s);
+        return pyonnxio_raise_writing(s);
     }
     return out;
 }
@@ -766,7 +843,7 @@ static PyObject *mod_archive_replace_model(PyObject *self, PyObject *args, PyObj
     Py_END_ALLOW_THREADS
     onnxio_arena_unref(keep);
     Py_DECREF(path);
-    if (s) return pyonnxio_raise(s);
+    if (s) return pyonnxio_raise_writing(s);
     Py_RETURN_NONE;
 }
 
@@ -884,33 +961,59 @@ typedef struct {
     size_t size, capacity;
 } any_message_list;
 
-/* 1 when a TensorProto under `msg` is marked external (data_location
+/* 1 when a TensorProto under `root` is marked external (data_location
  * EXTERNAL) and still holds raw_data: what convert_model_to_external_data
- * leaves for save to write. The depth bound only guards the C stack. */
-static int pending_external(const onnxio_message *msg, int depth)
+ * leaves for save to write. 0 when none, -1 with MemoryError. The tree is
+ * walked with a heap stack: one built in Python can be nested past any C
+ * stack. */
+static int pending_external(const onnxio_message *root)
 {
-    if (depth > 10000) return 0;
-    const onnxio_message_desc *d = msg->desc;
-    if (d == &onnxio_desc_TensorProto) {
-        const onnxio_TensorProto *t = (const onnxio_TensorProto *)msg;
-        if (t->data_location == ONNXIO_TensorProto_DataLocation_EXTERNAL &&
-            onnxio_has(t, ONNXIO_FIELD_TensorProto_raw_data))
-            return 1;
+    size_t size = 0, cap = 64;
+    const onnxio_message **stack = PyMem_Malloc(cap * sizeof *stack);
+    if (!stack) {
+        PyErr_NoMemory();
+        return -1;
     }
-    for (size_t i = 0; i < d->field_count; i++) {
-        const onnxio_field_desc *f = &d->fields[i];
-        if (f->kind != ONNXIO_KIND_MESSAGE) continue;
-        void *p = onnxio_field_ptr((void *)msg, f);
-        if (f->label == ONNXIO_LABEL_REPEATED) {
-            const any_message_list *list = p;
-            for (size_t j = 0; j < list->size; j++)
-                if (pending_external(list->data[j], depth + 1)) return 1;
-        } else {
-            const onnxio_message *sub = *(onnxio_message *const *)p;
-            if (sub && pending_external(sub, depth + 1)) return 1;
+    stack[size++] = root;
+    int found = 0;
+    while (size && !found) {
+        const onnxio_message *msg = stack[--size];
+        const onnxio_message_desc *d = msg->desc;
+        if (d == &onnxio_desc_TensorProto) {
+            const onnxio_TensorProto *t = (const onnxio_TensorProto *)msg;
+            if (onnxio_tensor_is_external(t) && onnxio_has(t, ONNXIO_FIELD_TensorProto_raw_data)) {
+                found = 1;
+                break;
+            }
+        }
+        for (size_t i = 0; i < d->field_count; i++) {
+            const onnxio_field_desc *f = &d->fields[i];
+            if (f->kind != ONNXIO_KIND_MESSAGE) continue;
+            void *p = onnxio_field_ptr((void *)msg, f);
+            onnxio_message *const *subs = p;
+            size_t count = 1;
+            if (f->label == ONNXIO_LABEL_REPEATED) {
+                subs = ((const any_message_list *)p)->data;
+                count = ((const any_message_list *)p)->size;
+            }
+            for (size_t j = 0; j < count; j++) {
+                if (!subs[j]) continue;
+                if (size == cap) {
+                    const onnxio_message **grown = PyMem_Realloc(stack, 2 * cap * sizeof *stack);
+                    if (!grown) {
+                        PyMem_Free(stack);
+                        PyErr_NoMemory();
+                        return -1;
+                    }
+                    stack = grown;
+                    cap *= 2;
+                }
+                stack[size++] = subs[j];
+            }
         }
     }
-    return 0;
+    PyMem_Free(stack);
+    return found;
 }
 
 PyDoc_STRVAR(has_pending_external_doc,
@@ -924,7 +1027,152 @@ static PyObject *mod_has_pending_external(PyObject *self, PyObject *obj)
     PyOnnxioMessage *m = as_message(obj, NULL, "message");
     if (!m) return NULL;
     const onnxio_message *msg = pyonnxio_message_get(m, 0);
-    return PyBool_FromLong(msg && pending_external(msg, 0));
+    int found = msg ? pending_external(msg) : 0;
+    if (found < 0) return NULL;
+    return PyBool_FromLong(found);
+}
+
+/* ---- the rules of external data, for external_data_helper --------------------- */
+
+PyDoc_STRVAR(external_ref_parse_doc,
+             "_external_ref_parse(tensor) -> (location, offset, length, checksum)\n"
+             "The tensor's external_data keys as the library reads them (onnxio_external_ref_parse), whatever\n"
+             "its data_location: location (str; surrogate escapes for bytes that are not UTF-8), offset (int; 0\n"
+             "when absent), length (int, or None when absent), checksum (str or None). ExternalDataError for a\n"
+             "missing or refused location (empty, absolute, a '..' component) or an offset or length that is not\n"
+             "a plain decimal number (digits only, below 2**64).");
+
+static PyObject *mod_external_ref_parse(PyObject *self, PyObject *obj)
+{
+    (void)self;
+    PyOnnxioMessage *m = as_message(obj, &onnxio_desc_TensorProto, "tensor");
+    if (!m) return NULL;
+    const onnxio_TensorProto *t = pyonnxio_message_read(m);
+    onnxio_external_ref r;
+    onnxio_status s = onnxio_external_ref_parse(t, &r);
+    if (s) return pyonnxio_raise(s);
+    PyObject *location = PyUnicode_DecodeUTF8(r.location, (Py_ssize_t)r.location_size, "surrogateescape");
+    PyObject *length = r.has_length ? PyLong_FromUnsignedLongLong(r.length) : Py_NewRef(Py_None);
+    PyObject *checksum = r.checksum ? PyUnicode_DecodeUTF8(r.checksum, (Py_ssize_t)r.checksum_size, "surrogateescape")
+                                    : Py_NewRef(Py_None);
+    PyObject *out = location && length && checksum
+                        ? Py_BuildValue("(OKOO)", location, (unsigned long long)r.offset, length, checksum)
+                        : NULL;
+    Py_XDECREF(location);
+    Py_XDECREF(length);
+    Py_XDECREF(checksum);
+    return out;
+}
+
+PyDoc_STRVAR(check_location_doc,
+             "_check_location(location)\n"
+             "The spelling rules of an external data location, checked without touching the file system\n"
+             "(onnxio_check_location): ExternalDataError when it is empty, has a NUL byte, is absolute (a leading\n"
+             "'/' or '\\', a drive letter) or has a '..' component (\"a..b\" is a name, not a component).");
+
+static PyObject *mod_check_location(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    PyObject *bytes;
+    if (!PyUnicode_FSConverter(arg, &bytes)) return NULL;
+    onnxio_status s = onnxio_check_location(PyBytes_AS_STRING(bytes), (size_t)PyBytes_GET_SIZE(bytes));
+    Py_DECREF(bytes);
+    if (s) return pyonnxio_raise(s);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(external_data_open_doc,
+             "_external_data_open(base_dir, location, append=False) -> (fd, size)\n"
+             "Opens the external data file `location` under `base_dir` the way every onnxio component opens one\n"
+             "(onnxio_external_data_open): the location's spelling is checked, the path is walked one component\n"
+             "at a time without following a symlink that leads outside base_dir, and a FIFO, device, socket or\n"
+             "directory is refused without being opened, as is a file with other hard links (all\n"
+             "ExternalDataError). append=False: read only, the file must exist (FileNotFoundError). append=True:\n"
+             "read and write, created (0666 minus the umask) when missing. Returns a file descriptor (the caller\n"
+             "closes it, e.g. through os.fdopen) and the file's size. The GIL is released during the walk.");
+
+static PyObject *mod_external_data_open(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"base_dir", "location", "append", NULL};
+    PyObject *base = NULL, *location = NULL;
+    int append = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O&|p:_external_data_open", kwlist, PyUnicode_FSConverter, &base,
+                                     PyUnicode_FSConverter, &location, &append))
+        goto fail;
+    int fd = -1;
+    uint64_t size = 0;
+    onnxio_status s;
+    const char *b = PyBytes_AS_STRING(base), *l = PyBytes_AS_STRING(location);
+    Py_BEGIN_ALLOW_THREADS
+    s = onnxio_external_data_open(b, l, append ? ONNXIO_OPEN_APPEND : ONNXIO_OPEN_READ, &fd, &size);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(base);
+    Py_DECREF(location);
+    if (s) return pyonnxio_raise(s);
+    PyObject *out = Py_BuildValue("(iK)", fd, (unsigned long long)size);
+    if (!out) close(fd);
+    return out;
+fail:
+    Py_XDECREF(base);
+    Py_XDECREF(location);
+    return NULL;
+}
+
+PyDoc_STRVAR(tensor_raw_size_doc,
+             "_tensor_raw_size(tensor) -> int | None\n"
+             "The bytes raw_data must hold for the tensor's data_type and dims (onnxio_tensor_raw_size: elements\n"
+             "times bits, sub-byte types packed and rounded up to whole bytes); None when the size is not fixed\n"
+             "(STRING, UNDEFINED or an unknown data_type, a segment). ValueError for a negative dimension or a\n"
+             "size past 64 bits.");
+
+static PyObject *mod_tensor_raw_size(PyObject *self, PyObject *obj)
+{
+    (void)self;
+    PyOnnxioMessage *m = as_message(obj, &onnxio_desc_TensorProto, "tensor");
+    if (!m) return NULL;
+    uint64_t bytes = 0;
+    int r = onnxio_tensor_raw_size(pyonnxio_message_read(m), &bytes);
+    if (r == 0) Py_RETURN_NONE;
+    if (r < 0)
+        return PyErr_Format(PyExc_ValueError, "tensor has a negative dimension or more bytes than 64 bits count");
+    return PyLong_FromUnsignedLongLong(bytes);
+}
+
+PyDoc_STRVAR(path_is_archive_doc,
+             "_path_is_archive(path) -> bool\n"
+             "Whether saving to `path` writes an .onnxz archive (onnxio_path_is_archive: the name ends in\n"
+             "\".onnxz\").");
+
+static PyObject *mod_path_is_archive(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    PyObject *bytes;
+    if (!PyUnicode_FSConverter(arg, &bytes)) return NULL;
+    int yes = onnxio_path_is_archive(PyBytes_AS_STRING(bytes));
+    Py_DECREF(bytes);
+    return PyBool_FromLong(yes);
+}
+
+/* ---- statuses ----------------------------------------------------------------- */
+
+PyDoc_STRVAR(raise_status_doc,
+             "_raise_status(status, writing=False)\n"
+             "Raises the exception the package raises for a failed library status (a number of status.def),\n"
+             "with the status's meaning as its text: what every entry point does with a status (writing=True:\n"
+             "as a writing operation, where the DECODE class is EncodeError). For tests and diagnostics;\n"
+             "returns None for ONNXIO_OK (0).");
+
+static PyObject *mod_raise_status(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"status", "writing", NULL};
+    int status, writing = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "i|p:_raise_status", kwlist, &status, &writing)) return NULL;
+    if (status == ONNXIO_OK) Py_RETURN_NONE;
+    status_class cls = class_of((onnxio_status)status);
+    if (writing && cls == CLASS_DECODE) cls = CLASS_ENCODE;
+    return raise_class(cls, onnxio_status_message((onnxio_status)status));
 }
 
 /* ---- module ----------------------------------------------------------------- */
@@ -944,6 +1192,13 @@ static PyMethodDef module_methods[] = {
     {"_payload_view", mod_payload_view, METH_O, payload_view_doc},
     {"_set_raw_data", mod_set_raw_data, METH_VARARGS, set_raw_data_doc},
     {"_has_pending_external", mod_has_pending_external, METH_O, has_pending_external_doc},
+    {"_external_ref_parse", mod_external_ref_parse, METH_O, external_ref_parse_doc},
+    {"_check_location", mod_check_location, METH_O, check_location_doc},
+    {"_external_data_open", (PyCFunction)(void (*)(void))mod_external_data_open, METH_VARARGS | METH_KEYWORDS,
+     external_data_open_doc},
+    {"_tensor_raw_size", mod_tensor_raw_size, METH_O, tensor_raw_size_doc},
+    {"_path_is_archive", mod_path_is_archive, METH_O, path_is_archive_doc},
+    {"_raise_status", (PyCFunction)(void (*)(void))mod_raise_status, METH_VARARGS | METH_KEYWORDS, raise_status_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -56,6 +56,11 @@ typedef struct PyOnnxioMessage {
      * message exists. */
     struct PyOnnxioMessage *parent;
     const onnxio_field_desc *parent_field;
+    /* Lazy only, when the parent is lazy too: the outermost lazy ancestor
+     * seen (a strong reference; it may have been materialized since). When
+     * its field is still absent from its existing parent, nothing below it
+     * exists, so reading a long lazy chain costs O(1), not O(depth). */
+    struct PyOnnxioMessage *top;
 } PyOnnxioMessage;
 
 /* Creates the class of every message descriptor (onnxio_all_messages),
@@ -87,6 +92,11 @@ void *pyonnxio_message_read(PyOnnxioMessage *m);
  * repeated fields extended, message fields copied from a message of their
  * class or initialized from a dict) to message object `self`. 0 or -1. */
 int pyonnxio_message_init_kwargs(PyObject *self, PyObject *kwargs);
+/* A deep copy of `src` (any arena) as a new message of `arena`
+ * (onnxio_message_new + onnxio_message_copy, whose status says why it
+ * failed). NULL with the exception set: DecodeError past ONNXIO_MAX_DEPTH,
+ * MemoryError. */
+void *pyonnxio_message_clone(onnxio_arena *arena, const void *src);
 /* Unsets field `f` of `msg` without touching its sub-messages (has-bit off,
  * value zeroed, arrays emptied, sub-message pointer NULL, payload reference
  * dropped), so Python objects still referring to them stay intact. */
@@ -132,14 +142,20 @@ extern PyObject *pyonnxio_EncodeError;
 extern PyObject *pyonnxio_ExternalDataError;
 /* onnxio.ArchiveError (a DecodeError): a malformed or unsafe .onnxz archive. */
 extern PyObject *pyonnxio_ArchiveError;
-/* Raises the exception for a failed status with onnxio_last_error() as its
- * message: DECODE, DEPTH -> DecodeError; NOT_FOUND -> FileNotFoundError;
- * IO -> OSError; NO_MEMORY -> MemoryError; MISSING_PAYLOAD -> EncodeError;
- * INVALID_ARGUMENT -> ValueError; path and external-data refusals ->
- * onnxio.ExternalDataError (a ValueError); CHECKSUM -> the same; ARCHIVE ->
- * onnxio.ArchiveError (a DecodeError). Returns
- * NULL so that callers can `return pyonnxio_raise(s);`. */
+/* Raises the exception for a failed status, with onnxio_last_error() as
+ * its message (onnxio_status_message when there is none). The exception
+ * follows the status's class column in onnxio/status.def, the one list of
+ * statuses: DECODE -> onnxio.DecodeError, ARCHIVE -> onnxio.ArchiveError (a
+ * DecodeError), EXTERNAL -> onnxio.ExternalDataError (a ValueError), ENCODE
+ * -> onnxio.EncodeError, IO -> OSError, NOT_FOUND -> FileNotFoundError
+ * (errno ENOENT), MEMORY -> MemoryError, ARGUMENT (and a number status.def
+ * lacks) -> ValueError. Returns NULL so that callers can
+ * `return pyonnxio_raise(s);`. */
 PyObject *pyonnxio_raise(onnxio_status status);
+/* The same for a writing operation (serialize, ByteSize, save, text
+ * format): a DECODE-class status (ONNXIO_ERR_DEPTH: a tree nested deeper
+ * than max_depth) raises onnxio.EncodeError, since nothing was decoded. */
+PyObject *pyonnxio_raise_writing(onnxio_status status);
 /* A payload owner for the bytes of `obj` (a bytes object, or any object
  * exporting a contiguous read-only or writable buffer): the buffer keeps a
  * strong reference to `obj` (and its Py_buffer) and releases them, taking

@@ -469,8 +469,9 @@ static int check_message(Repeated *self, PyObject *obj)
 static int append_copy(Repeated *self, generic_array *a, PyObject *obj, void **out)
 {
     onnxio_arena *arena = self->owner->arena;
-    void *copy = onnxio_message_clone(arena, pyonnxio_message_read((PyOnnxioMessage *)obj));
-    void **slot = copy ? onnxio_array_append(arena, a, sizeof(void *)) : NULL;
+    void *copy = pyonnxio_message_clone(arena, pyonnxio_message_read((PyOnnxioMessage *)obj));
+    if (!copy) return -1;
+    void **slot = onnxio_array_append(arena, a, sizeof(void *));
     if (!slot) {
         PyErr_NoMemory();
         return -1;

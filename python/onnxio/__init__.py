@@ -20,7 +20,32 @@ refused external data (unsafe location, out-of-range offset or length,
 checksum mismatch) ``onnxio.ExternalDataError`` (a ``ValueError``), a
 malformed or unsafe ``.onnxz`` archive ``onnxio.ArchiveError`` (a
 ``DecodeError``), serializing a payload that was skipped at load ``onnxio.EncodeError``, bad
-argument types ``TypeError`` and bad values ``ValueError``.
+argument types ``TypeError`` and bad values ``ValueError``. Each comes
+from the library's status (its class in ``status.def``); the package lists
+none itself.
+
+Nesting depth: no message tree crashes the interpreter, however deep (a
+tree built in Python by reading sub-messages in a loop can be nested a
+million levels; every walk of the extension uses the heap, and the library
+refuses what it cannot walk):
+
+- reading (``load``, ``load_from_string``, ``ParseFromString``,
+  ``FromString``, unpickling) refuses input nested past ``max_depth``
+  (default 100, at most 1000) with ``DecodeError``;
+- writing (``SerializeToString``, ``ByteSize``, pickling, ``save``,
+  ``str``/``repr``, which write the text format) refuses a tree nested
+  past what a load reads back with ``EncodeError``: past 100 levels for
+  ``SerializeToString``/``ByteSize``/pickle (the reader's default), past
+  ``save``'s ``max_depth`` (default 100, at most 1000), past 1000 for ``str``;
+- in-memory copies (``copy.copy``, ``copy.deepcopy``, ``CopyFrom``,
+  ``MergeFrom``, ``append``/``extend`` of a message) raise ``DecodeError``
+  past 1000 levels (upb raises its DecodeError for ``MergeFrom`` and
+  ``copy.copy`` of a tree nested past its reader's limit; onnxio's copies
+  go 10x deeper);
+- ``==`` and ``DiscardUnknownFields`` work at any depth (upb crashes in
+  ``==`` at such depths);
+- a message initialized from nested dicts raises ``RecursionError`` past
+  Python's recursion limit, as any nested structure Python walks.
 
 .onnxz archives (a zip file: one stored entry per large tensor payload, on
 an aligned file offset, and the model last as the entry ``__MODEL_PROTO``):
@@ -207,7 +232,9 @@ class ParseOptions(TensorBufferOptions):
         (default: the model file's directory).
     skip_raw_data: parse structure only; payloads keep their size but no
         bytes (saving such a model raises EncodeError).
-    max_depth: maximum message nesting (0: 100); deeper input raises DecodeError.
+    max_depth: maximum message nesting (0: 100, protobuf's default); deeper
+        input raises DecodeError. Values above 1000 (ONNXIO_MAX_DEPTH)
+        are taken as 1000, however large; a negative one is a ValueError.
     payload_fn: None, or ``payload_fn(tensor, size, external)`` called once
         per payload before it is read: return None/True to load it, False
         to skip it (an external one stays external), or a writable
@@ -220,13 +247,22 @@ class ParseOptions(TensorBufferOptions):
         reads. None (the default): on for copy loads, off with no_copy
         (checking would read every page of the mapping); True or False. A
         mismatch raises ExternalDataError.
+    max_expansion: the most a load may allocate for structure and payloads
+        (copies, inflated .onnxz entries, payload_fn placements), as a
+        multiple of the bytes it reads (the model and every distinct
+        external data file or archive entry), plus 64 MiB
+        (``onnxio_parse_options.max_expansion``). 0: the library's default,
+        100; ``2**64 - 1``: no limit. Past it the load raises DecodeError
+        before allocating more: it stops zip bombs, overlapping external
+        data ranges and floods of empty messages. (The library enforces it
+        as its loaders learn to count; the option is passed on as it is.)
     """
 
     __slots__ = ("num_threads", "no_copy", "load_external_data", "base_dir", "skip_raw_data", "max_depth",
-                 "payload_fn", "verify_checksum", "verify_crc")
+                 "payload_fn", "verify_checksum", "verify_crc", "max_expansion")
     _defaults = {"num_threads": 0, "no_copy": False, "load_external_data": None, "base_dir": None,
                  "skip_raw_data": False, "max_depth": 0, "payload_fn": None, "verify_checksum": False,
-                 "verify_crc": None}
+                 "verify_crc": None, "max_expansion": 0}
 
     def _kwargs(self) -> dict:
         return {n: getattr(self, n) for n in self._all_defaults()}
@@ -262,10 +298,14 @@ class SerializeOptions(TensorBufferOptions):
     num_threads: threads for payload writes (0: one per core; 1: none);
         the bytes written do not depend on it.
     external_data: an ExternalDataOptions (default: no external data).
+    max_depth: a tree nested deeper than this is refused with EncodeError
+        (``onnxio_serialize_options.max_depth``): 0 means 100, what a load
+        reads back by default; values above 1000 are taken as 1000. Load
+        what was saved with a higher value with the same ``max_depth``.
     """
 
-    __slots__ = ("num_threads", "external_data")
-    _defaults = {"num_threads": 0, "external_data": None}
+    __slots__ = ("num_threads", "external_data", "max_depth")
+    _defaults = {"num_threads": 0, "external_data": None, "max_depth": 0}
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -274,7 +314,7 @@ class SerializeOptions(TensorBufferOptions):
 
     def _kwargs(self) -> dict:
         out = {"num_threads": self.num_threads, "raw_data_threshold": self.raw_data_threshold,
-               "alignment": self.alignment}
+               "alignment": self.alignment, "max_depth": self.max_depth}
         ext = self.external_data or ExternalDataOptions()
         out.update({n: getattr(ext, n) for n in ExternalDataOptions._all_defaults()})
         return out
@@ -417,6 +457,7 @@ def load_model(
     alignment: int = 0,
     payload_fn=None,
     verify_crc: bool | None = None,
+    max_expansion: int = 0,
     options: ParseOptions | None = None,
 ):
     """Loads a ModelProto, as ``onnx.load_model``.
@@ -437,8 +478,8 @@ def load_model(
             the model's directory (or ``base_dir``). A bytes input reads them
             only when ``base_dir`` is given.
         no_copy, num_threads, base_dir, skip_raw_data, verify_checksum,
-        max_depth, raw_data_threshold, alignment, payload_fn, verify_crc: see
-            ``ParseOptions``. With ``no_copy``, payloads point into the file's
+        max_depth, raw_data_threshold, alignment, payload_fn, verify_crc,
+        max_expansion: see ``ParseOptions``. With ``no_copy``, payloads point into the file's
             memory mapping (or into ``f`` when it is bytes-like, which then
             stays alive and, if it is a bytearray, cannot be resized while
             the model uses it).
@@ -449,8 +490,8 @@ def load_model(
         The ModelProto.
 
     Raises:
-        FileNotFoundError, OSError, onnxio.DecodeError (malformed bytes or
-        nesting past max_depth), onnxio.ArchiveError (a DecodeError: a
+        FileNotFoundError, OSError, onnxio.DecodeError (malformed bytes,
+        nesting past max_depth, or past max_expansion), onnxio.ArchiveError (a DecodeError: a
         malformed or unsafe .onnxz archive), onnxio.ExternalDataError
         (refused external data; in an archive, a tensor whose location is
         not an entry or whose range does not fit it, a CRC-32 mismatch),
@@ -459,7 +500,8 @@ def load_model(
     kwargs = _parse_kwargs(options, dict(no_copy=no_copy, num_threads=num_threads, base_dir=base_dir,
                                          skip_raw_data=skip_raw_data, verify_checksum=verify_checksum,
                                          max_depth=max_depth, raw_data_threshold=raw_data_threshold,
-                                         alignment=alignment, payload_fn=payload_fn, verify_crc=verify_crc))
+                                         alignment=alignment, payload_fn=payload_fn, verify_crc=verify_crc,
+                                         max_expansion=max_expansion))
     return _load(ModelProto, f, format, load_external_data, kwargs)  # noqa: F405
 
 
@@ -477,6 +519,7 @@ def load_model_from_string(
     alignment: int = 0,
     payload_fn=None,
     verify_crc: bool | None = None,
+    max_expansion: int = 0,
     options: ParseOptions | None = None,
 ):
     """Parses a serialized ModelProto from a bytes-like object, as
@@ -488,7 +531,8 @@ def load_model_from_string(
     kwargs = _parse_kwargs(options, dict(no_copy=no_copy, num_threads=num_threads, base_dir=base_dir,
                                          skip_raw_data=skip_raw_data, verify_checksum=verify_checksum,
                                          max_depth=max_depth, raw_data_threshold=raw_data_threshold,
-                                         alignment=alignment, payload_fn=payload_fn, verify_crc=verify_crc))
+                                         alignment=alignment, payload_fn=payload_fn, verify_crc=verify_crc,
+                                         max_expansion=max_expansion))
     if format != _DEFAULT_FORMAT:
         return from_onnx(_onnx_serializer(format).deserialize_proto(s, _onnx_class("onnx.ModelProto")()))
     if isinstance(s, str):
@@ -506,12 +550,13 @@ def load_tensor(
     max_depth: int = 0,
     raw_data_threshold: int = 0,
     alignment: int = 0,
+    max_expansion: int = 0,
 ):
     """Loads a TensorProto from a path, file object or bytes-like object,
     as ``onnx.load_tensor`` (the keyword arguments are load_model's)."""
     kwargs = _parse_kwargs(None, dict(no_copy=no_copy, num_threads=num_threads, skip_raw_data=skip_raw_data,
                                       max_depth=max_depth, raw_data_threshold=raw_data_threshold,
-                                      alignment=alignment))
+                                      alignment=alignment, max_expansion=max_expansion))
     return _load(TensorProto, f, format, False, kwargs)  # noqa: F405
 
 
@@ -522,14 +567,16 @@ def load_tensor_from_string(
     no_copy: bool = False,
     skip_raw_data: bool = False,
     max_depth: int = 0,
+    max_expansion: int = 0,
 ):
-    """Parses a serialized TensorProto, as ``onnx.load_tensor_from_string``."""
+    """Parses a serialized TensorProto, as ``onnx.load_tensor_from_string``
+    (the keyword arguments are load_model's)."""
     if format != _DEFAULT_FORMAT:
         return from_onnx(_onnx_serializer(format).deserialize_proto(s, _onnx_class("onnx.TensorProto")()))
     if isinstance(s, str):
         raise TypeError(f"Parameter 'serialized' must be bytes, but got type: {type(s)}")
     return _onnxio._load_bytes(s, TensorProto, no_copy=no_copy, skip_raw_data=skip_raw_data,  # noqa: F405
-                               max_depth=max_depth)
+                               max_depth=max_depth, max_expansion=max_expansion)
 
 
 # ---- save -----------------------------------------------------------------------
@@ -558,16 +605,29 @@ def _write_pending_external(proto, path: str, kwargs: dict):
     return copy if written is None else written
 
 
-_ARCHIVE_EXTENSION = ".onnxz"
-
-
 def _is_archive_name(f, path) -> bool:
-    """True when saving to `f` means an .onnxz archive: a path ending in
-    ".onnxz" (the library's test, on the name as given), or a file object
-    whose name does."""
+    """True when saving to `f` means an .onnxz archive: a path the library
+    calls an archive's (onnxio_path_is_archive, on the name as given), or a
+    file object whose name is one."""
     if _is_path(f):
-        return os.fsdecode(f).endswith(_ARCHIVE_EXTENSION)
-    return path is not None and path.endswith(_ARCHIVE_EXTENSION) and not _is_bytes_like(f)
+        return _onnxio._path_is_archive(f)
+    return path is not None and _onnxio._path_is_archive(path) and not _is_bytes_like(f)
+
+
+def _serialize(proto, kwargs: dict) -> bytes:
+    """The bytes of `proto` for a file object. The library serializes to
+    memory with the default max_depth only (onnxio_serialized_size takes no
+    options); a larger max_depth goes through a save to a private temporary
+    file, which takes it."""
+    if not kwargs.get("max_depth"):
+        return _onnxio._serialize(proto)
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="onnxio-") as d:
+        tmp = os.path.join(d, "message.pb")
+        _onnxio._save_file(proto, tmp, num_threads=kwargs.get("num_threads", 0), max_depth=kwargs["max_depth"])
+        with open(tmp, "rb") as readable:
+            return readable.read()
 
 
 def _check_archive_save(proto, f, fmt, *, save_as_external_data, location, all_tensors_to_one_file, kwargs):
@@ -632,6 +692,7 @@ def save_model(
     max_external_file_size: int = 0,
     checksum: bool = False,
     raw_data_threshold: int = 0,
+    max_depth: int = 0,
     options: SerializeOptions | None = None,
 ) -> None:
     """Saves a ModelProto, as ``onnx.save_model``: the same bytes.
@@ -658,6 +719,9 @@ def save_model(
             many bytes (0: no limit).
         checksum: write a SHA-1 "checksum" key per external tensor.
         raw_data_threshold: see TensorBufferOptions.
+        max_depth: refuse (EncodeError) a model nested deeper than this
+            (0: 100, what load reads back by default; at most 1000). A model
+            saved with a higher value loads with the same ``max_depth``.
         options: a SerializeOptions giving these at once; keyword arguments
             that differ from their defaults override it.
 
@@ -682,7 +746,8 @@ def save_model(
 
     Raises:
         OSError, onnxio.ExternalDataError (an unsafe location), onnxio.
-        EncodeError (a payload skipped at load), TypeError, ValueError.
+        EncodeError (a payload skipped at load, nesting past max_depth),
+        TypeError, ValueError.
     """
     if isinstance(proto, (bytes, bytearray, memoryview)):
         proto = _onnxio._load_bytes(proto, ModelProto, no_copy=True, load_external_data=False)  # noqa: F405
@@ -693,7 +758,7 @@ def save_model(
     kwargs = _save_kwargs(options, dict(num_threads=num_threads, alignment=alignment,
                                         raw_data_threshold=raw_data_threshold, checksum=checksum,
                                         max_file_size=max_external_file_size,
-                                        convert_attribute=convert_attribute))
+                                        convert_attribute=convert_attribute, max_depth=max_depth))
     if _is_archive_name(f, path):
         _check_archive_save(proto, f, fmt, save_as_external_data=save_as_external_data, location=location,
                             all_tensors_to_one_file=all_tensors_to_one_file, kwargs=kwargs)
@@ -726,7 +791,7 @@ def save_model(
     if _is_path(f):
         _onnxio._save_file(proto, f, **kwargs)
     elif not wants_external:
-        _write_bytes(_onnxio._serialize(proto), f)
+        _write_bytes(_serialize(proto, kwargs), f)
     else:
         # The library writes files by path: save beside f's file under a
         # temporary name (data files go where they belong), then copy the
@@ -743,16 +808,17 @@ def save_model(
                 pass
 
 
-def save_tensor(proto, f, format: str | None = None, *, num_threads: int = 0) -> None:  # noqa: A002
+def save_tensor(proto, f, format: str | None = None, *, num_threads: int = 0,  # noqa: A002
+                max_depth: int = 0) -> None:
     """Saves a TensorProto (or any message) to a path (atomically) or a
-    file object, as ``onnx.save_tensor``."""
+    file object, as ``onnx.save_tensor``. max_depth: as save_model."""
     fmt = _resolve_format(format, f)
     if fmt != _DEFAULT_FORMAT:
         _write_bytes(_onnx_serializer(fmt).serialize_proto(to_onnx(proto)), f)
     elif _is_path(f):
-        _onnxio._save_file(proto, f, num_threads=num_threads)
+        _onnxio._save_file(proto, f, num_threads=num_threads, max_depth=max_depth)
     else:
-        _write_bytes(_onnxio._serialize(proto), f)
+        _write_bytes(_serialize(proto, {"num_threads": num_threads, "max_depth": max_depth}), f)
 
 
 # onnx's aliases.

@@ -8,12 +8,40 @@ EXTERNAL keeps its payload in a file named by its external_data entry
 to such files, and read them back, with the results of onnx 1.23: the same
 files, byte for byte, and the same model bytes.
 
-Paths are checked as onnx checks them before any file is opened: a location
-must be relative, must not contain "..", must not be or pass through a
-symbolic link leading outside the base directory, and a file read must be a
-regular file with a single hard link; offset and length are checked against
-the file size before anything is read. A refused location raises
-ExternalDataError (onnx raises its checker's ValidationError).
+One policy: every rule of external data is the C library's, the same one
+``onnxio.load`` and ``onnxio.save`` apply (docs/security.md); nothing here
+checks a path or parses a key itself.
+
+- The keys (ExternalDataInfo) are read by ``onnxio_external_ref_parse``:
+  offset and length are plain decimal numbers (digits only: "+0", " 1",
+  "0x10" and negative numbers are refused), the location is checked by
+  ``onnxio_check_location``: not empty, relative, no ".." component ("a..b"
+  is a name, unlike onnx, which refuses any ".." substring).
+- Reading a tensor's data (load_external_data_for_tensor / _for_model,
+  numpy_helper.to_array) goes through the library's loader: the file is
+  reached from base_dir one component at a time, a symlink is followed only
+  while it stays under base_dir (onnx refuses every symlink), anything but a
+  regular file (a FIFO, a device, a socket, a directory) is refused without
+  being opened (once the loader opens through ``onnxio_external_data_open``,
+  as the writer below does; a loader that opens with O_NONBLOCK first still
+  refuses it, with OSError, and never blocks), a file with other hard links
+  is refused, offset and length are checked against the file's size and
+  against the tensor's data_type and dims, all before anything is allocated
+  or read.
+- Writing (save_external_data, which appends) opens the data file with
+  ``onnxio_external_data_open`` in append mode: the same checks, the file
+  created when missing.
+
+A refused location, file or range raises ExternalDataError (a
+ValueError; onnx raises its checker's ValidationError for the same
+refusals, which this module also names ValidationError), a missing file
+FileNotFoundError, another failure of the operating system OSError.
+
+What the standalone helpers cannot know: they get only base_dir, not the
+model file's path, so a location naming the model file itself is not
+refused here (``onnxio.load`` refuses it, knowing the model's path). Run
+them on models whose locations you trust for that, or load through
+``onnxio.load``.
 
 Payloads are written from and read into memory without extra copies where
 the extension allows it (the payload view of numpy_helper).
@@ -23,13 +51,12 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 import sys
 import uuid
 import warnings
 from collections.abc import Callable, Iterable
 from itertools import chain
-from typing import IO, Any
+from typing import Any
 
 from onnxio import _onnxio as _C
 
@@ -39,12 +66,7 @@ GraphProto = _C.GraphProto
 ModelProto = _C.ModelProto
 TensorProto = _C.TensorProto
 
-if hasattr(_C, "ExternalDataError"):
-    ExternalDataError = _C.ExternalDataError
-else:
-
-    class ExternalDataError(ValueError):  # type: ignore[no-redef]
-        """An external data location or range that is refused."""
+ExternalDataError = _C.ExternalDataError
 
 
 # onnx's name for the same failures (onnx.checker.ValidationError).
@@ -68,11 +90,18 @@ _BYTES_OVERHEAD = sys.getsizeof(b"")
 
 
 class ExternalDataInfo:
-    """The external_data entries of a tensor as attributes: location (str),
-    offset and length (int or None), checksum (str or None), basepath (str).
+    """The external_data entries of a tensor as attributes, as onnx's class:
+    location (str), offset and length (int, or None when the key is
+    absent), checksum (str or None), basepath (str, "" when absent).
 
-    Raises ValueError for a negative (or non-numeric) offset or length;
-    warns about and ignores unknown keys."""
+    The values are the library's reading of the keys
+    (``onnxio_external_ref_parse``; the last of a repeated key counts).
+    Raises ExternalDataError (a ValueError, as onnx raises ValueError for a
+    negative offset or length) for a missing or refused location (empty,
+    absolute, a ".." component) and an offset or length that is not a plain
+    decimal number. Warns about and ignores keys other than location,
+    offset, length, checksum and basepath (onnx's defence against
+    attribute injection)."""
 
     def __init__(self, tensor: Any) -> None:
         self.location = ""
@@ -83,14 +112,20 @@ class ExternalDataInfo:
 
         unknown_keys: set[str] = set()
         unknown_key_count = 0
+        present: set[str] = set()
         for entry in tensor.external_data:
-            if entry.key in _ALLOWED_EXTERNAL_DATA_KEYS:
-                setattr(self, entry.key, entry.value)
+            key = entry.key
+            if key in _ALLOWED_EXTERNAL_DATA_KEYS:
+                present.add(key)
+                if key == "basepath":  # onnx's own key: not read by the library
+                    self.basepath = entry.value
             else:
                 unknown_key_count += 1
                 if len(unknown_keys) < _MAX_UNKNOWN_KEYS_IN_WARNING:
-                    truncated = entry.key[:_MAX_KEY_DISPLAY_LENGTH]
-                    if len(entry.key) > _MAX_KEY_DISPLAY_LENGTH:
+                    if isinstance(key, bytes):  # a parsed key that is not UTF-8 (upb gives bytes too)
+                        key = key.decode("utf-8", "backslashreplace")
+                    truncated = key[:_MAX_KEY_DISPLAY_LENGTH]
+                    if len(key) > _MAX_KEY_DISPLAY_LENGTH:
                         truncated += "..."
                     unknown_keys.add(truncated)
 
@@ -107,154 +142,11 @@ class ExternalDataInfo:
                 stacklevel=2,
             )
 
-        if self.offset is not None:
-            self.offset = int(self.offset)
-            if self.offset < 0:
-                raise ValueError(
-                    f"External data offset must be non-negative, got {self.offset} for tensor {tensor.name!r}"
-                )
-
-        if self.length is not None:
-            self.length = int(self.length)
-            if self.length < 0:
-                raise ValueError(
-                    f"External data length must be non-negative, got {self.length} for tensor {tensor.name!r}"
-                )
-
-
-# ---- safe opening (what onnx's C++ open_external_data checks) ---------------
-
-
-def _has_parent_ref(rel: str) -> bool:
-    # onnx refuses any ".." in the normalized location, not only whole
-    # components ("a..b" too); the same rule keeps the same files refused.
-    return ".." in rel
-
-
-def _inside(path: str, base_dir: str) -> bool:
-    real = os.path.realpath(path)
-    base = os.path.realpath(base_dir or ".")
-    return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
-
-
-def _open_external_data_fd(base_dir: str, location: str, tensor_name: str, read_only: bool) -> int:
-    """Open the external data file `location` under `base_dir` and return a
-    file descriptor (read-only, or read-write and created if missing).
-
-    Raises ExternalDataError for a refused location (empty, absolute,
-    "..", a symlink, outside base_dir, not a regular file, several hard
-    links), FileNotFoundError/OSError when opening fails."""
-    if not location:
-        raise ExternalDataError(
-            f"Location of external TensorProto ( tensor name: {tensor_name}) should not be empty."
-        )
-    if os.path.isabs(location):
-        if read_only:
-            raise ExternalDataError(
-                f"Location of external TensorProto ( tensor name: {tensor_name}) should be a relative path, "
-                f"but it is an absolute path: {location}"
-            )
-        raise ExternalDataError(
-            f"External data location for tensor {tensor_name} is empty or absolute: {location}"
-        )
-    rel = os.path.normpath(location)
-    if not read_only and rel == ".":
-        raise ExternalDataError(f"External data location for tensor {tensor_name} is invalid: {location}")
-    if _has_parent_ref(rel):
-        raise ExternalDataError(
-            f"Data of TensorProto ( tensor name: {tensor_name}) should be file inside '{base_dir}', "
-            f"but '{location}' points outside the directory."
-        )
-    data_path = os.path.join(base_dir, rel)
-
-    if read_only:
-        if os.path.islink(data_path):
-            raise ExternalDataError(
-                f"Data of TensorProto ( tensor name: {tensor_name}) should be stored in {data_path}, "
-                "but it is a symbolic link."
-            )
-        if not _inside(data_path, base_dir):
-            raise ExternalDataError(f"Tensor {tensor_name} external data resolves outside model directory.")
-        if not os.path.exists(data_path):
-            raise FileNotFoundError(
-                f"Data of TensorProto ( tensor name: {tensor_name}) should be stored in {data_path}, "
-                "but it does not exist."
-            )
-    elif not _inside(os.path.dirname(data_path) or ".", base_dir):
-        raise ExternalDataError(f"Tensor {tensor_name} external data resolves outside model directory.")
-
-    flags = (os.O_RDONLY if read_only else os.O_RDWR | os.O_CREAT) | getattr(os, "O_NOFOLLOW", 0)
-    flags |= getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
-    try:
-        fd = os.open(data_path, flags, 0o666)
-    except OSError as e:
-        if getattr(os, "O_NOFOLLOW", 0) and os.path.islink(data_path):
-            raise ExternalDataError(
-                f"Data of TensorProto ( tensor name: {tensor_name}) should be stored in {data_path}, "
-                "but it is a symbolic link."
-            ) from e
-        raise
-    try:
-        # Checked on the open file, so that a swap of the path after the
-        # checks above cannot lead elsewhere.
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ExternalDataError(
-                f"Data of TensorProto ( tensor name: {tensor_name}) should be stored in {data_path}, "
-                "but it is not regular file."
-            )
-        try:
-            path_st = os.stat(os.path.realpath(data_path))
-        except OSError:
-            path_st = None
-        if path_st is None or (path_st.st_dev, path_st.st_ino) != (st.st_dev, st.st_ino):
-            raise ExternalDataError(
-                f"Tensor {tensor_name} external data: fd/path mismatch (possible TOCTOU attack)."
-            )
-        if not _inside(data_path, base_dir):
-            raise ExternalDataError(f"Tensor {tensor_name} external data resolves outside model directory.")
-        if st.st_nlink > 1:
-            raise ExternalDataError(
-                f"Tensor {tensor_name} external data has multiple hard links (possible hardlink attack)."
-            )
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _validate_external_data_file_bounds(data_file: IO[bytes], info: ExternalDataInfo, tensor_name: str) -> bytes:
-    """Check offset and length against the file's size, then read them.
-    ValueError when they do not fit: nothing is allocated before the check."""
-    file_size = os.fstat(data_file.fileno()).st_size
-
-    if info.offset is not None:
-        if info.offset > file_size:
-            raise ValueError(
-                f"External data offset ({info.offset}) exceeds file size ({file_size}) for tensor {tensor_name!r}"
-            )
-        data_file.seek(info.offset)
-
-    if info.length is not None:
-        read_start = info.offset if info.offset is not None else 0
-        available = file_size - read_start
-        if info.length > available:
-            raise ValueError(
-                f"External data length ({info.length}) exceeds available data "
-                f"({available} bytes from offset {read_start}) "
-                f"for tensor {tensor_name!r}"
-            )
-        return data_file.read(info.length)
-    return data_file.read()
-
-
-def _read_external_data_bytes(tensor: Any, base_dir: str) -> bytes:
-    """The bytes of `tensor`'s external data, read from under base_dir; the
-    tensor is not changed."""
-    info = ExternalDataInfo(tensor)
-    fd = _open_external_data_fd(base_dir, info.location, tensor.name, True)
-    with os.fdopen(fd, "rb") as data_file:
-        return _validate_external_data_file_bounds(data_file, info, tensor.name)
+        location, offset, length, checksum = _C._external_ref_parse(tensor)
+        self.location = location
+        self.offset = offset if "offset" in present else None
+        self.length = length
+        self.checksum = checksum
 
 
 def _payload(tensor: Any) -> Any:
@@ -263,16 +155,61 @@ def _payload(tensor: Any) -> Any:
     return numpy_helper._raw_payload(tensor)
 
 
+def _base(base_dir: Any) -> str:
+    """The directory the library resolves locations under: "" (what onnx's
+    to_array defaults to) is the current directory."""
+    return os.fsdecode(base_dir) if base_dir not in ("", b"", None) else "."
+
+
+# Payloads of at least this many bytes are read on the library's thread
+# pool (one thread per core); smaller ones on the calling thread, since
+# starting a pool for each of thousands of small tensors costs more than
+# their reads.
+_PARALLEL_READ_BYTES = 16 << 20
+
+
+def _load_tensor(tensor: Any, base_dir: Any) -> None:
+    """The library's loader on one external tensor (every check in it)."""
+    try:
+        size = _C._tensor_raw_size(tensor)
+    except ValueError:  # a negative dim: the loader refuses it with its own message
+        size = None
+    threads = 0 if size is not None and size >= _PARALLEL_READ_BYTES else 1
+    _C._load_tensor_external_data(tensor, _base(base_dir), num_threads=threads)
+
+
+def _read_external_data_bytes(tensor: Any, base_dir: str) -> Any:
+    """The bytes of `tensor`'s external data (a memoryview), read by the
+    library's loader from under base_dir with all its checks; the tensor is
+    not changed (a scratch copy, marked external, is loaded)."""
+    scratch = TensorProto()
+    scratch.CopyFrom(tensor)
+    scratch.ClearField("raw_data")
+    scratch.data_location = TensorProto.EXTERNAL
+    _load_tensor(scratch, base_dir)
+    payload = _payload(scratch)
+    return payload if payload is not None else b""
+
+
 def load_external_data_for_tensor(tensor: Any, base_dir: str) -> None:
     """Read `tensor`'s external data from under base_dir into raw_data;
     then data_location is DEFAULT and external_data is empty. A raw_data
-    the tensor already had is replaced.
+    the tensor already had is replaced. Everything is checked before
+    anything is read (see the module doc); a refused tensor is left as it
+    was.
 
-    Raises ExternalDataError / ValueError / OSError (see the module doc)."""
-    from onnxio import numpy_helper
+    Raises ExternalDataError / FileNotFoundError / OSError (see the module
+    doc)."""
+    if uses_external_data(tensor):
+        # The loader checks every key, the path and the range before it
+        # touches the tensor, and reads the payload straight into it.
+        _load_tensor(tensor, base_dir)
+    else:
+        # onnx reads the keys whatever data_location says.
+        from onnxio import numpy_helper
 
-    numpy_helper._set_raw_data(tensor, _read_external_data_bytes(tensor, base_dir))
-    tensor.data_location = TensorProto.DEFAULT
+        numpy_helper._set_raw_data(tensor, _read_external_data_bytes(tensor, base_dir))
+    tensor.data_location = TensorProto.DEFAULT  # present, as onnx leaves it
     del tensor.external_data[:]
 
 
@@ -343,8 +280,9 @@ def convert_model_to_external_data(
         convert_attribute: also attribute tensors, not only initializers.
 
     Raises:
-        ValueError: an absolute location. FileExistsError: `location` exists
-            (relative to the current directory, as onnx checks it).
+        ExternalDataError (a ValueError): a location the library refuses
+            (absolute, a ".." component). FileExistsError: `location`
+            exists (relative to the current directory, as onnx checks it).
     """
     tensors: Iterable[Any] = _get_initializer_tensors(model)
     if convert_attribute:
@@ -357,8 +295,9 @@ def convert_model_to_external_data(
     if all_tensors_to_one_file:
         file_name = str(uuid.uuid1()) + ".data"
         if location:
-            if os.path.isabs(location):
-                raise ValueError("location must be a relative path that is relative to the model path.")
+            # The library's spelling rules (ExternalDataError, a ValueError,
+            # as onnx's for an absolute path); onnx checks only isabs here.
+            _C._check_location(location)
             if os.path.exists(location):
                 raise FileExistsError(f"External data file exists in {location}.")
             file_name = location
@@ -391,15 +330,18 @@ def save_external_data(tensor: Any, base_path: str) -> None:
     (at its "offset" when given: at most 64 KiB past the file's end, the gap
     zero-filled) and record the offset and length it was written at.
 
-    Raises ExternalDataError: no raw_data, a refused location, or an offset
-    before the end of the file or too far past it."""
+    The data file is opened by the library (onnxio_external_data_open,
+    append mode: the module doc's checks; created when missing).
+
+    Raises ExternalDataError: no raw_data, a refused location or file, or
+    an offset before the end of the file or too far past it."""
     info = ExternalDataInfo(tensor)
 
     payload = _payload(tensor)
     if payload is None:
         raise ExternalDataError("raw_data field doesn't exist.")
 
-    fd = _open_external_data_fd(base_path, info.location, tensor.name, False)
+    fd, _ = _C._external_data_open(_base(base_path), info.location, append=True)
     with os.fdopen(fd, "r+b") as data_file:
         data_file.seek(0, 2)
         if info.offset is not None:
@@ -476,7 +418,10 @@ get_attribute_tensors = _get_attribute_tensors
 
 
 def _is_valid_filename(filename: str) -> bool:
-    """Whether a tensor name can be used as a file name as it is."""
+    """Whether a tensor name can be used as a file name as it is (a parsed
+    name that is not UTF-8, which reads as bytes, cannot)."""
+    if not isinstance(filename, str):
+        return False
     exp = re.compile('^[^<>:;,?"*|/]+$')
     match = exp.match(filename)
     return bool(match)

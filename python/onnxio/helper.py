@@ -352,16 +352,6 @@ def set_model_props(model: ModelProto, dict_value: dict[str, str]) -> None:
     set_metadata_props(model, dict_value)
 
 
-def _bits_per_element(data_type: int, np_dtype: np.dtype) -> int:
-    if data_type in _FLOAT6_TYPES:
-        return 6
-    if data_type in {TensorProto.UINT4, TensorProto.INT4, TensorProto.FLOAT4E2M1}:
-        return 4
-    if data_type in {TensorProto.UINT2, TensorProto.INT2}:
-        return 2
-    return np_dtype.itemsize * 8
-
-
 def make_tensor(
     name: str,
     data_type: int,
@@ -405,9 +395,9 @@ def make_tensor(
     if raw:
         from onnxio import numpy_helper
 
-        bits_per_element = _bits_per_element(data_type, np_dtype)
-        # Integer ceil(n * bits / 8), as onnx computes it.
-        expected_size_bytes = -(-math.prod(dims) * bits_per_element // 8)
+        # The library's size rule (onnxio_tensor_raw_size: ceil(elements x
+        # bits / 8), as onnx computes it); ValueError for a negative dim.
+        expected_size_bytes = _C._tensor_raw_size(tensor)
         if isinstance(vals, np.ndarray):
             if data_type in {TensorProto.INT4, TensorProto.UINT4, TensorProto.FLOAT4E2M1}:
                 vals = numpy_helper._pack_4bitx2(vals)
@@ -422,7 +412,7 @@ def make_tensor(
             size = len(vals)
         else:
             raise TypeError(f"Raw data must be bytes or numpy.ndarray, but got {type(vals)}.")
-        if size != expected_size_bytes:
+        if expected_size_bytes is not None and size != expected_size_bytes:
             raise ValueError(
                 f"Raw data size does not match tensor's size. Expected {expected_size_bytes} bytes, "
                 f"but got {size} bytes."

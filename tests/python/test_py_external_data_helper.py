@@ -4,6 +4,12 @@ byte for byte (one file, one file per tensor, attribute tensors, subgraphs,
 functions), loading external data back gives what onnx gives, and the same
 locations are refused (absolute, "..", symbolic links, hard links, ranges
 past the end of the file).
+
+Where the library's policy differs from onnx's on purpose (one policy for
+onnxio.load and these helpers: "a..b" is a name, "sub/../x" is refused,
+offsets are digits only so "+0" is refused, symlinks inside the base
+directory are followed), test_py_reliability.py asserts the library's
+side and shows onnx's.
 """
 
 import os
