@@ -50,11 +50,6 @@ TURNS = 100000
 # openat walk refuses a FIFO, a device or a symlink leading outside the base
 # directory before opening anything. Until then the loader opens the path
 # with O_NONBLOCK (so a FIFO's writer is released) and checks afterwards.
-LOADER_OPENS_FIRST = (
-    "the library's loader still opens external data with open(path, O_NONBLOCK) and checks afterwards; "
-    "it refuses without opening once it goes through onnxio_external_data_open (src/, in progress)"
-)
-
 PRELUDE = """
 import copy, json, os, pickle, sys
 import onnxio
@@ -421,7 +416,6 @@ def test_depth_and_expansion_arguments():
     assert onnxio.SerializeOptions(max_depth=5).max_depth == 5
 
 
-@pytest.mark.xfail(strict=True, reason="the library does not count max_expansion yet (src/, in progress)")
 def test_max_expansion_refuses_overlapping_ranges(tmp_path):
     """100 tensors over distinct, overlapping 1 MiB ranges of one 1 MiB + 99
     byte file would allocate 100 MiB from 1 MiB read: past max_expansion=1
@@ -582,7 +576,6 @@ def fifo_model(tmp_path, location="d.bin"):
     return d, path
 
 
-@pytest.mark.xfail(strict=True, reason=LOADER_OPENS_FIRST)
 def test_fifo_location_through_the_helper(tmp_path):
     """load_external_data_for_model on a FIFO location raises
     ExternalDataError at once and leaves a writer blocked on the FIFO
@@ -610,7 +603,6 @@ def test_fifo_location_through_the_helper_never_hangs(tmp_path):
     assert got[0] in ("onnxio.ExternalDataError", "builtins.OSError"), got
 
 
-@pytest.mark.xfail(strict=True, reason=LOADER_OPENS_FIRST)
 def test_fifo_location_through_load(tmp_path):
     """onnxio.load refuses a FIFO data file without opening it."""
     d, path = fifo_model(tmp_path)
@@ -619,7 +611,6 @@ def test_fifo_location_through_load(tmp_path):
     assert_refused_unopened(got)
 
 
-@pytest.mark.xfail(strict=True, reason=LOADER_OPENS_FIRST)
 def test_symlink_to_fifo_outside_through_load(tmp_path):
     """A data file that is a symlink to a FIFO outside the model's
     directory: onnxio.load refuses it (ExternalDataError: it leads outside)
