@@ -992,10 +992,7 @@ static PyObject *m_FindInitializationErrors(PyObject *self, PyObject *unused)
     return PyList_New(0);
 }
 
-/* Drops the unknown fields of `root` and of every message below it, with a
- * heap stack (a tree made in Python can be nested past any C stack). 0, or
- * -1 with MemoryError. */
-static int discard_unknown(onnxio_message *root)
+int pyonnxio_walk(onnxio_message *root, int (*fn)(onnxio_message *msg, void *ctx), void *ctx)
 {
     size_t size = 0, cap = 64;
     onnxio_message **stack = PyMem_Malloc(cap * sizeof *stack);
@@ -1004,9 +1001,10 @@ static int discard_unknown(onnxio_message *root)
         return -1;
     }
     stack[size++] = root;
-    while (size) {
+    int r = 0;
+    while (size && !r) {
         onnxio_message *c = stack[--size];
-        c->unknown.size = 0;
+        if ((r = fn(c, ctx))) break;
         for (size_t i = 0; i < c->desc->field_count; i++) {
             const onnxio_field_desc *f = &c->desc->fields[i];
             if (f->kind != ONNXIO_KIND_MESSAGE) continue;
@@ -1034,13 +1032,20 @@ static int discard_unknown(onnxio_message *root)
         }
     }
     PyMem_Free(stack);
+    return r;
+}
+
+static int drop_unknown(onnxio_message *msg, void *ctx)
+{
+    (void)ctx;
+    msg->unknown.size = 0;
     return 0;
 }
 
 static PyObject *m_DiscardUnknownFields(PyOnnxioMessage *self, PyObject *unused)
 {
     onnxio_message *c = pyonnxio_message_get(self, 0);
-    if (c && discard_unknown(c) < 0) return NULL;
+    if (c && pyonnxio_walk(c, drop_unknown, NULL) < 0) return NULL;
     Py_RETURN_NONE;
 }
 

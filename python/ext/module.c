@@ -955,65 +955,15 @@ static PyObject *mod_set_raw_data(PyObject *self, PyObject *args)
 
 /* ---- tree queries ----------------------------------------------------------- */
 
-/* Every onnxio_<Message>_list has this layout (proto.h, ONNXIO_ARRAY_TYPE). */
-typedef struct {
-    onnxio_message **data;
-    size_t size, capacity;
-} any_message_list;
-
-/* 1 when a TensorProto under `root` is marked external (data_location
- * EXTERNAL) and still holds raw_data: what convert_model_to_external_data
- * leaves for save to write. 0 when none, -1 with MemoryError. The tree is
- * walked with a heap stack: one built in Python can be nested past any C
- * stack. */
-static int pending_external(const onnxio_message *root)
+/* 1 for a TensorProto marked external (data_location EXTERNAL) that still
+ * holds raw_data: what convert_model_to_external_data leaves for save to
+ * write. */
+static int is_pending_external(onnxio_message *msg, void *ctx)
 {
-    size_t size = 0, cap = 64;
-    const onnxio_message **stack = PyMem_Malloc(cap * sizeof *stack);
-    if (!stack) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    stack[size++] = root;
-    int found = 0;
-    while (size && !found) {
-        const onnxio_message *msg = stack[--size];
-        const onnxio_message_desc *d = msg->desc;
-        if (d == &onnxio_desc_TensorProto) {
-            const onnxio_TensorProto *t = (const onnxio_TensorProto *)msg;
-            if (onnxio_tensor_is_external(t) && onnxio_has(t, ONNXIO_FIELD_TensorProto_raw_data)) {
-                found = 1;
-                break;
-            }
-        }
-        for (size_t i = 0; i < d->field_count; i++) {
-            const onnxio_field_desc *f = &d->fields[i];
-            if (f->kind != ONNXIO_KIND_MESSAGE) continue;
-            void *p = onnxio_field_ptr((void *)msg, f);
-            onnxio_message *const *subs = p;
-            size_t count = 1;
-            if (f->label == ONNXIO_LABEL_REPEATED) {
-                subs = ((const any_message_list *)p)->data;
-                count = ((const any_message_list *)p)->size;
-            }
-            for (size_t j = 0; j < count; j++) {
-                if (!subs[j]) continue;
-                if (size == cap) {
-                    const onnxio_message **grown = PyMem_Realloc(stack, 2 * cap * sizeof *stack);
-                    if (!grown) {
-                        PyMem_Free(stack);
-                        PyErr_NoMemory();
-                        return -1;
-                    }
-                    stack = grown;
-                    cap *= 2;
-                }
-                stack[size++] = subs[j];
-            }
-        }
-    }
-    PyMem_Free(stack);
-    return found;
+    (void)ctx;
+    if (msg->desc != &onnxio_desc_TensorProto) return 0;
+    const onnxio_TensorProto *t = (const onnxio_TensorProto *)msg;
+    return onnxio_tensor_is_external(t) && onnxio_has(t, ONNXIO_FIELD_TensorProto_raw_data);
 }
 
 PyDoc_STRVAR(has_pending_external_doc,
@@ -1027,7 +977,7 @@ static PyObject *mod_has_pending_external(PyObject *self, PyObject *obj)
     PyOnnxioMessage *m = as_message(obj, NULL, "message");
     if (!m) return NULL;
     const onnxio_message *msg = pyonnxio_message_get(m, 0);
-    int found = msg ? pending_external(msg) : 0;
+    int found = msg ? pyonnxio_walk((onnxio_message *)msg, is_pending_external, NULL) : 0;
     if (found < 0) return NULL;
     return PyBool_FromLong(found);
 }

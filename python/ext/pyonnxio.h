@@ -82,6 +82,12 @@ PyObject *pyonnxio_message_new_root(const onnxio_message_desc *desc);
  * first; NULL with MemoryError set only when that fails. */
 void *pyonnxio_message_get(PyOnnxioMessage *m, int for_write);
 
+/* Calls fn(msg, ctx) for `root` and every message below it, parents first,
+ * with a heap stack (a tree made in Python can be nested past any C stack).
+ * Stops at the first non-zero result of fn and returns it; 0 when fn
+ * always returned 0; -1 with MemoryError when the stack cannot grow. */
+int pyonnxio_walk(onnxio_message *root, int (*fn)(onnxio_message *msg, void *ctx), void *ctx);
+
 /* Added by message.c for repeated.c (and any file that needs them): */
 /* onnxio.Message, the base class of every message class. */
 extern PyTypeObject *pyonnxio_MessageType;
