@@ -43,6 +43,9 @@ ASAN_TEST_OPTIONS ?= detect_leaks=1:strict_string_checks=1:detect_stack_use_afte
 UBSAN_TEST_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 
 have_c_tests = $(wildcard tests/c/test_*.c)
+# What the fault-injection sweeps of test_faults covered (ctest keeps the
+# output of passing tests in its log).
+FAULT_SUMMARY = grep -hE "points in all|skipped:" Testing/Temporary/LastTest.log | sed 's/^ */test_faults: /' || true
 have_py_tests = $(wildcard tests/python/test_*.py tests/python/*_test.py)
 
 .PHONY: all bootstrap demo test test-build test-asan test-fuzz test-python python-install \
@@ -81,7 +84,7 @@ test-build:
 	$(CMAKE_BUILD) build -j$(JOBS)
 	@echo "==> ctest in build/"
 	@if [ -z "$(have_c_tests)" ]; then echo "ctest: no tests/c/test_*.c, skipped"; \
-	 else cd build && $(CTEST) --output-on-failure -j$(CTEST_JOBS); fi
+	 else cd build && $(CTEST) --output-on-failure -j$(CTEST_JOBS) && $(FAULT_SUMMARY); fi
 
 test-asan:
 	@echo "==> build-asan/ with ASan and UBSan"
@@ -90,7 +93,7 @@ test-asan:
 	@echo "==> ctest in build-asan/"
 	@if [ -z "$(have_c_tests)" ]; then echo "ctest: no tests/c/test_*.c, skipped"; \
 	 else cd build-asan && ASAN_OPTIONS=$(ASAN_TEST_OPTIONS) UBSAN_OPTIONS=$(UBSAN_TEST_OPTIONS) \
-	   $(CTEST) --output-on-failure -j$(CTEST_JOBS); fi
+	   $(CTEST) --output-on-failure -j$(CTEST_JOBS) && $(FAULT_SUMMARY); fi
 
 # fuzz_python.py fuzzes the onnxio package installed in .venv, so this step
 # installs the tree's package first (test-python, which comes after it in
