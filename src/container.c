@@ -27,5 +27,6 @@ void onnxio__container_close(onnxio__container *c)
         onnxio__free(e->crc_pieces);
         onnxio__free(e);
     }
+    if (c->finish) c->finish(c);
     onnxio__free(c);
 }

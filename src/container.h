@@ -48,6 +48,9 @@ struct onnxio__container {
                           onnxio__budget *budget, onnxio__entry **out);
     /* Frees what the implementation added to an entry (not the entry). */
     void (*release)(onnxio__entry *e);
+    /* Frees what the implementation holds itself, after the entries (NULL:
+     * nothing). */
+    void (*finish)(onnxio__container *c);
     /* The open entries (container.c keeps them). */
     onnxio__entry *entries;
 };

@@ -65,18 +65,49 @@ static onnxio_status splice_pending(walk *w, const char *head, size_t head_size,
     return ONNXIO_OK;
 }
 
+onnxio_status onnxio__base_open(const char *base_dir, onnxio__base *out)
+{
+    out->fd = -1;
+    if (!realpath(base_dir, out->real)) {
+        int err = errno;
+        return onnxio__fail(onnxio__errno_status(err), "base directory %s: %s", base_dir, strerror(err));
+    }
+    out->fd = onnxio__sys_openat(AT_FDCWD, out->real, O_RDONLY | O_DIRECTORY, 0);
+    if (out->fd < 0) {
+        int err = errno;
+        return onnxio__fail(onnxio__errno_status(err), "cannot open the base directory %s: %s", out->real,
+                            strerror(err));
+    }
+    return ONNXIO_OK;
+}
+
+void onnxio__base_close(onnxio__base *b)
+{
+    onnxio__close(b->fd);
+    b->fd = -1;
+}
+
 onnxio_status onnxio__resolve_beneath(const char *base_dir, const char *location, onnxio__resolved *out)
+{
+    onnxio__base b;
+    memset(out, 0, sizeof *out);
+    out->dir_fd = -1;
+    onnxio_status s = onnxio__base_open(base_dir, &b);
+    if (!s) s = onnxio__resolve_in(&b, location, out);
+    onnxio__base_close(&b);
+    return s;
+}
+
+onnxio_status onnxio__resolve_in(const onnxio__base *b, const char *location, onnxio__resolved *out)
 {
     memset(out, 0, sizeof *out);
     out->dir_fd = -1;
     walk w = {0};
     onnxio_status s = ONNXIO_OK;
-    char base_real[PATH_MAX];
-    if (!realpath(base_dir, base_real)) {
-        int err = errno;
-        return onnxio__fail(onnxio__errno_status(err), "base directory %s: %s", base_dir, strerror(err));
-    }
-    int base = onnxio__sys_openat(AT_FDCWD, base_real, O_RDONLY | O_DIRECTORY, 0);
+    const char *base_real = b->real;
+    /* The walk owns every descriptor on its stack: its own copy of the
+     * base directory's. */
+    int base = fcntl(b->fd, F_DUPFD_CLOEXEC, 0);
     if (base < 0) {
         int err = errno;
         return onnxio__fail(onnxio__errno_status(err), "cannot open the base directory %s: %s", base_real, strerror(err));
@@ -281,6 +312,7 @@ typedef struct dir_container {
     onnxio__container base;
     struct stat model; /* the model file (st_nlink 0: unknown), never a data file */
     bool no_copy;
+    onnxio__base dir;  /* base_dir, opened at the first location (fd -1: not yet) */
     char base_dir[];
 } dir_container;
 
@@ -288,8 +320,16 @@ static onnxio_status dir_open(onnxio__container *base, const onnxio_TensorProto 
                               onnxio__budget *budget, onnxio__entry **out)
 {
     dir_container *c = (dir_container *)base;
+    /* A location already walked names the file it named then: the one
+     * opened (and checked) is used again, not looked up anew. */
+    for (onnxio__entry *e = base->entries; e; e = e->next)
+        if (strcmp(((dir_entry *)e)->location, r->location) == 0) {
+            *out = e;
+            return ONNXIO_OK;
+        }
     onnxio__resolved res;
-    onnxio_status s = onnxio__resolve_beneath(c->base_dir, r->location, &res);
+    onnxio_status s = c->dir.fd < 0 ? onnxio__base_open(c->base_dir, &c->dir) : ONNXIO_OK;
+    if (!s) s = onnxio__resolve_in(&c->dir, r->location, &res);
     if (s) return onnxio__context(s, "tensor '%s'", onnxio__tensor_name(t));
     dir_entry *d = NULL;
     int fd = -1;
@@ -350,6 +390,11 @@ static void dir_release(onnxio__entry *e)
     onnxio__free(d->location);
 }
 
+static void dir_finish(onnxio__container *base)
+{
+    onnxio__base_close(&((dir_container *)base)->dir);
+}
+
 onnxio_status onnxio__dir_container(const char *base_dir, const char *model_path, const onnxio_parse_options *opts,
                                     onnxio__container **out)
 {
@@ -359,6 +404,8 @@ onnxio_status onnxio__dir_container(const char *base_dir, const char *model_path
     memcpy(c->base_dir, base_dir, n + 1);
     c->base.open = dir_open;
     c->base.release = dir_release;
+    c->base.finish = dir_finish;
+    c->dir.fd = -1;
     c->no_copy = opts->no_copy;
     if (!model_path || stat(model_path, &c->model) != 0) c->model.st_nlink = 0;
     *out = &c->base;

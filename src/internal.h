@@ -2,6 +2,7 @@
 #ifndef ONNXIO_INTERNAL_H
 #define ONNXIO_INTERNAL_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -124,6 +125,16 @@ typedef struct onnxio__resolved {
  * stay inside (onnxio_external_data_open's rules). A missing last component
  * is not an error (exists false); a missing directory is. */
 onnxio_status onnxio__resolve_beneath(const char *base_dir, const char *location, onnxio__resolved *out);
+/* A base directory opened once for many walks: its descriptor and its
+ * real path (what an absolute symlink target must stay under). */
+typedef struct onnxio__base {
+    int fd;
+    char real[PATH_MAX];
+} onnxio__base;
+onnxio_status onnxio__base_open(const char *base_dir, onnxio__base *out);
+void onnxio__base_close(onnxio__base *b);
+/* onnxio__resolve_beneath under an opened base directory. */
+onnxio_status onnxio__resolve_in(const onnxio__base *b, const char *location, onnxio__resolved *out);
 void onnxio__resolved_free(onnxio__resolved *r);
 /* Opens the existing regular file `r` names with `flags` (O_RDONLY or
  * O_RDWR): refused unless a regular file with one link, opened with
