@@ -114,6 +114,28 @@ failed=()
 export ASAN_OPTIONS="${FUZZ_ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}"
 export UBSAN_OPTIONS="${FUZZ_UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 mkdir -p "$cache/artifacts"
+# Runs one fuzzer (the command after NAME and CORPUS) for FUZZ_SECONDS over
+# its corpus and the seeds in `these`; on a failure prints the end of its log
+# and how to reproduce each artifact, and adds NAME to `failed`.
+fuzz_one() {
+    local name="$1" corpus="$2"
+    shift 2
+    # -rss_limit_mb: malformed sizes must not turn into huge allocations.
+    if "$@" -max_total_time="$FUZZ_SECONDS" -timeout=25 -rss_limit_mb=2048 \
+        -max_len="$max_seed" -print_final_stats=1 \
+        -artifact_prefix="$cache/artifacts/$name-" "$corpus" "${these[@]}" \
+        >"$cache/$name.log" 2>&1; then
+        grep -E 'DONE|^stat::(number_of_executed_units|new_units_added|peak_rss_mb)' "$cache/$name.log" || true
+    else
+        echo "fuzz: $name FAILED; last lines of $cache/$name.log:" >&2
+        tail -n 60 "$cache/$name.log" >&2
+        for a in "$cache/artifacts/$name-"*; do
+            [[ -e "$a" ]] && echo "fuzz: reproduce with: $* $a" >&2
+        done
+        failed+=("$name")
+    fi
+}
+
 for src in "${sources[@]}"; do
     name="$(basename "$src" .c)"
     if ((${#want[@]})) && [[ " ${want[*]} " != *" $name "* ]]; then
@@ -136,20 +158,7 @@ for src in "${sources[@]}"; do
         these=("${seeds[@]}" "${archive_seeds[@]}")
     fi
     echo "==> fuzz: $name for ${FUZZ_SECONDS}s"
-    # -rss_limit_mb: malformed sizes must not turn into huge allocations.
-    if "$bin" -max_total_time="$FUZZ_SECONDS" -timeout=25 -rss_limit_mb=2048 \
-        -max_len="$max_seed" -print_final_stats=1 \
-        -artifact_prefix="$cache/artifacts/$name-" "$corpus" "${these[@]}" \
-        >"$cache/$name.log" 2>&1; then
-        grep -E 'DONE|^stat::(number_of_executed_units|new_units_added|peak_rss_mb)' "$cache/$name.log" || true
-    else
-        echo "fuzz: $name FAILED; last lines of $cache/$name.log:" >&2
-        tail -n 60 "$cache/$name.log" >&2
-        for a in "$cache/artifacts/$name-"*; do
-            [[ -e "$a" ]] && echo "fuzz: reproduce with: $build/$name $a" >&2
-        done
-        failed+=("$name")
-    fi
+    fuzz_one "$name" "$corpus" "$bin"
 done
 
 # ---- the Python package (atheris) -----------------------------------------
@@ -168,19 +177,7 @@ if [[ -f "$py_target" ]] && { ((${#want[@]} == 0)) || [[ " ${want[*]} " == *" fu
         echo "==> fuzz: $name for ${FUZZ_SECONDS}s ($("$py" -c 'import onnxio; print(onnxio.__file__)'))"
         # Models, tensors (with the type byte of make_seeds.sh) and archives.
         these=("${seeds[@]}" "${archive_seeds[@]}")
-        if "$py" "$py_target" -max_total_time="$FUZZ_SECONDS" -timeout=25 -rss_limit_mb=2048 \
-            -max_len="$max_seed" -print_final_stats=1 \
-            -artifact_prefix="$cache/artifacts/$name-" "$corpus" "${these[@]}" \
-            >"$cache/$name.log" 2>&1; then
-            grep -E 'DONE|^stat::(number_of_executed_units|new_units_added|peak_rss_mb)' "$cache/$name.log" || true
-        else
-            echo "fuzz: $name FAILED; last lines of $cache/$name.log:" >&2
-            tail -n 60 "$cache/$name.log" >&2
-            for a in "$cache/artifacts/$name-"*; do
-                [[ -e "$a" ]] && echo "fuzz: reproduce with: $py $py_target $a" >&2
-            done
-            failed+=("$name")
-        fi
+        fuzz_one "$name" "$corpus" "$py" "$py_target"
     fi
 fi
 

@@ -65,23 +65,17 @@ static void free_payloads(void)
 
 /* ---- building models ------------------------------------------------------- */
 
-static void set_string(onnxio_arena *a, void *msg, onnxio_string *s, unsigned index, const char *value)
-{
-    onnxio_string_set(a, s, value, strlen(value));
-    onnxio_set_has(msg, index);
-}
-
 static onnxio_ModelProto *new_model(onnxio_arena *a, const char *producer)
 {
     onnxio_ModelProto *m = onnxio_message_new(a, &onnxio_desc_ModelProto);
     m->ir_version = 8;
     onnxio_set_has(m, ONNXIO_FIELD_ModelProto_ir_version);
-    set_string(a, m, &m->producer_name, ONNXIO_FIELD_ModelProto_producer_name, producer);
+    tu_set_string(a, m, &m->producer_name, ONNXIO_FIELD_ModelProto_producer_name, producer);
     onnxio_OperatorSetIdProto *op = onnxio_list_add(a, &m->opset_import, &onnxio_desc_OperatorSetIdProto);
     op->version = 17;
     onnxio_set_has(op, ONNXIO_FIELD_OperatorSetIdProto_version);
     m->graph = onnxio_message_new(a, &onnxio_desc_GraphProto);
-    set_string(a, m->graph, &m->graph->name, ONNXIO_FIELD_GraphProto_name, "g");
+    tu_set_string(a, m->graph, &m->graph->name, ONNXIO_FIELD_GraphProto_name, "g");
     return m;
 }
 
@@ -91,7 +85,7 @@ static void uint8_tensor(onnxio_arena *a, onnxio_TensorProto *t, const char *nam
     *d = n;
     t->data_type = ONNXIO_TensorProto_DataType_UINT8;
     onnxio_set_has(t, ONNXIO_FIELD_TensorProto_data_type);
-    set_string(a, t, &t->name, ONNXIO_FIELD_TensorProto_name, name);
+    tu_set_string(a, t, &t->name, ONNXIO_FIELD_TensorProto_name, name);
 }
 
 static void set_raw(onnxio_TensorProto *t, const uint8_t *data, size_t size)
@@ -108,9 +102,9 @@ static onnxio_ModelProto *build_model(onnxio_arena *a, const char *producer)
         onnxio_TensorProto *t;
         if (strcmp(payloads[i].name, "ctensor") == 0) {
             onnxio_NodeProto *n = onnxio_list_add(a, &m->graph->node, &onnxio_desc_NodeProto);
-            set_string(a, n, &n->op_type, ONNXIO_FIELD_NodeProto_op_type, "Constant");
+            tu_set_string(a, n, &n->op_type, ONNXIO_FIELD_NodeProto_op_type, "Constant");
             onnxio_AttributeProto *at = onnxio_list_add(a, &n->attribute, &onnxio_desc_AttributeProto);
-            set_string(a, at, &at->name, ONNXIO_FIELD_AttributeProto_name, "value");
+            tu_set_string(a, at, &at->name, ONNXIO_FIELD_AttributeProto_name, "value");
             at->type = ONNXIO_AttributeProto_AttributeType_TENSOR;
             onnxio_set_has(at, ONNXIO_FIELD_AttributeProto_type);
             at->t = t = onnxio_message_new(a, &onnxio_desc_TensorProto);
@@ -163,21 +157,6 @@ static void check_payloads(onnxio_ModelProto *m, const char *what)
 
 static uint16_t g16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
 static uint32_t g32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
-static void s16(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-static void s32(uint8_t *p, uint32_t v)
-{
-    s16(p, v & 0xFFFF);
-    s16(p + 2, v >> 16);
-}
-static void s64(uint8_t *p, uint64_t v)
-{
-    s32(p, (uint32_t)v);
-    s32(p + 4, (uint32_t)(v >> 32));
-}
 
 /* Where the records of a small classic archive are (no ZIP64, no comment). */
 #define ZMAX 16
@@ -230,8 +209,8 @@ static void external_model_bytes(const char *location, const char *offset, const
     for (int k = 0; k < 3; k++) {
         if (!values[k]) continue;
         onnxio_StringStringEntryProto *e = onnxio_list_add(a, &t->external_data, &onnxio_desc_StringStringEntryProto);
-        set_string(a, e, &e->key, ONNXIO_FIELD_StringStringEntryProto_key, keys[k]);
-        set_string(a, e, &e->value, ONNXIO_FIELD_StringStringEntryProto_value, values[k]);
+        tu_set_string(a, e, &e->key, ONNXIO_FIELD_StringStringEntryProto_key, keys[k]);
+        tu_set_string(a, e, &e->value, ONNXIO_FIELD_StringStringEntryProto_value, values[k]);
     }
     t->data_location = ONNXIO_TensorProto_DataLocation_EXTERNAL;
     onnxio_set_has(t, ONNXIO_FIELD_TensorProto_data_location);
@@ -879,28 +858,28 @@ static uint8_t *with_zip64(const uint8_t *d, size_t n, const zinfo *z, int class
     uint8_t *c = malloc(n + 76);
     memcpy(c, d, rec);
     uint8_t *r = c + rec;
-    s32(r, 0x06064b50u);
-    s64(r + 4, 44);
-    s16(r + 12, (3u << 8) | 45u);
-    s16(r + 14, 45);
-    s32(r + 16, 0);
-    s32(r + 20, 0);
-    s64(r + 24, z->count);
-    s64(r + 32, z->count);
-    s64(r + 40, z->cd_size);
-    s64(r + 48, z->cd_offset);
+    tu_put32(r, 0x06064b50u);
+    tu_put64(r + 4, 44);
+    tu_put16(r + 12, (3u << 8) | 45u);
+    tu_put16(r + 14, 45);
+    tu_put32(r + 16, 0);
+    tu_put32(r + 20, 0);
+    tu_put64(r + 24, z->count);
+    tu_put64(r + 32, z->count);
+    tu_put64(r + 40, z->cd_size);
+    tu_put64(r + 48, z->cd_offset);
     uint8_t *l = r + 56;
-    s32(l, 0x07064b50u);
-    s32(l + 4, 0);
-    s64(l + 8, rec);
-    s32(l + 16, 1);
+    tu_put32(l, 0x07064b50u);
+    tu_put32(l + 4, 0);
+    tu_put64(l + 8, rec);
+    tu_put32(l + 16, 1);
     memcpy(l + 20, d + z->eocd, 22);
     uint8_t *e = l + 20;
     if (classic_ff) {
-        s16(e + 8, 0xFFFF);
-        s16(e + 10, 0xFFFF);
-        s32(e + 12, 0xFFFFFFFFu);
-        s32(e + 16, 0xFFFFFFFFu);
+        tu_put16(e + 8, 0xFFFF);
+        tu_put16(e + 10, 0xFFFF);
+        tu_put32(e + 12, 0xFFFFFFFFu);
+        tu_put32(e + 16, 0xFFFFFFFFu);
     }
     *out_n = n + 76;
     return c;
@@ -962,15 +941,15 @@ static void test_hostile(const char *dir)
 
     size_t eo = z.eocd;
     PATCHED("no end record", ONNXIO_ERR_ARCHIVE, "end of central directory", c[eo] = 'X');
-    PATCHED("central directory offset past the file", ONNXIO_ERR_ARCHIVE, NULL, s32(c + eo + 16, (uint32_t)n + 100));
-    PATCHED("central directory offset 0xFFFFFFFF", ONNXIO_ERR_ARCHIVE, NULL, s32(c + eo + 16, 0xFFFFFFFFu));
-    PATCHED("central directory size one too many", ONNXIO_ERR_ARCHIVE, NULL, s32(c + eo + 12, (uint32_t)z.cd_size + 1));
-    PATCHED("central directory size 0", ONNXIO_ERR_ARCHIVE, NULL, s32(c + eo + 12, 0));
-    PATCHED("entry count 0xFFFE", ONNXIO_ERR_ARCHIVE, "more than", s16(c + eo + 8, 0xFFFE); s16(c + eo + 10, 0xFFFE));
-    PATCHED("entry count 0xFFFF without ZIP64", ONNXIO_ERR_ARCHIVE, "ZIP64", s16(c + eo + 8, 0xFFFF); s16(c + eo + 10, 0xFFFF));
-    PATCHED("entry count one short", ONNXIO_ERR_ARCHIVE, NULL, s16(c + eo + 8, 2); s16(c + eo + 10, 2));
-    PATCHED("entry count 0", ONNXIO_ERR_ARCHIVE, NULL, s16(c + eo + 8, 0); s16(c + eo + 10, 0));
-    PATCHED("multi-disk", ONNXIO_ERR_ARCHIVE, "disk", s16(c + eo + 4, 1));
+    PATCHED("central directory offset past the file", ONNXIO_ERR_ARCHIVE, NULL, tu_put32(c + eo + 16, (uint32_t)n + 100));
+    PATCHED("central directory offset 0xFFFFFFFF", ONNXIO_ERR_ARCHIVE, NULL, tu_put32(c + eo + 16, 0xFFFFFFFFu));
+    PATCHED("central directory size one too many", ONNXIO_ERR_ARCHIVE, NULL, tu_put32(c + eo + 12, (uint32_t)z.cd_size + 1));
+    PATCHED("central directory size 0", ONNXIO_ERR_ARCHIVE, NULL, tu_put32(c + eo + 12, 0));
+    PATCHED("entry count 0xFFFE", ONNXIO_ERR_ARCHIVE, "more than", tu_put16(c + eo + 8, 0xFFFE); tu_put16(c + eo + 10, 0xFFFE));
+    PATCHED("entry count 0xFFFF without ZIP64", ONNXIO_ERR_ARCHIVE, "ZIP64", tu_put16(c + eo + 8, 0xFFFF); tu_put16(c + eo + 10, 0xFFFF));
+    PATCHED("entry count one short", ONNXIO_ERR_ARCHIVE, NULL, tu_put16(c + eo + 8, 2); tu_put16(c + eo + 10, 2));
+    PATCHED("entry count 0", ONNXIO_ERR_ARCHIVE, NULL, tu_put16(c + eo + 8, 0); tu_put16(c + eo + 10, 0));
+    PATCHED("multi-disk", ONNXIO_ERR_ARCHIVE, "disk", tu_put16(c + eo + 4, 1));
     PATCHED("name '..'-component", ONNXIO_ERR_ARCHIVE, "'..'", rename_entry(c, &z, ia, "../ph", 1, 1));
     PATCHED("name with '..' inside", ONNXIO_ERR_ARCHIVE, "'..'", rename_entry(c, &z, ia, "a/../", 1, 1));
     PATCHED("name with backslash '..'", ONNXIO_ERR_ARCHIVE, "'..'", rename_entry(c, &z, ia, "a\\..\\", 1, 1));
@@ -980,41 +959,41 @@ static void test_hostile(const char *dir)
     PATCHED("name with a NUL", ONNXIO_ERR_ARCHIVE, "NUL", c[z.local[ia] + 32] = 0; c[z.central[ia] + 48] = 0);
     PATCHED("duplicate names", ONNXIO_ERR_ARCHIVE, "two entries", rename_entry(c, &z, ib, "alpha", 1, 1));
     PATCHED("overlapping entries", ONNXIO_ERR_ARCHIVE, "overlap",
-            s32(c + z.local[ia] + 18, 2048 + 100); s32(c + z.local[ia] + 22, 2048 + 100);
-            s32(c + z.central[ia] + 20, 2048 + 100); s32(c + z.central[ia] + 24, 2048 + 100));
+            tu_put32(c + z.local[ia] + 18, 2048 + 100); tu_put32(c + z.local[ia] + 22, 2048 + 100);
+            tu_put32(c + z.central[ia] + 20, 2048 + 100); tu_put32(c + z.central[ia] + 24, 2048 + 100));
     PATCHED("two central headers for one local header", ONNXIO_ERR_ARCHIVE, NULL,
-            s32(c + z.central[ib] + 42, (uint32_t)z.local[ia]));
+            tu_put32(c + z.central[ib] + 42, (uint32_t)z.local[ia]));
     PATCHED("entry running into the central directory", ONNXIO_ERR_ARCHIVE, NULL,
             uint32_t big = (uint32_t)(z.cd_offset - z.data[im] + 1);
-            s32(c + z.local[im] + 18, big); s32(c + z.local[im] + 22, big);
-            s32(c + z.central[im] + 20, big); s32(c + z.central[im] + 24, big));
+            tu_put32(c + z.local[im] + 18, big); tu_put32(c + z.local[im] + 22, big);
+            tu_put32(c + z.central[im] + 20, big); tu_put32(c + z.central[im] + 24, big));
     PATCHED("local name differs", ONNXIO_ERR_ARCHIVE, "names", rename_entry(c, &z, ia, "alphx", 1, 0));
-    PATCHED("local size differs", ONNXIO_ERR_ARCHIVE, "disagree", s32(c + z.local[ia] + 22, 2047); s32(c + z.local[ia] + 18, 2047));
+    PATCHED("local size differs", ONNXIO_ERR_ARCHIVE, "disagree", tu_put32(c + z.local[ia] + 22, 2047); tu_put32(c + z.local[ia] + 18, 2047));
     PATCHED("local CRC differs", ONNXIO_ERR_ARCHIVE, "disagree", c[z.local[ia] + 14] ^= 1);
-    PATCHED("local method differs", ONNXIO_ERR_ARCHIVE, "disagree", s16(c + z.local[ia] + 8, 8));
-    PATCHED("local flags differ (data descriptor)", ONNXIO_ERR_ARCHIVE, "disagree", s16(c + z.local[ia] + 6, 8));
-    PATCHED("local header offset at garbage", ONNXIO_ERR_ARCHIVE, "no local header", s32(c + z.central[ib] + 42, 7));
+    PATCHED("local method differs", ONNXIO_ERR_ARCHIVE, "disagree", tu_put16(c + z.local[ia] + 8, 8));
+    PATCHED("local flags differ (data descriptor)", ONNXIO_ERR_ARCHIVE, "disagree", tu_put16(c + z.local[ia] + 6, 8));
+    PATCHED("local header offset at garbage", ONNXIO_ERR_ARCHIVE, "no local header", tu_put32(c + z.central[ib] + 42, 7));
     PATCHED("local header offset in the central directory", ONNXIO_ERR_ARCHIVE, NULL,
-            s32(c + z.central[ib] + 42, (uint32_t)z.cd_offset + 2));
-    PATCHED("local extra length past the central directory", ONNXIO_ERR_ARCHIVE, NULL, s16(c + z.local[im] + 28, 0xFFFF));
-    PATCHED("central extra length past the directory", ONNXIO_ERR_ARCHIVE, NULL, s16(c + z.central[im] + 30, 0xFFFF));
-    PATCHED("central name length past the directory", ONNXIO_ERR_ARCHIVE, NULL, s16(c + z.central[im] + 28, 0xFFFF));
-    PATCHED("stored with different sizes", ONNXIO_ERR_ARCHIVE, "sizes differ", s32(c + z.central[ia] + 20, 2000));
+            tu_put32(c + z.central[ib] + 42, (uint32_t)z.cd_offset + 2));
+    PATCHED("local extra length past the central directory", ONNXIO_ERR_ARCHIVE, NULL, tu_put16(c + z.local[im] + 28, 0xFFFF));
+    PATCHED("central extra length past the directory", ONNXIO_ERR_ARCHIVE, NULL, tu_put16(c + z.central[im] + 30, 0xFFFF));
+    PATCHED("central name length past the directory", ONNXIO_ERR_ARCHIVE, NULL, tu_put16(c + z.central[im] + 28, 0xFFFF));
+    PATCHED("stored with different sizes", ONNXIO_ERR_ARCHIVE, "sizes differ", tu_put32(c + z.central[ia] + 20, 2000));
     PATCHED("size 0xFFFFFFFF without ZIP64 extra", ONNXIO_ERR_ARCHIVE, "ZIP64",
-            s32(c + z.central[ia] + 20, 0xFFFFFFFFu); s32(c + z.central[ia] + 24, 0xFFFFFFFFu));
-    PATCHED("header offset 0xFFFFFFFF without ZIP64 extra", ONNXIO_ERR_ARCHIVE, "ZIP64", s32(c + z.central[ib] + 42, 0xFFFFFFFFu));
+            tu_put32(c + z.central[ia] + 20, 0xFFFFFFFFu); tu_put32(c + z.central[ia] + 24, 0xFFFFFFFFu));
+    PATCHED("header offset 0xFFFFFFFF without ZIP64 extra", ONNXIO_ERR_ARCHIVE, "ZIP64", tu_put32(c + z.central[ib] + 42, 0xFFFFFFFFu));
     PATCHED("local size 0xFFFFFFFF without ZIP64 extra", ONNXIO_ERR_ARCHIVE, "ZIP64",
-            s32(c + z.local[ia] + 18, 0xFFFFFFFFu); s32(c + z.local[ia] + 22, 0xFFFFFFFFu));
+            tu_put32(c + z.local[ia] + 18, 0xFFFFFFFFu); tu_put32(c + z.local[ia] + 22, 0xFFFFFFFFu));
     PATCHED("encrypted entry", ONNXIO_ERR_ARCHIVE, "encrypted", c[z.local[ia] + 6] |= 1; c[z.central[ia] + 8] |= 1);
     PATCHED("strong encryption flag", ONNXIO_ERR_ARCHIVE, "encrypted", c[z.local[ia] + 6] |= 0x41; c[z.central[ia] + 8] |= 0x41);
-    PATCHED("method 12 (bzip2)", ONNXIO_ERR_ARCHIVE, "method 12", s16(c + z.local[ia] + 8, 12); s16(c + z.central[ia] + 10, 12));
-    PATCHED("method 12 on the model", ONNXIO_ERR_ARCHIVE, "method 12", s16(c + z.local[im] + 8, 12); s16(c + z.central[im] + 10, 12));
+    PATCHED("method 12 (bzip2)", ONNXIO_ERR_ARCHIVE, "method 12", tu_put16(c + z.local[ia] + 8, 12); tu_put16(c + z.central[ia] + 10, 12));
+    PATCHED("method 12 on the model", ONNXIO_ERR_ARCHIVE, "method 12", tu_put16(c + z.local[im] + 8, 12); tu_put16(c + z.central[im] + 10, 12));
     PATCHED("no __MODEL_PROTO", ONNXIO_ERR_ARCHIVE, "__MODEL_PROTO", rename_entry(c, &z, im, "__MODEL_PROTX", 1, 1));
-    PATCHED("central disk number", ONNXIO_ERR_ARCHIVE, "disk", s16(c + z.central[ia] + 34, 3));
+    PATCHED("central disk number", ONNXIO_ERR_ARCHIVE, "disk", tu_put16(c + z.central[ia] + 34, 3));
     PATCHED("tensor location is not an entry", ONNXIO_ERR_EXTERNAL_DATA, "alpha", rename_entry(c, &z, ia, "alphx", 1, 1));
     PATCHED("entry shorter than its tensor", ONNXIO_ERR_EXTERNAL_RANGE, NULL,
-            s32(c + z.local[ia] + 18, 2000); s32(c + z.local[ia] + 22, 2000);
-            s32(c + z.central[ia] + 20, 2000); s32(c + z.central[ia] + 24, 2000));
+            tu_put32(c + z.local[ia] + 18, 2000); tu_put32(c + z.local[ia] + 22, 2000);
+            tu_put32(c + z.central[ia] + 20, 2000); tu_put32(c + z.central[ia] + 24, 2000));
     {
         uint8_t *c = dup_bytes(d, n);
         rename_entry(c, &z, ia, "alphx", 1, 1);
@@ -1024,8 +1003,8 @@ static void test_hostile(const char *dir)
     }
     {
         uint8_t *c = dup_bytes(d, n);
-        s16(c + eo + 8, 0xFFFE);
-        s16(c + eo + 10, 0xFFFE);
+        tu_put16(c + eo + 8, 0xFFFE);
+        tu_put16(c + eo + 10, 0xFFFE);
         expect_file("entry count 0xFFFE", dir, c, n, ONNXIO_ERR_ARCHIVE);
         free(c);
     }
@@ -1047,25 +1026,25 @@ static void test_hostile(const char *dir)
         expect_open(what, p, n64, want);            \
         free(p);                                    \
     } while (0)
-        PATCHED64("ZIP64 locator pointing at 0", ONNXIO_ERR_ARCHIVE, s64(p + loc + 8, 0));
-        PATCHED64("ZIP64 locator pointing at garbage", ONNXIO_ERR_ARCHIVE, s64(p + loc + 8, 100));
-        PATCHED64("ZIP64 locator pointing past the file", ONNXIO_ERR_ARCHIVE, s64(p + loc + 8, (uint64_t)n64 + 5));
-        PATCHED64("ZIP64 locator pointing at 2^63", ONNXIO_ERR_ARCHIVE, s64(p + loc + 8, (uint64_t)1 << 63));
-        PATCHED64("ZIP64 locator pointing one byte early", ONNXIO_ERR_ARCHIVE, s64(p + loc + 8, rec - 1));
-        PATCHED64("ZIP64 locator multi-disk", ONNXIO_ERR_ARCHIVE, s32(p + loc + 16, 2));
-        PATCHED64("ZIP64 record size field wrong", ONNXIO_ERR_ARCHIVE, s64(p + rec + 4, 45));
+        PATCHED64("ZIP64 locator pointing at 0", ONNXIO_ERR_ARCHIVE, tu_put64(p + loc + 8, 0));
+        PATCHED64("ZIP64 locator pointing at garbage", ONNXIO_ERR_ARCHIVE, tu_put64(p + loc + 8, 100));
+        PATCHED64("ZIP64 locator pointing past the file", ONNXIO_ERR_ARCHIVE, tu_put64(p + loc + 8, (uint64_t)n64 + 5));
+        PATCHED64("ZIP64 locator pointing at 2^63", ONNXIO_ERR_ARCHIVE, tu_put64(p + loc + 8, (uint64_t)1 << 63));
+        PATCHED64("ZIP64 locator pointing one byte early", ONNXIO_ERR_ARCHIVE, tu_put64(p + loc + 8, rec - 1));
+        PATCHED64("ZIP64 locator multi-disk", ONNXIO_ERR_ARCHIVE, tu_put32(p + loc + 16, 2));
+        PATCHED64("ZIP64 record size field wrong", ONNXIO_ERR_ARCHIVE, tu_put64(p + rec + 4, 45));
         PATCHED64("ZIP64 record signature wrong", ONNXIO_ERR_ARCHIVE, p[rec] = 'Q');
-        PATCHED64("ZIP64 record count disagrees", ONNXIO_ERR_ARCHIVE, s64(p + rec + 24, 2); s64(p + rec + 32, 2));
+        PATCHED64("ZIP64 record count disagrees", ONNXIO_ERR_ARCHIVE, tu_put64(p + rec + 24, 2); tu_put64(p + rec + 32, 2));
         PATCHED64("ZIP64 record count huge", ONNXIO_ERR_ARCHIVE,
-                  s64(p + rec + 24, (uint64_t)1 << 61); s64(p + rec + 32, (uint64_t)1 << 61));
-        PATCHED64("ZIP64 record counts differ", ONNXIO_ERR_ARCHIVE, s64(p + rec + 24, 2));
-        PATCHED64("ZIP64 record central directory offset disagrees", ONNXIO_ERR_ARCHIVE, s64(p + rec + 48, z.cd_offset + 1));
-        PATCHED64("ZIP64 record central directory size disagrees", ONNXIO_ERR_ARCHIVE, s64(p + rec + 40, z.cd_size - 1));
-        PATCHED64("ZIP64 record central directory offset huge", ONNXIO_ERR_ARCHIVE, s64(p + rec + 48, ~(uint64_t)0 - 3));
-        PATCHED64("ZIP64 record multi-disk", ONNXIO_ERR_ARCHIVE, s32(p + rec + 16, 1));
+                  tu_put64(p + rec + 24, (uint64_t)1 << 61); tu_put64(p + rec + 32, (uint64_t)1 << 61));
+        PATCHED64("ZIP64 record counts differ", ONNXIO_ERR_ARCHIVE, tu_put64(p + rec + 24, 2));
+        PATCHED64("ZIP64 record central directory offset disagrees", ONNXIO_ERR_ARCHIVE, tu_put64(p + rec + 48, z.cd_offset + 1));
+        PATCHED64("ZIP64 record central directory size disagrees", ONNXIO_ERR_ARCHIVE, tu_put64(p + rec + 40, z.cd_size - 1));
+        PATCHED64("ZIP64 record central directory offset huge", ONNXIO_ERR_ARCHIVE, tu_put64(p + rec + 48, ~(uint64_t)0 - 3));
+        PATCHED64("ZIP64 record multi-disk", ONNXIO_ERR_ARCHIVE, tu_put32(p + rec + 16, 1));
         if (!ff) {
-            PATCHED64("classic count disagrees with ZIP64", ONNXIO_ERR_ARCHIVE, s16(p + end + 8, 2); s16(p + end + 10, 2));
-            PATCHED64("classic offset disagrees with ZIP64", ONNXIO_ERR_ARCHIVE, s32(p + end + 16, (uint32_t)z.cd_offset - 1));
+            PATCHED64("classic count disagrees with ZIP64", ONNXIO_ERR_ARCHIVE, tu_put16(p + end + 8, 2); tu_put16(p + end + 10, 2));
+            PATCHED64("classic offset disagrees with ZIP64", ONNXIO_ERR_ARCHIVE, tu_put32(p + end + 16, (uint32_t)z.cd_offset - 1));
         }
 #undef PATCHED64
         free(c);
@@ -1152,12 +1131,12 @@ static void test_scratch(const char *dir)
                 onnxio_arena_unref(la);
             }
             memcpy(c, b.data, b.size);
-            s32(c + z.local[iw] + 14, 0x12345678u);
-            s32(c + z.central[iw] + 16, 0x12345678u);
+            tu_put32(c + z.local[iw] + 14, 0x12345678u);
+            tu_put32(c + z.central[iw] + 16, 0x12345678u);
             expect_bytes("deflated entry with a wrong CRC", c, b.size, ONNXIO_ERR_CHECKSUM, "'w'");
             memcpy(c, b.data, b.size);
-            s32(c + z.local[iw] + 22, 0x7FFFFFFFu);
-            s32(c + z.central[iw] + 24, 0x7FFFFFFFu);
+            tu_put32(c + z.local[iw] + 22, 0x7FFFFFFFu);
+            tu_put32(c + z.central[iw] + 24, 0x7FFFFFFFu);
             expect_bytes("deflate bomb claim (2 GiB from a few bytes)", c, b.size, ONNXIO_ERR_ARCHIVE, "more than deflate");
             {
                 /* recorded as 2999 bytes (and the tensor as 2999) while it inflates to 3000 */
@@ -1168,15 +1147,15 @@ static void test_scratch(const char *dir)
                 tu_zip_build(&b2, e2, 2);
                 zinfo z2;
                 CHECK(zscan(b2.data, b2.size, &z2));
-                s32(b2.data + z2.local[0] + 22, 2999);
-                s32(b2.data + z2.central[0] + 24, 2999);
+                tu_put32(b2.data + z2.local[0] + 22, 2999);
+                tu_put32(b2.data + z2.central[0] + 24, 2999);
                 expect_bytes("deflate data longer than its recorded size", b2.data, b2.size, ONNXIO_ERR_ARCHIVE, "inflate");
                 tu_bytes_free(&b2);
                 onnxio_buffer_unref(mb2);
             }
             memcpy(c, b.data, b.size);
-            s32(c + z.local[iw] + 22, 3001);
-            s32(c + z.central[iw] + 24, 3001);
+            tu_put32(c + z.local[iw] + 22, 3001);
+            tu_put32(c + z.central[iw] + 24, 3001);
             expect_bytes("deflate data shorter than its recorded size", c, b.size, ONNXIO_ERR_ARCHIVE, NULL);
             free(c);
         }
@@ -1186,11 +1165,11 @@ static void test_scratch(const char *dir)
             CHECK(zscan(b.data, b.size, &z));
             uint8_t *c = dup_bytes(b.data, b.size);
             int iw = zfind(&z, "w");
-            s16(c + z.central[iw] + 46 + 1 + 2, 8);
+            tu_put16(c + z.central[iw] + 46 + 1 + 2, 8);
             expect_bytes("ZIP64 extra field lacking a value", c, b.size, ONNXIO_ERR_ARCHIVE, NULL);
             memcpy(c, b.data, b.size);
-            s64(c + z.central[iw] + 46 + 1 + 4, (uint64_t)1 << 62);
-            s64(c + z.central[iw] + 46 + 1 + 12, (uint64_t)1 << 62);
+            tu_put64(c + z.central[iw] + 46 + 1 + 4, (uint64_t)1 << 62);
+            tu_put64(c + z.central[iw] + 46 + 1 + 12, (uint64_t)1 << 62);
             expect_bytes("ZIP64 extra field with 2^62-byte sizes", c, b.size, ONNXIO_ERR_ARCHIVE, NULL);
             free(c);
         }
@@ -1335,8 +1314,8 @@ static void test_replace(const char *dir)
     CHECK_STATUS(onnxio_load_model(path, &so, sa, &sm), ONNXIO_OK);
     for (int round = 1; round <= 2 && sm && a0; round++) {
         char *producer = tu_strdup_printf("after-%d", round);
-        set_string(sa, sm, &sm->producer_name, ONNXIO_FIELD_ModelProto_producer_name, producer);
-        set_string(sa, sm, &sm->doc_string, ONNXIO_FIELD_ModelProto_doc_string, "replaced in place");
+        tu_set_string(sa, sm, &sm->producer_name, ONNXIO_FIELD_ModelProto_producer_name, producer);
+        tu_set_string(sa, sm, &sm->doc_string, ONNXIO_FIELD_ModelProto_doc_string, "replaced in place");
         CHECK_STATUS(onnxio_archive_replace_model(path, sm, NULL), ONNXIO_OK);
         size_t n1 = 0;
         uint8_t *d1 = tu_read_file(path, &n1);

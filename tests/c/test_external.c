@@ -29,23 +29,17 @@ static uint8_t data_bytes[DATA_SIZE];
 
 /* ---- building models ------------------------------------------------------ */
 
-static void set_string(onnxio_arena *a, void *msg, onnxio_string *s, unsigned index, const char *value)
-{
-    onnxio_string_set(a, s, value, strlen(value));
-    onnxio_set_has(msg, index);
-}
-
 static onnxio_ModelProto *new_model(onnxio_arena *a)
 {
     onnxio_ModelProto *m = onnxio_message_new(a, &onnxio_desc_ModelProto);
     m->ir_version = 8;
     onnxio_set_has(m, ONNXIO_FIELD_ModelProto_ir_version);
-    set_string(a, m, &m->producer_name, ONNXIO_FIELD_ModelProto_producer_name, "test_external");
+    tu_set_string(a, m, &m->producer_name, ONNXIO_FIELD_ModelProto_producer_name, "test_external");
     onnxio_OperatorSetIdProto *op = onnxio_list_add(a, &m->opset_import, &onnxio_desc_OperatorSetIdProto);
     op->version = 17;
     onnxio_set_has(op, ONNXIO_FIELD_OperatorSetIdProto_version);
     m->graph = onnxio_message_new(a, &onnxio_desc_GraphProto);
-    set_string(a, m->graph, &m->graph->name, ONNXIO_FIELD_GraphProto_name, "g");
+    tu_set_string(a, m->graph, &m->graph->name, ONNXIO_FIELD_GraphProto_name, "g");
     return m;
 }
 
@@ -57,15 +51,15 @@ static onnxio_TensorProto *add_tensor(onnxio_arena *a, onnxio_GraphProto *g, con
     *d = n_floats;
     t->data_type = ONNXIO_TensorProto_DataType_FLOAT;
     onnxio_set_has(t, ONNXIO_FIELD_TensorProto_data_type);
-    set_string(a, t, &t->name, ONNXIO_FIELD_TensorProto_name, name);
+    tu_set_string(a, t, &t->name, ONNXIO_FIELD_TensorProto_name, name);
     return t;
 }
 
 static void add_entry(onnxio_arena *a, onnxio_TensorProto *t, const char *key, const char *value)
 {
     onnxio_StringStringEntryProto *e = onnxio_list_add(a, &t->external_data, &onnxio_desc_StringStringEntryProto);
-    set_string(a, e, &e->key, ONNXIO_FIELD_StringStringEntryProto_key, key);
-    set_string(a, e, &e->value, ONNXIO_FIELD_StringStringEntryProto_value, value);
+    tu_set_string(a, e, &e->key, ONNXIO_FIELD_StringStringEntryProto_key, key);
+    tu_set_string(a, e, &e->value, ONNXIO_FIELD_StringStringEntryProto_value, value);
 }
 
 /* Writes <dir>/model.onnx: one initializer "w" whose data is external with
@@ -423,15 +417,7 @@ static onnxio_ModelProto *model_with_payloads(onnxio_arena *a, const size_t *siz
         onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
     }
     /* the last payload: in a subgraph */
-    onnxio_NodeProto *node = onnxio_list_add(a, &m->graph->node, &onnxio_desc_NodeProto);
-    set_string(a, node, &node->op_type, ONNXIO_FIELD_NodeProto_op_type, "If");
-    onnxio_AttributeProto *attr = onnxio_list_add(a, &node->attribute, &onnxio_desc_AttributeProto);
-    set_string(a, attr, &attr->name, ONNXIO_FIELD_AttributeProto_name, "then_branch");
-    attr->type = ONNXIO_AttributeProto_AttributeType_GRAPH;
-    onnxio_set_has(attr, ONNXIO_FIELD_AttributeProto_type);
-    attr->g = onnxio_message_new(a, &onnxio_desc_GraphProto);
-    set_string(a, attr->g, &attr->g->name, ONNXIO_FIELD_GraphProto_name, "then");
-    onnxio_TensorProto *t = add_tensor(a, attr->g, "sub", (int64_t)(sizes[n - 1] / 4));
+    onnxio_TensorProto *t = add_tensor(a, tu_add_subgraph(a, m->graph, "then"), "sub", (int64_t)(sizes[n - 1] / 4));
     onnxio_span_copy_from(&t->raw_data, payloads[n - 1], sizes[n - 1]);
     onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
     return m;
@@ -771,7 +757,7 @@ static void test_atomic_save(void)
         char *doc = malloc(200001);
         memset(doc, 'd', 200000);
         doc[200000] = '\0';
-        set_string(b, model2, &model2->doc_string, ONNXIO_FIELD_ModelProto_doc_string, doc);
+        tu_set_string(b, model2, &model2->doc_string, ONNXIO_FIELD_ModelProto_doc_string, doc);
         free(doc);
         if (CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0)) {
             st = onnxio_save_model(model2, xpath, &so);
@@ -1003,7 +989,7 @@ static onnxio_TensorProto *uint8_tensor(onnxio_arena *a, onnxio_TensorProto *t, 
     *d = (int64_t)n;
     t->data_type = ONNXIO_TensorProto_DataType_UINT8;
     onnxio_set_has(t, ONNXIO_FIELD_TensorProto_data_type);
-    set_string(a, t, &t->name, ONNXIO_FIELD_TensorProto_name, name);
+    tu_set_string(a, t, &t->name, ONNXIO_FIELD_TensorProto_name, name);
     onnxio_span_copy_from(&t->raw_data, p, n);
     onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
     return t;
@@ -1012,9 +998,9 @@ static onnxio_TensorProto *uint8_tensor(onnxio_arena *a, onnxio_TensorProto *t, 
 static onnxio_AttributeProto *constant_node(onnxio_arena *a, void *nodes)
 {
     onnxio_NodeProto *node = onnxio_list_add(a, nodes, &onnxio_desc_NodeProto);
-    set_string(a, node, &node->op_type, ONNXIO_FIELD_NodeProto_op_type, "Constant");
+    tu_set_string(a, node, &node->op_type, ONNXIO_FIELD_NodeProto_op_type, "Constant");
     onnxio_AttributeProto *attr = onnxio_list_add(a, &node->attribute, &onnxio_desc_AttributeProto);
-    set_string(a, attr, &attr->name, ONNXIO_FIELD_AttributeProto_name, "value");
+    tu_set_string(a, attr, &attr->name, ONNXIO_FIELD_AttributeProto_name, "value");
     attr->type = ONNXIO_AttributeProto_AttributeType_TENSOR;
     onnxio_set_has(attr, ONNXIO_FIELD_AttributeProto_type);
     attr->t = onnxio_message_new(a, &onnxio_desc_TensorProto);
@@ -1032,8 +1018,8 @@ static onnxio_ModelProto *rich_model(onnxio_arena *a, const size_t *sizes, uint8
     onnxio_SparseTensorProto *sp = onnxio_list_add(a, &m->graph->sparse_initializer, &onnxio_desc_SparseTensorProto);
     sp->values = uint8_tensor(a, onnxio_message_new(a, &onnxio_desc_TensorProto), "sparse_values", payloads[5], sizes[5]);
     onnxio_FunctionProto *f = onnxio_list_add(a, &m->functions, &onnxio_desc_FunctionProto);
-    set_string(a, f, &f->name, ONNXIO_FIELD_FunctionProto_name, "f");
-    set_string(a, f, &f->domain, ONNXIO_FIELD_FunctionProto_domain, "local");
+    tu_set_string(a, f, &f->name, ONNXIO_FIELD_FunctionProto_name, "f");
+    tu_set_string(a, f, &f->domain, ONNXIO_FIELD_FunctionProto_domain, "local");
     uint8_tensor(a, constant_node(a, &f->node)->t, "fconst", payloads[6], sizes[6]);
     return m;
 }

@@ -41,16 +41,10 @@
 
 /* ---- the models --------------------------------------------------------------- */
 
-static void set_string(onnxio_arena *a, void *msg, onnxio_string *s, unsigned index, const char *value)
-{
-    onnxio_string_set(a, s, value, strlen(value));
-    onnxio_set_has(msg, index);
-}
-
 static onnxio_TensorProto *add_tensor(onnxio_arena *a, onnxio_GraphProto *g, const char *name, int64_t n, unsigned seed)
 {
     onnxio_TensorProto *t = onnxio_list_add(a, &g->initializer, &onnxio_desc_TensorProto);
-    set_string(a, t, &t->name, ONNXIO_FIELD_TensorProto_name, name);
+    tu_set_string(a, t, &t->name, ONNXIO_FIELD_TensorProto_name, name);
     *(int64_t *)onnxio_array_append(a, &t->dims, sizeof(int64_t)) = n;
     t->data_type = ONNXIO_TensorProto_DataType_FLOAT;
     onnxio_set_has(t, ONNXIO_FIELD_TensorProto_data_type);
@@ -74,18 +68,11 @@ static onnxio_ModelProto *synthetic_model(onnxio_arena *a, unsigned seed)
     op->version = 17;
     onnxio_set_has(op, ONNXIO_FIELD_OperatorSetIdProto_version);
     m->graph = onnxio_message_new(a, &onnxio_desc_GraphProto);
-    set_string(a, m->graph, &m->graph->name, ONNXIO_FIELD_GraphProto_name, "g");
+    tu_set_string(a, m->graph, &m->graph->name, ONNXIO_FIELD_GraphProto_name, "g");
     add_tensor(a, m->graph, "layer/0.weight", 1536, seed);
     add_tensor(a, m->graph, "layer:0 bias", 512, seed + 1);
     add_tensor(a, m->graph, "tiny", 3, seed + 2);
-    onnxio_NodeProto *node = onnxio_list_add(a, &m->graph->node, &onnxio_desc_NodeProto);
-    set_string(a, node, &node->op_type, ONNXIO_FIELD_NodeProto_op_type, "If");
-    onnxio_AttributeProto *attr = onnxio_list_add(a, &node->attribute, &onnxio_desc_AttributeProto);
-    set_string(a, attr, &attr->name, ONNXIO_FIELD_AttributeProto_name, "then_branch");
-    attr->type = ONNXIO_AttributeProto_AttributeType_GRAPH;
-    onnxio_set_has(attr, ONNXIO_FIELD_AttributeProto_type);
-    attr->g = onnxio_message_new(a, &onnxio_desc_GraphProto);
-    add_tensor(a, attr->g, "sub", 2304, seed + 3);
+    add_tensor(a, tu_add_subgraph(a, m->graph, NULL), "sub", 2304, seed + 3);
     return m;
 }
 
@@ -193,7 +180,7 @@ static onnxio_status replace_model(void)
     char *p = out_path("replace.onnxz");
     onnxio_status s = onnxio_load_model(p, &po, a, &m);
     if (!s) {
-        set_string(a, m, &m->producer_name, ONNXIO_FIELD_ModelProto_producer_name, "replaced");
+        tu_set_string(a, m, &m->producer_name, ONNXIO_FIELD_ModelProto_producer_name, "replaced");
         onnxio_serialize_options so = serial_save();
         s = onnxio_archive_replace_model(p, m, &so);
     }

@@ -22,12 +22,6 @@
 
 /* ---- a model -------------------------------------------------------------- */
 
-static void set_string(onnxio_arena *a, void *msg, onnxio_string *s, unsigned index, const char *value)
-{
-    onnxio_string_set(a, s, value, strlen(value));
-    onnxio_set_has(msg, index);
-}
-
 /* Three FLOAT initializers of 1024 floats (4 KiB payloads) and one of 4. */
 static onnxio_ModelProto *small_model(onnxio_arena *a, unsigned seed)
 {
@@ -35,13 +29,13 @@ static onnxio_ModelProto *small_model(onnxio_arena *a, unsigned seed)
     m->ir_version = 8;
     onnxio_set_has(m, ONNXIO_FIELD_ModelProto_ir_version);
     m->graph = onnxio_message_new(a, &onnxio_desc_GraphProto);
-    set_string(a, m->graph, &m->graph->name, ONNXIO_FIELD_GraphProto_name, "g");
+    tu_set_string(a, m->graph, &m->graph->name, ONNXIO_FIELD_GraphProto_name, "g");
     const int64_t counts[] = {1024, 1024, 1024, 4};
     for (int i = 0; i < 4; i++) {
         onnxio_TensorProto *t = onnxio_list_add(a, &m->graph->initializer, &onnxio_desc_TensorProto);
         char name[16];
         snprintf(name, sizeof name, "w%d", i);
-        set_string(a, t, &t->name, ONNXIO_FIELD_TensorProto_name, name);
+        tu_set_string(a, t, &t->name, ONNXIO_FIELD_TensorProto_name, name);
         *(int64_t *)onnxio_array_append(a, &t->dims, sizeof(int64_t)) = counts[i];
         t->data_type = ONNXIO_TensorProto_DataType_FLOAT;
         onnxio_set_has(t, ONNXIO_FIELD_TensorProto_data_type);
@@ -352,13 +346,13 @@ static void write_ref_model(const char *path, const char *location)
     onnxio_ModelProto *m = onnxio_message_new(a, &onnxio_desc_ModelProto);
     m->graph = onnxio_message_new(a, &onnxio_desc_GraphProto);
     onnxio_TensorProto *t = onnxio_list_add(a, &m->graph->initializer, &onnxio_desc_TensorProto);
-    set_string(a, t, &t->name, ONNXIO_FIELD_TensorProto_name, "w");
+    tu_set_string(a, t, &t->name, ONNXIO_FIELD_TensorProto_name, "w");
     *(int64_t *)onnxio_array_append(a, &t->dims, sizeof(int64_t)) = 16;
     t->data_type = ONNXIO_TensorProto_DataType_UINT8;
     onnxio_set_has(t, ONNXIO_FIELD_TensorProto_data_type);
     onnxio_StringStringEntryProto *e = onnxio_list_add(a, &t->external_data, &onnxio_desc_StringStringEntryProto);
-    set_string(a, e, &e->key, ONNXIO_FIELD_StringStringEntryProto_key, "location");
-    set_string(a, e, &e->value, ONNXIO_FIELD_StringStringEntryProto_value, location);
+    tu_set_string(a, e, &e->key, ONNXIO_FIELD_StringStringEntryProto_key, "location");
+    tu_set_string(a, e, &e->value, ONNXIO_FIELD_StringStringEntryProto_value, location);
     t->data_location = ONNXIO_TensorProto_DataLocation_EXTERNAL;
     onnxio_set_has(t, ONNXIO_FIELD_TensorProto_data_location);
     if (onnxio_save_file(m, path, NULL)) abort();
@@ -657,14 +651,14 @@ static void test_options_and_formats(void)
     CHECK_EQ_INT(onnxio_tensor_raw_size(t, &bytes), -1);
     /* External data keys: digits only. */
     onnxio_StringStringEntryProto *e = onnxio_list_add(a, &t->external_data, &onnxio_desc_StringStringEntryProto);
-    set_string(a, e, &e->key, ONNXIO_FIELD_StringStringEntryProto_key, "location");
-    set_string(a, e, &e->value, ONNXIO_FIELD_StringStringEntryProto_value, "a..b");
+    tu_set_string(a, e, &e->key, ONNXIO_FIELD_StringStringEntryProto_key, "location");
+    tu_set_string(a, e, &e->value, ONNXIO_FIELD_StringStringEntryProto_value, "a..b");
     e = onnxio_list_add(a, &t->external_data, &onnxio_desc_StringStringEntryProto);
-    set_string(a, e, &e->key, ONNXIO_FIELD_StringStringEntryProto_key, "offset");
-    set_string(a, e, &e->value, ONNXIO_FIELD_StringStringEntryProto_value, "+0");
+    tu_set_string(a, e, &e->key, ONNXIO_FIELD_StringStringEntryProto_key, "offset");
+    tu_set_string(a, e, &e->value, ONNXIO_FIELD_StringStringEntryProto_value, "+0");
     onnxio_external_ref r;
     CHECK_STATUS(onnxio_external_ref_parse(t, &r), ONNXIO_ERR_EXTERNAL_DATA);
-    set_string(a, e, &e->value, ONNXIO_FIELD_StringStringEntryProto_value, "12");
+    tu_set_string(a, e, &e->value, ONNXIO_FIELD_StringStringEntryProto_value, "12");
     CHECK_STATUS(onnxio_external_ref_parse(t, &r), ONNXIO_OK);
     CHECK(r.offset == 12 && !r.has_length && !r.checksum && strcmp(r.location, "a..b") == 0);
     CHECK_STATUS(onnxio_check_location("x/../y", 6), ONNXIO_ERR_PATH_PARENT);

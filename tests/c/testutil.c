@@ -446,22 +446,43 @@ bool tu_mentions_offset(const char *msg)
     return word && digit;
 }
 
+/* ---- building models --------------------------------------------------- */
+
+void tu_set_string(onnxio_arena *a, void *msg, onnxio_string *s, unsigned index, const char *value)
+{
+    onnxio_string_set(a, s, value, strlen(value));
+    onnxio_set_has(msg, index);
+}
+
+onnxio_GraphProto *tu_add_subgraph(onnxio_arena *a, onnxio_GraphProto *g, const char *name)
+{
+    onnxio_NodeProto *node = onnxio_list_add(a, &g->node, &onnxio_desc_NodeProto);
+    tu_set_string(a, node, &node->op_type, ONNXIO_FIELD_NodeProto_op_type, "If");
+    onnxio_AttributeProto *attr = onnxio_list_add(a, &node->attribute, &onnxio_desc_AttributeProto);
+    tu_set_string(a, attr, &attr->name, ONNXIO_FIELD_AttributeProto_name, "then_branch");
+    attr->type = ONNXIO_AttributeProto_AttributeType_GRAPH;
+    onnxio_set_has(attr, ONNXIO_FIELD_AttributeProto_type);
+    attr->g = onnxio_message_new(a, &onnxio_desc_GraphProto);
+    if (name) tu_set_string(a, attr->g, &attr->g->name, ONNXIO_FIELD_GraphProto_name, name);
+    return attr->g;
+}
+
 /* ---- zip archives ------------------------------------------------------ */
 
-static void z16(uint8_t *p, uint32_t v)
+void tu_put16(uint8_t *p, uint32_t v)
 {
     p[0] = (uint8_t)v;
     p[1] = (uint8_t)(v >> 8);
 }
-static void z32(uint8_t *p, uint32_t v)
+void tu_put32(uint8_t *p, uint32_t v)
 {
-    z16(p, v & 0xFFFF);
-    z16(p + 2, v >> 16);
+    tu_put16(p, v & 0xFFFF);
+    tu_put16(p + 2, v >> 16);
 }
-static void z64(uint8_t *p, uint64_t v)
+void tu_put64(uint8_t *p, uint64_t v)
 {
-    z32(p, (uint32_t)v);
-    z32(p + 4, (uint32_t)(v >> 32));
+    tu_put32(p, (uint32_t)v);
+    tu_put32(p + 4, (uint32_t)(v >> 32));
 }
 
 static uint8_t *deflate_raw(const uint8_t *src, size_t n, size_t *out_size)
@@ -484,6 +505,17 @@ static uint8_t *deflate_raw(const uint8_t *src, size_t n, size_t *out_size)
 
 #define TU_ZMAX 16
 
+/* The ZIP64 extended information extra field (APPNOTE 4.5.3): both sizes. */
+static void zip64_extra(tu_bytes *b, uint64_t size, uint64_t compressed)
+{
+    uint8_t x[20];
+    tu_put16(x, 1);
+    tu_put16(x + 2, 16);
+    tu_put64(x + 4, size);
+    tu_put64(x + 12, compressed);
+    tu_bytes_put(b, x, 20);
+}
+
 void tu_zip_build(tu_bytes *b, const tu_zsrc *e, size_t n)
 {
     size_t local[TU_ZMAX], csize[TU_ZMAX];
@@ -500,26 +532,19 @@ void tu_zip_build(tu_bytes *b, const tu_zsrc *e, size_t n)
         local[i] = b->size;
         uint8_t h[30];
         size_t nl = strlen(e[i].name);
-        z32(h, 0x04034b50u);
-        z16(h + 4, e[i].zip64 ? 45 : 20);
-        z16(h + 6, 0);
-        z16(h + 8, e[i].deflate ? 8 : 0);
-        z32(h + 10, 0);
-        z32(h + 14, crc[i]);
-        z32(h + 18, e[i].zip64 ? 0xFFFFFFFFu : (uint32_t)cs);
-        z32(h + 22, e[i].zip64 ? 0xFFFFFFFFu : (uint32_t)e[i].size);
-        z16(h + 26, (uint32_t)nl);
-        z16(h + 28, e[i].zip64 ? 20 : 0);
+        tu_put32(h, 0x04034b50u);
+        tu_put16(h + 4, e[i].zip64 ? 45 : 20);
+        tu_put16(h + 6, 0);
+        tu_put16(h + 8, e[i].deflate ? 8 : 0);
+        tu_put32(h + 10, 0);
+        tu_put32(h + 14, crc[i]);
+        tu_put32(h + 18, e[i].zip64 ? 0xFFFFFFFFu : (uint32_t)cs);
+        tu_put32(h + 22, e[i].zip64 ? 0xFFFFFFFFu : (uint32_t)e[i].size);
+        tu_put16(h + 26, (uint32_t)nl);
+        tu_put16(h + 28, e[i].zip64 ? 20 : 0);
         tu_bytes_put(b, h, 30);
         tu_bytes_put(b, e[i].name, nl);
-        if (e[i].zip64) {
-            uint8_t x[20];
-            z16(x, 1);
-            z16(x + 2, 16);
-            z64(x + 4, e[i].size);
-            z64(x + 12, cs);
-            tu_bytes_put(b, x, 20);
-        }
+        if (e[i].zip64) zip64_extra(b, e[i].size, cs);
         tu_bytes_put(b, data, cs);
         free(defl);
     }
@@ -528,33 +553,26 @@ void tu_zip_build(tu_bytes *b, const tu_zsrc *e, size_t n)
         uint8_t h[46];
         size_t nl = strlen(e[i].name);
         memset(h, 0, sizeof h);
-        z32(h, 0x02014b50u);
-        z16(h + 4, (3u << 8) | 45u);
-        z16(h + 6, e[i].zip64 ? 45 : 20);
-        z16(h + 10, e[i].deflate ? 8 : 0);
-        z32(h + 16, crc[i]);
-        z32(h + 20, e[i].zip64 ? 0xFFFFFFFFu : (uint32_t)csize[i]);
-        z32(h + 24, e[i].zip64 ? 0xFFFFFFFFu : (uint32_t)e[i].size);
-        z16(h + 28, (uint32_t)nl);
-        z16(h + 30, e[i].zip64 ? 20 : 0);
-        z32(h + 42, (uint32_t)local[i]);
+        tu_put32(h, 0x02014b50u);
+        tu_put16(h + 4, (3u << 8) | 45u);
+        tu_put16(h + 6, e[i].zip64 ? 45 : 20);
+        tu_put16(h + 10, e[i].deflate ? 8 : 0);
+        tu_put32(h + 16, crc[i]);
+        tu_put32(h + 20, e[i].zip64 ? 0xFFFFFFFFu : (uint32_t)csize[i]);
+        tu_put32(h + 24, e[i].zip64 ? 0xFFFFFFFFu : (uint32_t)e[i].size);
+        tu_put16(h + 28, (uint32_t)nl);
+        tu_put16(h + 30, e[i].zip64 ? 20 : 0);
+        tu_put32(h + 42, (uint32_t)local[i]);
         tu_bytes_put(b, h, 46);
         tu_bytes_put(b, e[i].name, nl);
-        if (e[i].zip64) {
-            uint8_t x[20];
-            z16(x, 1);
-            z16(x + 2, 16);
-            z64(x + 4, e[i].size);
-            z64(x + 12, csize[i]);
-            tu_bytes_put(b, x, 20);
-        }
+        if (e[i].zip64) zip64_extra(b, e[i].size, csize[i]);
     }
     uint8_t end[22];
     memset(end, 0, sizeof end);
-    z32(end, 0x06054b50u);
-    z16(end + 8, (uint32_t)n);
-    z16(end + 10, (uint32_t)n);
-    z32(end + 12, (uint32_t)(b->size - cd));
-    z32(end + 16, (uint32_t)cd);
+    tu_put32(end, 0x06054b50u);
+    tu_put16(end + 8, (uint32_t)n);
+    tu_put16(end + 10, (uint32_t)n);
+    tu_put32(end + 12, (uint32_t)(b->size - cd));
+    tu_put32(end + 16, (uint32_t)cd);
     tu_bytes_put(b, end, 22);
 }

@@ -97,7 +97,21 @@ void tu_bytes_varint(tu_bytes *b, uint64_t v);
 void tu_bytes_tag(tu_bytes *b, uint32_t field, unsigned wire_type);
 void tu_bytes_free(tu_bytes *b);
 
+/* ---- building models --------------------------------------------------- */
+
+/* Sets the string field `s` of `msg` to `value` (copied into `a`) and marks
+ * the field present (`index`: its ONNXIO_FIELD_* index). */
+void tu_set_string(onnxio_arena *a, void *msg, onnxio_string *s, unsigned index, const char *value);
+/* Adds to `g` an "If" node whose "then_branch" attribute is a new, empty
+ * graph named `name` (NULL: no name), and returns that graph. */
+onnxio_GraphProto *tu_add_subgraph(onnxio_arena *a, onnxio_GraphProto *g, const char *name);
+
 /* ---- zip archives ------------------------------------------------------ */
+
+/* Little-endian stores of 2, 4 and 8 bytes at `p` (zip's byte order). */
+void tu_put16(uint8_t *p, uint32_t v);
+void tu_put32(uint8_t *p, uint32_t v);
+void tu_put64(uint8_t *p, uint64_t v);
 
 /* One entry of a zip archive built from scratch. */
 typedef struct tu_zsrc {

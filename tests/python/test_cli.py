@@ -8,7 +8,6 @@ Models come from /usr/share/libonnx-testdata/data, from <repo>/../shared/corpus
 """
 
 import json
-import os
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -18,44 +17,17 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-REPO = Path(__file__).resolve().parents[2]
-CLI = Path(os.environ.get("ONNXIO_CLI", REPO / "build" / "onnxio"))
+from clitool import CLI, REPO, info_json, run, run_ok
+
 TESTDATA = Path("/usr/share/libonnx-testdata/data")
 SHARED = REPO.parent / "shared"
 CORPUS = SHARED / "corpus"
 
 VERBS = ["info", "print", "convert"]
 
-if "ONNXIO_CLI" not in os.environ and not CLI.exists():
-    pytest.skip(f"{CLI} is not built (cmake --build build)", allow_module_level=True)
-
 needs_corpus = pytest.mark.skipif(
     not SHARED.is_dir(), reason=f"{SHARED} is absent: no third-party corpus"
 )
-
-
-def run(*args, cwd=None):
-    """Runs the command; returns (returncode, stdout bytes, stderr text)."""
-    p = subprocess.run(
-        [str(CLI), *map(str, args)],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        cwd=cwd,
-        timeout=300,
-    )
-    return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
-
-
-def run_ok(*args, cwd=None):
-    rc, out, err = run(*args, cwd=cwd)
-    assert rc == 0, f"onnxio {' '.join(map(str, args))}: rc {rc}: {err}"
-    # Nothing on stderr when it is not a terminal: no progress, no chatter.
-    assert err == ""
-    return out
-
-
-def info_json(path):
-    return json.loads(run_ok("info", "--json", path))
 
 
 def assert_usage_error(rc, out, err, verb=None):

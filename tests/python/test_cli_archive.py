@@ -11,7 +11,6 @@ The command is taken from $ONNXIO_CLI, by default <repo>/build/onnxio.
 """
 
 import json
-import os
 import shutil
 import struct
 import subprocess
@@ -23,32 +22,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-REPO = Path(__file__).resolve().parents[2]
-CLI = Path(os.environ.get("ONNXIO_CLI", REPO / "build" / "onnxio"))
+from clitool import run, run_ok
+
 TESTDATA = Path("/usr/share/libonnx-testdata/data")
 MODEL_ENTRY = "__MODEL_PROTO"
-
-if "ONNXIO_CLI" not in os.environ and not CLI.exists():
-    pytest.skip(f"{CLI} is not built (cmake --build build)", allow_module_level=True)
-
-
-def run(*args, cwd=None):
-    """Runs the command; returns (returncode, stdout bytes, stderr text)."""
-    p = subprocess.run(
-        [str(CLI), *map(str, args)],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        cwd=cwd,
-        timeout=300,
-    )
-    return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
-
-
-def run_ok(*args, cwd=None):
-    rc, out, err = run(*args, cwd=cwd)
-    assert rc == 0, f"onnxio {' '.join(map(str, args))}: rc {rc}: {err}"
-    assert err == ""
-    return out
 
 
 def assert_usage_error(rc, out, err):

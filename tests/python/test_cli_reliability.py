@@ -25,10 +25,8 @@ successful run here must leave stderr empty.
 
 import ctypes
 import json
-import os
 import resource
 import signal
-import struct
 import subprocess
 import time
 import zipfile
@@ -41,37 +39,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnxio_ctypes
+from clitool import CLI, info_json, run, run_ok
 
-REPO = Path(__file__).resolve().parents[2]
-CLI = Path(os.environ.get("ONNXIO_CLI", REPO / "build" / "onnxio"))
 MODEL_ENTRY = "__MODEL_PROTO"
-
-if "ONNXIO_CLI" not in os.environ and not CLI.exists():
-    pytest.skip(f"{CLI} is not built (cmake --build build)", allow_module_level=True)
-
-
-def run(*args, cwd=None, **kwargs):
-    """Runs the command; returns (returncode, stdout bytes, stderr text)."""
-    p = subprocess.run(
-        [str(CLI), *map(str, args)],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        cwd=cwd,
-        timeout=300,
-        **kwargs,
-    )
-    return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
-
-
-def run_ok(*args, cwd=None):
-    rc, out, err = run(*args, cwd=cwd)
-    assert rc == 0, f"onnxio {' '.join(map(str, args))}: rc {rc}: {err}"
-    assert err == ""
-    return out
-
-
-def info_json(path):
-    return json.loads(run_ok("info", "--json", path))
 
 
 def temporary_files(directory):
@@ -263,7 +233,7 @@ def test_info_short_data_file(tmp_path):
     (f,) = j["external_data"]
     assert f["file_size"] == 1000 and f["needed_bytes"] == needed and f["short"] is True
     text = run_ok("info", path).decode()
-    assert f"w.bin: 3 tensors, " in text
+    assert "w.bin: 3 tensors, " in text
     assert f"(short: 1000 bytes, its tensors need {needed})" in text
     # the load itself refuses such a file; info only reports it
     rc, _, err = run("convert", path, tmp_path / "x.onnx", "--inline")

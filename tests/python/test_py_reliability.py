@@ -37,6 +37,7 @@ import pytest
 
 import onnxio
 import onnxio.external_data_helper as xed
+from protobuild import varint
 
 # How deep the tree built in Python is: 100,000 loop turns, two message
 # levels each (TypeProto -> Sequence -> TypeProto). The extension before
@@ -281,18 +282,6 @@ def test_serialize_limit_is_the_readers(turns):
 
 
 # ---- deeply nested files -------------------------------------------------------------
-
-
-def varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
 
 
 def field_number(cls, name):
