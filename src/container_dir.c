@@ -87,17 +87,6 @@ void onnxio__base_close(onnxio__base *b)
     b->fd = -1;
 }
 
-onnxio_status onnxio__resolve_beneath(const char *base_dir, const char *location, onnxio__resolved *out)
-{
-    onnxio__base b;
-    memset(out, 0, sizeof *out);
-    out->dir_fd = -1;
-    onnxio_status s = onnxio__base_open(base_dir, &b);
-    if (!s) s = onnxio__resolve_in(&b, location, out);
-    onnxio__base_close(&b);
-    return s;
-}
-
 onnxio_status onnxio__resolve_in(const onnxio__base *b, const char *location, onnxio__resolved *out)
 {
     memset(out, 0, sizeof *out);
@@ -240,9 +229,10 @@ void onnxio__resolved_free(onnxio__resolved *r)
     r->name = NULL;
 }
 
-onnxio_status onnxio__open_resolved(const onnxio__resolved *r, const char *location, int flags, int *fd_out)
+onnxio_status onnxio__resolved_check(const onnxio__resolved *r, const char *location, const struct stat *model)
 {
-    *fd_out = -1;
+    if (model && r->st.st_dev == model->st_dev && r->st.st_ino == model->st_ino)
+        return onnxio__fail(ONNXIO_ERR_PATH_SELF, "external data location '%s' is the model file itself", location);
     if (!S_ISREG(r->st.st_mode))
         return onnxio__fail(ONNXIO_ERR_PATH_SPECIAL, "external data location '%s' is %s, not a regular file", location,
                             onnxio__file_type(r->st.st_mode));
@@ -251,6 +241,15 @@ onnxio_status onnxio__open_resolved(const onnxio__resolved *r, const char *locat
     if (r->st.st_nlink > 1)
         return onnxio__fail(ONNXIO_ERR_PATH_LINK, "external data file '%s' has %llu hard links", location,
                             (unsigned long long)r->st.st_nlink);
+    return ONNXIO_OK;
+}
+
+onnxio_status onnxio__open_resolved(const onnxio__resolved *r, const char *location, const struct stat *model, int flags,
+                                    int *fd_out)
+{
+    *fd_out = -1;
+    onnxio_status s = onnxio__resolved_check(r, location, model);
+    if (s) return s;
     int fd = onnxio__sys_openat(r->dir_fd, r->name, flags | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
     if (fd < 0) {
         int err = errno;
@@ -278,10 +277,14 @@ ONNXIO_API onnxio_status onnxio_external_data_open(const char *base_dir, const c
     *fd = -1;
     onnxio_status s = onnxio_check_location(location, strlen(location));
     if (s) return s;
+    onnxio__base b;
     onnxio__resolved r;
-    if ((s = onnxio__resolve_beneath(base_dir, location, &r))) return s;
+    s = onnxio__base_open(base_dir, &b);
+    if (!s) s = onnxio__resolve_in(&b, location, &r);
+    onnxio__base_close(&b);
+    if (s) return s;
     if (r.exists) {
-        s = onnxio__open_resolved(&r, location, mode == ONNXIO_OPEN_READ ? O_RDONLY : O_RDWR, fd);
+        s = onnxio__open_resolved(&r, location, NULL, mode == ONNXIO_OPEN_READ ? O_RDONLY : O_RDWR, fd);
         if (!s && size) *size = (uint64_t)r.st.st_size;
     } else if (mode == ONNXIO_OPEN_READ) {
         s = onnxio__fail(ONNXIO_ERR_NOT_FOUND, "external data file '%s' does not exist under %s", location, base_dir);
@@ -340,13 +343,7 @@ static onnxio_status dir_open(onnxio__container *base, const onnxio_TensorProto 
     }
     /* Another location for a file already open ("./a", a symlink). */
     if ((*out = onnxio__container_find(base, (uint64_t)res.st.st_dev, (uint64_t)res.st.st_ino))) goto done;
-    /* Before anything is opened: the model file is no data file. */
-    if (c->model.st_nlink && res.st.st_dev == c->model.st_dev && res.st.st_ino == c->model.st_ino) {
-        s = onnxio__fail(ONNXIO_ERR_PATH_SELF, "tensor '%s': external data location '%s' is the model file itself",
-                         onnxio__tensor_name(t), r->location);
-        goto done;
-    }
-    if ((s = onnxio__open_resolved(&res, r->location, O_RDONLY, &fd))) {
+    if ((s = onnxio__open_resolved(&res, r->location, c->model.st_nlink ? &c->model : NULL, O_RDONLY, &fd))) {
         s = onnxio__context(s, "tensor '%s'", onnxio__tensor_name(t));
         goto done;
     }

@@ -123,6 +123,12 @@ static uint64_t message_size(sizing *z, onnxio_message *m, int depth)
     return total;
 }
 
+static onnxio_status too_deep(const onnxio_message *m, int max_depth)
+{
+    return onnxio__fail(ONNXIO_ERR_DEPTH, "serialize: %s nests messages deeper than %d levels (max_depth)", m->desc->name,
+                        max_depth);
+}
+
 onnxio_status onnxio__size_pass(void *msg, int max_depth, uint64_t *size)
 {
     sizing z = {onnxio__depth_limit(max_depth), false};
@@ -131,8 +137,7 @@ onnxio_status onnxio__size_pass(void *msg, int max_depth, uint64_t *size)
     if (z.too_deep) {
         m->cached_size = ONNXIO_SIZE_TOO_DEEP;
         *size = ONNXIO_SIZE_TOO_DEEP;
-        return onnxio__fail(ONNXIO_ERR_DEPTH, "serialize: %s nests messages deeper than %d levels (max_depth)",
-                            m->desc->name, z.max_depth);
+        return too_deep(m, z.max_depth);
     }
     return ONNXIO_OK;
 }
@@ -350,9 +355,7 @@ ONNXIO_API onnxio_status onnxio_serialize_into(void *msg, void *dst, uint64_t si
 {
     if (!msg || (!dst && size && size != ONNXIO_SIZE_TOO_DEEP))
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "serialize: NULL argument");
-    if (size == ONNXIO_SIZE_TOO_DEEP)
-        return onnxio__fail(ONNXIO_ERR_DEPTH, "serialize: %s nests messages deeper than %d levels (max_depth)",
-                            ((onnxio_message *)msg)->desc->name, ONNXIO_DEFAULT_MAX_DEPTH);
+    if (size == ONNXIO_SIZE_TOO_DEEP) return too_deep(msg, ONNXIO_DEFAULT_MAX_DEPTH);
     if (((onnxio_message *)msg)->cached_size != size)
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT,
                             "serialize: destination is %llu bytes but the message needs %llu (call onnxio_serialized_size first)",

@@ -387,7 +387,7 @@ static onnxio_status lock_journal(int dir_fd, const char *jname, bool create, bo
 
 /* The directory and name of the file `path` leads to, following symlinks
  * of its last component (a save writes through them, as cp does). */
-static onnxio_status resolve_target(const char *path, int *dir_fd, char **name, char **target)
+static onnxio_status resolve_target(const char *path, int *dir_fd, char **name)
 {
     *dir_fd = -1;
     *name = NULL;
@@ -441,8 +441,7 @@ static onnxio_status resolve_target(const char *path, int *dir_fd, char **name, 
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     }
     *dir_fd = fd;
-    if (target) *target = t;
-    else onnxio__free(t);
+    onnxio__free(t);
     return ONNXIO_OK;
 }
 
@@ -450,7 +449,7 @@ onnxio_status onnxio__recover(const char *path)
 {
     int dir_fd, jfd = -1;
     char *name = NULL, *jname = NULL;
-    onnxio_status s = resolve_target(path, &dir_fd, &name, NULL);
+    onnxio_status s = resolve_target(path, &dir_fd, &name);
     if (s) return onnxio__clear_error(), ONNXIO_OK; /* nothing to recover where nothing can be opened */
     if (!(jname = hidden_name(name, JOURNAL_SUFFIX))) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     /* A quick look first: almost always there is no journal. */
@@ -533,7 +532,7 @@ onnxio_status onnxio__txn_begin(const char *path, onnxio__txn **out)
         *out = t;
         return ONNXIO_OK;
     }
-    if ((s = resolve_target(path, &t->dir_fd, &t->name, NULL))) goto fail;
+    if ((s = resolve_target(path, &t->dir_fd, &t->name))) goto fail;
     if (!(t->jname = hidden_name(t->name, JOURNAL_SUFFIX))) {
         s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
         goto fail;

@@ -82,23 +82,31 @@ ONNXIO_API bool onnxio_tensor_is_external(const onnxio_TensorProto *t)
     return t && onnxio__is_external(t);
 }
 
-ONNXIO_API onnxio_status onnxio_check_location(const char *loc, size_t size)
+const char *onnxio__path_problem(const char *p, size_t n, onnxio_status *status)
 {
-    if (!loc || size == 0) return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA, "external data location is empty");
-    if (memchr(loc, '\0', size))
-        return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA, "external data location '%.*s' contains a NUL byte",
-                            (int)strnlen(loc, 200), loc);
-    int shown = size > 200 ? 200 : (int)size;
-    if (loc[0] == '/' || loc[0] == '\\' || (size >= 2 && loc[1] == ':'))
-        return onnxio__fail(ONNXIO_ERR_PATH_ABSOLUTE, "external data location '%.*s' is an absolute path", shown, loc);
-    for (size_t i = 0; i < size;) {
+    *status = ONNXIO_ERR_EXTERNAL_DATA;
+    if (!p || n == 0) return "is empty";
+    if (memchr(p, '\0', n)) return "contains a NUL byte";
+    *status = ONNXIO_ERR_PATH_ABSOLUTE;
+    if (p[0] == '/' || p[0] == '\\' || (n >= 2 && p[1] == ':')) return "is an absolute path";
+    *status = ONNXIO_ERR_PATH_PARENT;
+    for (size_t i = 0; i < n;) {
         size_t j = i;
-        while (j < size && loc[j] != '/' && loc[j] != '\\') j++;
-        if (j - i == 2 && loc[i] == '.' && loc[i + 1] == '.')
-            return onnxio__fail(ONNXIO_ERR_PATH_PARENT, "external data location '%.*s' has a '..' component", shown, loc);
+        while (j < n && p[j] != '/' && p[j] != '\\') j++;
+        if (j - i == 2 && p[i] == '.' && p[i + 1] == '.') return "has a '..' component";
         i = j + 1;
     }
-    return ONNXIO_OK;
+    *status = ONNXIO_OK;
+    return NULL;
+}
+
+ONNXIO_API onnxio_status onnxio_check_location(const char *loc, size_t size)
+{
+    onnxio_status s;
+    const char *why = onnxio__path_problem(loc, size, &s);
+    if (!why) return ONNXIO_OK;
+    return onnxio__fail(s, "external data location '%.*s' %s", (int)strnlen(loc ? loc : "", size > 200 ? 200 : size),
+                        loc ? loc : "", why);
 }
 
 /* A decimal external_data value: digits only, fitting 64 bits. */

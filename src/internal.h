@@ -120,11 +120,6 @@ typedef struct onnxio__resolved {
     bool exists;
     struct stat st;
 } onnxio__resolved;
-/* Walks `location` (already checked with onnxio_check_location) under
- * `base_dir` with openat and O_NOFOLLOW, following symlinks only while they
- * stay inside (onnxio_external_data_open's rules). A missing last component
- * is not an error (exists false); a missing directory is. */
-onnxio_status onnxio__resolve_beneath(const char *base_dir, const char *location, onnxio__resolved *out);
 /* A base directory opened once for many walks: its descriptor and its
  * real path (what an absolute symlink target must stay under). */
 typedef struct onnxio__base {
@@ -133,15 +128,29 @@ typedef struct onnxio__base {
 } onnxio__base;
 onnxio_status onnxio__base_open(const char *base_dir, onnxio__base *out);
 void onnxio__base_close(onnxio__base *b);
-/* onnxio__resolve_beneath under an opened base directory. */
+/* Walks `location` (already checked with onnxio_check_location) under the
+ * base directory with openat and O_NOFOLLOW, following symlinks only while
+ * they stay inside (onnxio_external_data_open's rules). A missing last
+ * component is not an error (exists false); a missing directory is. */
 onnxio_status onnxio__resolve_in(const onnxio__base *b, const char *location, onnxio__resolved *out);
 void onnxio__resolved_free(onnxio__resolved *r);
-/* Opens the existing regular file `r` names with `flags` (O_RDONLY or
- * O_RDWR): refused unless a regular file with one link, opened with
- * O_NOFOLLOW | O_NONBLOCK and checked again on the descriptor. */
-onnxio_status onnxio__open_resolved(const onnxio__resolved *r, const char *location, int flags, int *fd);
+/* What an existing data file must be: not the model file (`model`, NULL
+ * when unknown: ONNXIO_ERR_PATH_SELF), a regular file (PATH_SPECIAL) with
+ * one link (PATH_LINK). */
+onnxio_status onnxio__resolved_check(const onnxio__resolved *r, const char *location, const struct stat *model);
+/* Opens the existing file `r` names with `flags` (O_RDONLY or O_RDWR) once
+ * onnxio__resolved_check passes: with O_NOFOLLOW | O_NONBLOCK, and checked
+ * again on the descriptor. */
+onnxio_status onnxio__open_resolved(const onnxio__resolved *r, const char *location, const struct stat *model, int flags,
+                                    int *fd);
 
 /* ---- format.c ----------------------------------------------------------- */
+
+/* The rule for a relative path inside a model's reach (an external data
+ * location, an archive entry name): NULL when `p` (`n` bytes) keeps it;
+ * else what is wrong ("is empty", "contains a NUL byte", "is an absolute
+ * path", "has a '..' component"), and *status the status for that. */
+const char *onnxio__path_problem(const char *p, size_t n, onnxio_status *status);
 
 /* Refuses a payload length that is not what the tensor's data_type and dims
  * need (onnxio_tensor_raw_size) with ONNXIO_ERR_EXTERNAL_DATA; tensors
@@ -160,6 +169,9 @@ onnxio_status onnxio__copy_options(void *dst, size_t dst_size, const void *src, 
  * library's load and parse paths use. */
 onnxio_status onnxio__parse_config(const onnxio_parse_options *opts, onnxio_parse_options *cfg);
 onnxio_status onnxio__serialize_config(const onnxio_serialize_options *opts, onnxio_serialize_options *cfg);
+/* The serialize options of an archive save, read and checked: the
+ * external data file options do not apply (ONNXIO_ERR_INVALID_ARGUMENT). */
+onnxio_status onnxio__archive_save_config(const onnxio_serialize_options *opts, onnxio_serialize_options *cfg);
 /* A requested depth limit (0: the default) capped at ONNXIO_MAX_DEPTH. */
 int onnxio__depth_limit(int requested);
 
@@ -445,9 +457,6 @@ const char *onnxio__archive_what(const onnxio_archive *a);
 int onnxio__archive_fd(const onnxio_archive *a);
 const uint8_t *onnxio__archive_data(const onnxio_archive *a);
 onnxio_buffer *onnxio__archive_owner(const onnxio_archive *a);
-/* The serialize options of an archive save, read and checked: the
- * external data file options do not apply (ONNXIO_ERR_INVALID_ARGUMENT). */
-onnxio_status onnxio__archive_save_config(const onnxio_serialize_options *opts, onnxio_serialize_options *cfg);
 /* One entry to write. */
 typedef struct onnxio__zip_out {
     const char *name;     /* owned by the caller */

@@ -179,27 +179,17 @@ static void clear_below(onnxio_message *m)
 ONNXIO_API void onnxio_field_clear(void *msg, const onnxio_field_desc *f)
 {
     onnxio_message *m = msg;
-    void *member = onnxio__member(m, f);
-    m->has &= ~((uint64_t)1 << f->index);
-    if (f->label >= ONNXIO_LABEL_REPEATED) {
-        onnxio__array *a = member;
-        if (f->kind == ONNXIO_KIND_MESSAGE)
-            for (size_t i = 0; i < a->size; i++) onnxio_message_clear(((onnxio_message **)a->data)[i]);
-        a->size = 0;
-        return;
+    if (f->kind == ONNXIO_KIND_MESSAGE) {
+        /* Sub-messages drop their payload references now. */
+        const void *member = onnxio__member(m, f);
+        if (f->label >= ONNXIO_LABEL_REPEATED) {
+            const onnxio__array *a = member;
+            for (size_t i = 0; i < a->size; i++) onnxio_message_clear(((onnxio_message *const *)a->data)[i]);
+        } else {
+            onnxio_message_clear(*(onnxio_message *const *)member);
+        }
     }
-    switch (f->kind) {
-    case ONNXIO_KIND_MESSAGE: {
-        onnxio_message **slot = member;
-        if (*slot) onnxio_message_clear(*slot); /* drop payload references now */
-        *slot = NULL;
-        return;
-    }
-    case ONNXIO_KIND_RAW: onnxio_span_clear(member); return;
-    case ONNXIO_KIND_STRING:
-    case ONNXIO_KIND_BYTES: ((onnxio_string *)member)->data = NULL; ((onnxio_string *)member)->size = 0; return;
-    default: memset(member, 0, onnxio__elem_size(f)); return;
-    }
+    unset(m, f);
 }
 
 ONNXIO_API void onnxio_set_has(void *msg, unsigned field_index)

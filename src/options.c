@@ -83,6 +83,18 @@ onnxio_status onnxio__serialize_config(const onnxio_serialize_options *opts, onn
     return ONNXIO_OK;
 }
 
+onnxio_status onnxio__archive_save_config(const onnxio_serialize_options *opts, onnxio_serialize_options *cfg)
+{
+    onnxio_status s = onnxio__serialize_config(opts, cfg);
+    if (s) return s;
+    const onnxio_external_data_options *x = &cfg->external_data;
+    if (x->location || x->all_tensors_to_one_file == ONNXIO_OFF || x->max_file_size || x->checksum)
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT,
+                            "external data options (location, all_tensors_to_one_file, max_file_size, checksum) do not "
+                            "apply to an .onnxz archive");
+    return ONNXIO_OK;
+}
+
 uint64_t onnxio__budget_left(const onnxio__budget *b)
 {
     uint64_t cap = b->ratio && b->input > (UINT64_MAX - ONNXIO_EXPANSION_ALLOWANCE) / b->ratio

@@ -72,10 +72,10 @@ static size_t share_slot(const shared *table, size_t capacity, const void *entry
     return i;
 }
 
-/* The payload already placed for this range, or NULL. */
-/* Only no_copy loads share: their payloads are views of the input, so
- * tensors that refer to the same bytes may view the same copy of them. A
- * copy load gives every tensor bytes of its own, as protobuf does. */
+/* The payload already placed for this range, or NULL. Only no_copy loads
+ * share: their payloads are views of the input, so tensors that refer to
+ * the same bytes may view the same copy of them. A copy load gives every
+ * tensor bytes of its own, as protobuf does. */
 static const shared *share_find(const onnxio__payloads *p, const onnxio__payload_src *src)
 {
     if (!p->no_copy || !src->share || !p->table_capacity) return NULL;

@@ -410,23 +410,12 @@ static onnxio_status check_stale(const selection *sel, const dir_plan *d)
  * location's rules, the checked walk (symlinks followed only inside),
  * never the model file, never a file with other hard links or a special
  * file. */
-static onnxio_status resolve_file(out_file *f, const char *dir, const struct stat *model)
+static onnxio_status resolve_file(out_file *f, const onnxio__base *dir, const struct stat *model)
 {
     onnxio_status s = onnxio_check_location(f->location, strlen(f->location));
-    if (s) return s;
-    if ((s = onnxio__resolve_beneath(dir, f->location, &f->res))) return s;
-    if (f->res.exists) {
-        const struct stat *st = &f->res.st;
-        if (model && st->st_dev == model->st_dev && st->st_ino == model->st_ino)
-            return onnxio__fail(ONNXIO_ERR_PATH_SELF, "external data location '%s' is the model file itself", f->location);
-        if (!S_ISREG(st->st_mode))
-            return onnxio__fail(ONNXIO_ERR_PATH_SPECIAL, "external data location '%s' is %s, not a regular file",
-                                f->location, onnxio__file_type(st->st_mode));
-        if (st->st_nlink > 1)
-            return onnxio__fail(ONNXIO_ERR_PATH_LINK, "external data file '%s' has %llu hard links", f->location,
-                                (unsigned long long)st->st_nlink);
-    }
-    return ONNXIO_OK;
+    if (!s) s = onnxio__resolve_in(dir, f->location, &f->res);
+    if (!s && f->res.exists) s = onnxio__resolved_check(&f->res, f->location, model);
+    return s;
 }
 
 /* Writes the files [first, end) of the plan as temporary files of `txn`:
@@ -492,6 +481,7 @@ onnxio_status onnxio__save_external(onnxio_ModelProto *model, const char *path, 
     dir_plan d = {0};
     onnxio__txn *txn = NULL;
     char *dir = NULL;
+    onnxio__base base = {.fd = -1};
     if (!scratch) {
         s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
         goto done;
@@ -518,8 +508,9 @@ onnxio_status onnxio__save_external(onnxio_ModelProto *model, const char *path, 
     }
     struct stat model_st;
     bool have_model = stat(path, &model_st) == 0;
+    if ((s = onnxio__base_open(dir, &base))) goto done;
     for (size_t k = 0; k < d.count; k++) {
-        if ((s = resolve_file(&d.files[k], dir, have_model ? &model_st : NULL))) goto done;
+        if ((s = resolve_file(&d.files[k], &base, have_model ? &model_st : NULL))) goto done;
         /* A data file that does not exist yet but would be created as the
          * model file itself: the same directory and name. */
         struct stat a, b;
@@ -552,6 +543,7 @@ done:
     if (s) s = onnxio__context(s, "saving %s", path);
     dir_plan_free(&d);
     selection_free(&sel);
+    onnxio__base_close(&base);
     onnxio__free(dir);
     onnxio_arena_unref(scratch);
     return s;

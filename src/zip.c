@@ -225,21 +225,14 @@ static onnxio_status read_extra(const onnxio_archive *a, const char *name, const
 }
 
 /* Entry names become paths when an archive is extracted: refuse the
- * dangerous ones (APPNOTE 4.4.17: relative, forward slashes). */
+ * dangerous ones (APPNOTE 4.4.17: relative, forward slashes), by the rule
+ * of external data locations. */
 static onnxio_status check_name(const onnxio_archive *a, const uint8_t *name, size_t n)
 {
-    if (n == 0) return bad(a, "an entry has an empty name");
-    if (memchr(name, '\0', n)) return bad(a, "entry name '%.*s' contains a NUL byte", (int)n, (const char *)name);
-    if (name[0] == '/' || name[0] == '\\' || (n >= 2 && name[1] == ':'))
-        return bad(a, "entry name '%.*s' is an absolute path", (int)(n > 200 ? 200 : n), (const char *)name);
-    for (size_t i = 0; i < n;) {
-        size_t j = i;
-        while (j < n && name[j] != '/' && name[j] != '\\') j++;
-        if (j - i == 2 && name[i] == '.' && name[i + 1] == '.')
-            return bad(a, "entry name '%.*s' has a '..' component", (int)(n > 200 ? 200 : n), (const char *)name);
-        i = j + 1;
-    }
-    return ONNXIO_OK;
+    onnxio_status s;
+    const char *why = onnxio__path_problem((const char *)name, n, &s);
+    if (!why) return ONNXIO_OK;
+    return bad(a, "entry name '%.*s' %s", (int)strnlen((const char *)name, n > 200 ? 200 : n), (const char *)name, why);
 }
 
 static int by_name_cmp(const void *x, const void *y)
@@ -792,18 +785,6 @@ onnxio_status onnxio__zip_write_directory(int fd, const char *what, out_entry *e
 }
 
 /* ---- replacing the model ------------------------------------------- */
-
-onnxio_status onnxio__archive_save_config(const onnxio_serialize_options *opts, onnxio_serialize_options *cfg)
-{
-    onnxio_status s = onnxio__serialize_config(opts, cfg);
-    if (s) return s;
-    const onnxio_external_data_options *x = &cfg->external_data;
-    if (x->location || x->all_tensors_to_one_file == ONNXIO_OFF || x->max_file_size || x->checksum)
-        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT,
-                            "external data options (location, all_tensors_to_one_file, max_file_size, checksum) do not "
-                            "apply to an .onnxz archive");
-    return ONNXIO_OK;
-}
 
 static onnxio_status sync_fd(int fd, const char *what)
 {
