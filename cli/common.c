@@ -123,18 +123,31 @@ int cli_parse_args(const cli_verb *verb, int argc, char **argv, const cli_option
     return -1;
 }
 
+/* Reads the decimal digits at *p (at least one) into *value, leaving *p
+ * after them. -1 when there are none or they overflow. */
+static int parse_digits(const char **p, uint64_t *value)
+{
+    const char *q = *p;
+    uint64_t v = 0;
+    if (*q < '0' || *q > '9')
+        return -1;
+    for (; *q >= '0' && *q <= '9'; q++) {
+        unsigned digit = (unsigned)(*q - '0');
+        if (v > (UINT64_MAX - digit) / 10)
+            return -1;
+        v = v * 10 + digit;
+    }
+    *p = q;
+    *value = v;
+    return 0;
+}
+
 int cli_parse_size(const char *text, uint64_t *out)
 {
     const char *p = text;
-    uint64_t value = 0;
-    if (*p < '0' || *p > '9')
+    uint64_t value;
+    if (parse_digits(&p, &value) != 0)
         return -1;
-    for (; *p >= '0' && *p <= '9'; p++) {
-        unsigned digit = (unsigned)(*p - '0');
-        if (value > (UINT64_MAX - digit) / 10)
-            return -1;
-        value = value * 10 + digit;
-    }
     unsigned shift = 0;
     switch (*p) {
     case 'k': case 'K': shift = 10; p++; break;
@@ -154,29 +167,18 @@ int cli_parse_size(const char *text, uint64_t *out)
     return 0;
 }
 
-int cli_parse_count(const char *text, uint64_t *out)
-{
-    uint64_t value = 0;
-    if (*text == '\0')
-        return -1;
-    for (const char *p = text; *p; p++) {
-        if (*p < '0' || *p > '9')
-            return -1;
-        unsigned digit = (unsigned)(*p - '0');
-        if (value > (UINT64_MAX - digit) / 10)
-            return -1;
-        value = value * 10 + digit;
-    }
-    *out = value;
-    return 0;
-}
-
 int cli_parse_max_expansion(const cli_verb *verb, const char *text, uint64_t *out)
 {
-    if (text && cli_parse_count(text, out) != 0)
-        return cli_usage_error(verb, "--max-expansion: invalid factor '%s' (a whole number; 0: the default, %u)", text,
-                               (unsigned)ONNXIO_DEFAULT_MAX_EXPANSION);
-    return -1;
+    const char *p = text;
+    uint64_t value;
+    if (!text)
+        return -1;
+    if (parse_digits(&p, &value) == 0 && *p == '\0') {
+        *out = value;
+        return -1;
+    }
+    return cli_usage_error(verb, "--max-expansion: invalid factor '%s' (a whole number; 0: the default, %u)", text,
+                           (unsigned)ONNXIO_DEFAULT_MAX_EXPANSION);
 }
 
 int cli_string_cmp(onnxio_string a, onnxio_string b)

@@ -90,10 +90,6 @@ int cli_grow(void **array, size_t *capacity, size_t count, size_t elem);
 
 /* ---- numbers and sizes ----------------------------------------------- */
 
-/* Parses a plain decimal count (digits only, no sign, no suffix). Returns
- * 0 on success, -1 when the text is not such a number or overflows. */
-int cli_parse_count(const char *text, uint64_t *out);
-
 /* Parses the value of `--max-expansion N` (onnxio_parse_options.max_expansion:
  * 0 means the library's default) into *out, which stays as it is when
  * `text` is NULL (the option was not given). Returns -1 when the verb

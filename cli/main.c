@@ -6,7 +6,7 @@
 #include "common.h"
 
 /* SIGINT, SIGTERM, SIGHUP: the temporary files of a save in progress
- * (".NAME.tmp-XXXXXX" beside its target) are removed, then the signal is
+ * (".NAME.onnxio-tmp-XXXXXXXXXXXX" beside its target) are removed, then the signal is
  * raised again with its default action, so that the process still dies of
  * it (a shell or a supervisor sees "killed by signal", not an exit status).
  * Only async-signal-safe calls: onnxio_remove_temporary_files is one by

@@ -105,16 +105,17 @@ static const char *failure_text(onnxio_status status)
     return msg && *msg ? msg : onnxio_status_message(status);
 }
 
-PyObject *pyonnxio_raise(onnxio_status status)
-{
-    return raise_class(class_of(status), failure_text(status));
-}
-
-PyObject *pyonnxio_raise_writing(onnxio_status status)
+/* Raises the exception for `status` with `msg`; `writing`: a writing
+ * operation, where the DECODE class is EncodeError. */
+static PyObject *raise_status(onnxio_status status, int writing, const char *msg)
 {
     status_class cls = class_of(status);
-    return raise_class(cls == CLASS_DECODE ? CLASS_ENCODE : cls, failure_text(status));
+    return raise_class(writing && cls == CLASS_DECODE ? CLASS_ENCODE : cls, msg);
 }
+
+PyObject *pyonnxio_raise(onnxio_status status) { return raise_status(status, 0, failure_text(status)); }
+
+PyObject *pyonnxio_raise_writing(onnxio_status status) { return raise_status(status, 1, failure_text(status)); }
 
 /* ---- payload owners made of Python objects ------------------------------ */
 
@@ -1120,9 +1121,7 @@ static PyObject *mod_raise_status(PyObject *self, PyObject *args, PyObject *kw)
     int status, writing = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "i|p:_raise_status", kwlist, &status, &writing)) return NULL;
     if (status == ONNXIO_OK) Py_RETURN_NONE;
-    status_class cls = class_of((onnxio_status)status);
-    if (writing && cls == CLASS_DECODE) cls = CLASS_ENCODE;
-    return raise_class(cls, onnxio_status_message((onnxio_status)status));
+    return raise_status((onnxio_status)status, writing, onnxio_status_message((onnxio_status)status));
 }
 
 /* ---- module ----------------------------------------------------------------- */

@@ -22,10 +22,8 @@ checks a path or parses a key itself.
   reached from base_dir one component at a time, a symlink is followed only
   while it stays under base_dir (onnx refuses every symlink), anything but a
   regular file (a FIFO, a device, a socket, a directory) is refused without
-  being opened (once the loader opens through ``onnxio_external_data_open``,
-  as the writer below does; a loader that opens with O_NONBLOCK first still
-  refuses it, with OSError, and never blocks), a file with other hard links
-  is refused, offset and length are checked against the file's size and
+  being opened (the walk of ``onnxio_external_data_open``, which the writer
+  below uses too), a file with other hard links is refused, offset and length are checked against the file's size and
   against the tensor's data_type and dims, all before anything is allocated
   or read.
 - Writing (save_external_data, which appends) opens the data file with
