@@ -250,12 +250,12 @@ class ParseOptions(TensorBufferOptions):
     max_expansion: the most a load may allocate for structure and payloads
         (copies, inflated .onnxz entries, payload_fn placements), as a
         multiple of the bytes it reads (the model and every distinct
-        external data file or archive entry), plus 64 MiB
-        (``onnxio_parse_options.max_expansion``). 0: the library's default,
-        100; ``2**64 - 1``: no limit. Past it the load raises DecodeError
-        before allocating more: it stops zip bombs, overlapping external
-        data ranges and floods of empty messages. (The library enforces it
-        as its loaders learn to count; the option is passed on as it is.)
+        external data file or archive entry), plus 1 MiB
+        (``onnxio_parse_options.max_expansion``,
+        ``ONNXIO_EXPANSION_ALLOWANCE``). 0: the library's default, 100;
+        ``2**64 - 1``: no limit. Past it the load raises DecodeError before
+        allocating more: it stops zip bombs, overlapping external data
+        ranges and floods of empty messages.
     """
 
     __slots__ = ("num_threads", "no_copy", "load_external_data", "base_dir", "skip_raw_data", "max_depth",
