@@ -288,7 +288,8 @@ def to_array(tensor: Any, base_dir: str = "") -> np.ndarray:  # noqa: PLR0911
         docstring: writable only for privately owned payloads).
 
     Raises:
-        ValueError: a segment tensor, or data that does not fit dims.
+        ValueError: a segment tensor, a negative dimension, or data that does
+            not fit dims.
         TypeError: data_type UNDEFINED. KeyError: an unknown data_type.
         ExternalDataError / OSError: external data that cannot be read.
     """
@@ -297,11 +298,17 @@ def to_array(tensor: Any, base_dir: str = "") -> np.ndarray:  # noqa: PLR0911
     if tensor.data_type == _TensorProto.UNDEFINED:
         raise TypeError("The element type in the input tensor is UNDEFINED.")
 
+    dims = tensor.dims
+    for i, d in enumerate(dims):
+        if d < 0:
+            # onnx reshapes to -1 here, which gives data of any length a
+            # shape that is not dims; a negative dimension is not a shape.
+            raise ValueError(f"tensor {tensor.name!r}: dims[{i}] is {d}; a dimension cannot be negative")
+
     tensor_dtype = tensor.data_type
     np_dtype = helper.tensor_dtype_to_np_dtype(tensor_dtype)
     storage_np_dtype = helper.tensor_dtype_to_np_dtype(helper.tensor_dtype_to_storage_tensor_dtype(tensor_dtype))
     storage_field = helper.tensor_dtype_to_field(tensor_dtype)
-    dims = tensor.dims
 
     if tensor_dtype == _TensorProto.STRING:
         utf8_strings = getattr(tensor, storage_field)

@@ -157,6 +157,24 @@ def test_errors_like_onnx():
         xnh.to_array(to_x(short4))
 
 
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"data_type": OT.FLOAT},  # the fuzzer's find: no data at all
+        {"data_type": OT.FLOAT, "raw_data": b"\0" * 12},
+        {"data_type": OT.INT32, "int32_data": [1, 2, 3]},
+        {"data_type": OT.STRING, "string_data": [b"a", b"b"]},
+    ],
+)
+def test_negative_dimension_is_refused(fields):
+    # onnx reshapes to dims, so -1 takes whatever length the data has: the
+    # array's shape is then not the tensor's dims (numpy is the witness).
+    t = onnx.TensorProto(name="neg", dims=[-1], **fields)
+    assert onh.to_array(t).shape != tuple(t.dims)
+    with pytest.raises(ValueError, match=r"'neg': dims\[0\] is -1"):
+        xnh.to_array(to_x(t))
+
+
 def test_sequences_maps_optionals():
     lists = [
         [np.arange(3, dtype=np.int64), np.ones((2, 2), np.float32)],
