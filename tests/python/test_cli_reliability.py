@@ -368,11 +368,15 @@ def big_model(tmp_path_factory):
     return path
 
 
-def interrupt_save(args, out_dir, sig):
-    """Starts `onnxio ARGS`, waits until its save has a temporary file in
-    `out_dir`, sends `sig`; returns the exit status."""
+def interrupt_save(args, out_dir, sig, disposition=signal.SIG_DFL):
+    """Starts `onnxio ARGS` with `disposition` for `sig`, waits until its
+    save has a temporary file in `out_dir`, sends `sig`; returns the exit
+    status."""
+    # The child gets `disposition` whatever this test runner inherited (under
+    # nohup SIGHUP is ignored, and the CLI leaves an ignored signal ignored).
     p = subprocess.Popen([str(CLI), *map(str, args)], stdin=subprocess.DEVNULL,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         preexec_fn=lambda: signal.signal(sig, disposition))
     try:
         deadline = time.monotonic() + 120
         while not temporary_files(out_dir):
@@ -411,6 +415,20 @@ def test_signal_during_convert(big_model, tmp_path, sig, target):
     assert temporary_files(tmp_path) == []
     assert out.read_bytes() == old
     assert sorted(p.name for p in tmp_path.iterdir()) == [target]
+
+
+def test_ignored_sighup_is_left_ignored(big_model, tmp_path):
+    """Under nohup (SIGHUP ignored) a hangup does not stop the save: the
+    output is the whole new model, as onnx's checker reads it."""
+    out = tmp_path / "out.onnx"
+    rc = interrupt_save(["convert", big_model, out, "--external-data", "out.bin", "--threads", "1"],
+                        tmp_path, signal.SIGHUP, disposition=signal.SIG_IGN)
+    assert rc == 0
+    assert temporary_files(tmp_path) == []
+    onnx.checker.check_model(str(out), full_check=False)
+    model = onnx.load(str(out), load_external_data=False)
+    assert [t.name for t in model.graph.initializer] == ["big0", "big1", "big2", "big3"]
+    assert (tmp_path / "out.bin").stat().st_size >= 4 * (96 << 20)
 
 
 def test_signal_during_convert_external(big_model, tmp_path):
