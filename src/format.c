@@ -179,6 +179,8 @@ ONNXIO_API unsigned onnxio_data_type_bits(int32_t data_type)
     case ONNXIO_TensorProto_DataType_UINT4:
     case ONNXIO_TensorProto_DataType_INT4:
     case ONNXIO_TensorProto_DataType_FLOAT4E2M1: return 4;
+    case ONNXIO_TensorProto_DataType_FLOAT6E2M3:
+    case ONNXIO_TensorProto_DataType_FLOAT6E3M2: return 6;
     case ONNXIO_TensorProto_DataType_UINT8:
     case ONNXIO_TensorProto_DataType_INT8:
     case ONNXIO_TensorProto_DataType_BOOL:

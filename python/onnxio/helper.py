@@ -101,12 +101,8 @@ _DEFAULT_OPSET_VERSION: int = VERSION_TABLE[-1][2]
 
 VersionMapType = dict[tuple[str, int], int]
 
-# The 6-bit float types (onnx 1.23, data types 27 and 28), when the schema
-# the extension was built from has them; without them the mapping simply has
-# no such rows and those data types raise KeyError like any unknown one.
-_FLOAT6_TYPES = frozenset(
-    int(getattr(TensorProto, n)) for n in ("FLOAT6E2M3", "FLOAT6E3M2") if hasattr(TensorProto, n)
-)
+# The 6-bit float types (onnx 1.23.2, data types 27 and 28).
+_FLOAT6_TYPES = frozenset({TensorProto.FLOAT6E2M3, TensorProto.FLOAT6E3M2})
 
 
 def _create_op_set_id_version_map(table: VersionTableType) -> VersionMapType:
@@ -1206,8 +1202,6 @@ class TensorDtypeMap(NamedTuple):
 
 
 def _row(np_dtype: Any, storage: str, name: str) -> list[tuple[int, TensorDtypeMap]]:
-    if not hasattr(TensorProto, name):  # a type the built schema lacks (see _FLOAT6_TYPES)
-        return []
     return [
         (
             int(getattr(TensorProto, name)),

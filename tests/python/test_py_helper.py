@@ -30,15 +30,8 @@ OT = onnx.TensorProto
 XT = onnxio.TensorProto
 
 ALL_TYPES = [v for k, v in OT.DataType.items() if k != "UNDEFINED"]
-# Data types of onnx 1.23 that onnxio's schema (src/schema.def) does not list
-# yet (FLOAT6E2M3, FLOAT6E3M2): their tests are expected to fail, strictly,
-# so that they flip to passing the day the schema gets them.
-MISSING_TYPES = {v for k, v in OT.DataType.items() if not hasattr(XT, k)}
-
-
 def tparams(types):
-    return [pytest.param(t, id=OT.DataType.Name(t), marks=pytest.mark.xfail(
-        t in MISSING_TYPES, reason="data type missing from src/schema.def", strict=True)) for t in types]
+    return [pytest.param(t, id=OT.DataType.Name(t)) for t in types]
 
 INT_TYPES = {OT.UINT8, OT.INT8, OT.UINT16, OT.INT16, OT.INT32, OT.INT64, OT.UINT32, OT.UINT64, OT.UINT4, OT.INT4,
              OT.UINT2, OT.INT2}
@@ -327,7 +320,6 @@ def test_value_infos_and_type_protos(shape):
         same(*both("make_tensor_sequence_value_info", "v", OT.FLOAT, shape, elem_shape_denotation=den))
 
 
-@pytest.mark.xfail(bool(MISSING_TYPES), reason="data types missing from src/schema.def", strict=True)
 def test_every_onnx_data_type_is_known():
     assert set(xh.get_all_tensor_dtypes()) == set(oh.get_all_tensor_dtypes())
 
@@ -489,7 +481,7 @@ def test_dtype_mappings(dt):
 
 
 def test_dtype_mapping_sets_and_errors():
-    assert set(xh.get_all_tensor_dtypes()) == set(oh.get_all_tensor_dtypes()) - MISSING_TYPES
+    assert set(xh.get_all_tensor_dtypes()) == set(oh.get_all_tensor_dtypes())
     assert xh.np_dtype_to_tensor_dtype(np.dtype("<U3")) == OT.STRING
     raises_like(lambda: xh.np_dtype_to_tensor_dtype(np.dtype("datetime64[s]")),
                 lambda: oh.np_dtype_to_tensor_dtype(np.dtype("datetime64[s]")))

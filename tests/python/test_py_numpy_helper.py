@@ -25,14 +25,7 @@ import onnxio.numpy_helper as xnh
 
 OT = onnx.TensorProto
 XT = onnxio.TensorProto
-# Data types of onnx 1.23 that onnxio's schema (src/schema.def) does not list
-# yet: expected to fail, strictly, until the schema has them.
-MISSING_TYPES = {v for k, v in OT.DataType.items() if not hasattr(XT, k)}
-NUMERIC_TYPES = [
-    pytest.param(v, id=k, marks=pytest.mark.xfail(v in MISSING_TYPES, reason="missing from src/schema.def",
-                                                  strict=True))
-    for k, v in OT.DataType.items() if k not in ("UNDEFINED", "STRING")
-]
+NUMERIC_TYPES = [pytest.param(v, id=k) for k, v in OT.DataType.items() if k not in ("UNDEFINED", "STRING")]
 
 
 def sample(dt, shape, seed=0):
