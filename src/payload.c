@@ -104,12 +104,16 @@ static void share_add(onnxio__payloads *p, const onnxio__payload_src *src, const
     p->table_count++;
 }
 
-/* Marks the payload as loaded; an external tensor stops being external. */
+/* Marks the payload as loaded; an external tensor stops being external:
+ * no external_data keys, data_location present and DEFAULT, as the onnx
+ * package's load_external_data_for_tensor leaves it (so a load and a save
+ * write the bytes `onnx.load` + `onnx.save` write). */
 static void loaded(onnxio_TensorProto *t, const onnxio__payload_src *src)
 {
     onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
     if (src->external) {
-        onnxio_field_clear(t, &onnxio_desc_TensorProto.fields[ONNXIO_FIELD_TensorProto_data_location]);
+        t->data_location = ONNXIO_TensorProto_DataLocation_DEFAULT;
+        onnxio_set_has(t, ONNXIO_FIELD_TensorProto_data_location);
         onnxio_field_clear(t, &onnxio_desc_TensorProto.fields[ONNXIO_FIELD_TensorProto_external_data]);
     }
 }

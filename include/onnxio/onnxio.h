@@ -478,8 +478,8 @@ onnxio_status onnxio_external_data_open(const char *base_dir, const char *locati
 bool onnxio_domain_is_default(const char *domain, size_t size);
 
 /* Bits of one element of a TensorProto.DataType value: 32 for FLOAT, 8 for
- * BOOL and the 8-bit floats, 4 for INT4, UINT4 and FLOAT4E2M1, 2 for INT2
- * and UINT2; 0 for STRING, UNDEFINED and numbers that are no data type. */
+ * BOOL and the 8-bit floats, 6 for FLOAT6E2M3 and FLOAT6E3M2, 4 for INT4,
+ * UINT4 and FLOAT4E2M1, 2 for INT2 and UINT2; 0 for STRING, UNDEFINED and numbers that are no data type. */
 unsigned onnxio_data_type_bits(int32_t data_type);
 /* The bytes raw_data must hold for t's data_type and dims: elements times
  * bits, sub-byte types packed and rounded up to whole bytes (onnx-ml.proto,
@@ -541,7 +541,9 @@ onnxio_status onnxio_serialize(void *msg, onnxio_buffer **out);
  * (EXTERNAL_DATA), more than max_expansion (EXPANSION), and with
  * verify_checksum a SHA-1 mismatch (CHECKSUM). Tensors that refer to the
  * same bytes share one payload buffer. Loaded tensors hold their payload in
- * raw_data; their data_location and external_data fields are unset. A file
+ * raw_data, their external_data keys removed and data_location set to
+ * DEFAULT (present, as the onnx package's load_external_data_for_tensor
+ * leaves it). A file
  * that onnxio_detect_format calls an archive is loaded as an .onnxz archive
  * (see ".onnxz archives" below; base_dir does not apply). When an earlier
  * save of `path` was interrupted, its journal is finished or rolled back

@@ -126,8 +126,7 @@ static void expect_load(const char *what, const char *dir, const char *base_dir,
         if (st == ONNXIO_OK && want == ONNXIO_OK && CHECK(m && m->graph && m->graph->initializer.size == 1)) {
             onnxio_TensorProto *t = m->graph->initializer.data[0];
             CHECK_MSG(onnxio_has(t, ONNXIO_FIELD_TensorProto_raw_data), "%s: raw_data not present", what);
-            CHECK_MSG(!onnxio_has(t, ONNXIO_FIELD_TensorProto_data_location), "%s: data_location still set", what);
-            CHECK_MSG(t->external_data.size == 0, "%s: external_data still set", what);
+            CHECK_MSG(tu_inlined(t), "%s: not marked inline (data_location DEFAULT, no external_data)", what);
             CHECK_BYTES(t->raw_data.data, t->raw_data.size, data_bytes + offset, length);
         }
         onnxio_arena_unref(a);
@@ -278,7 +277,7 @@ static void test_load_refusals(void)
             CHECK(!onnxio_has(t, ONNXIO_FIELD_TensorProto_raw_data));
             /* then onnxio_load_external_data reads it */
             CHECK_STATUS(onnxio_load_external_data(m, base, NULL), ONNXIO_OK);
-            CHECK(!onnxio_has(t, ONNXIO_FIELD_TensorProto_data_location));
+            CHECK(tu_inlined(t));
             CHECK_BYTES(t->raw_data.data, t->raw_data.size, data_bytes + 8, 24);
         }
         onnxio_arena_unref(a);
@@ -368,7 +367,7 @@ static void test_corpus_external(const char *corpus)
                     CHECK_MSG(l->raw_data.size == len_v && memcmp(l->raw_data.data, dbytes + off_v, len_v) == 0,
                               "%s: tensor %s: loaded payload differs from %s[%llu, +%llu)", models[i], r->name.data, loc,
                               off_v, len_v);
-                    CHECK(!onnxio_has(l, ONNXIO_FIELD_TensorProto_data_location) && l->external_data.size == 0);
+                    CHECK(tu_inlined(l));
                 }
                 free(dbytes);
                 free(dpath);
@@ -529,10 +528,12 @@ static void test_save_external(void)
         nt = collect_tensors(loaded, ts, 8);
         CHECK_EQ_INT(nt, N);
         for (size_t i = 0; i < nt && i < N; i++) CHECK_BYTES(ts[i]->raw_data.data, ts[i]->raw_data.size, payloads[i], sizes[i]);
-        if (loaded) CHECK_MSG(onnxio_message_equal(loaded, orig) == 1, "variant %d: loaded model != original", variant);
+        if (loaded) CHECK_MSG(tu_equal_as_loaded(loaded, orig), "variant %d: loaded model != original", variant);
 
-        /* re-saving inline gives back the original file's bytes */
+        /* re-saving inline gives back the original file's bytes, once the
+         * data_location = DEFAULT marks of the load are taken away */
         char *rpath = tu_path_join(sub, "resaved.onnx");
+        if (loaded) tu_drop_default_locations(loaded);
         if (loaded && CHECK_STATUS(onnxio_save_model(loaded, rpath, NULL), ONNXIO_OK)) {
             size_t rn;
             uint8_t *rb = tu_read_file(rpath, &rn);
@@ -775,7 +776,7 @@ static void test_atomic_save(void)
         onnxio_arena *c = onnxio_arena_new();
         onnxio_ModelProto *back = NULL;
         CHECK_STATUS(onnxio_load_model(xpath, NULL, c, &back), ONNXIO_OK);
-        if (back) CHECK_MSG(onnxio_message_equal(back, model) == 1, "the old model no longer loads as it was saved");
+        if (back) CHECK_MSG(tu_equal_as_loaded(back, model), "the old model no longer loads as it was saved");
         onnxio_arena_unref(c);
 
         /* the same without resource limits: a small payload that was never
@@ -1354,7 +1355,7 @@ static void test_save_modes(void)
         onnxio_parse_options verify = {0};
         verify.verify_checksum = true;
         CHECK_STATUS(onnxio_load_model(mpath, &verify, c, &back), ONNXIO_OK);
-        if (back) CHECK(onnxio_message_equal(back, mb) == 1);
+        if (back) CHECK(tu_equal_as_loaded(back, mb));
         onnxio_arena_unref(c);
         /* a changed byte is caught */
         char *p = tu_path_join(dir, "x_y");
@@ -1462,7 +1463,7 @@ static void test_save_modes(void)
                     CHECK(!is_external_t(ts[i]));
                     CHECK_BYTES(ts[i]->raw_data.data, ts[i]->raw_data.size, payloads[i], sizes[i]);
                 }
-                CHECK(onnxio_message_equal(lm, m) == 1);
+                CHECK(tu_equal_as_loaded(lm, m));
             }
             onnxio_arena_unref(b);
         }
@@ -1493,7 +1494,7 @@ static void test_save_modes(void)
                 o.payload_fn = NULL;
                 CHECK_STATUS(onnxio_load_tensor_external_data(ts[2], dir, &o), ONNXIO_OK);
                 CHECK_BYTES(ts[2]->raw_data.data, ts[2]->raw_data.size, payloads[2], sizes[2]);
-                CHECK(onnxio_message_equal(lm, m) == 1);
+                CHECK(tu_equal_as_loaded(lm, m));
             }
             onnxio_arena_unref(b);
         }

@@ -497,8 +497,8 @@ static void crash_sweep(const char *what, const char *name, const onnxio_seriali
         onnxio_parse_options po = serial_load(false);
         onnxio_status s = onnxio_load_model(path, &po, a, &back);
         CHECK_MSG(s == ONNXIO_OK, "%s, crash point %ld: the next load fails: %s", what, i, onnxio_last_error());
-        bool is_old = back && onnxio_message_equal(back, old_m) == 1;
-        bool is_new = back && onnxio_message_equal(back, new_m) == 1;
+        bool is_old = back && tu_equal_as_loaded(back, old_m);
+        bool is_new = back && tu_equal_as_loaded(back, new_m);
         CHECK_MSG(is_old || is_new, "%s, crash point %ld: the model loaded is neither the old one nor the new one", what,
                   i);
         char why[512] = "";

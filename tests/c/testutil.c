@@ -467,6 +467,47 @@ onnxio_GraphProto *tu_add_subgraph(onnxio_arena *a, onnxio_GraphProto *g, const 
     return attr->g;
 }
 
+bool tu_inlined(const onnxio_TensorProto *t)
+{
+    return t->external_data.size == 0 && onnxio_has(t, ONNXIO_FIELD_TensorProto_data_location) &&
+           t->data_location == ONNXIO_TensorProto_DataLocation_DEFAULT;
+}
+
+void tu_drop_default_locations(void *msg)
+{
+    const onnxio_message_desc *d = ((onnxio_message *)msg)->desc;
+    if (d == &onnxio_desc_TensorProto) {
+        onnxio_TensorProto *t = msg;
+        if (onnxio_has(t, ONNXIO_FIELD_TensorProto_data_location) &&
+            t->data_location == ONNXIO_TensorProto_DataLocation_DEFAULT)
+            onnxio_field_clear(t, &onnxio_desc_TensorProto.fields[ONNXIO_FIELD_TensorProto_data_location]);
+    }
+    for (size_t i = 0; i < d->field_count; i++) {
+        const onnxio_field_desc *f = &d->fields[i];
+        if (f->kind != ONNXIO_KIND_MESSAGE) continue;
+        char *member = (char *)msg + f->offset;
+        if (f->label == ONNXIO_LABEL_REPEATED) {
+            struct { void **data; size_t size, capacity; } *a = (void *)member;
+            for (size_t k = 0; k < a->size; k++) tu_drop_default_locations(a->data[k]);
+        } else if (*(void **)member) {
+            tu_drop_default_locations(*(void **)member);
+        }
+    }
+}
+
+bool tu_equal_as_loaded(const void *loaded, const void *orig)
+{
+    onnxio_arena *a = onnxio_arena_new();
+    void *clone = a ? onnxio_message_clone(a, loaded) : NULL;
+    bool same = false;
+    if (clone) {
+        tu_drop_default_locations(clone);
+        same = onnxio_message_equal(clone, orig) == 1;
+    }
+    onnxio_arena_unref(a);
+    return same;
+}
+
 /* ---- zip archives ------------------------------------------------------ */
 
 void tu_put16(uint8_t *p, uint32_t v)

@@ -106,6 +106,18 @@ void tu_set_string(onnxio_arena *a, void *msg, onnxio_string *s, unsigned index,
  * graph named `name` (NULL: no name), and returns that graph. */
 onnxio_GraphProto *tu_add_subgraph(onnxio_arena *a, onnxio_GraphProto *g, const char *name);
 
+/* Whether a tensor read from external data (or an archive entry) is marked
+ * as the onnx package marks it after load_external_data_for_tensor: no
+ * external_data keys, data_location present and DEFAULT. */
+bool tu_inlined(const onnxio_TensorProto *t);
+/* Whether `loaded` (a model read with its external data) equals `orig` (the
+ * model before it was saved with external data) once the data_location =
+ * DEFAULT marks the load sets on the tensors it read are taken away: the
+ * comparison works on a clone of `loaded`. */
+bool tu_equal_as_loaded(const void *loaded, const void *orig);
+/* Clears data_location where it is DEFAULT on every tensor under `msg`. */
+void tu_drop_default_locations(void *msg);
+
 /* ---- zip archives ------------------------------------------------------ */
 
 /* Little-endian stores of 2, 4 and 8 bytes at `p` (zip's byte order). */

@@ -29,6 +29,7 @@ from onnx import numpy_helper as onh
 import pytest
 
 import onnxio
+import onnxref
 
 MODEL = "__MODEL_PROTO"
 UNZIP = shutil.which("unzip")
@@ -215,20 +216,23 @@ def test_save_load_round_trip(tmp_path):
     # A Constant attribute tensor and a subgraph initializer are entries too.
     assert len(used) == 8
 
+    # What onnx loads from the extracted archive (data_location = DEFAULT on
+    # the tensors read from entries).
+    want = onnxref.inlined(p)
     for kwargs in ({}, {"no_copy": True}, {"num_threads": 1}, {"no_copy": True, "verify_crc": True}):
         got = to_onnx(onnxio.load(str(p), **kwargs))
         assert_same_tensors(got, m)
-        assert got == m, kwargs
+        assert got == want, kwargs
     # Bytes, bytearray and a file object hold the same archive.
     raw = p.read_bytes()
-    assert to_onnx(onnxio.load_model_from_string(raw)) == m
-    assert to_onnx(onnxio.load_model_from_string(bytearray(raw), no_copy=True)) == m
+    assert to_onnx(onnxio.load_model_from_string(raw)) == want
+    assert to_onnx(onnxio.load_model_from_string(bytearray(raw), no_copy=True)) == want
     with open(p, "rb") as f:
-        assert to_onnx(onnxio.load(f)) == m
+        assert to_onnx(onnxio.load(f)) == want
     # Back to .onnx: the bytes onnx writes.
     back = tmp_path / "back.onnx"
     onnxio.save(onnxio.load(str(p), no_copy=True), str(back))
-    assert back.read_bytes() == m.SerializeToString()
+    assert back.read_bytes() == want.SerializeToString()
 
 
 def test_no_copy_views_point_into_the_file(tmp_path):
@@ -250,8 +254,8 @@ def test_alignment(tmp_path, alignment):
     p = tmp_path / "m.onnxz"
     onnxio.save(onnxio.from_onnx(m), str(p), alignment=alignment)
     check_written_archive(p, alignment)
-    assert to_onnx(onnxio.load(str(p), no_copy=True)) == m
-    assert to_onnx(onnxio.load(str(p))) == m
+    assert to_onnx(onnxio.load(str(p), no_copy=True)) == onnxref.inlined(p)
+    assert to_onnx(onnxio.load(str(p))) == onnxref.inlined(p)
 
 
 def test_size_threshold(tmp_path):
@@ -263,8 +267,8 @@ def test_size_threshold(tmp_path):
         onnxio.save(onnxio.from_onnx(m), str(p), size_threshold=threshold)
         entries = check_written_archive(p)
         assert len(entries) - 1 == want, threshold
-        assert to_onnx(onnxio.load(str(p))) == m
-        assert to_onnx(onnxio.load(str(p), no_copy=True)) == m
+        assert to_onnx(onnxio.load(str(p))) == onnxref.inlined(p)
+        assert to_onnx(onnxio.load(str(p), no_copy=True)) == onnxref.inlined(p)
 
 
 def test_save_refuses_external_options(tmp_path):
@@ -313,15 +317,15 @@ def test_archive_made_by_zipfile(tmp_path, compression, model_first):
         got = to_onnx(onnxio.load(str(p), **kwargs))
         assert_same_tensors(got, m)
         assert_same_tensors(got, want)
-        # onnx.load leaves data_location = DEFAULT set; onnxio clears the
-        # field, giving back the model as it was before it was saved.
-        assert got == m, kwargs
+        # The model onnx.load gives for the same files, data_location =
+        # DEFAULT included.
+        assert got == want, kwargs
     # Unloaded, the tensors name the entry.
     lazy = to_onnx(onnxio.load(str(p), load_external_data=False))
     locs = {e.value for _, t in all_tensors(lazy) for e in t.external_data if e.key == "location"}
     assert locs == {"m.data"}
     got = to_onnx(onnxio.load_model_from_string(p.read_bytes(), no_copy=True))
-    assert got == m
+    assert got == want
 
 
 @pytest.mark.parametrize("compression", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
@@ -722,7 +726,7 @@ def test_replace_archive_model(tmp_path):
     before, model_at = tensor_entries(p)
     prefix = p.read_bytes()[:model_at]
 
-    want = m
+    want = onnxref.inlined(p)  # what onnx loads from the extracted archive
     for tag in ("one", "two"):  # two replacements in a row
         lazy = onnxio.load(str(p), load_external_data=False)
         edit(lazy, tag)
@@ -749,6 +753,7 @@ def test_replace_with_loaded_payloads_inlines_them(tmp_path):
     m = make_model()
     p = tmp_path / "m.onnxz"
     onnxio.save(onnxio.from_onnx(m), p)  # pathlib paths too
+    loaded = onnxref.inlined(p)  # what onnx loads from the extracted archive
     before, _ = tensor_entries(p)
     full = onnxio.load(str(p))  # payloads loaded: written inline in the new model
     full.graph.node[1].name = "inline"
@@ -759,7 +764,7 @@ def test_replace_with_loaded_payloads_inlines_them(tmp_path):
         inner = onnx.load_model_from_string(z.read(MODEL))
     assert all(t.data_location != TensorProto.EXTERNAL for _, t in all_tensors(inner))
     want = onnx.ModelProto()
-    want.CopyFrom(m)
+    want.CopyFrom(loaded)
     want.graph.node[1].name = "inline"
     assert to_onnx(onnxio.load(str(p))) == want
 
@@ -868,9 +873,9 @@ def test_replace_crash_safety(tmp_path):
     assert r.returncode == 0 and "done" in r.stdout, r.stderr
     timed = r
     final = done.stat().st_size
-    new = edited(m, "crash")
+    old = onnxref.inlined(pristine)  # what onnx loads from the extracted archive
+    new = edited(old, "crash")
     assert to_onnx(onnxio.load(str(done))) == new
-    old = m
 
     seen = set()
     p = tmp_path / "m.onnxz"

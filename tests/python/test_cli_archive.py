@@ -22,6 +22,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+import onnxref
 from clitool import run, run_ok
 
 TESTDATA = Path("/usr/share/libonnx-testdata/data")
@@ -108,10 +109,6 @@ def assert_same_tensors(a_path, b_path):
         xa, ya = numpy_helper.to_array(x), numpy_helper.to_array(y)
         assert xa.dtype == ya.dtype and xa.shape == ya.shape, x.name
         assert np.array_equal(xa, ya), x.name
-
-
-def libprotobuf_bytes(path):
-    return onnx.load(str(path), load_external_data=False).SerializeToString()
 
 
 # ---- the archive, read independently ---------------------------------------
@@ -209,11 +206,11 @@ def test_round_trip_is_byte_identical(model_path, tmp_path):
 
     back = tmp_path / "back.onnx"
     run_ok("convert", arch, back)  # an archive IN is read inline by default
-    assert back.read_bytes() == model_path.read_bytes()
+    assert back.read_bytes() == onnxref.inlined_bytes(arch)
     assert_same_tensors(back, model_path)
     # --inline says the same thing explicitly
     run_ok("convert", arch, tmp_path / "inline.onnx", "--inline")
-    assert (tmp_path / "inline.onnx").read_bytes() == model_path.read_bytes()
+    assert (tmp_path / "inline.onnx").read_bytes() == back.read_bytes()
 
 
 @pytest.mark.parametrize("copy", ["--copy", "--no-copy"])
@@ -226,7 +223,7 @@ def test_round_trip_load_modes(model_path, tmp_path, copy, threads):
     assert arch.read_bytes() == reference.read_bytes()  # same bytes whatever N or mode
     back = tmp_path / "back.onnx"
     run_ok("convert", arch, back, copy, "--threads", threads)
-    assert back.read_bytes() == model_path.read_bytes()
+    assert back.read_bytes() == onnxref.inlined_bytes(arch)
 
 
 def test_round_trip_testdata(tmp_path):
@@ -239,7 +236,7 @@ def test_round_trip_testdata(tmp_path):
     assert set(referenced) == {n for n, s in raw_sizes(src).items() if s > 0}
     back = tmp_path / "back.onnx"
     run_ok("convert", arch, back)
-    assert back.read_bytes() == libprotobuf_bytes(src)
+    assert back.read_bytes() == onnxref.inlined_bytes(arch)
     assert_same_tensors(back, src)
 
 
@@ -258,7 +255,7 @@ def test_alignment(model_path, tmp_path, alignment):
         offsets = [h["data_offset"] for n, h in local_headers(arch).items() if n != MODEL_ENTRY]
         assert all(o % want == 0 for o in offsets)
     run_ok("convert", arch, tmp_path / "back.onnx")
-    assert (tmp_path / "back.onnx").read_bytes() == model_path.read_bytes()
+    assert (tmp_path / "back.onnx").read_bytes() == onnxref.inlined_bytes(arch)
 
 
 @pytest.mark.parametrize("threshold,limit", [("0", 1), ("1", 1), ("1024", 1024), ("1025", 1025),
@@ -271,7 +268,7 @@ def test_size_threshold(model_path, tmp_path, threshold, limit):
     assert set(referenced) == {n for n, s in sizes.items() if s >= limit and s > 0}
     assert len(entries) == len(referenced) + 1
     run_ok("convert", arch, tmp_path / "back.onnx")
-    assert (tmp_path / "back.onnx").read_bytes() == model_path.read_bytes()
+    assert (tmp_path / "back.onnx").read_bytes() == onnxref.inlined_bytes(arch)
 
 
 def test_external_data_to_archive_and_back(model_path, tmp_path):
@@ -303,7 +300,7 @@ def test_external_data_to_archive_and_back(model_path, tmp_path):
     assert_same_tensors(per, model_path)
     inline = out_dir / "inline.onnx"
     run_ok("convert", per, inline, "--inline")
-    assert inline.read_bytes() == model_path.read_bytes()
+    assert inline.read_bytes() == onnxref.inlined_bytes(per)
 
 
 def test_external_data_with_base_dir(model_path, tmp_path):
@@ -317,7 +314,7 @@ def test_external_data_with_base_dir(model_path, tmp_path):
     assert_failure(rc, out, err, "convert", moved)
     run_ok("convert", moved, arch, "--base-dir", tmp_path / "data")
     run_ok("convert", arch, tmp_path / "back.onnx")
-    assert (tmp_path / "back.onnx").read_bytes() == model_path.read_bytes()
+    assert (tmp_path / "back.onnx").read_bytes() == onnxref.inlined_bytes(arch)
 
 
 def test_archive_to_archive(model_path, tmp_path):
@@ -342,7 +339,7 @@ def test_archive_detected_by_content(model_path, tmp_path):
     renamed = tmp_path / "looks_like.onnx"
     shutil.copy(arch, renamed)
     run_ok("convert", renamed, tmp_path / "back.onnx")
-    assert (tmp_path / "back.onnx").read_bytes() == model_path.read_bytes()
+    assert (tmp_path / "back.onnx").read_bytes() == onnxref.inlined_bytes(arch)
     j = json.loads(run_ok("info", "--json", renamed))
     assert j["archive"] is not None
 
@@ -363,7 +360,7 @@ def test_deflated_archive(model_path, tmp_path):
     run_ok("convert", deflated, restored)
     assert restored.read_bytes() == arch.read_bytes()
     run_ok("convert", deflated, tmp_path / "back.onnx")
-    assert (tmp_path / "back.onnx").read_bytes() == model_path.read_bytes()
+    assert (tmp_path / "back.onnx").read_bytes() == onnxref.inlined_bytes(deflated)
 
 
 # ---- convert: usage errors and failures --------------------------------------
@@ -533,7 +530,7 @@ def test_info_unaligned_entries(model_path, tmp_path):
             assert e["zero_copy"] == (e["data_offset"] % 64 == 0)
     # still a valid model for onnxio, copied where unaligned
     run_ok("convert", plain_zip, tmp_path / "back.onnx")
-    assert (tmp_path / "back.onnx").read_bytes() == model_path.read_bytes()
+    assert (tmp_path / "back.onnx").read_bytes() == onnxref.inlined_bytes(plain_zip)
     text = run_ok("info", plain_zip).decode()
     assert f"{want} of {a['tensor_entries']} tensor entries zero-copy" in text
 
