@@ -708,8 +708,9 @@ def save_model(
             the model, those whose ``sys.getsizeof(raw_data)`` (as onnx
             measures: the length plus 33) is at least ``size_threshold``; ``proto`` itself is not modified (onnx
             modifies it). Needs a path, or a file object with a ``name``.
-        all_tensors_to_one_file: True: one file, ``location`` (default: the
-            model file's name + ".data"); False: one file per tensor.
+        all_tensors_to_one_file: True: one file, ``location`` (default: a
+            fresh "<uuid>.data" on every save, as onnx names it); False: one
+            file per tensor.
         location, convert_attribute: as onnx.
         num_threads: threads writing payloads (0: one per core); the bytes
             do not depend on it.
@@ -776,7 +777,9 @@ def save_model(
         kwargs["size_threshold"] = max(int(size_threshold) - _BYTES_OVERHEAD, 1)
         if all_tensors_to_one_file:
             if location is None and path is not None:
-                location = os.path.basename(path) + ".data"
+                from onnxio import external_data_helper
+
+                location = external_data_helper._fresh_name() + ".data"
             kwargs["location"] = location
         if path is None or (kwargs["location"] is None and all_tensors_to_one_file):
             raise ValueError("save_as_external_data needs a path, or a file object with a name")

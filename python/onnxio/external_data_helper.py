@@ -256,6 +256,14 @@ def _payload_size(tensor: Any) -> int | None:
     return None if view is None else memoryview(view).nbytes
 
 
+def _fresh_name() -> str:
+    """A new unique file name, as onnx makes one for external data when no
+    location is given: a uuid, but uuid4 (random) where onnx takes uuid1,
+    which spells the host's MAC address and the time into the name of a
+    file that ships with the model."""
+    return str(uuid.uuid4())
+
+
 def convert_model_to_external_data(
     model: Any,
     all_tensors_to_one_file: bool = True,
@@ -270,8 +278,9 @@ def convert_model_to_external_data(
     Args:
         model: the ModelProto, changed in place.
         all_tensors_to_one_file: one file for all (`location`, or a new
-            "<uuid>.data"), else one file per tensor named after the tensor
-            (a uuid when the name is not a valid file name).
+            "<uuid>.data", a fresh name as onnx gives), else one file per
+            tensor named after the tensor (a uuid when the name is not a
+            valid file name).
         location: the one file's path, relative to the model's directory.
         size_threshold: the threshold onnx uses, compared with
             sys.getsizeof(raw_data) (the payload's length plus 33 bytes).
@@ -291,7 +300,7 @@ def convert_model_to_external_data(
         return size is not None and size + _BYTES_OVERHEAD >= size_threshold
 
     if all_tensors_to_one_file:
-        file_name = str(uuid.uuid1()) + ".data"
+        file_name = _fresh_name() + ".data"
         if location:
             # The library's spelling rules (ExternalDataError, a ValueError,
             # as onnx's for an absolute path); onnx checks only isabs here.
@@ -307,7 +316,7 @@ def convert_model_to_external_data(
             if big_enough(tensor):
                 tensor_location = tensor.name
                 if not _is_valid_filename(tensor_location):
-                    tensor_location = str(uuid.uuid1())
+                    tensor_location = _fresh_name()
                 set_external_data(tensor, tensor_location)
 
 

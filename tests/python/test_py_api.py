@@ -13,6 +13,7 @@ import io
 import os
 import pathlib
 import sys
+import uuid
 
 import numpy as np
 import onnx
@@ -224,9 +225,18 @@ def test_external_data_defaults(tmp_path, model_bytes):
     onnxio.save(m, tmp_path / "m.onnx", save_as_external_data=True)
     refs = external_refs(tmp_path / "m.onnx")
     assert set(refs) == {"w1", "w2"}  # initializers of at least 1024 bytes (onnx's rule); not the Constant
-    assert {r["location"] for r in refs.values()} == {"m.onnx.data"}
+    # one data file with a fresh name, as onnx gives: "<uuid>.data"
+    (location,) = {r["location"] for r in refs.values()}
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["m.onnx", location])
+    assert str(uuid.UUID(location[:-len(".data")])) + ".data" == location
+    assert uuid.UUID(location[:-len(".data")]).version == 4  # random: no MAC address, unlike onnx's uuid1
     assert all(int(r["offset"]) % 4096 == 0 for r in refs.values())
     assert onnx_loaded(tmp_path / "m.onnx") == marked(model_bytes, external_refs(tmp_path / "m.onnx"))
+    # onnx names its file the same way: the name differs on every save
+    (tmp_path / "onnx").mkdir()
+    onnx.save(onnx.ModelProto.FromString(model_bytes), str(tmp_path / "onnx" / "m.onnx"), save_as_external_data=True)
+    (theirs,) = {r["location"] for r in external_refs(tmp_path / "onnx" / "m.onnx").values()}
+    assert theirs.endswith(".data") and len(theirs) == len(location) and theirs != location
 
 
 SELECTIONS = [
