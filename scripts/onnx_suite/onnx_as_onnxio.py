@@ -8,13 +8,15 @@ Loaded before the test files are collected, it imports the real `onnx`
   name of `onnxio` (the message classes, load/save, from_onnx, ...), and the
   real package's __path__, so that `import onnx.backend.test` and other
   modules onnxio does not provide still come from the real package;
-- "onnx.<name>" for each submodule onnxio provides (`onnxio._SUBMODULES`):
-  onnxio's module.
+- "onnx.<name>" for each public submodule of the onnxio package (helper,
+  numpy_helper, onnx_pb, ...): onnxio's module.
 
 Real onnx modules imported earlier keep the real objects they bound; those
 imported later (onnx.backend, onnx.reference when onnxio has none) see
 onnxio's, as a user's program would after `import onnxio as onnx`.
 """
+import importlib
+import pkgutil
 import sys
 import types
 
@@ -30,9 +32,9 @@ proxy.__loader__ = _real.__loader__
 for name in dir(onnxio):
     if not name.startswith("__"):
         setattr(proxy, name, getattr(onnxio, name))
-PROVIDED = tuple(onnxio._SUBMODULES)
+PROVIDED = tuple(m.name for m in pkgutil.iter_modules(onnxio.__path__) if not m.name.startswith("_"))
 for sub in PROVIDED:
-    module = getattr(onnxio, sub)
+    module = importlib.import_module(f"onnxio.{sub}")
     setattr(proxy, sub, module)
     sys.modules[f"onnx.{sub}"] = module
 sys.modules["onnx"] = proxy

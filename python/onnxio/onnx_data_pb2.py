@@ -1,0 +1,2 @@
+"""onnxio.onnx_pb under the name of onnx.onnx_data_pb2 (see onnx_pb)."""
+from onnxio.onnx_pb import *  # noqa: F401,F403
