@@ -75,7 +75,13 @@ __version__ = _onnxio._library_version
 # The onnx package is built with ONNX-ML; onnxio's schema includes onnx-ml.proto.
 ONNX_ML = True
 
-_SUBMODULES = ("helper", "numpy_helper", "external_data_helper")
+_SUBMODULES = ("helper", "numpy_helper", "external_data_helper",
+               # onnx's toolbox on onnxio's messages (they need the onnx package)
+               "checker", "shape_inference", "version_converter", "printer", "parser", "inliner", "compose",
+               "utils", "reference", "model_container", "defs",
+               # onnxio's classes under the names of onnx's generated modules
+               "onnx_pb", "onnx_ml_pb2", "onnx_data_pb", "onnx_data_pb2", "onnx_operators_pb",
+               "onnx_operators_ml_pb2")
 # Functions onnx exports at the top level from its external_data_helper.
 _EXTERNAL_DATA_FUNCTIONS = ("convert_model_to_external_data", "load_external_data_for_model",
                             "write_external_data_tensors")
@@ -847,13 +853,15 @@ def consolidate_tensors_to_buffer(model, options: TensorBufferOptions | None = N
 
 
 def _onnx_class(full_name: str):
-    """The onnx package's class of a proto name ("onnx.TensorProto.Segment")."""
-    import onnx
+    """The onnx package's class of a proto name ("onnx.TensorProto.Segment"):
+    protobuf's class for the descriptor onnx's generated modules registered,
+    found in protobuf's pool rather than by attribute, so that it is onnx's
+    class even where `onnx` names onnxio (``import onnxio as onnx`` put
+    into sys.modules)."""
+    import onnx  # noqa: F401  (registers onnx's descriptors)
+    from google.protobuf import descriptor_pool, message_factory
 
-    obj = onnx
-    for part in full_name.split(".")[1:]:
-        obj = getattr(obj, part)
-    return obj
+    return message_factory.GetMessageClass(descriptor_pool.Default().FindMessageTypeByName(full_name))
 
 
 def from_onnx(proto):

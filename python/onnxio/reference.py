@@ -1,0 +1,31 @@
+"""onnx.reference on onnxio's messages: ReferenceEvaluator takes an onnxio
+ModelProto, GraphProto, FunctionProto or NodeProto (or onnx's, or a path
+or bytes, as onnx's does), and `functions` of either kind; outputs are
+numpy arrays, as onnx's are.
+
+The evaluator is onnx's Python code; the message is converted to onnx's
+once, at construction (onnxio.to_onnx), so running costs what it costs in
+onnx.
+
+Needs the onnx package (`pip install onnxio[onnx]`).
+"""
+from onnxio import _bridge
+
+_reference = _bridge.require("onnx.reference")
+__all__ = ["ReferenceEvaluator"]
+# onnx's submodules (ops, op_run, ...) are found beside onnx's own: with
+# `onnx` mapped to onnxio, `import onnx.reference.ops` still works. Import
+# them from onnx.reference (as onnxio.reference.op_run they would be second
+# copies, whose OpRun the evaluator does not know).
+__path__ = list(_reference.__path__)
+
+
+class ReferenceEvaluator(_reference.ReferenceEvaluator):
+    """onnx.reference.ReferenceEvaluator, taking onnxio messages too."""
+
+    def __init__(self, proto, opsets=None, functions=None, *args, **kwargs):
+        super().__init__(_bridge.to_onnx(proto), _bridge.to_onnx(opsets), _bridge.to_onnx(functions), *args,
+                         **kwargs)
+
+    def run(self, output_names, feed_inputs, attributes=None, *args, **kwargs):
+        return super().run(output_names, feed_inputs, _bridge.to_onnx(attributes), *args, **kwargs)
