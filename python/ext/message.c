@@ -94,6 +94,33 @@ const onnxio_message_desc *pyonnxio_message_desc_of(PyObject *obj)
     return desc_of(m);
 }
 
+static PyObject *m_FromString(PyObject *cls, PyObject *data);
+
+PyObject *pyonnxio_coerce_message(PyObject *obj)
+{
+    if (PyObject_TypeCheck(obj, pyonnxio_MessageType) || PyType_Check(obj)) return Py_NewRef(obj);
+    PyObject *descriptor = PyObject_GetAttrString((PyObject *)Py_TYPE(obj), "DESCRIPTOR");
+    if (!descriptor) {
+        PyErr_Clear();
+        return Py_NewRef(obj);
+    }
+    PyObject *name = PyObject_GetAttrString(descriptor, "full_name");
+    Py_DECREF(descriptor);
+    const char *full = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+    const onnxio_message_desc *desc = full && strncmp(full, "onnx.", 5) == 0 ? onnxio_message_desc_by_name(full) : NULL;
+    PyTypeObject *cls = desc ? pyonnxio_message_type(desc) : NULL;
+    Py_XDECREF(name);
+    if (!cls) {
+        PyErr_Clear();
+        return Py_NewRef(obj);
+    }
+    PyObject *data = PyObject_CallMethod(obj, "SerializeToString", NULL);
+    if (!data) return NULL;
+    PyObject *m = m_FromString((PyObject *)cls, data);
+    Py_DECREF(data);
+    return m;
+}
+
 /* ---- object lifetime -------------------------------------------------- */
 
 static PyOnnxioMessage *alloc_object(PyTypeObject *tp)
@@ -693,8 +720,10 @@ static int init_message_field(PyOnnxioMessage *self, const onnxio_field_desc *f,
         if (!it) return -1;
         PyObject *item;
         while ((item = PyIter_Next(it))) {
-            int rc = append_message_item(self, c, f, item);
+            PyObject *m = pyonnxio_coerce_message(item); /* an onnx package message too */
             Py_DECREF(item);
+            int rc = m ? append_message_item(self, c, f, m) : -1;
+            Py_XDECREF(m);
             if (rc < 0) {
                 Py_DECREF(it);
                 return -1;
@@ -703,8 +732,14 @@ static int init_message_field(PyOnnxioMessage *self, const onnxio_field_desc *f,
         Py_DECREF(it);
         return PyErr_Occurred() ? -1 : 0;
     }
+    PyObject *coerced = pyonnxio_coerce_message(value); /* an onnx package message too */
+    if (!coerced) return -1;
+    value = coerced;
     PyObject *sub = field_get(self, (void *)f);
-    if (!sub) return -1;
+    if (!sub) {
+        Py_DECREF(coerced);
+        return -1;
+    }
     int rc;
     if (PyDict_Check(value)) {
         /* Even an empty dict makes the field present, as in protobuf. */
@@ -725,6 +760,7 @@ static int init_message_field(PyOnnxioMessage *self, const onnxio_field_desc *f,
         rc = -1;
     }
     Py_DECREF(sub);
+    Py_DECREF(coerced);
     return rc;
 }
 
@@ -863,7 +899,7 @@ static PyObject *m_SetInParent(PyOnnxioMessage *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-static PyObject *m_CopyFrom(PyOnnxioMessage *self, PyObject *other)
+static PyObject *copy_from(PyOnnxioMessage *self, PyObject *other)
 {
     if (check_same_class(self, other, "CopyFrom") < 0) return NULL;
     PyOnnxioMessage *src = (PyOnnxioMessage *)other;
@@ -881,11 +917,28 @@ static PyObject *m_CopyFrom(PyOnnxioMessage *self, PyObject *other)
     Py_RETURN_NONE;
 }
 
-static PyObject *m_MergeFrom(PyOnnxioMessage *self, PyObject *other)
+static PyObject *merge_from(PyOnnxioMessage *self, PyObject *other)
 {
     if (check_same_class(self, other, "MergeFrom") < 0) return NULL;
     if (merge_into(self, (PyOnnxioMessage *)other) < 0) return NULL;
     Py_RETURN_NONE;
+}
+
+/* CopyFrom and MergeFrom take the onnx package's messages too. */
+static PyObject *m_CopyFrom(PyOnnxioMessage *self, PyObject *other)
+{
+    PyObject *o = pyonnxio_coerce_message(other);
+    PyObject *r = o ? copy_from(self, o) : NULL;
+    Py_XDECREF(o);
+    return r;
+}
+
+static PyObject *m_MergeFrom(PyOnnxioMessage *self, PyObject *other)
+{
+    PyObject *o = pyonnxio_coerce_message(other);
+    PyObject *r = o ? merge_from(self, o) : NULL;
+    Py_XDECREF(o);
+    return r;
 }
 
 /* Parses `data` into self, merging (protobuf's MergeFromString). Returns

@@ -1090,6 +1090,18 @@ static PyObject *mod_tensor_raw_size(PyObject *self, PyObject *obj)
     return PyLong_FromUnsignedLongLong(bytes);
 }
 
+PyDoc_STRVAR(coerce_doc,
+             "_coerce(obj) -> object\n"
+             "`obj` as an onnxio message: itself when it is one (or no message); a message of the onnx package\n"
+             "converted to the equal onnxio message (pyonnxio_coerce_message, as constructors, CopyFrom and\n"
+             "append take them).");
+
+static PyObject *mod_coerce(PyObject *self, PyObject *obj)
+{
+    (void)self;
+    return pyonnxio_coerce_message(obj);
+}
+
 PyDoc_STRVAR(path_is_archive_doc,
              "_path_is_archive(path) -> bool\n"
              "Whether saving to `path` writes an .onnxz archive (onnxio_path_is_archive: the name ends in\n"
@@ -1135,6 +1147,7 @@ static PyMethodDef module_methods[] = {
      METH_VARARGS | METH_KEYWORDS, load_tensor_external_data_doc},
     {"_save_file", (PyCFunction)(void (*)(void))mod_save_file, METH_VARARGS | METH_KEYWORDS, save_file_doc},
     {"_serialize", mod_serialize, METH_O, serialize_doc},
+    {"_coerce", mod_coerce, METH_O, coerce_doc},
     {"_archive_replace_model", (PyCFunction)(void (*)(void))mod_archive_replace_model, METH_VARARGS | METH_KEYWORDS,
      archive_replace_model_doc},
     {"_consolidate", (PyCFunction)(void (*)(void))mod_consolidate, METH_VARARGS | METH_KEYWORDS, consolidate_doc},

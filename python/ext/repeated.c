@@ -500,26 +500,36 @@ static PyObject *composite_add(Repeated *self, PyObject *args, PyObject *kwargs)
     return w;
 }
 
-static PyObject *composite_append(Repeated *self, PyObject *obj)
+static PyObject *composite_append(Repeated *self, PyObject *item)
 {
-    if (check_message(self, obj) < 0) return NULL;
-    generic_array *a = arr_write(self);
+    PyObject *obj = pyonnxio_coerce_message(item); /* an onnx package message too */
+    if (!obj) return NULL;
+    generic_array *a = check_message(self, obj) < 0 ? NULL : arr_write(self);
     void *copy;
-    if (!a || append_copy(self, a, obj, &copy) < 0) return NULL;
-    return pyonnxio_message_wrap(self->owner->arena, copy); /* upb returns the new element */
+    PyObject *r = a && append_copy(self, a, obj, &copy) == 0 ? pyonnxio_message_wrap(self->owner->arena, copy) : NULL;
+    Py_DECREF(obj);
+    return r; /* upb returns the new element */
 }
 
 static PyObject *composite_extend(Repeated *self, PyObject *iterable)
 {
-    PyObject *fast = PySequence_Fast(iterable, "must assign iterable");
-    if (!fast) return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
-    PyObject **items = PySequence_Fast_ITEMS(fast);
-    for (Py_ssize_t k = 0; k < n; k++)
-        if (check_message(self, items[k]) < 0) {
-            Py_DECREF(fast);
-            return NULL;
+    PyObject *given = PySequence_Fast(iterable, "must assign iterable");
+    if (!given) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(given);
+    /* every item checked (onnx package messages converted) before any is added */
+    PyObject *fast = PyList_New(n);
+    for (Py_ssize_t k = 0; fast && k < n; k++) {
+        PyObject *m = pyonnxio_coerce_message(PySequence_Fast_GET_ITEM(given, k));
+        if (!m || check_message(self, m) < 0) {
+            Py_XDECREF(m);
+            Py_CLEAR(fast);
+            break;
         }
+        PyList_SET_ITEM(fast, k, m);
+    }
+    Py_DECREF(given);
+    if (!fast) return NULL;
+    PyObject **items = PySequence_Fast_ITEMS(fast);
     generic_array *a = arr_write(self);
     for (Py_ssize_t k = 0; a && k < n; k++)
         if (append_copy(self, a, items[k], NULL) < 0) a = NULL;
@@ -531,11 +541,14 @@ static PyObject *composite_extend(Repeated *self, PyObject *iterable)
 static PyObject *composite_insert(Repeated *self, PyObject *args)
 {
     Py_ssize_t i;
-    PyObject *obj;
-    if (!PyArg_ParseTuple(args, "nO:insert", &i, &obj)) return NULL;
-    if (check_message(self, obj) < 0) return NULL;
-    generic_array *a = arr_write(self);
-    if (!a || append_copy(self, a, obj, NULL) < 0) return NULL;
+    PyObject *item;
+    if (!PyArg_ParseTuple(args, "nO:insert", &i, &item)) return NULL;
+    PyObject *obj = pyonnxio_coerce_message(item); /* an onnx package message too */
+    if (!obj) return NULL;
+    generic_array *a = check_message(self, obj) < 0 ? NULL : arr_write(self);
+    int ok = a && append_copy(self, a, obj, NULL) == 0;
+    Py_DECREF(obj);
+    if (!ok) return NULL;
     rotate_last_to(a, sizeof(void *), i);
     Py_RETURN_NONE;
 }

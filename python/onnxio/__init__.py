@@ -758,7 +758,8 @@ def save_model(
     """
     if isinstance(proto, (bytes, bytearray, memoryview)):
         proto = _onnxio._load_bytes(proto, ModelProto, no_copy=True, load_external_data=False)  # noqa: F405
-    elif not isinstance(proto, ModelProto):  # noqa: F405
+    proto = _onnxio._coerce(proto)  # an onnx package ModelProto too
+    if not isinstance(proto, ModelProto):  # noqa: F405
         raise TypeError(f"proto must be an onnxio.ModelProto or bytes, not {type(proto).__name__}")
     fmt = _resolve_format(format, f)
     path = _file_path(f)
@@ -821,6 +822,7 @@ def save_tensor(proto, f, format: str | None = None, *, num_threads: int = 0,  #
                 max_depth: int = 0) -> None:
     """Saves a TensorProto (or any message) to a path (atomically) or a
     file object, as ``onnx.save_tensor``. max_depth: as save_model."""
+    proto = _onnxio._coerce(proto)  # an onnx package message too
     fmt = _resolve_format(format, f)
     if fmt != _DEFAULT_FORMAT:
         _write_bytes(_onnx_serializer(fmt).serialize_proto(to_onnx(proto)), f)

@@ -293,6 +293,7 @@ def to_array(tensor: Any, base_dir: str = "") -> np.ndarray:  # noqa: PLR0911
         TypeError: data_type UNDEFINED. KeyError: an unknown data_type.
         ExternalDataError / OSError: external data that cannot be read.
     """
+    tensor = _C._coerce(tensor)  # an onnx package TensorProto too
     if tensor.HasField("segment"):
         raise ValueError("Currently not supporting loading segments.")
     if tensor.data_type == _TensorProto.UNDEFINED:

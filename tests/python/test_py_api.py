@@ -728,8 +728,8 @@ def test_errors(tmp_path, model_bytes, model_file):
         onnxio.save(onnxio.load(model_bytes), tmp_path / "x.onnx", bogus=1)
     with pytest.raises(TypeError):
         onnxio.save(object(), tmp_path / "x.onnx")
-    with pytest.raises(TypeError):
-        onnxio.save(onnx.ModelProto(), tmp_path / "x.onnx")  # an onnx message: convert it with from_onnx
+    onnxio.save(onnx.ModelProto(ir_version=7), tmp_path / "x.onnx")  # an onnx message is converted
+    assert (tmp_path / "x.onnx").read_bytes() == onnx.ModelProto(ir_version=7).SerializeToString()
     with pytest.raises(TypeError):
         onnxio.load_model_from_string("not bytes")
     with pytest.raises(TypeError):

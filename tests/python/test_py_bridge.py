@@ -1,0 +1,92 @@
+"""Real onnx messages wherever onnxio takes a message (issue 12, item 2):
+constructors, CopyFrom, MergeFrom, append, extend, insert, helper
+functions, save, to_array. Each result is compared with onnx doing the same
+with its own messages (the serialized bytes), and the type errors for
+messages of the wrong class are protobuf's."""
+import numpy as np
+import onnx
+import onnx.helper as oh
+import onnx.numpy_helper as onh
+import onnx.parser
+import pytest
+
+import onnxio
+import onnxio.helper as xh
+import onnxio.numpy_helper as xnh
+
+
+def ser(m):
+    return m.SerializeToString()
+
+
+@pytest.fixture
+def parts():
+    g = onnx.parser.parse_graph("g (float[2] x) => (float[2] y) { t = Relu(x)\n y = Neg(t) }")
+    w = onh.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "w")
+    return g, w
+
+
+def test_constructors_take_onnx_messages(parts):
+    g, w = parts
+    ours = onnxio.GraphProto(name="g", node=list(g.node), initializer=[w], input=list(g.input))
+    theirs = onnx.GraphProto(name="g", node=list(g.node), initializer=[w], input=list(g.input))
+    assert ser(ours) == ser(theirs)
+    m = onnxio.ModelProto(graph=g, ir_version=8)
+    assert ser(m) == ser(onnx.ModelProto(graph=g, ir_version=8))
+    assert ser(onnxio.AttributeProto(name="t", t=w)) == ser(onnx.AttributeProto(name="t", t=w))
+
+
+def test_copy_merge_append_extend_insert(parts):
+    g, w = parts
+    ours, theirs = onnxio.GraphProto(), onnx.GraphProto()
+    for target in (ours, theirs):
+        target.CopyFrom(g)
+        target.MergeFrom(g)
+        target.node.append(g.node[0])
+        target.node.extend([g.node[1], g.node[0]])
+        target.node.insert(1, g.node[1])
+        target.initializer.append(w)
+    assert type(ours.node[0]) is onnxio.NodeProto
+    assert ser(ours) == ser(theirs)
+    # wrong classes: protobuf's TypeErrors
+    with pytest.raises(TypeError, match="same class"):
+        ours.node.append(w)
+    with pytest.raises(TypeError, match="same class"):
+        ours.CopyFrom(w)
+    with pytest.raises(TypeError):
+        onnxio.GraphProto(node=[w])
+    # the copy is a copy: changing the onnx message later changes nothing
+    n = oh.make_node("Abs", ["a"], ["b"])
+    ours.node.append(n)
+    n.op_type = "Changed"
+    assert ours.node[-1].op_type == "Abs"
+
+
+def test_helpers_take_onnx_messages(parts):
+    g, w = parts
+    ours = xh.make_model(xh.make_graph(list(g.node), "h", list(g.input), list(g.output), [w]), producer_name="p")
+    theirs = oh.make_model(oh.make_graph(list(g.node), "h", list(g.input), list(g.output), [w]), producer_name="p")
+    assert type(ours) is onnxio.ModelProto and ser(ours) == ser(theirs)
+    f = xh.make_function("d", "f", ["x"], ["y"], list(g.node), [oh.make_opsetid("", 15)])
+    assert ser(f) == ser(oh.make_function("d", "f", ["x"], ["y"], list(g.node), [oh.make_opsetid("", 15)]))
+    assert np.array_equal(xnh.to_array(w), onh.to_array(w))
+
+
+def test_save_takes_onnx_messages(tmp_path, parts):
+    g, w = parts
+    m = oh.make_model(g)
+    onnxio.save(m, tmp_path / "m.onnx")
+    assert (tmp_path / "m.onnx").read_bytes() == ser(m)
+    onnxio.save_tensor(w, tmp_path / "w.pb")
+    assert (tmp_path / "w.pb").read_bytes() == ser(w)
+    with pytest.raises(TypeError):
+        onnxio.save(w, tmp_path / "x.onnx")  # a TensorProto is not a model
+
+
+def test_from_onnx_to_onnx_every_class():
+    for full, cls in onnxio._onnxio._messages.items():
+        ours = cls()
+        theirs = onnxio.to_onnx(ours)
+        assert theirs.DESCRIPTOR.full_name == full and type(theirs).__module__.startswith("onnx")
+        back = onnxio.from_onnx(theirs)
+        assert type(back) is cls and ser(back) == ser(theirs)
