@@ -55,6 +55,15 @@ an aligned file offset, and the model last as the entry ``__MODEL_PROTO``):
 
 Formats other than protobuf ("textproto", "json", "onnxtxt") go through the
 ``onnx`` package (imported only then).
+
+onnx's toolbox: ``onnxio.checker``, ``shape_inference``,
+``version_converter``, ``printer``, ``parser``, ``inliner`` (onnx's C++
+code on onnxio's serialized bytes), ``compose``, ``utils``,
+``model_container``, ``reference`` (onnx's Python code, messages converted
+at the boundary) and ``defs`` take onnxio's messages and return onnxio's;
+they need the onnx package (ImportError naming ``pip install onnxio[onnx]``
+otherwise) and import it only when first used. The onnx package's messages
+are taken wherever onnxio takes a message.
 """
 from __future__ import annotations
 
@@ -868,7 +877,12 @@ def _onnx_class(full_name: str):
 
 def from_onnx(proto):
     """The onnxio message equal to an ``onnx`` package message (of any
-    ONNX class), made from its serialized bytes."""
+    ONNX class), parsed from the bytes its SerializeToString() gives.
+
+    The parse copies the payloads: a no_copy parse (payloads borrowing the
+    bytes object) takes as much memory once the bytes object is gone, saves
+    0.05 s on GPT-2 but costs 0.04 s more on the 200,000-node model
+    (BENCHMARKS.md)."""
     descriptor = getattr(proto, "DESCRIPTOR", None)
     full_name = getattr(descriptor, "full_name", None)
     cls = getattr(_onnxio, "_messages", {}).get(full_name)

@@ -1,0 +1,64 @@
+"""The cost of onnxio's bridges to onnx's toolbox (issue 12): from_onnx,
+to_onnx, checker.check_model and shape_inference.infer_shapes on onnxio's
+messages, against the same call of the onnx package on its own messages,
+on the 200,000-node model and on GPT-2 (scripts/make_many_nodes.py,
+scripts/make_gpt2.py; `make models` makes them). Medians of --repeats runs,
+and the ratio onnxio / onnx (below 1: onnxio faster; the target is at most
+1.2).
+
+    .venv/bin/python bench/bench_toolbox.py [--repeats 5] [MODEL ...]
+
+The reference for from_onnx and to_onnx is onnx's own copy of a message
+through bytes, ModelProto.FromString(m.SerializeToString()).
+"""
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+import onnx
+import onnx.checker
+import onnx.shape_inference
+
+import onnxio
+import onnxio.checker
+import onnxio.shape_inference
+
+MODELS = Path(__file__).resolve().parents[1] / ".cache" / "models"
+
+
+def median_time(fn, repeats):
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("models", nargs="*", default=[str(MODELS / "many_nodes.onnx"), str(MODELS / "gpt2.onnx")])
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args()
+    print(f"{'model':16} {'call':28} {'onnx s':>9} {'onnxio s':>9} {'ratio':>7}")
+    for path in args.models:
+        theirs = onnx.load(path)
+        ours = onnxio.load(path)
+        rows = [
+            ("from_onnx", lambda: onnx.ModelProto.FromString(theirs.SerializeToString()),
+             lambda: onnxio.from_onnx(theirs)),
+            ("to_onnx", lambda: onnx.ModelProto.FromString(theirs.SerializeToString()),
+             lambda: onnxio.to_onnx(ours)),
+            ("checker.check_model", lambda: onnx.checker.check_model(theirs),
+             lambda: onnxio.checker.check_model(ours)),
+            ("shape_inference.infer_shapes", lambda: onnx.shape_inference.infer_shapes(theirs),
+             lambda: onnxio.shape_inference.infer_shapes(ours)),
+        ]
+        for name, ref, fn in rows:
+            a, b = median_time(ref, args.repeats), median_time(fn, args.repeats)
+            print(f"{Path(path).stem:16} {name:28} {a:9.4f} {b:9.4f} {b / a:7.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
