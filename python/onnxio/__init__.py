@@ -22,7 +22,13 @@ malformed or unsafe ``.onnxz`` archive ``onnxio.ArchiveError`` (a
 ``DecodeError``), serializing a payload that was skipped at load ``onnxio.EncodeError``, bad
 argument types ``TypeError`` and bad values ``ValueError``. Each comes
 from the library's status (its class in ``status.def``); the package lists
-none itself.
+none itself. They are caught as onnx users catch them: ``DecodeError`` (and
+``ArchiveError``) is also a ``google.protobuf.message.DecodeError`` when
+protobuf is installed, and ``ExternalDataError`` an
+``onnx.checker.ValidationError`` (what onnx raises for refused external
+data) once the onnx package is loaded, before onnxio or by one of onnxio's
+toolbox modules (``onnxio.checker`` ...); onnxio does not import onnx for
+it.
 
 Nesting depth: no message tree crashes the interpreter, however deep (a
 tree built in Python by reading sub-messages in a loop can be nested a
@@ -75,6 +81,30 @@ import typing
 from onnxio import _onnxio
 from onnxio._onnxio import *  # noqa: F401,F403  (the message classes)
 from onnxio._onnxio import ArchiveError, DecodeError, EncodeError, ExternalDataError  # noqa: F401
+
+
+def _adopt_base(cls: type, base: type) -> None:
+    """Makes `base` (an exception class of protobuf or onnx) a base of
+    onnxio's exception class `cls`, so that `except base` catches it."""
+    if not issubclass(cls, base):
+        cls.__bases__ = cls.__bases__ + (base,)
+
+
+def _adopt_onnx_bases() -> None:
+    """ExternalDataError becomes an onnx.checker.ValidationError (called
+    when onnx is loaded: at import if it already is, and by _bridge)."""
+    checker = sys.modules.get("onnx.onnx_cpp2py_export.checker")
+    if checker is not None:
+        _adopt_base(ExternalDataError, checker.ValidationError)
+
+
+try:
+    import google.protobuf.message as _protobuf_message  # 0.5 ms; protobuf is optional
+except ImportError:  # pragma: no cover
+    pass
+else:
+    _adopt_base(DecodeError, _protobuf_message.DecodeError)
+_adopt_onnx_bases()
 
 if typing.TYPE_CHECKING:  # pragma: no cover
     from typing import IO
@@ -803,8 +833,17 @@ def save_model(
     if path is not None and _onnxio._has_pending_external(proto):
         proto = _write_pending_external(proto, path, kwargs)
     if fmt != _DEFAULT_FORMAT:
-        if wants_external:
-            raise ValueError(f"external data options need the protobuf format, not {fmt!r}")
+        if save_as_external_data:
+            # As onnx.save_model: the tensors are marked external (on a copy:
+            # the model passed in is not changed), their payloads written
+            # to the data files, and the model written in the text format.
+            from onnxio import external_data_helper
+
+            copy = type(proto)()
+            copy.CopyFrom(proto)
+            external_data_helper.convert_model_to_external_data(copy, all_tensors_to_one_file, location,
+                                                                size_threshold, convert_attribute)
+            proto = _write_pending_external(copy, path, kwargs)
         _write_bytes(_onnx_serializer(fmt).serialize_proto(to_onnx(proto)), f)
         return
     if _is_path(f):

@@ -31,10 +31,14 @@ def require(module: str):
     """onnx's module `module` ("onnx.checker", ...), or ImportError naming
     the package to install."""
     try:
-        return importlib.import_module(module)
+        loaded = importlib.import_module(module)
     except ImportError as e:
         raise ImportError(f"onnxio.{module.split('.', 1)[1]} runs the onnx package's {module}, which is not "
                           f"installed: {INSTALL}") from e
+    import onnxio
+
+    onnxio._adopt_onnx_bases()
+    return loaded
 
 
 def full_name(obj: Any) -> str | None:

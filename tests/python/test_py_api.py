@@ -173,6 +173,27 @@ def test_textual_formats_go_through_onnx(tmp_path, model_bytes, ext):
     onnxio.save(m, str(tmp_path / "y.bin"), format=ext.lstrip(".").replace("onnxtxt", "onnxtxt"))
 
 
+@pytest.mark.parametrize("fmt", ["textproto", "json"])
+@pytest.mark.parametrize("one_file", [True, False])
+def test_textual_formats_with_external_data_as_onnx(tmp_path, model_bytes, fmt, one_file):
+    """onnx.save_model(format=..., save_as_external_data=True): the data
+    files and the model text are onnx's; loading reads the data back."""
+    kw = dict(format=fmt, save_as_external_data=True, all_tensors_to_one_file=one_file,
+              location="w.bin" if one_file else None, size_threshold=1024)
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+    onnx.save(onnx.ModelProto.FromString(model_bytes), str(tmp_path / "a" / "m.txt"), **kw)
+    m = onnxio.load(model_bytes)
+    onnxio.save(m, tmp_path / "b" / "m.txt", **kw)
+    assert ser(m) == model_bytes  # the model passed in is not changed
+    theirs = sorted(p.name for p in (tmp_path / "a").iterdir())
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == theirs and len(theirs) > 1
+    for name in theirs:
+        assert file_bytes(tmp_path / "b" / name) == file_bytes(tmp_path / "a" / name), name
+    back = onnxio.load(tmp_path / "b" / "m.txt", format=fmt)
+    assert ser(back) == ser(onnx.load(str(tmp_path / "a" / "m.txt"), format=fmt))
+
+
 def test_unknown_format_is_refused_like_onnx(tmp_path, model_bytes):
     m = onnxio.load(model_bytes)
     with pytest.raises(ValueError) as a:

@@ -90,3 +90,40 @@ def test_from_onnx_to_onnx_every_class():
         assert theirs.DESCRIPTOR.full_name == full and type(theirs).__module__.startswith("onnx")
         back = onnxio.from_onnx(theirs)
         assert type(back) is cls and ser(back) == ser(theirs)
+
+
+def test_errors_caught_as_onnx_users_catch_them(tmp_path):
+    import google.protobuf.message
+
+    with pytest.raises(google.protobuf.message.DecodeError):
+        onnxio.load_model_from_string(b"\xff\xff")
+    with pytest.raises(google.protobuf.message.DecodeError):  # onnx's own class raises the same
+        onnx.load_model_from_string(b"\xff\xff")
+    # refused external data: onnx raises onnx.checker.ValidationError
+    t = onh.from_array(np.zeros(4, np.float32), "w")
+    t.ClearField("raw_data")
+    t.data_location = onnx.TensorProto.EXTERNAL
+    t.external_data.add(key="location", value="/etc/passwd")
+    m = oh.make_model(oh.make_graph([], "g", [], [], [t]))
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    with pytest.raises(onnx.checker.ValidationError):
+        onnx.load(str(tmp_path / "m.onnx"))
+    with pytest.raises(onnx.checker.ValidationError):
+        onnxio.load(tmp_path / "m.onnx")
+    with pytest.raises(ValueError):  # and still a ValueError, as before
+        onnxio.load(tmp_path / "m.onnx")
+
+
+def test_validation_error_base_when_onnx_comes_later(tmp_path):
+    import subprocess
+    import sys
+
+    code = (
+        "import onnxio, sys\n"
+        "assert 'onnx' not in sys.modules\n"
+        "import onnxio.checker, onnx.checker\n"
+        "assert issubclass(onnxio.ExternalDataError, onnx.checker.ValidationError)\n"
+        "print('ok')\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.stdout.strip() == "ok", r.stderr
