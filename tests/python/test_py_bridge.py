@@ -127,3 +127,24 @@ def test_validation_error_base_when_onnx_comes_later(tmp_path):
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.stdout.strip() == "ok", r.stderr
+
+
+def test_repr_as_onnx():
+    import glob
+
+    from datafiles import LIBONNX_TESTDATA
+
+    paths = sorted(glob.glob(str(LIBONNX_TESTDATA / "node" / "*" / "model.onnx")))[:200]
+    if not paths:
+        pytest.skip("libonnx-testdata is not installed")
+    text = ('<ir_version: 8, opset_import: ["" : 15, "local" : 1], producer_name: "p", domain: "d">\n'
+            'g (float[2] x) => (float[2] y) { y = local.F <a = 1> (x) }\n'
+            '<domain: "local", opset_import: ["" : 15]> F <a> (x) => (y) { y = Relu(x) }')
+    models = [onnx.load(p) for p in paths] + [onnx.parser.parse_model(text), onnx.ModelProto()]
+    for m in models:
+        ours = onnxio.from_onnx(m)
+        assert repr(ours) == repr(m)
+        assert repr(ours.graph) == repr(m.graph)
+        for f_ours, f_theirs in zip(ours.functions, m.functions):
+            assert repr(f_ours) == repr(f_theirs)
+    assert repr(onnxio.TensorProto(name="x")) == repr(onnx.TensorProto(name="x"))  # the others: text format
