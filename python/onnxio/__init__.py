@@ -213,6 +213,31 @@ def _install_enums() -> dict:
 _ENUMS = _install_enums()
 
 
+# ---- descriptors ----------------------------------------------------------------
+
+
+class DescriptorAttributeError(AttributeError, TypeError):
+    """An attribute of protobuf's descriptors that onnxio's descriptors
+    (``Message.DESCRIPTOR``, its fields, oneofs and enums: the subset code
+    walking messages uses) do not have. An AttributeError, so hasattr() and
+    getattr() with a default work; and a TypeError, what
+    ``google.protobuf.text_format`` and ``json_format`` raise here when given
+    an onnxio message: they need protobuf messages (``onnxio.to_onnx(m)``),
+    or use ``str(m)`` (the text format) and ``onnxio.save(..., format=...)``."""
+
+
+def _descriptor_getattr(self, name: str):
+    raise DescriptorAttributeError(
+        f"onnxio's {type(self).__name__} has no attribute {name!r}: it is not a protobuf descriptor, and "
+        "protobuf's text_format / json_format do not take onnxio messages; convert with onnxio.to_onnx(message) "
+        "or use str(message)")
+
+
+for _cls in (_onnxio.Descriptor, _onnxio.FieldDescriptor, _onnxio.OneofDescriptor, _onnxio.EnumDescriptor):
+    _cls.__getattr__ = _descriptor_getattr
+del _cls
+
+
 # ---- options -----------------------------------------------------------------
 
 

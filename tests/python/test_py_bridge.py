@@ -148,3 +148,18 @@ def test_repr_as_onnx():
         for f_ours, f_theirs in zip(ours.functions, m.functions):
             assert repr(f_ours) == repr(f_theirs)
     assert repr(onnxio.TensorProto(name="x")) == repr(onnx.TensorProto(name="x"))  # the others: text format
+
+
+def test_protobuf_text_and_json_modules_refuse_onnxio_messages_clearly():
+    from google.protobuf import json_format, text_format
+
+    m = onnxio.ModelProto(ir_version=3)
+    for call in (lambda: text_format.MessageToString(m), lambda: json_format.MessageToJson(m),
+                 lambda: text_format.Parse("ir_version: 3", onnxio.ModelProto())):
+        with pytest.raises(TypeError, match="onnxio.to_onnx"):
+            call()
+    # converted, they work, and give what they give for onnx's message
+    assert text_format.MessageToString(onnxio.to_onnx(m)) == text_format.MessageToString(onnx.ModelProto(ir_version=3))
+    # the descriptors still answer hasattr/getattr as objects do
+    assert not hasattr(m.DESCRIPTOR, "file") and getattr(m.DESCRIPTOR, "file", None) is None
+    assert m.DESCRIPTOR.full_name == "onnx.ModelProto"
