@@ -941,18 +941,20 @@ def _onnx_class(full_name: str):
 
 def from_onnx(proto):
     """The onnxio message equal to an ``onnx`` package message (of any
-    ONNX class), parsed from the bytes its SerializeToString() gives.
+    ONNX class), parsed from the bytes its SerializeToString() gives (the
+    extension's conversion, as constructors and append use it; an onnxio
+    message gives a copy).
 
     The parse copies the payloads: a no_copy parse (payloads borrowing the
     bytes object) takes as much memory once the bytes object is gone, saves
     0.05 s on GPT-2 but costs 0.04 s more on the 200,000-node model
     (BENCHMARKS.md)."""
-    descriptor = getattr(proto, "DESCRIPTOR", None)
-    full_name = getattr(descriptor, "full_name", None)
-    cls = getattr(_onnxio, "_messages", {}).get(full_name)
-    if cls is None:
+    if isinstance(proto, _onnxio.Message):
+        return _onnxio._load_bytes(_onnxio._serialize(proto), type(proto))
+    converted = _onnxio._coerce(proto)
+    if converted is proto:
         raise TypeError(f"expected a message of the onnx package, not {type(proto).__name__}")
-    return _onnxio._load_bytes(proto.SerializeToString(), cls)
+    return converted
 
 
 def to_onnx(proto):

@@ -71,12 +71,6 @@ def parsed(data: bytes, name: str):
     return _onnxio._load_bytes(data, _onnxio._messages[name], no_copy=True)
 
 
-def byte_size(obj: Any) -> int:
-    """The serialized size of a message (onnxio computes it without
-    serializing; so does protobuf)."""
-    return obj.ByteSize()
-
-
 def by_path(model: Any, run):
     """Runs `run(path)` on the model written to a temporary .onnx file
     (for models past protobuf's 2 GiB, which onnx's C++ entry points take
@@ -92,38 +86,34 @@ def by_path(model: Any, run):
 # ---- conversion at the boundary of onnx's Python functions -------------------
 
 
-def to_onnx(value: Any) -> Any:
-    """`value` with every onnxio message in it (at the top, or in a list,
-    tuple or dict) replaced by the equal onnx message."""
+def _each_message(value: Any, convert) -> Any:
+    """`value` with every message in it (at the top, or in a list, tuple or
+    dict) replaced by `convert(message)`."""
     if full_name(value) is not None:
-        if is_onnxio(value):
-            import onnxio
-
-            return onnxio.to_onnx(value)
-        return value
+        return convert(value)
     if isinstance(value, list):
-        return [to_onnx(v) for v in value]
+        return [_each_message(v, convert) for v in value]
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        return tuple(to_onnx(v) for v in value)
+        return tuple(_each_message(v, convert) for v in value)
     if isinstance(value, dict):
-        return {k: to_onnx(v) for k, v in value.items()}
+        return {k: _each_message(v, convert) for k, v in value.items()}
     return value
+
+
+def to_onnx(value: Any) -> Any:
+    """`value` with every onnxio message in it replaced by the equal onnx
+    message (onnxio.to_onnx)."""
+    import onnxio
+
+    return _each_message(value, lambda m: onnxio.to_onnx(m) if is_onnxio(m) else m)
 
 
 def from_onnx(value: Any) -> Any:
-    """`value` with every onnx message in it (at the top, or in a list, tuple
-    or dict) replaced by the equal onnxio message."""
-    if full_name(value) is not None:
-        if is_onnxio(value):
-            return value
-        return parsed(value.SerializeToString(), full_name(value))
-    if isinstance(value, list):
-        return [from_onnx(v) for v in value]
-    if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        return tuple(from_onnx(v) for v in value)
-    if isinstance(value, dict):
-        return {k: from_onnx(v) for k, v in value.items()}
-    return value
+    """`value` with every onnx message in it replaced by the equal onnxio
+    message (onnxio.from_onnx)."""
+    import onnxio
+
+    return _each_message(value, lambda m: m if is_onnxio(m) else onnxio.from_onnx(m))
 
 
 def converting(fn):

@@ -86,7 +86,7 @@ def check_model(model, full_check: bool = False, skip_opset_compatibility_check:
             raise ValueError("This protobuf of onnx model is too large (>2GiB). Call check_model with model path "
                              "instead.")
         return C.check_model(model, *flags)
-    if _bridge.full_name(model) == "onnx.ModelProto" and _bridge.byte_size(model) > MAXIMUM_PROTOBUF:
+    if _bridge.full_name(model) == "onnx.ModelProto" and model.ByteSize() > MAXIMUM_PROTOBUF:
         return _bridge.by_path(model, lambda path, _: C.check_model_path(path, *flags))
     return C.check_model(_bytes(model, "ModelProto"), *flags)
 

@@ -30,7 +30,7 @@ def infer_shapes(model, check_type: bool = False, strict_mode: bool = False, dat
     if isinstance(model, bytes):
         return _bridge.parsed(C.infer_shapes(model, *flags), "onnx.ModelProto")
     if _bridge.full_name(model) == "onnx.ModelProto":
-        if _bridge.byte_size(model) > _bridge.MAXIMUM_PROTOBUF:
+        if model.ByteSize() > _bridge.MAXIMUM_PROTOBUF:
             def run(path, d):
                 import onnxio
 
