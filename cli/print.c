@@ -1,5 +1,7 @@
-/* onnxio print: a model (or any ONNX message file) in protobuf text format. */
+/* onnxio print: a model (or any ONNX message file) in protobuf text format
+ * or protobuf JSON. */
 #include <stdio.h>
+#include <string.h>
 
 #include "common.h"
 
@@ -9,17 +11,22 @@ static int run_print(int argc, char **argv);
 
 const cli_verb cli_verb_print = {
     "print",
-    "Print a model, or another ONNX message file, in protobuf text format.",
-    "onnxio print FILE [--full] [--max-bytes N] [--type MESSAGE] [--external] [--max-expansion N]",
+    "Print a model, or another ONNX message file, in protobuf text format or JSON.",
+    "onnxio print FILE [--format str|textproto|json] [--full] [--max-bytes N] [--type MESSAGE] [--external]\n"
+    "                  [--max-expansion N]",
     "The output is what Python's str() of the onnx message prints, except that\n"
     "bytes fields (raw_data and the like) longer than 64 bytes are cut short,\n"
-    "with a comment giving their size, unless --full is given.\n"
+    "with a comment giving their size, unless --full is given. --format textproto\n"
+    "and --format json print what onnx.save(..., format=\"textproto\" / \"json\")\n"
+    "writes (with --full, the very bytes; JSON is never cut short).\n"
     "\n"
     "Tensors with external data are printed as stored in the file (their\n"
     "data_location and external_data entries); --external reads the data\n"
     "first, as onnx.load does, so that they show raw_data instead.\n"
     "\n"
     "options:\n"
+    "  --format STYLE    str (the default), textproto (text_format.MessageToString)\n"
+    "                    or json (json_format.MessageToJson with proto field names)\n"
     "  --full            print every byte of every bytes field\n"
     "  --max-bytes N     abbreviate bytes fields longer than N bytes (0: never)\n"
     "  --type MESSAGE    the file holds this message instead of a ModelProto,\n"
@@ -35,8 +42,9 @@ const cli_verb cli_verb_print = {
 static int run_print(int argc, char **argv)
 {
     int full = 0, external = 0;
-    const char *type_name = NULL, *max_bytes = NULL, *expansion_text = NULL;
+    const char *type_name = NULL, *max_bytes = NULL, *expansion_text = NULL, *style = NULL;
     const cli_option opts[] = {
+        {"format", &style, NULL},
         {"full", NULL, &full},
         {"max-bytes", &max_bytes, NULL},
         {"type", &type_name, NULL},
@@ -56,6 +64,12 @@ static int run_print(int argc, char **argv)
         return cli_usage_error(&cli_verb_print, "invalid byte count '%s'", max_bytes);
     if (full)
         to.max_bytes_shown = 0;
+    if (style && strcmp(style, "textproto") == 0)
+        to.style = ONNXIO_TEXT_PROTO;
+    else if (style && strcmp(style, "json") == 0)
+        to.style = ONNXIO_TEXT_JSON;
+    else if (style && strcmp(style, "str") != 0)
+        return cli_usage_error(&cli_verb_print, "unknown --format '%s' (str, textproto or json)", style);
     uint64_t max_expansion = 0;
     if ((rc = cli_parse_max_expansion(&cli_verb_print, expansion_text, &max_expansion)) >= 0)
         return rc;
@@ -92,6 +106,8 @@ static int run_print(int argc, char **argv)
         return rc;
     }
     st = onnxio_text_print(msg, &to, stdout);
+    if (st == ONNXIO_OK && to.style == ONNXIO_TEXT_JSON && putchar('\n') == EOF)
+        st = ONNXIO_ERR_IO;
     onnxio_arena_unref(arena);
     if (st != ONNXIO_OK) {
         rc = cli_fail("print", "<stdout>");

@@ -107,6 +107,27 @@ if [[ -f tests/fuzz/make_seeds.sh ]]; then
     fi
 fi
 
+# fuzz_text reads text: small seed models as the CLI prints them in protobuf
+# text format and JSON, after the byte that picks the style (0: text format,
+# 1: JSON; both ModelProto).
+text_seed="$cache/seed-text"
+rm -rf "$text_seed"
+mkdir -p "$text_seed"
+n_text=0
+for f in "$seed"/*; do
+    [[ -f "$f" ]] && (($(wc -c <"$f") <= 16384)) || continue
+    for b in 0 1; do
+        fmt=textproto
+        ((b == 1)) && fmt=json
+        if ! { printf "\\$b"; "$build/onnxio" print --format "$fmt" --full "$f" 2>/dev/null; } >"$text_seed/$b-${f##*/}"; then
+            rm -f "$text_seed/$b-${f##*/}"
+        fi
+    done
+    n_text=$((n_text + 1))
+    ((n_text < 80)) || break
+done
+echo "==> fuzz: $(find "$text_seed" -type f | wc -l) text seeds in $text_seed"
+
 # ---- run -------------------------------------------------------------------
 
 want=("$@")
@@ -156,6 +177,8 @@ for src in "${sources[@]}"; do
         these=("${archive_seeds[@]}")
     elif [[ "$name" == fuzz_cli ]]; then
         these=("${seeds[@]}" "${archive_seeds[@]}")
+    elif [[ "$name" == fuzz_text ]]; then
+        these=("$text_seed")
     fi
     echo "==> fuzz: $name for ${FUZZ_SECONDS}s"
     fuzz_one "$name" "$corpus" "$bin"

@@ -1,9 +1,10 @@
-/* Protobuf text format printing, as Python protobuf prints str(message)
- * (upb's text encoder with unknown fields skipped): fields in field-number
- * order, two-space indentation, floats and doubles in their shortest
- * round-trip %g form, enum values by name, strings C-escaped (UTF-8 kept in
- * string fields, octal escapes for every non-printable byte of bytes
- * fields). */
+/* Writing messages as text, byte for byte as Python protobuf writes them
+ * (onnxio_text_style in onnxio.h): the text format of str(message) (upb's
+ * text encoder with unknown fields skipped) and of text_format.MessageToString
+ * (the same but for floats), and json_format.MessageToJson. Fields in
+ * field-number order; in text, two-space indentation, enum values by name,
+ * strings C-escaped (UTF-8 kept in string fields, octal escapes for every
+ * non-printable byte of bytes fields). Reading is src/text_parse.c. */
 #include <ctype.h>
 #include <float.h>
 #include <inttypes.h>
@@ -22,6 +23,8 @@ typedef struct out {
     int failed;
     int too_deep; /* nested past ONNXIO_MAX_DEPTH (failed is set too) */
     uint64_t max_bytes;
+    onnxio_text_style style;
+    int missing; /* JSON: a payload that was never loaded (failed is set too) */
 } out;
 
 static void out_flush(out *o)
@@ -157,6 +160,101 @@ static void put_double(out *o, double v)
     puts_(o, b);
 }
 
+/* The finite, nonzero `v` rounded to `digits` significant digits, laid out
+ * as Python's float.__repr__ lays out its shortest digits: fixed notation
+ * for decimal exponents -4 to 15 (with ".0" for whole numbers), otherwise
+ * d.ddde+XX (at least two exponent digits). */
+static size_t repr_digits(double v, int digits, char *b)
+{
+    char e[40];
+    snprintf(e, sizeof e, "%.*e", digits - 1, v);
+    const char *p = e;
+    size_t n = 0;
+    if (*p == '-') b[n++] = *p++;
+    char d[24];
+    int nd = 0;
+    for (; *p && *p != 'e'; p++)
+        if (*p != '.') d[nd++] = *p;
+    int exp10 = atoi(p + 1);
+    while (nd > 1 && d[nd - 1] == '0') nd--;
+    if (exp10 < -4 || exp10 >= 16) {
+        b[n++] = d[0];
+        if (nd > 1) {
+            b[n++] = '.';
+            memcpy(b + n, d + 1, (size_t)nd - 1);
+            n += (size_t)nd - 1;
+        }
+        n += (size_t)sprintf(b + n, "e%c%02d", exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
+    } else if (exp10 < 0) {
+        b[n++] = '0';
+        b[n++] = '.';
+        for (int i = -1; i > exp10; i--) b[n++] = '0';
+        memcpy(b + n, d, (size_t)nd);
+        n += (size_t)nd;
+    } else {
+        int point = exp10 + 1; /* digits before the point */
+        for (int i = 0; i < point; i++) b[n++] = i < nd ? d[i] : '0';
+        b[n++] = '.';
+        if (nd > point) {
+            memcpy(b + n, d + point, (size_t)(nd - point));
+            n += (size_t)(nd - point);
+        } else {
+            b[n++] = '0';
+        }
+    }
+    b[n] = '\0';
+    return n;
+}
+
+/* repr(v) in Python: "nan", "inf", "-inf", "-0.0", or the shortest decimal
+ * that reads back as v. */
+static size_t repr_double(double v, char b[32])
+{
+    if (isnan(v)) return (size_t)sprintf(b, "nan");
+    if (isinf(v)) return (size_t)sprintf(b, v < 0 ? "-inf" : "inf");
+    if (v == 0) return (size_t)sprintf(b, signbit(v) ? "-0.0" : "0.0");
+    char e[40];
+    int p = 1;
+    for (; p < 17; p++) {
+        snprintf(e, sizeof e, "%.*e", p - 1, v);
+        if (strtod(e, NULL) == v) break;
+    }
+    return repr_digits(v, p, b);
+}
+
+/* str(type_checkers.ToShortestFloat(v)) in Python: the decimal of 6 or more
+ * significant digits (%.{p}g, p from 6 up) that reads back as the same
+ * float, then repr() of that decimal as a double. */
+static size_t repr_float(float v, char b[32])
+{
+    if (isnan(v) || isinf(v) || v == 0) return repr_double((double)v, b);
+    char g[40];
+    int p = 6;
+    for (; p < 9; p++) {
+        snprintf(g, sizeof g, "%.*g", p, (double)v);
+        if ((float)strtod(g, NULL) == v) break;
+    }
+    snprintf(g, sizeof g, "%.*g", p, (double)v);
+    return repr_double(strtod(g, NULL), b);
+}
+
+static void put_number(out *o, const onnxio_field_desc *f, const void *v)
+{
+    char b[32];
+    if (o->style == ONNXIO_TEXT_STR) {
+        if (f->kind == ONNXIO_KIND_FLOAT) put_float(o, *(const float *)v);
+        else put_double(o, *(const double *)v);
+        return;
+    }
+    size_t n = f->kind == ONNXIO_KIND_FLOAT ? repr_float(*(const float *)v, b)
+                                             : repr_double(*(const double *)v, b);
+    if (o->style == ONNXIO_TEXT_JSON && (b[0] == 'n' || b[n - 1] == 'f')) {
+        puts_(o, b[0] == 'n' ? "\"NaN\"" : b[0] == '-' ? "\"-Infinity\"" : "\"Infinity\"");
+        return;
+    }
+    put(o, b, n);
+}
+
 static void print_message(out *o, const onnxio_message *m, int depth);
 
 static void print_value(out *o, const onnxio_field_desc *f, const void *v, int depth)
@@ -176,8 +274,8 @@ static void print_value(out *o, const onnxio_field_desc *f, const void *v, int d
     case ONNXIO_KIND_INT32: printf_(o, "%" PRId32, *(const int32_t *)v); break;
     case ONNXIO_KIND_INT64: printf_(o, "%" PRId64, *(const int64_t *)v); break;
     case ONNXIO_KIND_UINT64: printf_(o, "%" PRIu64, *(const uint64_t *)v); break;
-    case ONNXIO_KIND_FLOAT: put_float(o, *(const float *)v); break;
-    case ONNXIO_KIND_DOUBLE: put_double(o, *(const double *)v); break;
+    case ONNXIO_KIND_FLOAT:
+    case ONNXIO_KIND_DOUBLE: put_number(o, f, v); break;
     case ONNXIO_KIND_ENUM: {
         const char *name = onnxio_enum_value_name(f->enum_type, *(const int32_t *)v);
         if (name) puts_(o, name);
@@ -223,6 +321,165 @@ static void print_message(out *o, const onnxio_message *m, int depth)
     }
 }
 
+/* ---- JSON ------------------------------------------------------------ */
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* base64.b64encode: the standard alphabet, '=' padding. */
+static void put_base64(out *o, const uint8_t *p, size_t n)
+{
+    char q[4096];
+    size_t k = 0;
+    put(o, "\"", 1);
+    for (size_t i = 0; i < n && !o->failed; i += 3) {
+        uint32_t v = (uint32_t)p[i] << 16;
+        if (i + 1 < n) v |= (uint32_t)p[i + 1] << 8;
+        if (i + 2 < n) v |= p[i + 2];
+        q[k++] = b64[v >> 18];
+        q[k++] = b64[(v >> 12) & 63];
+        q[k++] = i + 1 < n ? b64[(v >> 6) & 63] : '=';
+        q[k++] = i + 2 < n ? b64[v & 63] : '=';
+        if (k == sizeof q) {
+            put(o, q, k);
+            k = 0;
+        }
+    }
+    put(o, q, k);
+    put(o, "\"", 1);
+}
+
+/* json.dumps(str, ensure_ascii=True) of a string field's value: '"', '\\'
+ * and \b \f \n \r \t escaped by letter, other bytes below 0x20 and 0x7f as
+ * \u00xx, every non-ASCII code point as \uxxxx (a surrogate pair past
+ * U+FFFF). A byte that is not part of well-formed UTF-8 becomes \udcxx, as
+ * Python's surrogateescape decoding has it. */
+static void put_json_string(out *o, const char *s, size_t n)
+{
+    put(o, "\"", 1);
+    for (size_t i = 0; i < n && !o->failed; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x80) {
+            size_t len = utf8_sequence((const unsigned char *)s + i, n - i);
+            if (!len) {
+                printf_(o, "\\udc%02x", c);
+                continue;
+            }
+            uint32_t cp = c & (len == 2 ? 0x1f : len == 3 ? 0x0f : 0x07);
+            for (size_t k = 1; k < len; k++) cp = cp << 6 | ((unsigned char)s[i + k] & 0x3f);
+            i += len - 1;
+            if (cp > 0xffff) {
+                cp -= 0x10000;
+                printf_(o, "\\u%04x\\u%04x", 0xd800 + (unsigned)(cp >> 10), 0xdc00 + (unsigned)(cp & 0x3ff));
+            } else {
+                printf_(o, "\\u%04x", (unsigned)cp);
+            }
+            continue;
+        }
+        switch (c) {
+        case '"': put(o, "\\\"", 2); break;
+        case '\\': put(o, "\\\\", 2); break;
+        case '\b': put(o, "\\b", 2); break;
+        case '\f': put(o, "\\f", 2); break;
+        case '\n': put(o, "\\n", 2); break;
+        case '\r': put(o, "\\r", 2); break;
+        case '\t': put(o, "\\t", 2); break;
+        default:
+            if (c < 0x20 || c == 0x7f) printf_(o, "\\u%04x", c);
+            else put(o, (const char *)&c, 1);
+        }
+    }
+    put(o, "\"", 1);
+}
+
+static void json_message(out *o, const onnxio_message *m, int depth);
+
+static void json_value(out *o, const onnxio_field_desc *f, const void *v, int depth)
+{
+    switch (f->kind) {
+    case ONNXIO_KIND_MESSAGE: json_message(o, *(const onnxio_message *const *)v, depth); break;
+    case ONNXIO_KIND_INT32: printf_(o, "%" PRId32, *(const int32_t *)v); break;
+    case ONNXIO_KIND_INT64: printf_(o, "\"%" PRId64 "\"", *(const int64_t *)v); break;
+    case ONNXIO_KIND_UINT64: printf_(o, "\"%" PRIu64 "\"", *(const uint64_t *)v); break;
+    case ONNXIO_KIND_FLOAT:
+    case ONNXIO_KIND_DOUBLE: put_number(o, f, v); break;
+    case ONNXIO_KIND_ENUM: {
+        const char *name = onnxio_enum_value_name(f->enum_type, *(const int32_t *)v);
+        if (name) {
+            put(o, "\"", 1);
+            puts_(o, name);
+            put(o, "\"", 1);
+        } else {
+            printf_(o, "%" PRId32, *(const int32_t *)v);
+        }
+        break;
+    }
+    case ONNXIO_KIND_STRING: {
+        const onnxio_string *s = v;
+        put_json_string(o, s->data, s->size);
+        break;
+    }
+    case ONNXIO_KIND_BYTES: {
+        const onnxio_string *s = v;
+        put_base64(o, (const uint8_t *)s->data, s->size);
+        break;
+    }
+    case ONNXIO_KIND_RAW: {
+        const onnxio_span *s = v;
+        if (!s->data && s->size) o->failed = o->missing = 1;
+        else put_base64(o, s->data, s->size);
+        break;
+    }
+    default: break;
+    }
+}
+
+/* json.dumps(indent=2) of the message's fields in field-number order (as
+ * ListFields gives them); `depth` is the indentation of the opening brace. */
+static void json_message(out *o, const onnxio_message *m, int depth)
+{
+    if (depth > ONNXIO_MAX_DEPTH) {
+        o->failed = o->too_deep = 1;
+        return;
+    }
+    const onnxio_message_desc *desc = m->desc;
+    int first = 1;
+    for (size_t i = 0; i < desc->field_count && !o->failed; i++) {
+        const onnxio_field_desc *f = &desc->fields[i];
+        if (!onnxio_field_present(m, f)) continue;
+        put(o, first ? "{\n" : ",\n", 2);
+        first = 0;
+        indent(o, depth + 1);
+        put(o, "\"", 1);
+        puts_(o, f->name);
+        put(o, "\": ", 3);
+        const void *member = (const char *)m + f->offset;
+        if (f->label >= ONNXIO_LABEL_REPEATED) {
+            const onnxio__array *a = member;
+            size_t es = onnxio__elem_size(f);
+            put(o, "[\n", 2);
+            for (size_t k = 0; k < a->size; k++) {
+                if (k) put(o, ",\n", 2);
+                indent(o, depth + 2);
+                json_value(o, f, (const char *)a->data + k * es, depth + 2);
+            }
+            put(o, "\n", 1);
+            indent(o, depth + 1);
+            put(o, "]", 1);
+        } else {
+            json_value(o, f, member, depth + 1);
+        }
+    }
+    if (first) {
+        put(o, "{}", 2);
+        return;
+    }
+    put(o, "\n", 1);
+    indent(o, depth);
+    put(o, "}", 1);
+}
+
+/* ---- entry points ------------------------------------------------------ */
+
 static void release_text(void *ctx, void *data, size_t size)
 {
     (void)ctx;
@@ -230,25 +487,45 @@ static void release_text(void *ctx, void *data, size_t size)
     onnxio__free(data);
 }
 
-static onnxio_status too_deep(void)
+/* Writes `msg` into o (flushed to `stream` as the buffer fills, when set). */
+static onnxio_status write_text(const void *msg, const onnxio_text_options *opts, const char *what, FILE *stream,
+                                out *o)
 {
-    return onnxio__fail(ONNXIO_ERR_DEPTH, "text format: messages nested deeper than %d levels", ONNXIO_MAX_DEPTH);
+    onnxio_text_options cfg;
+    memset(o, 0, sizeof *o);
+    o->stream = stream;
+    onnxio_status s = onnxio__copy_options(&cfg, sizeof cfg, opts, "onnxio_text_options");
+    if (s) return s;
+    if ((unsigned)cfg.style > ONNXIO_TEXT_JSON)
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "%s: unknown text style %d", what, (int)cfg.style);
+    o->style = cfg.style;
+    o->max_bytes = cfg.style == ONNXIO_TEXT_JSON ? 0 : cfg.max_bytes_shown;
+    if (o->style == ONNXIO_TEXT_JSON) json_message(o, msg, 0);
+    else print_message(o, msg, 0);
+    return ONNXIO_OK;
+}
+
+static onnxio_status finish(const out *o, const char *what)
+{
+    if (o->too_deep)
+        return onnxio__fail(ONNXIO_ERR_DEPTH, "%s: messages nested deeper than %d levels", what, ONNXIO_MAX_DEPTH);
+    if (o->missing)
+        return onnxio__fail(ONNXIO_ERR_MISSING_PAYLOAD, "%s: a raw_data payload was never loaded", what);
+    return ONNXIO_OK;
 }
 
 ONNXIO_API onnxio_status onnxio_text_format(const void *msg, const onnxio_text_options *opts, onnxio_buffer **out_buf)
 {
     if (!msg || !out_buf) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "text_format: NULL argument");
     *out_buf = NULL;
-    onnxio_text_options cfg;
-    onnxio_status s = onnxio__copy_options(&cfg, sizeof cfg, opts, "onnxio_text_options");
+    out o;
+    onnxio_status s = write_text(msg, opts, "text_format", NULL, &o);
     if (s) return s;
-    out o = {0};
-    o.max_bytes = cfg.max_bytes_shown;
-    print_message(&o, msg, 0);
     onnxio_buffer *b = o.failed ? NULL : onnxio_buffer_wrap(o.buf, o.size, release_text, NULL);
     if (!b) {
         onnxio__free(o.buf);
-        return o.too_deep ? too_deep() : onnxio__fail(ONNXIO_ERR_NO_MEMORY, "text_format: out of memory");
+        s = finish(&o, "text_format");
+        return s ? s : onnxio__fail(ONNXIO_ERR_NO_MEMORY, "text_format: out of memory");
     }
     *out_buf = b;
     return ONNXIO_OK;
@@ -257,16 +534,13 @@ ONNXIO_API onnxio_status onnxio_text_format(const void *msg, const onnxio_text_o
 ONNXIO_API onnxio_status onnxio_text_print(const void *msg, const onnxio_text_options *opts, FILE *stream)
 {
     if (!msg || !stream) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "text_print: NULL argument");
-    onnxio_text_options cfg;
-    onnxio_status s = onnxio__copy_options(&cfg, sizeof cfg, opts, "onnxio_text_options");
+    out o;
+    onnxio_status s = write_text(msg, opts, "text_print", stream, &o);
     if (s) return s;
-    out o = {0};
-    o.stream = stream;
-    o.max_bytes = cfg.max_bytes_shown;
-    print_message(&o, msg, 0);
     out_flush(&o);
     onnxio__free(o.buf);
-    if (o.too_deep) return too_deep();
+    s = finish(&o, "text_print");
+    if (s) return s;
     if (o.failed || fflush(stream) != 0) return onnxio__fail(ONNXIO_ERR_IO, "text_print: cannot write the output");
     return ONNXIO_OK;
 }

@@ -741,25 +741,73 @@ typedef struct onnxio_consolidate_options {
 onnxio_status onnxio_consolidate_tensors_to_buffer(void *msg, const onnxio_consolidate_options *opts,
                                                    onnxio_buffer **out);
 
-/* ---- text format ---------------------------------------------------- */
+/* ---- text formats --------------------------------------------------- */
+
+/* Which text a message is written as, and read from. Each is byte for byte
+ * what Python protobuf (protobuf 7, the upb backend) writes. */
+typedef enum onnxio_text_style {
+    /* str(message): upb's text encoder (floats and doubles as %g with
+     * FLT_DIG / DBL_DIG digits, widened until they read back). What
+     * `onnxio print` and the Python classes' str() give. */
+    ONNXIO_TEXT_STR = 0,
+    /* google.protobuf.text_format.MessageToString(message), which
+     * onnx.save(..., format="textproto") writes: the same layout, floats as
+     * Python's repr() of the shortest decimal that reads back as the same
+     * float (type_checkers.ToShortestFloat), doubles as repr(). */
+    ONNXIO_TEXT_PROTO = 1,
+    /* google.protobuf.json_format.MessageToJson(message,
+     * preserving_proto_field_name=True), which onnx.save(..., format="json")
+     * writes: proto field names, indent 2, int64 and uint64 as strings,
+     * bytes in base64, enums by name, "NaN" / "Infinity" / "-Infinity",
+     * non-ASCII escaped as \uXXXX. No newline at the end. */
+    ONNXIO_TEXT_JSON = 2,
+} onnxio_text_style;
 
 typedef struct onnxio_text_options {
     /* sizeof(onnxio_text_options), or 0 (see "Options"). */
     size_t struct_size;
-    /* bytes fields (raw_data, string_data, AttributeProto.s, ...) longer
-     * than this print only their first max_bytes_shown bytes, followed by a
-     * text-format comment giving the full size: `"..." # N bytes, first K
-     * shown`. String fields are never abbreviated. 0 prints everything. */
+    /* Text styles STR and PROTO: bytes fields (raw_data, string_data,
+     * AttributeProto.s, ...) longer than this print only their first
+     * max_bytes_shown bytes, followed by a text-format comment giving the
+     * full size: `"..." # N bytes, first K shown`. String fields are never
+     * abbreviated. 0 prints everything (JSON always prints everything). */
     uint64_t max_bytes_shown;
+    /* What is written or read; ONNXIO_TEXT_STR and ONNXIO_TEXT_PROTO read
+     * the same way (protobuf's text format). */
+    onnxio_text_style style;
+    /* Reading: the deepest message nesting accepted, as
+     * onnxio_parse_options.max_depth (0: ONNXIO_DEFAULT_MAX_DEPTH). */
+    int max_depth;
 } onnxio_text_options;
 
-/* Protobuf text format of `msg`, identical to what Python protobuf prints for
- * str(message) (unknown fields are not printed). *out is a new buffer holding
- * the text (not NUL-terminated; its size is the text's length). */
+#define ONNXIO_TEXT_OPTIONS_INIT {.struct_size = sizeof(onnxio_text_options)}
+
+/* `msg` written as text in opts->style (NULL opts: ONNXIO_TEXT_STR); unknown
+ * fields are not written (protobuf's writers skip them too). *out is a new
+ * buffer holding the text (not NUL-terminated; its size is the text's
+ * length). Errors: ONNXIO_ERR_DEPTH (a tree nested deeper than
+ * ONNXIO_MAX_DEPTH), ONNXIO_ERR_MISSING_PAYLOAD (JSON: a payload that was
+ * never loaded), ONNXIO_ERR_NO_MEMORY, ONNXIO_ERR_INVALID_ARGUMENT. */
 onnxio_status onnxio_text_format(const void *msg, const onnxio_text_options *opts, onnxio_buffer **out);
-/* The same, written to a stdio stream. ONNXIO_ERR_IO when writing fails.
- * Both: ONNXIO_ERR_DEPTH for a tree nested deeper than ONNXIO_MAX_DEPTH. */
+/* The same, written to a stdio stream. ONNXIO_ERR_IO when writing fails. */
 onnxio_status onnxio_text_print(const void *msg, const onnxio_text_options *opts, FILE *stream);
+
+/* Reads `size` bytes of text (UTF-8) in opts->style into a new message of
+ * type `desc` in `arena` (*out), accepting what protobuf's own readers
+ * accept: google.protobuf.text_format.Parse (comments, ':' optional before
+ * a message, '{}' or '<>', [a, b] lists, ',' or ';' after a field, adjacent
+ * strings joined, C escapes, decimal / hex / octal integers, enum names or
+ * numbers, inf / nan) and google.protobuf.json_format.Parse (proto or
+ * lowerCamelCase names, null for "not set", integers as numbers or
+ * strings, base64 in either alphabet, "NaN" / "Infinity"). raw_data is
+ * copied into an owned payload. Errors: ONNXIO_ERR_SYNTAX, naming the line
+ * and column, for text that is not valid in the style or does not fit the
+ * schema (an unknown field, a value out of range, a singular field given
+ * twice, two members of one oneof, a string that is not UTF-8),
+ * ONNXIO_ERR_DEPTH, ONNXIO_ERR_NO_MEMORY, ONNXIO_ERR_INVALID_ARGUMENT. On
+ * error *out is NULL and the arena may hold garbage. */
+onnxio_status onnxio_text_parse(const onnxio_message_desc *desc, const void *text, size_t size,
+                                const onnxio_text_options *opts, onnxio_arena *arena, void **out);
 
 #ifdef __cplusplus
 }

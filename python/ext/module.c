@@ -809,6 +809,102 @@ static PyObject *mod_serialize(PyObject *self, PyObject *obj)
     return out;
 }
 
+/* ---- text formats ------------------------------------------------------------ */
+
+/* "str", "textproto" or "json" to the library's style; -1 with a ValueError. */
+static int text_style(const char *name)
+{
+    if (strcmp(name, "str") == 0) return ONNXIO_TEXT_STR;
+    if (strcmp(name, "textproto") == 0) return ONNXIO_TEXT_PROTO;
+    if (strcmp(name, "json") == 0) return ONNXIO_TEXT_JSON;
+    PyErr_Format(PyExc_ValueError, "unknown text style '%s' (str, textproto or json)", name);
+    return -1;
+}
+
+PyDoc_STRVAR(text_format_doc,
+             "_text_format(message, style) -> bytes\n"
+             "`message` as text (onnxio_text_format): style \"textproto\" is what\n"
+             "google.protobuf.text_format.MessageToString writes, \"json\" what json_format.MessageToJson\n"
+             "(preserving_proto_field_name=True) writes, \"str\" what str(message) gives; UTF-8 bytes. The GIL is\n"
+             "released. EncodeError past the nesting limit or for a payload that was never loaded (JSON).");
+
+static PyObject *mod_text_format(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *obj;
+    const char *name;
+    if (!PyArg_ParseTuple(args, "Os:_text_format", &obj, &name)) return NULL;
+    int style = text_style(name);
+    if (style < 0) return NULL;
+    PyOnnxioMessage *m = as_message(obj, NULL, "message");
+    if (!m) return NULL;
+    onnxio_arena *keep;
+    void *msg = message_for_read(m, pyonnxio_message_desc_of(obj), &keep);
+    if (!msg) return NULL;
+    onnxio_text_options o = ONNXIO_TEXT_OPTIONS_INIT;
+    o.style = (onnxio_text_style)style;
+    onnxio_buffer *buf = NULL;
+    onnxio_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = onnxio_text_format(msg, &o, &buf);
+    Py_END_ALLOW_THREADS
+    onnxio_arena_unref(keep);
+    if (s) return pyonnxio_raise_writing(s);
+    PyObject *r = PyBytes_FromStringAndSize((const char *)onnxio_buffer_data(buf), (Py_ssize_t)onnxio_buffer_size(buf));
+    onnxio_buffer_unref(buf);
+    return r;
+}
+
+PyDoc_STRVAR(text_parse_doc,
+             "_text_parse(data, cls, style, max_depth=0) -> message\n"
+             "Reads text (bytes-like in UTF-8, or str) in `style` (\"textproto\" or \"str\": protobuf's text\n"
+             "format, \"json\": protobuf JSON) into a new message of class `cls` (onnxio_text_parse), accepting\n"
+             "what text_format.Parse and json_format.Parse accept. DecodeError says what and at which line and\n"
+             "column. The GIL is released.");
+
+static PyObject *mod_text_parse(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"data", "cls", "style", "max_depth", NULL};
+    PyObject *data, *cls;
+    const char *name;
+    int max_depth = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOs|i:_text_parse", kwlist, &data, &cls, &name, &max_depth))
+        return NULL;
+    int style = text_style(name);
+    const onnxio_message_desc *desc = style < 0 ? NULL : desc_from(cls);
+    if (!desc) return NULL;
+    Py_buffer view;
+    const char *bytes;
+    Py_ssize_t size;
+    int has_view = 0;
+    if (PyUnicode_Check(data)) {
+        if (!(bytes = PyUnicode_AsUTF8AndSize(data, &size))) return NULL;
+    } else {
+        if (PyObject_GetBuffer(data, &view, PyBUF_CONTIG_RO) < 0) return NULL;
+        has_view = 1;
+        bytes = view.buf;
+        size = view.len;
+    }
+    onnxio_arena *arena = onnxio_arena_new();
+    if (!arena) {
+        if (has_view) PyBuffer_Release(&view);
+        return PyErr_NoMemory();
+    }
+    onnxio_text_options o = ONNXIO_TEXT_OPTIONS_INIT;
+    o.style = (onnxio_text_style)style;
+    o.max_depth = max_depth;
+    void *out = NULL;
+    onnxio_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = onnxio_text_parse(desc, bytes, (size_t)size, &o, arena, &out);
+    Py_END_ALLOW_THREADS
+    if (has_view) PyBuffer_Release(&view);
+    PyObject *result = s ? pyonnxio_raise(s) : pyonnxio_message_wrap(arena, out);
+    onnxio_arena_unref(arena);
+    return result;
+}
+
 /* ---- .onnxz archives ------------------------------------------------------ */
 
 PyDoc_STRVAR(archive_replace_model_doc,
@@ -1147,6 +1243,8 @@ static PyMethodDef module_methods[] = {
      METH_VARARGS | METH_KEYWORDS, load_tensor_external_data_doc},
     {"_save_file", (PyCFunction)(void (*)(void))mod_save_file, METH_VARARGS | METH_KEYWORDS, save_file_doc},
     {"_serialize", mod_serialize, METH_O, serialize_doc},
+    {"_text_format", mod_text_format, METH_VARARGS, text_format_doc},
+    {"_text_parse", (PyCFunction)(void (*)(void))mod_text_parse, METH_VARARGS | METH_KEYWORDS, text_parse_doc},
     {"_coerce", mod_coerce, METH_O, coerce_doc},
     {"_archive_replace_model", (PyCFunction)(void (*)(void))mod_archive_replace_model, METH_VARARGS | METH_KEYWORDS,
      archive_replace_model_doc},

@@ -59,8 +59,10 @@ an aligned file offset, and the model last as the entry ``__MODEL_PROTO``):
 ``save`` writes one when the path ends in ``.onnxz``, and
 ``replace_archive_model`` swaps the model of an existing archive in place.
 
-Formats other than protobuf ("textproto", "json", "onnxtxt") go through the
-``onnx`` package (imported only then).
+The text formats "textproto" and "json" are read and written by the C
+library, byte for byte as onnx (protobuf's text_format and json_format)
+writes them; "onnxtxt" goes through the ``onnx`` package's printer and
+parser (imported only then).
 
 onnx's toolbox: ``onnxio.checker``, ``shape_inference``,
 ``version_converter``, ``printer``, ``parser``, ``inliner`` (onnx's C++
@@ -452,13 +454,35 @@ def _resolve_format(fmt, f) -> str:
     return _DEFAULT_FORMAT
 
 
+# Text formats the library reads and writes itself (onnxio_text_parse,
+# onnxio_text_format); any other goes to onnx's serializer registry.
+_LIBRARY_TEXT_FORMATS = ("textproto", "json")
+
+
 def _onnx_serializer(fmt: str):
     """onnx's serializer for a textual format (imports onnx)."""
     try:
         from onnx import serialization
     except ImportError as e:  # pragma: no cover - onnx is installed in the test environment
-        raise ValueError(f"format {fmt!r} needs the onnx package; onnxio reads and writes 'protobuf' itself") from e
+        raise ValueError(f"format {fmt!r} needs the onnx package; onnxio reads and writes "
+                         f"'protobuf', {' and '.join(map(repr, _LIBRARY_TEXT_FORMATS))} itself") from e
     return serialization.registry.get(fmt)
+
+
+def _parse_text(fmt: str, data, cls, max_depth: int = 0):
+    """A message of class `cls` from `data` (bytes or str) in text format `fmt`."""
+    if fmt in _LIBRARY_TEXT_FORMATS:
+        if not isinstance(data, (bytes, bytearray, memoryview, str)):
+            raise TypeError(f"Parameter 'serialized' must be bytes or str, but got type: {type(data)}")
+        return _onnxio._text_parse(data, cls, fmt, max_depth=max_depth)
+    return from_onnx(_onnx_serializer(fmt).deserialize_proto(data, _onnx_class(_class_name(cls))()))
+
+
+def _format_text(fmt: str, msg) -> bytes:
+    """`msg` in text format `fmt`, as onnx's serializer for it writes it."""
+    if fmt in _LIBRARY_TEXT_FORMATS:
+        return _onnxio._text_format(msg, fmt)
+    return _onnx_serializer(fmt).serialize_proto(to_onnx(msg))
 
 
 def _read_bytes(f):
@@ -491,8 +515,7 @@ def _load(cls, f, fmt, load_external_data, kwargs):
     fmt = _resolve_format(fmt, f)
     path = None if _is_bytes_like(f) else _file_path(f)
     if fmt != _DEFAULT_FORMAT:
-        proto = _onnx_serializer(fmt).deserialize_proto(_read_bytes(f), _onnx_class(_class_name(cls))())
-        msg = from_onnx(proto)
+        msg = _parse_text(fmt, _read_bytes(f), cls, kwargs.get("max_depth") or 0)
         if cls is ModelProto and load_external_data and path and not kwargs.get("skip_raw_data"):  # noqa: F405
             ext = {k: v for k, v in kwargs.items() if k != "base_dir" and k != "load_external_data"}
             _onnxio._load_external_data(msg, kwargs.get("base_dir") or os.path.dirname(path), **ext)
@@ -604,7 +627,7 @@ def load_model_from_string(
                                          alignment=alignment, payload_fn=payload_fn, verify_crc=verify_crc,
                                          max_expansion=max_expansion))
     if format != _DEFAULT_FORMAT:
-        return from_onnx(_onnx_serializer(format).deserialize_proto(s, _onnx_class("onnx.ModelProto")()))
+        return _parse_text(format, s, ModelProto)  # noqa: F405
     if isinstance(s, str):
         raise TypeError(f"Parameter 'serialized' must be bytes, but got type: {type(s)}")
     return _onnxio._load_bytes(s, ModelProto, **kwargs)  # noqa: F405
@@ -642,7 +665,7 @@ def load_tensor_from_string(
     """Parses a serialized TensorProto, as ``onnx.load_tensor_from_string``
     (the keyword arguments are load_model's)."""
     if format != _DEFAULT_FORMAT:
-        return from_onnx(_onnx_serializer(format).deserialize_proto(s, _onnx_class("onnx.TensorProto")()))
+        return _parse_text(format, s, TensorProto)  # noqa: F405
     if isinstance(s, str):
         raise TypeError(f"Parameter 'serialized' must be bytes, but got type: {type(s)}")
     return _onnxio._load_bytes(s, TensorProto, no_copy=no_copy, skip_raw_data=skip_raw_data,  # noqa: F405
@@ -869,7 +892,7 @@ def save_model(
             external_data_helper.convert_model_to_external_data(copy, all_tensors_to_one_file, location,
                                                                 size_threshold, convert_attribute)
             proto = _write_pending_external(copy, path, kwargs)
-        _write_bytes(_onnx_serializer(fmt).serialize_proto(to_onnx(proto)), f)
+        _write_bytes(_format_text(fmt, proto), f)
         return
     if _is_path(f):
         _onnxio._save_file(proto, f, **kwargs)
@@ -898,7 +921,7 @@ def save_tensor(proto, f, format: str | None = None, *, num_threads: int = 0,  #
     proto = _onnxio._coerce(proto)  # an onnx package message too
     fmt = _resolve_format(format, f)
     if fmt != _DEFAULT_FORMAT:
-        _write_bytes(_onnx_serializer(fmt).serialize_proto(to_onnx(proto)), f)
+        _write_bytes(_format_text(fmt, proto), f)
     elif _is_path(f):
         _onnxio._save_file(proto, f, num_threads=num_threads, max_depth=max_depth)
     else:

@@ -248,6 +248,27 @@ static onnxio_status text_and_copy(void)
     return s;
 }
 
+/* JSON and protobuf text format, written and read back (onnxio_text_parse's
+ * allocations: arena, scratch buffer, payloads). */
+static onnxio_status text_formats_round_trip(void)
+{
+    onnxio_status s = ONNXIO_OK;
+    for (int style = ONNXIO_TEXT_PROTO; style <= ONNXIO_TEXT_JSON && !s; style++) {
+        onnxio_text_options o = ONNXIO_TEXT_OPTIONS_INIT;
+        o.style = (onnxio_text_style)style;
+        onnxio_buffer *b = NULL;
+        if ((s = onnxio_text_format(W.model, &o, &b))) break;
+        onnxio_arena *a = onnxio_arena_new();
+        void *back = NULL;
+        if (!a) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "test: no arena");
+        else s = onnxio_text_parse(&onnxio_desc_ModelProto, onnxio_buffer_data(b), onnxio_buffer_size(b), &o, a, &back);
+        if (!s && onnxio_message_equal(back, W.model) != 1) s = onnxio__fail(ONNXIO_ERR_DECODE, "test: read back differs");
+        onnxio_arena_unref(a);
+        onnxio_buffer_unref(b);
+    }
+    return s;
+}
+
 typedef struct scenario {
     const char *name;
     onnxio_status (*run)(void);
@@ -269,6 +290,7 @@ static const scenario scenarios[] = {
     {"save .onnxz over an existing one", save_archive, "model.onnxz"},
     {"replace the model of an .onnxz in place", replace_model, "replace.onnxz"},
     {"text format and copy", text_and_copy, NULL},
+    {"JSON and text format, written and read back", text_formats_round_trip, NULL},
     {"onnxio convert: external data in, checksummed external data out", convert_external, "cv.onnx"},
     {"onnxio convert: a deflated .onnxz in, an .onnxz out", convert_archive, "cv.onnxz"},
 };

@@ -534,6 +534,17 @@ def test_print_full_equals_onnx_str_synthetic(synthetic):
     assert run_ok("print", "--full", synthetic).decode() == str(onnx.load(str(synthetic)))
 
 
+def test_print_formats_equal_onnx_save(synthetic, tmp_path):
+    """--format textproto / json print the bytes onnx.save writes in those
+    formats (JSON with a final newline); --format str is the default."""
+    for fmt, ext in (("textproto", "txtpb"), ("json", "json")):
+        onnx.save(onnx.load(str(synthetic)), tmp_path / f"m.{ext}", format=fmt)
+        want = (tmp_path / f"m.{ext}").read_bytes() + (b"\n" if fmt == "json" else b"")
+        assert run_ok("print", "--format", fmt, "--full", synthetic) == want, fmt
+    assert run_ok("print", "--format", "str", synthetic) == run_ok("print", synthetic)
+    assert_usage_error(*run("print", "--format", "yaml", synthetic), "print")
+
+
 def test_print_tensor_pb():
     pb = TESTDATA / "node/test_add/test_data_set_0/input_0.pb"
     if not pb.exists():

@@ -1,0 +1,530 @@
+"""The text formats onnx.save / onnx.load write and read (format="textproto"
+and format="json"), done by onnxio's C library (onnxio_text_format and
+onnxio_text_parse), against Python protobuf's own writers and readers:
+
+- writing: byte for byte google.protobuf.text_format.MessageToString and
+  json_format.MessageToJson(preserving_proto_field_name=True), over every
+  model of ../shared/corpus, every model and an eighth of the test-data files
+  of libonnx-testdata, the onnx package's backend models, and hand-built
+  messages (every field of every message, edge floats and random float bits,
+  integer extremes, strings with every byte and every escape);
+- reading: the text protobuf wrote, read by onnxio, serializes to the very
+  bytes protobuf's reader gives; hand-written texts that protobuf accepts
+  (comments, '<>', lists, hex and octal, "NaN", camelCase names, base64
+  without padding, ...) give the same message, and texts protobuf refuses
+  are refused with a DecodeError that names the line and column;
+- the Python API: onnxio.save / load with those formats give onnx's files and
+  messages, and need no onnx package.
+"""
+import json
+import os
+import struct
+import subprocess
+import sys
+import time
+
+import onnx
+import pytest
+from google.protobuf import json_format, text_format
+
+import onnxio
+from onnxio import _onnxio
+from datafiles import SOURCES, collect
+from protobuild import CLASSES, MESSAGE_IDS, filled, ld, tag
+from test_text import BAD_UTF8, SPECIAL_DOUBLES, SPECIAL_FLOATS, STRINGS, random_bits, text_diff
+
+STYLES = ("textproto", "json")
+
+
+def reference_text(style, msg):
+    """What onnx's serializers write for `msg` (an onnx package message)."""
+    if style == "textproto":
+        return text_format.MessageToString(msg).encode()
+    return json_format.MessageToJson(msg, preserving_proto_field_name=True).encode()
+
+
+def reference_parse(style, cls, text):
+    """protobuf's reading of `text` into a new `cls`, serialized."""
+    msg = cls()
+    if style == "textproto":
+        text_format.Parse(text, msg)
+    else:
+        json_format.Parse(text, msg)
+    return msg.SerializeToString()
+
+
+def onnxio_class(full_name):
+    obj = onnxio
+    for part in full_name.split(".")[1:]:
+        obj = getattr(obj, part)
+    return obj
+
+
+class Cases:
+    """Collects differences, so that one run reports all of them."""
+
+    def __init__(self, style):
+        self.style = style
+        self.failures = []
+        self.count = 0
+
+    def fail(self, what):
+        self.failures.append(what)
+
+    def check(self, label, full_name, data, write=True, read=True):
+        """`data` (wire bytes of a `full_name` message) written by onnxio as
+        protobuf writes it, and protobuf's text read back by onnxio as
+        protobuf reads it."""
+        self.count += 1
+        data = bytes(data)
+        ref = CLASSES[full_name].FromString(data)
+        expected = reference_text(self.style, ref)
+        cls = onnxio_class(full_name)
+        if write:
+            msg = _onnxio._load_bytes(data, cls, **({"load_external_data": False} if cls is onnxio.ModelProto else {}))
+            try:
+                got = _onnxio._text_format(msg, self.style)
+            except onnxio.OnnxioError as e:
+                self.fail(f"{label} ({full_name}): onnxio failed: {e}")
+                return
+            if got != expected:
+                self.fail(f"{label} ({full_name}): onnxio's {self.style} != protobuf's\n  "
+                          + text_diff(expected.decode("utf-8", "replace"), got.decode("utf-8", "replace")))
+        if read:
+            try:
+                want = reference_parse(self.style, CLASSES[full_name], expected)
+            except (text_format.ParseError, json_format.ParseError):
+                # protobuf cannot read what it wrote: json_format writes the
+                # largest floats as 3.4028235e+38 and refuses that on
+                # reading, as past FLT_MAX. onnxio reads the value written.
+                want = CLASSES[full_name].FromString(data).SerializeToString()
+            try:
+                back = _onnxio._serialize(_onnxio._text_parse(expected, cls, self.style))
+            except onnxio.DecodeError as e:
+                self.fail(f"{label} ({full_name}): onnxio cannot read protobuf's {self.style}: {e}")
+                return
+            if back != want:
+                self.fail(f"{label} ({full_name}): protobuf's {self.style} read by onnxio gives other bytes "
+                          f"({len(back)} vs {len(want)})")
+
+    def check_msg(self, label, msg, **kw):
+        self.check(label, msg.DESCRIPTOR.full_name, msg.SerializeToString(), **kw)
+
+    def report(self, what, limit=15):
+        print(f"\n{what} ({self.style}): {self.count} messages, {len(self.failures)} differ")
+        if self.failures:
+            pytest.fail(f"{what} ({self.style}): {len(self.failures)} of {self.count} differ (first {limit}):\n"
+                        + "\n".join(self.failures[:limit]), pytrace=False)
+
+
+# ---- real files ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("source", ["shared-corpus", "libonnx-testdata", "onnx-backend-data"])
+def test_real_files(source, style):
+    root, why = SOURCES[source]
+    if not root.is_dir():
+        pytest.skip(f"{root}: {why}")
+    c = Cases(style)
+    t0 = time.monotonic()
+    tensors = 0
+    for path, cls in collect(root):
+        if cls is onnx.TensorProto:
+            # every model and non-tensor file; a deterministic eighth of the tensors
+            tensors += 1
+            if tensors % 8 or source == "onnx-backend-data":
+                continue
+        c.check(str(path), cls.DESCRIPTOR.full_name, path.read_bytes())
+    print(f"\n{source}: {c.count} files in {time.monotonic() - t0:.1f} s")
+    c.report(source)
+
+
+# ---- hand-built messages --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("name", MESSAGE_IDS)
+def test_every_field(name, style):
+    """Every field of every message set (nested, empty sub-messages, each
+    oneof member), and the empty message."""
+    c = Cases(style)
+    desc = CLASSES[name].DESCRIPTOR
+    choices = max([len(o.fields) for o in desc.oneofs] + [1])
+    c.check_msg("empty", CLASSES[name]())
+    for choice in range(choices):
+        for variant in (0, 1):
+            c.check_msg(f"filled, oneof choice {choice}, variant {variant}", filled(name, 2, variant, choice))
+    c.report(name)
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_floats(style):
+    """Floats go through ToShortestFloat and repr(), doubles through repr():
+    edge values and random bit patterns (every exponent, denormals, NaN
+    payloads), in packed arrays and singular fields."""
+    c = Cases(style)
+    c.check("special floats", "onnx.TensorProto", ld(4, b"".join(struct.pack("<f", v) for v in SPECIAL_FLOATS)))
+    c.check("special doubles", "onnx.TensorProto", ld(10, b"".join(struct.pack("<d", v) for v in SPECIAL_DOUBLES)))
+    for v in SPECIAL_FLOATS:
+        c.check(f"AttributeProto.f = {v!r}", "onnx.AttributeProto", tag(2, 5) + struct.pack("<f", v))
+    rf, rd = random_bits(3000, 4, 11), random_bits(3000, 8, 12)
+    for i in range(0, 3000, 500):
+        c.check(f"random float bits #{i}", "onnx.TensorProto", ld(4, b"".join(rf[i:i + 500])))
+        c.check(f"random double bits #{i}", "onnx.TensorProto", ld(10, b"".join(rd[i:i + 500])))
+    scale = [struct.pack("<f", 10.0 ** e * 1.2345678) for e in range(-40, 39)]
+    c.check("powers of ten (fixed and exponent notation)", "onnx.TensorProto", ld(4, b"".join(scale)))
+    scaled = [struct.pack("<d", 10.0 ** e * 1.2345678901234) for e in range(-300, 300, 7)]
+    c.check("double powers of ten", "onnx.TensorProto", ld(10, b"".join(scaled)))
+    c.report("floats")
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_integers(style):
+    c = Cases(style)
+    c.check_msg("int64 extremes", onnx.TensorProto(dims=[0, -1, 2**63 - 1, -(2**63)], int64_data=[-(2**63), 2**63 - 1]))
+    c.check_msg("int32 extremes", onnx.TensorProto(data_type=1, int32_data=[2**31 - 1, -(2**31), -1, 0]))
+    c.check_msg("uint64 extremes", onnx.TensorProto(uint64_data=[0, 1, 2**63, 2**64 - 1]))
+    c.check_msg("int64 attribute", onnx.AttributeProto(i=-(2**63), ints=[0, -1, 2**63 - 1]))
+    c.report("integers")
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_strings(style):
+    """string fields (UTF-8; JSON escapes every non-ASCII code point) and
+    bytes fields (octal escapes in text, base64 in JSON)."""
+    c = Cases(style)
+    for s in STRINGS:
+        c.check_msg(f"name = {s!r}", onnx.TensorProto(name=s, doc_string=s))
+        c.check_msg(f"s = {s!r} (bytes)", onnx.AttributeProto(name="a", s=s.encode(), strings=[s.encode(), b""]))
+    every = bytes(range(256))
+    for n in range(5):  # every base64 padding
+        c.check_msg(f"raw_data of {n} bytes", onnx.TensorProto(raw_data=every[:n]))
+    c.check_msg("raw_data with every byte", onnx.TensorProto(raw_data=every))
+    c.check_msg("string_data with every byte", onnx.TensorProto(string_data=[every, every[::-1]]))
+    if style == "textproto":
+        # protobuf hands a string field that is not UTF-8 to the writers as
+        # bytes: text_format escapes them as onnxio does; json_format writes
+        # Python's repr() of the bytes object, which is not the field's value.
+        for b in BAD_UTF8:
+            c.check(f"string field holding {b!r}", "onnx.TensorProto", ld(8, b), read=False)
+    c.report("strings")
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_unknown_enum_numbers(style):
+    """An enum number that names no value is an unknown field once read
+    (ONNX's enums are closed), so neither writer shows it."""
+    c = Cases(style)
+    c.check("data_location 7", "onnx.TensorProto", tag(14, 0) + bytes([7]) + ld(8, b"t"))
+    c.check("AttributeProto.type 99", "onnx.AttributeProto", tag(20, 0) + bytes([99]) + ld(1, b"a"))
+    c.report("unknown enum numbers")
+
+
+# ---- texts written by hand: accepted and refused as protobuf does ------------------------
+
+TEXT_ACCEPTED = [
+    ("onnx.ModelProto", 'ir_version: 7 producer_name: "a" graph { name: "g" }'),
+    ("onnx.ModelProto", "ir_version:7,producer_name:'a';graph:{name:\"g\"}"),
+    ("onnx.ModelProto", 'graph < name: "g" node [ { op_type: "Relu" }, <op_type: "Add"> ] node: [] >'),
+    ("onnx.ModelProto", '# a comment\nir_version: 0x10 # trailing\n  opset_import { version: 010 }\n'),
+    ("onnx.ModelProto", "ir_version: -0 model_version: 0X7fffffffffffffff"),
+    ("onnx.ModelProto", "ir_version: 9223372036854775807 model_version: -9223372036854775808"),
+    ("onnx.ModelProto", 'metadata_props { key: "k" value: "v" } metadata_props: { key: "k2" }'),
+    ("onnx.ModelProto", ""),
+    ("onnx.ModelProto", "  \n\t# only a comment"),
+    ("onnx.TensorProto", "dims: [1, 2, 3] data_type: 1 float_data: [1.5, -inf, inf, nan, 1e10, 2f, .5, 1E-3]"),
+    ("onnx.TensorProto", "float_data: [-Infinity, INF, NaN, nanf, -inff, 1e39, -1e39, 3.4028235e38, 1e-50, 7]"),
+    ("onnx.TensorProto", "double_data: [1, -2.5, 1e308, 5e-324, 0.1, -0.0, 1.7976931348623157e308]"),
+    ("onnx.TensorProto", "int64_data: [-9223372036854775808, 9223372036854775807] uint64_data: [18446744073709551615, 0x10]"),
+    ("onnx.TensorProto", "int32_data: 0x7fffffff int32_data: -0x80000000 int32_data: -017 data_type: 1"),
+    ("onnx.TensorProto", 'name: "a" "b" \'c\' doc_string: "\\u00e9\\U0001F642 \\x41\\101\\7\\n\\t\\\\\\"\\\'\\a\\b\\f\\v\\?"'),
+    ("onnx.TensorProto", 'raw_data: "\\001\\x02\\xff\\xF\\377\\0" string_data: ["a", \'\', "\\303\\251"]'),
+    ("onnx.TensorProto", 'name: "é中🙂" data_location: EXTERNAL external_data { key: "location" value: "x" }'),
+    ("onnx.TensorProto", "data_type: 99"),
+    ("onnx.TensorProto", 'name: "\\q\\?\\8\\9"'),
+    ("onnx.AttributeProto", "type: FLOATS"),
+    ("onnx.AttributeProto", "type: 6"),
+    ("onnx.AttributeProto", 'name: "t" type: TENSOR t { dims: 1 } f: 0.25 i: -1 s: "x" floats: [] ints: [1, 2]'),
+    ("onnx.TypeProto", 'tensor_type { elem_type: 1 shape { dim { dim_value: 3 } dim { dim_param: "N" } } }'),
+    ("onnx.TypeProto", "sequence_type { elem_type { optional_type { elem_type { map_type { key_type: 7 } } } } }"),
+]
+
+TEXT_REFUSED = [
+    ("onnx.ModelProto", "ir_version: 1 ir_version: 2", "should not have multiple"),
+    ("onnx.ModelProto", 'graph { name: "a" } graph { name: "b" }', "should not have multiple"),
+    ("onnx.ModelProto", "no_such_field: 1", "no field named"),
+    ("onnx.ModelProto", "ir_version 7", "Expected \":\""),
+    ("onnx.ModelProto", 'ir_version: "7"', "integer"),
+    ("onnx.ModelProto", "ir_version: 1.5", "integer"),
+    ("onnx.ModelProto", "ir_version: 9223372036854775808", "range"),
+    ("onnx.ModelProto", "ir_version: -9223372036854775809", "range"),
+    ("onnx.ModelProto", "ir_version: 99999999999999999999999", "range"),
+    ("onnx.ModelProto", 'graph { name: "g" ', "Expected"),
+    ("onnx.ModelProto", 'producer_name: "abc', ""),
+    ("onnx.ModelProto", 'producer_name: "a\nb"', ""),
+    ("onnx.ModelProto", 'producer_name: "\\xff"', "UTF-8"),
+    ("onnx.ModelProto", 'producer_name: "\\x"', "escape"),
+    ("onnx.ModelProto", 'producer_name: "\\u12"', "escape"),
+    ("onnx.ModelProto", 'producer_name: "\\ud800"', "escape"),
+    ("onnx.ModelProto", 'producer_name: "\\U00110000"', "escape"),
+    ("onnx.ModelProto", 'producer_name: "\\400"', "escape"),
+    ("onnx.ModelProto", "[onnx.ext]: 1", ""),
+    ("onnx.ModelProto", "graph: [ { } ]", ""),
+    ("onnx.ModelProto", "ir_version: ", "integer"),
+    ("onnx.ModelProto", "}", ""),
+    ("onnx.AttributeProto", "type: NOT_A_TYPE", "no value named"),
+    ("onnx.AttributeProto", "type: 99", "no value with number"),
+    ("onnx.TensorProto", "data_location: 7", "no value with number"),
+    ("onnx.TensorProto", "data_type: 2147483648", "range"),
+    ("onnx.TensorProto", "dims: [1, 2", ""),
+    ("onnx.TensorProto", "dims: [1 2]", ""),
+    ("onnx.TensorProto", "uint64_data: -1", "range"),
+    ("onnx.TensorProto", "int32_data: 2147483648", "range"),
+    ("onnx.TensorProto", "float_data: 0x10", "float"),
+    ("onnx.TensorProto", "float_data: abc", "float"),
+    ("onnx.TensorProto", 'float_data: "1"', "float"),
+    ("onnx.TypeProto", "tensor_type { } sequence_type { }", "oneof"),
+]
+
+JSON_ACCEPTED = [
+    ("onnx.ModelProto", '{"irVersion": "7", "producer_name": "a", "graph": {"name": "g", "node": [{"opType": "Relu"}]}}'),
+    ("onnx.ModelProto", '{"ir_version": 7}'),
+    ("onnx.ModelProto", '{"ir_version": 7.0, "model_version": 1e1}'),
+    ("onnx.ModelProto", '{"ir_version": "-9223372036854775808", "model_version": 9223372036854775807}'),
+    ("onnx.ModelProto", '{"ir_version": null, "graph": null, "opset_import": null}'),
+    ("onnx.ModelProto", '{"graph": {}, "opset_import": [{}, {"domain": "", "version": "1"}]}'),
+    ("onnx.ModelProto", ' \n\t{ } \n'),
+    ("onnx.ModelProto", '{"ir_version": 1, "irVersion": 2}'),
+    ("onnx.ModelProto", '{"graph": {"name": "a"}, "graph": null}'.replace('"graph": null', '"producerName": "p"')),
+    ("onnx.TensorProto", '{"dims": ["1", 2, -3], "float_data": [1, "NaN", "Infinity", "-Infinity", "1.5", 2.5e-3, -0.0]}'),
+    ("onnx.TensorProto", '{"data_type": 11, "double_data": [1e308, 5e-324, "1e-7", 0.1]}'),
+    ("onnx.TensorProto", '{"data_type": 1, "uint64_data": ["18446744073709551615", 0]}'),
+    ("onnx.TensorProto", '{"data_type": "1"}'),
+    ("onnx.AttributeProto", '{"type": "FLOATS"}'),
+    ("onnx.AttributeProto", '{"type": 6}'),
+    ("onnx.AttributeProto", '{"type": "6"}'),
+    ("onnx.TensorProto", '{"data_location": "EXTERNAL"}'),
+    ("onnx.TensorProto", '{"raw_data": "AQID"}'),
+    ("onnx.TensorProto", '{"raw_data": "AQI"}'),
+    ("onnx.TensorProto", '{"raw_data": "-_8="}'),
+    ("onnx.TensorProto", '{"raw_data": "+/8"}'),
+    ("onnx.TensorProto", '{"raw_data": ""}'),
+    ("onnx.TensorProto", '{"string_data": ["AA==", "/w"], "rawData": "AAAA"}'),
+    ("onnx.TensorProto", '{"name": "\\u00e9\\ud83d\\ude42\\n\\t\\"\\\\\\/\\b\\f\\r", "doc_string": "é中🙂"}'),
+    ("onnx.TensorProto", '{"dims": []}'),
+    ("onnx.TensorProto", '{"float_data": [3.4028234663852886e38, -3.4028234663852886e38, 1e-50]}'),
+    ("onnx.TypeProto", '{"tensorType": {"elemType": 1, "shape": {"dim": [{"dimValue": "3"}, {"dim_param": "N"}]}}}'),
+    ("onnx.TypeProto", '{"tensor_type": null, "sequence_type": {}}'),
+]
+
+JSON_REFUSED = [
+    ("onnx.ModelProto", '{"ir_version": 1.5}', "integer"),
+    ("onnx.ModelProto", '{"ir_version": "1.5"}', "integer"),
+    ("onnx.ModelProto", '{"ir_version": " 1"}', "integer"),
+    ("onnx.ModelProto", '{"ir_version": true}', ""),
+    ("onnx.ModelProto", '{"ir_version": "9223372036854775808"}', "range"),
+    ("onnx.ModelProto", '{"ir_version": 9223372036854775808}', "range"),
+    ("onnx.ModelProto", '{"ir_version": 1e20}', "range"),
+    ("onnx.ModelProto", '{"nope": 1}', "no field named"),
+    ("onnx.ModelProto", '{"ir_version": 1, "ir_version": 2}', "duplicate"),
+    ("onnx.ModelProto", '{"opset_import": {}}', "[]"),
+    ("onnx.ModelProto", '{"opset_import": [null]}', "null"),
+    ("onnx.ModelProto", '{"graph": "x"}', "object"),
+    ("onnx.ModelProto", "", ""),
+    ("onnx.ModelProto", "{", ""),
+    ("onnx.ModelProto", '{"ir_version":}', ""),
+    ("onnx.ModelProto", "{} x", ""),
+    ("onnx.ModelProto", '{"ir_version": 1,}', ""),
+    ("onnx.ModelProto", "{'ir_version': 1}", ""),
+    ("onnx.ModelProto", '{"producer_name": 5}', ""),
+    ("onnx.ModelProto", '{"producer_name": "a\nb"}', ""),
+    ("onnx.ModelProto", '{"producer_name": "\\ud800"}', "surrogate"),
+    ("onnx.ModelProto", '{"producer_name": "\\x41"}', ""),
+    ("onnx.TensorProto", '{"float_data": [NaN]}', "NaN"),
+    ("onnx.TensorProto", '{"float_data": [Infinity]}', "Infinity"),
+    ("onnx.TensorProto", '{"float_data": ["nan"]}', "NaN"),
+    ("onnx.TensorProto", '{"float_data": [1e39]}', "large"),
+    ("onnx.TensorProto", '{"float_data": ["abc"]}', "float"),
+    ("onnx.TensorProto", '{"dims": 1}', "[]"),
+    ("onnx.AttributeProto", '{"type": "NOPE"}', "enum"),
+    ("onnx.AttributeProto", '{"type": 99}', "Invalid enum value 99"),
+    ("onnx.TensorProto", '{"data_location": 7}', "Invalid enum value 7"),
+    ("onnx.TensorProto", '{"data_type": 1.5e400}', ""),
+    ("onnx.TensorProto", '{"raw_data": "A"}', "base64"),
+    ("onnx.TensorProto", '{"raw_data": 1}', ""),
+    ("onnx.TypeProto", '{"tensor_type": {}, "sequence_type": {}}', "oneof"),
+]
+
+
+def _cases(table):
+    return pytest.mark.parametrize("name,text", [(n, t) for n, t, *_ in table], ids=[t[:40] for _, t, *_ in table])
+
+
+def _check_accepted(style, name, text):
+    want = reference_parse(style, CLASSES[name], text)  # protobuf accepts it (the table is right)
+    got = _onnxio._serialize(_onnxio._text_parse(text.encode(), onnxio_class(name), style))
+    assert got == want, f"{style} {text!r}: onnxio read {got.hex()}, protobuf {want.hex()}"
+
+
+def _check_refused(style, name, text, words):
+    with pytest.raises(Exception):  # noqa: B017 - the table is right: protobuf refuses it
+        reference_parse(style, CLASSES[name], text)
+    with pytest.raises(onnxio.DecodeError) as e:
+        _onnxio._text_parse(text.encode(), onnxio_class(name), style)
+    msg = str(e.value)
+    assert "line " in msg and "column " in msg, msg
+    assert words.lower() in msg.lower(), f"{text!r}: {msg!r} does not mention {words!r}"
+
+
+@_cases(TEXT_ACCEPTED)
+def test_text_accepted(name, text):
+    _check_accepted("textproto", name, text)
+
+
+@pytest.mark.parametrize("name,text,words", TEXT_REFUSED, ids=[t[1][:40] for t in TEXT_REFUSED])
+def test_text_refused(name, text, words):
+    _check_refused("textproto", name, text, words)
+
+
+@_cases(JSON_ACCEPTED)
+def test_json_accepted(name, text):
+    _check_accepted("json", name, text)
+
+
+@pytest.mark.parametrize("name,text,words", JSON_REFUSED, ids=[t[1][:40] for t in JSON_REFUSED])
+def test_json_refused(name, text, words):
+    _check_refused("json", name, text, words)
+
+
+@pytest.mark.parametrize("text", ['{"graph": []}', '{"graph": ["a"]}', "[]", '""'])
+def test_json_stricter_than_python_protobuf(text):
+    """Where a message is due, Python's json_format iterates whatever value
+    it finds, so an empty list passes as an empty message (and a list of
+    strings reads them as keys). onnxio wants an object, as the ProtoJSON
+    spec and protobuf's C++ reader do."""
+    with pytest.raises(onnxio.DecodeError, match="object|expected '{'"):
+        _onnxio._text_parse(text.encode(), onnxio.ModelProto, "json")
+
+
+def test_largest_float_json_reads_back():
+    """json_format writes FLT_MAX as 3.4028235e+38 and then refuses to read
+    it ("Float value too large"): a model with a clip bound at FLT_MAX saved
+    by onnx.save(format="json") does not load in onnx. onnxio reads it back
+    to FLT_MAX, and refuses only what would round to infinity."""
+    t = onnx.TensorProto(float_data=[3.4028234663852886e38, -3.4028234663852886e38])
+    text = json_format.MessageToJson(t, preserving_proto_field_name=True)
+    assert "3.4028235e+38" in text
+    with pytest.raises(json_format.ParseError, match="too large"):
+        json_format.Parse(text, onnx.TensorProto())
+    assert _onnxio._serialize(_onnxio._text_parse(text, onnxio.TensorProto, "json")) == t.SerializeToString()
+    limit = 3.4028234663852886e38 + 2.0**103  # rounds to infinity as a float
+    with pytest.raises(onnxio.DecodeError, match="too large"):
+        _onnxio._text_parse(json.dumps({"float_data": [limit]}), onnxio.TensorProto, "json")
+
+
+def test_error_position():
+    with pytest.raises(onnxio.DecodeError, match=r"text format, line 3 column 3: .*no field named \"bogus\""):
+        _onnxio._text_parse(b'ir_version: 1\ngraph {\n  bogus: 2\n}', onnxio.ModelProto, "textproto")
+    with pytest.raises(onnxio.DecodeError, match=r"JSON, line 2 column 29: .*integer"):
+        _onnxio._text_parse(b'{\n "graph": {}, "ir_version": "x"}', onnxio.ModelProto, "json")
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_nesting_limit(style):
+    """Deep text is refused at max_depth (no stack overflow at any depth)."""
+    def nested(n):  # 1 + 3 * n levels
+        if style == "json":
+            return '{"graph": ' + '{"node": [{"attribute": [{"g": ' * n + "{}" + "}]}]}" * n + "}"
+        return "graph { " + "node { attribute { g { " * n + "} } } " * n + "}"
+    deep = nested(40)
+    with pytest.raises(onnxio.DecodeError, match="deeper"):
+        _onnxio._text_parse(deep.encode(), onnxio.ModelProto, style)
+    _onnxio._text_parse(deep.encode(), onnxio.ModelProto, style, max_depth=1000)
+    with pytest.raises(onnxio.DecodeError, match="deeper"):
+        _onnxio._text_parse(nested(100_000).encode(), onnxio.ModelProto, style, max_depth=1000)
+
+
+# ---- the Python API ----------------------------------------------------------------------
+
+
+def _model():
+    import numpy as np
+    from onnx import helper, numpy_helper
+    w = numpy_helper.from_array(np.arange(12, dtype=np.float32).reshape(3, 4) / 7, "W")
+    node = helper.make_node("MatMul", ["X", "W"], ["Y"], name="mm", doc_string="é\n\"q\"")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("X", onnx.TensorProto.FLOAT, ["N", 3])],
+                              [helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, ["N", 4])], [w])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+
+
+@pytest.mark.parametrize("ext,fmt", [(".txtpb", "textproto"), (".json", "json"), (".onnx", "textproto"),
+                                     (".onnx", "json"), (".onnxjson", None), (".pbtxt", None)])
+def test_save_and_load_like_onnx(tmp_path, ext, fmt):
+    """onnxio.save writes the file onnx.save writes (format named, or taken
+    from the extension); onnxio.load reads it to the message onnx.load
+    gives; from bytes and file objects too."""
+    ref = _model()
+    a, b = tmp_path / f"onnx{ext}", tmp_path / f"onnxio{ext}"
+    onnx.save(ref, a, format=fmt)
+    onnxio.save(onnxio.from_onnx(ref), b, format=fmt)
+    assert b.read_bytes() == a.read_bytes()
+    want = onnx.load(a, format=fmt).SerializeToString()
+    assert onnxio.load(a, format=fmt).SerializeToString() == want
+    with open(a, "rb") as f:
+        assert onnxio.load(f, format=fmt or ("json" if "json" in ext else "textproto")).SerializeToString() == want
+    real_fmt = fmt or ("json" if "json" in ext else "textproto")
+    assert onnxio.load_from_string(a.read_bytes(), format=real_fmt).SerializeToString() == want
+    t = ref.graph.initializer[0]
+    tb = tmp_path / f"t{ext}"
+    onnxio.save_tensor(onnxio.from_onnx(t), tb, format=real_fmt)
+    assert tb.read_bytes() == onnx.serialization.registry.get(real_fmt).serialize_proto(t)
+    assert onnxio.load_tensor(tb, format=real_fmt).SerializeToString() == t.SerializeToString()
+
+
+def test_text_formats_need_no_onnx(tmp_path):
+    """With the onnx package unimportable, format="textproto" and "json"
+    still save and load (the C library does them)."""
+    script = f"""
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name == "onnx" or name.startswith("onnx.") or name.startswith("google.protobuf"):
+            raise ImportError("blocked: " + name)
+sys.meta_path.insert(0, Block())
+import onnxio
+m = onnxio.ModelProto(ir_version=8, producer_name="p", graph=onnxio.GraphProto(name="g"))
+for fmt, ext in (("textproto", "txtpb"), ("json", "json")):
+    p = {str(tmp_path)!r} + "/m." + ext
+    onnxio.save(m, p)
+    assert onnxio.load(p) == m, fmt
+    print(fmt, open(p).read().replace(chr(10), " "))
+assert "onnx" not in sys.modules and "google.protobuf" not in sys.modules
+"""
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert 'textproto ir_version: 8 producer_name: "p" graph {   name: "g" }' in r.stdout
+    assert json.loads(r.stdout.split("json ", 1)[1]) == {"ir_version": "8", "producer_name": "p", "graph": {"name": "g"}}
+
+
+def test_external_data_with_text_formats(tmp_path):
+    """save_as_external_data with a text format: the weights go to the data
+    file and the text names them, as onnx does; loading reads them back."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+    w = numpy_helper.from_array(np.arange(4096, dtype=np.float32), "W")
+    ref = helper.make_model(helper.make_graph([], "g", [], [], [w]))
+    for fmt in STYLES:
+        d_onnx, d_io = tmp_path / f"a_{fmt}", tmp_path / f"b_{fmt}"
+        d_onnx.mkdir()
+        d_io.mkdir()
+        # onnx.save marks the tensors of the model it is given external: a copy
+        onnx.save(onnx.ModelProto.FromString(ref.SerializeToString()), d_onnx / "m.txt", format=fmt,
+                  save_as_external_data=True, location="w.bin")
+        onnxio.save(onnxio.from_onnx(ref), d_io / "m.txt", format=fmt, save_as_external_data=True, location="w.bin")
+        assert (d_io / "m.txt").read_bytes() == (d_onnx / "m.txt").read_bytes(), fmt
+        assert (d_io / "w.bin").read_bytes() == (d_onnx / "w.bin").read_bytes(), fmt
+        got = onnxio.load(d_onnx / "m.txt", format=fmt)
+        want = onnx.load(d_onnx / "m.txt", format=fmt)
+        assert got.SerializeToString() == want.SerializeToString(), fmt
+        assert os.path.getsize(d_io / "m.txt") < 4096
