@@ -341,3 +341,83 @@ onnxio_status onnxio__decode(const onnxio__decode_config *cfg, onnxio_message *m
     if (!data) data = empty; /* an empty file has no mapping; NULL + 0 is not valid C */
     return parse_message(&d, msg, data, data + size, 0);
 }
+
+/* ---- unknown fields, one by one ------------------------------------------ */
+
+static int unknown_bad(size_t at, const char *what)
+{
+    onnxio__fail(ONNXIO_ERR_DECODE, "unknown fields, at byte %zu: %s", at, what);
+    return -1;
+}
+
+ONNXIO_API int onnxio_unknown_field_next(const void *data, size_t size, size_t *offset, onnxio_unknown_field *out)
+{
+    if (!offset || !out || (!data && size)) {
+        onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "unknown_field_next: NULL argument");
+        return -1;
+    }
+    const uint8_t *base = data, *end = base + size, *p = base + *offset;
+    if (*offset >= size) return 0;
+    uint64_t tag, v = 0;
+    const uint8_t *q = wire_read_varint(p, end, &tag);
+    if (!q || (tag >> 3) == 0 || (tag >> 3) > 0x1fffffff) return unknown_bad((size_t)(p - base), "a bad tag");
+    unsigned wt = (unsigned)(tag & 7);
+    memset(out, 0, sizeof *out);
+    out->number = (uint32_t)(tag >> 3);
+    out->wire_type = (uint8_t)wt;
+    switch (wt) {
+    case WIRE_VARINT:
+        if (!(q = wire_read_varint(q, end, &v))) return unknown_bad((size_t)(p - base), "a truncated varint");
+        out->value = v;
+        break;
+    case WIRE_FIXED64:
+        if (end - q < 8) return unknown_bad((size_t)(p - base), "a truncated fixed64");
+        out->value = wire_load64(q);
+        q += 8;
+        break;
+    case WIRE_FIXED32:
+        if (end - q < 4) return unknown_bad((size_t)(p - base), "a truncated fixed32");
+        out->value = wire_load32(q);
+        q += 4;
+        break;
+    case WIRE_LEN:
+        if (!(q = wire_read_varint(q, end, &v)) || v > (uint64_t)(end - q))
+            return unknown_bad((size_t)(p - base), "a length past the end");
+        out->data = q;
+        out->size = (size_t)v;
+        q += v;
+        break;
+    case WIRE_START_GROUP: {
+        /* Up to the end tag that closes this group: a count of the groups
+         * open, no recursion. */
+        out->data = q;
+        size_t open = 1;
+        for (;;) {
+            const uint8_t *t = q;
+            uint64_t gt;
+            if (q >= end || !(q = wire_read_varint(q, end, &gt)) || (gt >> 3) == 0)
+                return unknown_bad((size_t)(p - base), "a group that never ends");
+            unsigned gwt = (unsigned)(gt & 7);
+            if (gwt == WIRE_END_GROUP) {
+                if (--open == 0) {
+                    if ((gt >> 3) != out->number) return unknown_bad((size_t)(t - base), "a mismatched end-group");
+                    out->size = (size_t)(t - out->data);
+                    break;
+                }
+                continue;
+            }
+            if (gwt == WIRE_START_GROUP) open++;
+            else if (gwt == WIRE_VARINT) q = wire_read_varint(q, end, &v);
+            else if (gwt == WIRE_FIXED64) q = end - q >= 8 ? q + 8 : NULL;
+            else if (gwt == WIRE_FIXED32) q = end - q >= 4 ? q + 4 : NULL;
+            else if (gwt == WIRE_LEN) q = (q = wire_read_varint(q, end, &v)) && v <= (uint64_t)(end - q) ? q + v : NULL;
+            else return unknown_bad((size_t)(t - base), "a bad wire type in a group");
+            if (!q) return unknown_bad((size_t)(t - base), "a truncated value in a group");
+        }
+        break;
+    }
+    default: return unknown_bad((size_t)(p - base), "a bad wire type");
+    }
+    *offset = (size_t)(q - base);
+    return 1;
+}

@@ -189,6 +189,28 @@ const onnxio_message_desc *onnxio_message_desc_by_name(const char *name);
 /* The name of an enum number (NULL when the number is not a value). */
 const char *onnxio_enum_value_name(const onnxio_enum_desc *e, int32_t number);
 
+/* ---- unknown fields ---------------------------------------------------- */
+
+/* One field of a message's unknown-field bytes (onnxio_message.unknown:
+ * fields the schema does not know, and enum numbers with no name, kept as
+ * they were read and written back after the known fields, as libprotobuf
+ * does). */
+typedef struct onnxio_unknown_field {
+    uint32_t number;     /* field number */
+    uint8_t wire_type;   /* 0 varint, 1 fixed64, 2 length-delimited, 3 group, 5 fixed32 */
+    uint64_t value;      /* wire types 0, 1 and 5: the value (fixed ones as little-endian integers) */
+    const uint8_t *data; /* wire type 2: the bytes; 3: the group's fields (without its end tag), which
+                          * this function reads too; they point into the input */
+    size_t size;
+} onnxio_unknown_field;
+
+/* Reads the field at *offset of the `size` bytes at `data` (usually a
+ * message's unknown.data and unknown.size) into *out and moves *offset past
+ * it. Returns 1 when a field was read, 0 at the end, -1 when the bytes are
+ * not wire format (onnxio_last_error() says where; a message's own unknown
+ * bytes always read). Nothing is allocated; groups nest to any depth. */
+int onnxio_unknown_field_next(const void *data, size_t size, size_t *offset, onnxio_unknown_field *out);
+
 /* ---- limits --------------------------------------------------------- */
 
 /* Message nesting: reading refuses deeper input (ONNXIO_ERR_DEPTH) at

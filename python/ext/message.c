@@ -1102,6 +1102,17 @@ static PyObject *m_DiscardUnknownFields(PyOnnxioMessage *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* The unknown fields, as onnxio.unknown_fields.UnknownFieldSet lists them. */
+static PyObject *m_UnknownFields(PyOnnxioMessage *self, PyObject *unused)
+{
+    (void)unused;
+    PyObject *mod = PyImport_ImportModule("onnxio.unknown_fields");
+    if (!mod) return NULL;
+    PyObject *r = PyObject_CallMethod(mod, "UnknownFieldSet", "O", (PyObject *)self);
+    Py_DECREF(mod);
+    return r;
+}
+
 /* A deep copy as a new top-level message of the same class (protobuf's
  * copy.copy and copy.deepcopy both copy deeply). */
 static PyObject *m_deepcopy(PyOnnxioMessage *self, PyObject *args)
@@ -1193,6 +1204,9 @@ static PyMethodDef message_methods[] = {
     {"ByteSize", (PyCFunction)m_ByteSize, METH_NOARGS, "ByteSize() -> int: the serialized size in bytes."},
     {"IsInitialized", (PyCFunction)m_IsInitialized, METH_VARARGS, "IsInitialized() -> True (ONNX has no required fields)."},
     {"FindInitializationErrors", (PyCFunction)m_FindInitializationErrors, METH_NOARGS, "Always []."},
+    {"UnknownFields", (PyCFunction)m_UnknownFields, METH_NOARGS,
+     "UnknownFields(): the unknown fields, an onnxio.unknown_fields.UnknownFieldSet (field_number, wire_type,\n"
+     "data of each, in the order read)."},
     {"DiscardUnknownFields", (PyCFunction)m_DiscardUnknownFields, METH_NOARGS,
      "DiscardUnknownFields(): drops unknown fields here and in every sub-message."},
     {"__deepcopy__", (PyCFunction)m_deepcopy, METH_VARARGS, "A deep copy in a new arena."},

@@ -809,6 +809,57 @@ static PyObject *mod_serialize(PyObject *self, PyObject *obj)
     return out;
 }
 
+/* ---- unknown fields ----------------------------------------------------------- */
+
+PyDoc_STRVAR(unknown_fields_doc,
+             "_unknown_fields(message_or_bytes) -> list of (field_number, wire_type, data)\n"
+             "The unknown fields of a message (or of wire bytes: a group's contents), in order\n"
+             "(onnxio_unknown_field_next): data is an int for wire types 0, 1 and 5, bytes for 2 and for a\n"
+             "group's (3) contents. DecodeError when bytes given are not wire format.");
+
+static PyObject *mod_unknown_fields(PyObject *self, PyObject *obj)
+{
+    (void)self;
+    Py_buffer view;
+    int has_view = 0;
+    const uint8_t *data;
+    size_t size;
+    onnxio_arena *keep = NULL;
+    if (pyonnxio_message_desc_of(obj)) {
+        PyOnnxioMessage *m = as_message(obj, NULL, "message");
+        if (!m) return NULL;
+        const onnxio_message *msg = message_for_read(m, pyonnxio_message_desc_of(obj), &keep);
+        if (!msg) return NULL;
+        data = msg->unknown.data;
+        size = msg->unknown.size;
+    } else {
+        if (PyObject_GetBuffer(obj, &view, PyBUF_CONTIG_RO) < 0) return NULL;
+        has_view = 1;
+        data = view.buf;
+        size = (size_t)view.len;
+    }
+    PyObject *list = PyList_New(0);
+    size_t offset = 0;
+    onnxio_unknown_field f;
+    int r;
+    while (list && (r = onnxio_unknown_field_next(data, size, &offset, &f)) != 0) {
+        if (r < 0) {
+            Py_CLEAR(list);
+            pyonnxio_raise(ONNXIO_ERR_DECODE);
+            break;
+        }
+        PyObject *value = f.wire_type == 2 || f.wire_type == 3
+                              ? PyBytes_FromStringAndSize((const char *)f.data, (Py_ssize_t)f.size)
+                              : PyLong_FromUnsignedLongLong(f.value);
+        PyObject *item = value ? Py_BuildValue("(IiN)", f.number, (int)f.wire_type, value) : NULL;
+        if (!item || PyList_Append(list, item) < 0) Py_CLEAR(list);
+        Py_XDECREF(item);
+    }
+    if (has_view) PyBuffer_Release(&view);
+    onnxio_arena_unref(keep);
+    return list;
+}
+
 /* ---- text formats ------------------------------------------------------------ */
 
 /* "str", "textproto" or "json" to the library's style; -1 with a ValueError. */
@@ -1244,6 +1295,7 @@ static PyMethodDef module_methods[] = {
     {"_save_file", (PyCFunction)(void (*)(void))mod_save_file, METH_VARARGS | METH_KEYWORDS, save_file_doc},
     {"_serialize", mod_serialize, METH_O, serialize_doc},
     {"_text_format", mod_text_format, METH_VARARGS, text_format_doc},
+    {"_unknown_fields", mod_unknown_fields, METH_O, unknown_fields_doc},
     {"_text_parse", (PyCFunction)(void (*)(void))mod_text_parse, METH_VARARGS | METH_KEYWORDS, text_parse_doc},
     {"_coerce", mod_coerce, METH_O, coerce_doc},
     {"_archive_replace_model", (PyCFunction)(void (*)(void))mod_archive_replace_model, METH_VARARGS | METH_KEYWORDS,
