@@ -413,13 +413,6 @@ def _parse_kwargs(options, explicit: dict) -> dict:
 
 _DEFAULT_FORMAT = "protobuf"
 _BYTES_OVERHEAD = sys.getsizeof(b"")
-# File extension -> format, as onnx.serialization's registry has them.
-_EXTENSION_FORMATS = {".onnx": "protobuf", ".pb": "protobuf",
-                      ".txtpb": "textproto", ".textproto": "textproto", ".prototxt": "textproto",
-                      ".pbtxt": "textproto", ".json": "json", ".onnxjson": "json",
-                      ".onnxtxt": "onnxtxt", ".onnxtext": "onnxtxt"}
-
-
 def _is_path(f) -> bool:
     return isinstance(f, (str, os.PathLike))
 
@@ -450,39 +443,28 @@ def _resolve_format(fmt, f) -> str:
         return fmt
     path = _file_path(f) if not _is_bytes_like(f) else None
     if path is not None:
-        return _EXTENSION_FORMATS.get(os.path.splitext(path)[1], _DEFAULT_FORMAT)
+        from onnxio import serialization
+
+        return serialization.registry.get_format_from_file_extension(os.path.splitext(path)[1]) or _DEFAULT_FORMAT
     return _DEFAULT_FORMAT
 
 
-# Text formats the library reads and writes itself (onnxio_text_parse,
-# onnxio_text_format); any other goes to onnx's serializer registry.
-_LIBRARY_TEXT_FORMATS = ("textproto", "json")
-
-
-def _onnx_serializer(fmt: str):
-    """onnx's serializer for a textual format (imports onnx)."""
-    try:
-        from onnx import serialization
-    except ImportError as e:  # pragma: no cover - onnx is installed in the test environment
-        raise ValueError(f"format {fmt!r} needs the onnx package; onnxio reads and writes "
-                         f"'protobuf', {' and '.join(map(repr, _LIBRARY_TEXT_FORMATS))} itself") from e
-    return serialization.registry.get(fmt)
-
-
 def _parse_text(fmt: str, data, cls, max_depth: int = 0):
-    """A message of class `cls` from `data` (bytes or str) in text format `fmt`."""
-    if fmt in _LIBRARY_TEXT_FORMATS:
-        if not isinstance(data, (bytes, bytearray, memoryview, str)):
-            raise TypeError(f"Parameter 'serialized' must be bytes or str, but got type: {type(data)}")
-        return _onnxio._text_parse(data, cls, fmt, max_depth=max_depth)
-    return from_onnx(_onnx_serializer(fmt).deserialize_proto(data, _onnx_class(_class_name(cls))()))
+    """A message of class `cls` read from `data` in format `fmt` (not
+    "protobuf") by the serializer onnxio.serialization registers for it."""
+    from onnxio import serialization
+
+    serializer = serialization.registry.get(fmt)
+    if isinstance(serializer, serialization._LibraryTextSerializer):
+        return serializer.parse(data, cls, max_depth)  # a new message, no copy
+    return serializer.deserialize_proto(data, cls())
 
 
 def _format_text(fmt: str, msg) -> bytes:
-    """`msg` in text format `fmt`, as onnx's serializer for it writes it."""
-    if fmt in _LIBRARY_TEXT_FORMATS:
-        return _onnxio._text_format(msg, fmt)
-    return _onnx_serializer(fmt).serialize_proto(to_onnx(msg))
+    """`msg` written in format `fmt` by the serializer registered for it."""
+    from onnxio import serialization
+
+    return serialization.registry.get(fmt).serialize_proto(msg)
 
 
 def _read_bytes(f):
@@ -565,8 +547,9 @@ def load_model(
             ``location`` naming entries, as ``replace_archive_model``
             wants them).
         format: "protobuf" (default; inferred from the file extension when
-            ``f`` is a path) or a textual format of onnx ("textproto",
-            "json", "onnxtxt"), which goes through the onnx package.
+            ``f`` is a path) or a textual format of onnx: "textproto" and
+            "json" (read by the C library as protobuf's text_format and
+            json_format read them), "onnxtxt" (through the onnx package).
         load_external_data: read tensors stored in external data files, from
             the model's directory (or ``base_dir``). A bytes input reads them
             only when ``base_dir`` is given.

@@ -9,7 +9,9 @@ the tree's python/ folder: what users import. Every input is
   in no_copy mode (bytes that start like a zip archive load as .onnxz);
 - parsed as a TensorProto (``TensorProto.FromString``), the whole input and,
   when it starts with the byte 1 (the tensor seeds of make_seeds.sh), the
-  rest of it.
+  rest of it;
+- loaded as a ModelProto in the text formats (``format="textproto"`` and
+  ``"json"``).
 
 Whatever loads goes through SerializeToString (which must give bytes that
 parse back and serialize to the same bytes), ByteSize, str(), == (with the
@@ -114,6 +116,13 @@ def attempt(f, *args, **kwargs):
         return None
 
 
+def again_without_unknown(msg):
+    """msg's bytes without unknown fields (the text formats do not carry them)."""
+    dup = copy.deepcopy(msg)
+    dup.DiscardUnknownFields()
+    return dup.SerializeToString()
+
+
 def exercise(msg):
     """Every operation on a message that loaded; invariants are asserts."""
     cls = type(msg)
@@ -134,6 +143,16 @@ def exercise(msg):
     walk(msg)
     text = attempt(str, msg)
     assert text is None or isinstance(text, str)
+    for fmt in ("textproto", "json"):
+        # Writing text fails only for a payload never loaded (EncodeError);
+        # what is written reads back to the same bytes, unless it holds a
+        # string that is not UTF-8 (written escaped, refused on reading, as
+        # protobuf does) or a NaN (its payload bits are not written).
+        written = attempt(onnxio._format_text, fmt, msg)
+        if written is not None and data is not None:
+            back = attempt(onnxio._parse_text, fmt, written, cls)
+            if back is not None and "nan" not in written.decode().lower():
+                assert back.SerializeToString() == again_without_unknown(msg), fmt
     dup = attempt(copy.deepcopy, msg)
     if dup is not None:
         assert dup == msg
@@ -170,6 +189,10 @@ def TestOneInput(data: bytes) -> None:  # noqa: N802 (atheris' name)
             if tensor is not None:
                 exercise(tensor)
                 external_reads(tensor)
+        for fmt in ("textproto", "json"):
+            model = attempt(onnxio.load_model_from_string, data, format=fmt)
+            if model is not None:
+                exercise(model)
 
 
 def main():

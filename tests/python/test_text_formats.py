@@ -522,3 +522,63 @@ def test_external_data_with_text_formats(tmp_path):
         want = onnx.load(d_onnx / "m.txt", format=fmt)
         assert got.SerializeToString() == want.SerializeToString(), fmt
         assert os.path.getsize(d_io / "m.txt") < 4096
+
+
+# ---- onnxio.serialization: the registry load and save use ----------------------------------
+
+
+def test_registry_matches_onnx():
+    """The same formats and file extensions as onnx.serialization's registry."""
+    from onnx import serialization as theirs
+
+    from onnxio import serialization as ours
+    for fmt in ("protobuf", "textproto", "json", "onnxtxt"):
+        assert ours.registry.get(fmt).file_extensions == theirs.registry.get(fmt).file_extensions, fmt
+        for ext in theirs.registry.get(fmt).file_extensions:
+            assert ours.registry.get_format_from_file_extension(ext) == fmt
+    with pytest.raises(ValueError, match="Unsupported format: 'yaml'"):
+        ours.registry.get("yaml")
+    m = onnxio.from_onnx(_model())
+    for fmt in ("protobuf", "textproto", "json"):
+        # the same bytes as onnx's serializer of the format, on onnx's message
+        assert ours.registry.get(fmt).serialize_proto(m) == theirs.registry.get(fmt).serialize_proto(_model())
+        back = ours.registry.get(fmt).deserialize_proto(ours.registry.get(fmt).serialize_proto(m), onnxio.ModelProto())
+        assert back == m
+
+
+def test_custom_serializer_is_used_by_load_and_save(tmp_path):
+    """A serializer registered in onnxio.serialization is what onnxio.save
+    and load use for its format and extensions, as with onnx."""
+    from onnxio import serialization
+
+    class Upper:
+        supported_format = "upper-json"
+        file_extensions = frozenset({".ujson"})
+
+        def serialize_proto(self, proto):
+            return serialization.registry.get("json").serialize_proto(proto).upper()
+
+        def deserialize_proto(self, serialized, proto):
+            return serialization.registry.get("json").deserialize_proto(serialized.lower(), proto)
+
+    serialization.registry.register(Upper())
+    m = onnxio.ModelProto(producer_name="p", graph=onnxio.GraphProto(name="g"))
+    onnxio.save(m, tmp_path / "m.ujson")
+    assert (tmp_path / "m.ujson").read_bytes().startswith(b'{\n  "PRODUCER_NAME": "P"')
+    assert onnxio.load(tmp_path / "m.ujson") == m
+    assert onnxio.load_model_from_string((tmp_path / "m.ujson").read_bytes(), format="upper-json") == m
+
+
+@pytest.mark.parametrize("fmt,module", [("textproto", text_format), ("json", json_format)])
+def test_errors_are_protobufs_parse_errors(fmt, module):
+    """A malformed text raises onnxio.DecodeError, which is also the
+    ParseError of protobuf's module for the format (what onnx.load raises),
+    with its line and column."""
+    bad = b"ir_version: 1\n  nope: 2" if fmt == "textproto" else b'{\n  "nope": 2}'
+    with pytest.raises(module.ParseError) as e:
+        onnxio.load_model_from_string(bad, format=fmt)
+    assert isinstance(e.value, onnxio.DecodeError)
+    with pytest.raises(module.ParseError):
+        onnx.load_model_from_string(bad, format=fmt)
+    if fmt == "textproto":
+        assert (e.value.GetLine(), e.value.GetColumn()) == (2, 3)
