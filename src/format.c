@@ -124,7 +124,7 @@ static onnxio_status parse_u64(const onnxio_string *v, const char *key, const on
     return ONNXIO_OK;
 bad:
     return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA,
-                        "tensor '%s': external_data %s '%.*s' is not a decimal number of bytes (digits only, below 2^64)",
+                        "tensor '%s': external_data %s '%.*s' is not a non-negative decimal number of bytes (digits only, below 2^64)",
                         onnxio__tensor_name(t), key, (int)(v->size > 64 ? 64 : v->size), v->data ? v->data : "");
 }
 

@@ -36,12 +36,13 @@ static onnxio_status check_range(const onnxio_TensorProto *t, const onnxio_exter
                                  uint64_t *length)
 {
     if (r->offset > e->size)
-        return onnxio__fail(ONNXIO_ERR_EXTERNAL_RANGE, "tensor '%s': external data offset %llu is past the end of %s (%llu bytes)",
+        return onnxio__fail(ONNXIO_ERR_EXTERNAL_RANGE, "tensor '%s': external data offset %llu exceeds file size: past the end of %s (%llu bytes)",
                             onnxio__tensor_name(t), (unsigned long long)r->offset, e->name, (unsigned long long)e->size);
     *length = r->has_length ? r->length : e->size - r->offset;
     if (*length > e->size - r->offset)
         return onnxio__fail(ONNXIO_ERR_EXTERNAL_RANGE,
-                            "tensor '%s': external data offset %llu + length %llu runs past the end of %s (%llu bytes)",
+                            "tensor '%s': external data offset %llu + length %llu exceeds available data: runs past the end of "
+                            "%s (%llu bytes)",
                             onnxio__tensor_name(t), (unsigned long long)r->offset, (unsigned long long)*length, e->name,
                             (unsigned long long)e->size);
     return onnxio__check_raw_size(t, *length, e->name);
