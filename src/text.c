@@ -106,30 +106,41 @@ static void put_escaped(out *o, const char *p, size_t n, int bytes)
     put(o, "\"", 1);
     uint64_t shown = n;
     if (bytes && o->max_bytes && n > o->max_bytes) shown = o->max_bytes;
+    /* Escaped into a local buffer, written a chunk at a time. */
+    char q[4096 + 8];
+    size_t k = 0;
     for (size_t i = 0; i < shown; i++) {
+        if (k > 4096 - 4) {
+            put(o, q, k);
+            k = 0;
+        }
         unsigned char c = (unsigned char)p[i];
+        if (c >= 0x20 && c < 0x7f) {
+            if (c == '"' || c == '\'' || c == '\\') q[k++] = '\\';
+            q[k++] = (char)c;
+            continue;
+        }
         if (!bytes && c >= 0x80) {
             size_t len = utf8_sequence((const unsigned char *)p + i, n - i);
             if (len) {
+                put(o, q, k);
+                k = 0;
                 put(o, p + i, len);
                 i += len - 1;
-            } else {
-                printf_(o, "\\%03o", c);
+                continue;
             }
-            continue;
         }
-        switch (c) {
-        case '\n': put(o, "\\n", 2); break;
-        case '\r': put(o, "\\r", 2); break;
-        case '\t': put(o, "\\t", 2); break;
-        case '"': put(o, "\\\"", 2); break;
-        case '\'': put(o, "\\'", 2); break;
-        case '\\': put(o, "\\\\", 2); break;
-        default:
-            if ((bytes || c < 0x80) && !(c >= 0x20 && c < 0x7f)) printf_(o, "\\%03o", c);
-            else put(o, (const char *)&c, 1);
+        q[k++] = '\\';
+        if (c == '\n') q[k++] = 'n';
+        else if (c == '\r') q[k++] = 'r';
+        else if (c == '\t') q[k++] = 't';
+        else {
+            q[k++] = (char)('0' + (c >> 6));
+            q[k++] = (char)('0' + ((c >> 3) & 7));
+            q[k++] = (char)('0' + (c & 7));
         }
     }
+    put(o, q, k);
     put(o, "\"", 1);
     if (shown < n) printf_(o, " # %zu bytes, first %llu shown", n, (unsigned long long)shown);
 }

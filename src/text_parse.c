@@ -823,6 +823,63 @@ static int json_number_at(reader *r, json_number *n)
 
 static int json_message(reader *r, onnxio_message *m, int depth);
 
+/* Base64 digit values, both alphabets (+/ and -_); -2 for '=', -1 for
+ * anything else. */
+static const signed char b64_value[256] = {
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 62, -1, 62, -1, 63,
+    52, 53, 54, 55, 56, 57, 58, 59, 60, 61, -1, -1, -1, -2, -1, -1,
+    -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
+    15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, -1, -1, -1, -1, 63,
+    -1, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40,
+    41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+};
+
+/* base64.urlsafe_b64decode of r->scratch after padding, in place: both
+ * alphabets, other characters skipped, decoding stops at '='. 0 when the
+ * digits leave a lone 6 bits (a count 1 more than a multiple of 4). */
+static int base64_in_place(reader *r)
+{
+    const unsigned char *in = (const unsigned char *)r->scratch;
+    size_t n = r->scratch_size, i = 0, w = 0;
+    char *out = r->scratch;
+    /* four digits at a time while they are all digits */
+    while (i + 4 <= n) {
+        int a = b64_value[in[i]], b = b64_value[in[i + 1]], c = b64_value[in[i + 2]], d = b64_value[in[i + 3]];
+        if ((a | b | c | d) < 0) break;
+        uint32_t v = (uint32_t)a << 18 | (uint32_t)b << 12 | (uint32_t)c << 6 | (uint32_t)d;
+        out[w++] = (char)(v >> 16);
+        out[w++] = (char)(v >> 8);
+        out[w++] = (char)v;
+        i += 4;
+    }
+    uint32_t acc = 0;
+    unsigned bits = 0;
+    for (; i < n; i++) {
+        int v = b64_value[in[i]];
+        if (v == -2) break;
+        if (v < 0) continue;
+        acc = acc << 6 | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[w++] = (char)(acc >> bits);
+        }
+    }
+    if (bits == 6) return 0;
+    r->scratch_size = w;
+    return 1;
+}
+
 static int json_scalar(reader *r, onnxio_message *m, const onnxio_field_desc *f)
 {
     int c = json_peek(r);
@@ -840,32 +897,10 @@ static int json_scalar(reader *r, onnxio_message *m, const onnxio_field_desc *f)
     case ONNXIO_KIND_RAW: {
         if (c != '"') return SYNTAX(r, at, "Field \"%s\" wants base64 text.", f->name), 0;
         if (!json_string(r)) return 0;
-        /* base64.urlsafe_b64decode after padding: both alphabets, other
-         * characters skipped, decoding stops at '='. */
-        size_t n = 0, bits = 0;
-        uint32_t acc = 0;
-        for (size_t i = 0; i < r->scratch_size; i++) {
-            char ch = r->scratch[i];
-            int v;
-            if (ch >= 'A' && ch <= 'Z') v = ch - 'A';
-            else if (ch >= 'a' && ch <= 'z') v = ch - 'a' + 26;
-            else if (ch >= '0' && ch <= '9') v = ch - '0' + 52;
-            else if (ch == '+' || ch == '-') v = 62;
-            else if (ch == '/' || ch == '_') v = 63;
-            else if (ch == '=') break;
-            else continue;
-            acc = acc << 6 | (uint32_t)v;
-            bits += 6;
-            if (bits >= 8) {
-                bits -= 8;
-                r->scratch[n++] = (char)(acc >> bits);
-            }
-        }
-        if (bits == 6)
+        if (!base64_in_place(r))
             return SYNTAX(r, at, "Field \"%s\": invalid base64 (a character count 1 more than a multiple of 4).",
                           f->name),
                    0;
-        r->scratch_size = n;
         void *dst = value_slot(r, at, m, f, 0);
         return dst && store_bytes(r, at, f, dst);
     }
