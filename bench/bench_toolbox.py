@@ -6,7 +6,7 @@ scripts/make_gpt2.py; `make models` makes them). Medians of --repeats runs,
 onnx's and onnxio's interleaved, and the ratio onnxio / onnx (below 1:
 onnxio faster; the target is at most 1.2).
 
-    .venv/bin/python bench/bench_toolbox.py [--repeats 5] [--text MODEL] [MODEL ...]
+    .venv/bin/python bench/bench_toolbox.py [--repeats 5] [--text MODEL [--text-only]] [MODEL ...]
 
 The reference for from_onnx and to_onnx is onnx's own copy of a message
 through bytes, ModelProto.FromString(m.SerializeToString()).
@@ -65,7 +65,10 @@ def main():
     ap.add_argument("models", nargs="*", default=[str(MODELS / "many_nodes.onnx"), str(MODELS / "gpt2.onnx")])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--text", metavar="MODEL", help="also time the text formats on MODEL")
+    ap.add_argument("--text-only", action="store_true", help="with --text: only the text formats")
     args = ap.parse_args()
+    if args.text_only:
+        args.models = []
     print(f"{'model':16} {'call':28} {'onnx s':>9} {'onnxio s':>9} {'ratio':>7}")
     for path in args.models:
         theirs = onnx.load(path)

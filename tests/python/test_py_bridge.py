@@ -163,3 +163,21 @@ def test_protobuf_text_and_json_modules_refuse_onnxio_messages_clearly():
     # the descriptors still answer hasattr/getattr as objects do
     assert not hasattr(m.DESCRIPTOR, "file") and getattr(m.DESCRIPTOR, "file", None) is None
     assert m.DESCRIPTOR.full_name == "onnx.ModelProto"
+
+
+def test_from_onnx_large_model_borrows_protobufs_bytes():
+    """From 64 MiB on, from_onnx keeps the payloads in the bytes protobuf
+    serialized to instead of copying them: the message is exact, and its
+    payloads stay valid after the onnx message and every other reference
+    are gone."""
+    import gc
+
+    w = np.arange(18 * 2**20, dtype=np.float32)  # 72 MiB
+    ref = oh.make_model(oh.make_graph([], "g", [], [], [onh.from_array(w, "W")]))
+    want = ref.SerializeToString()
+    m = onnxio.from_onnx(ref)
+    del ref
+    gc.collect()
+    assert m.SerializeToString() == want
+    got = xnh.to_array(m.graph.initializer[0])
+    assert got.shape == w.shape and np.array_equal(got, w)
