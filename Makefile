@@ -12,6 +12,8 @@
 #   make models       the benchmark models in .cache/models (made once)
 #   make bootstrap    install Debian packages and .venv (scripts/bootstrap.sh)
 #   make python-install  pip install the onnxio package (this tree) into .venv
+#   make install      build, then install headers, libraries, onnxio.pc, the CMake package and
+#                     the command under PREFIX (default /usr/local; cmake --install build --prefix)
 #   make clean        remove build directories and bench/out (keeps .cache/models, .venv)
 #   make distclean    clean, plus .cache and .venv
 #
@@ -48,7 +50,9 @@ have_c_tests = $(wildcard tests/c/test_*.c)
 FAULT_SUMMARY = grep -hE "points in all|skipped:" Testing/Temporary/LastTest.log | sed 's/^ */test_faults: /' || true
 have_py_tests = $(wildcard tests/python/test_*.py tests/python/*_test.py)
 
-.PHONY: all bootstrap demo test test-build test-asan test-fuzz test-python python-install \
+PREFIX ?= /usr/local
+
+.PHONY: install all bootstrap demo test test-build test-asan test-fuzz test-python python-install \
         bench bench-python bench-build models clean distclean
 
 all:
@@ -58,6 +62,9 @@ all:
 
 bootstrap:
 	@scripts/bootstrap.sh
+
+install: all
+	$(CMAKE) --install build --prefix "$(PREFIX)"
 
 demo: bootstrap
 	@$(MAKE) --no-print-directory all

@@ -23,6 +23,7 @@ log() { printf 'bootstrap: %s\n' "$*" >&2; }
 packages=(
     build-essential       # gcc, g++ (the libprotobuf benchmark), make
     cmake
+    pkgconf               # pkg-config: the install test builds programs with onnxio.pc
     clang                 # libFuzzer targets
     libclang-rt-14-dev    # clang's sanitizer and libFuzzer runtimes
     zlib1g-dev            # CRC-32 and inflate for .onnxz archives
@@ -58,8 +59,11 @@ if ((${#missing[@]})); then
         exit 1
     fi
     log "installing Debian packages: ${missing[*]}"
-    apt-get update
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+    # Another apt or dpkg (unattended upgrades, a second bootstrap) may hold
+    # the lock: wait for it, up to 10 minutes, instead of failing at once.
+    lock=(-o DPkg::Lock::Timeout=600)
+    apt-get "${lock[@]}" update
+    DEBIAN_FRONTEND=noninteractive apt-get "${lock[@]}" install -y --no-install-recommends "${missing[@]}"
 fi
 
 # ---- Python environment ----------------------------------------------------

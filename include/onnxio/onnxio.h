@@ -256,7 +256,13 @@ int onnxio_unknown_field_next(const void *data, size_t size, size_t *offset, onn
  * library reads only the members struct_size covers, and refuses
  * (ONNXIO_ERR_INVALID_ARGUMENT) a larger struct whose members unknown to it
  * are not zero: an option it does not know is never silently ignored. New
- * options are only ever added at the end. */
+ * options are only ever added at the end. The INIT macros are C
+ * initializers, and in C++ expressions of the same value. */
+#ifdef __cplusplus
+#define ONNXIO_OPTIONS_INIT_(T) ([] { T o_{}; o_.struct_size = sizeof o_; return o_; }())
+#else
+#define ONNXIO_OPTIONS_INIT_(T) {.struct_size = sizeof(T)}
+#endif
 
 /* A setting whose default is "on" or depends on the mode: zero means the
  * default. */
@@ -353,7 +359,7 @@ typedef struct onnxio_parse_options {
     uint64_t max_expansion;
 } onnxio_parse_options;
 
-#define ONNXIO_PARSE_OPTIONS_INIT {.struct_size = sizeof(onnxio_parse_options)}
+#define ONNXIO_PARSE_OPTIONS_INIT ONNXIO_OPTIONS_INIT_(onnxio_parse_options)
 
 /* Moving payloads to an external data file on save (ONNX external data:
  * data_location = EXTERNAL with external_data keys location/offset/length).
@@ -410,7 +416,7 @@ typedef struct onnxio_serialize_options {
     int max_depth;
 } onnxio_serialize_options;
 
-#define ONNXIO_SERIALIZE_OPTIONS_INIT {.struct_size = sizeof(onnxio_serialize_options)}
+#define ONNXIO_SERIALIZE_OPTIONS_INIT ONNXIO_OPTIONS_INIT_(onnxio_serialize_options)
 
 /* ---- what a file is, and the rules of what it holds ----------------- */
 
@@ -802,7 +808,7 @@ typedef struct onnxio_text_options {
     int max_depth;
 } onnxio_text_options;
 
-#define ONNXIO_TEXT_OPTIONS_INIT {.struct_size = sizeof(onnxio_text_options)}
+#define ONNXIO_TEXT_OPTIONS_INIT ONNXIO_OPTIONS_INIT_(onnxio_text_options)
 
 /* `msg` written as text in opts->style (NULL opts: ONNXIO_TEXT_STR); unknown
  * fields are not written (protobuf's writers skip them too). *out is a new

@@ -217,13 +217,29 @@ typedef enum onnxio_oneof_id {
 #define ONNXIO_CTYPE_PACKED_FLOAT(T) onnxio_float_array
 #define ONNXIO_CTYPE_PACKED_DOUBLE(T) onnxio_double_array
 
+/* A member is named after its field, but for a field named like a C++
+ * keyword (OperatorSetProto.operator): that member is <name>_ (in C, also
+ * <name>, the same storage through an anonymous union), so that the header
+ * compiles as C++. ONNXIO_RENAMED_<name> marks such a field; the test picks
+ * the third of its arguments, `yes` when the mark expands to two. */
+#define ONNXIO_RENAMED_operator ~, ~
+#define ONNXIO_ARG3_(a, b, c, ...) c
+#define ONNXIO_PICK_(...) ONNXIO_ARG3_(__VA_ARGS__)
+#define ONNXIO_IF_RENAMED_(F, yes, no) ONNXIO_PICK_(ONNXIO_RENAMED_##F, yes, no, ~)
+#ifdef __cplusplus
+#define ONNXIO_RENAMED_MEMBER_(TYPE, F) TYPE F##_;
+#else
+#define ONNXIO_RENAMED_MEMBER_(TYPE, F) union { TYPE F##_; TYPE F; };
+#endif
+#define ONNXIO_MEMBER_(TYPE, F) ONNXIO_IF_RENAMED_(F, ONNXIO_RENAMED_MEMBER_(TYPE, F), TYPE F;)
+
 /* the message structs */
 #define ONNXIO_ENUM(E, FULL)
 #define ONNXIO_ENUM_VALUE(E, V, N)
 #define ONNXIO_END_ENUM(E)
 #define ONNXIO_MESSAGE(M, FULL) struct onnxio_##M { onnxio_message base;
 #define ONNXIO_ONEOF(M, O)
-#define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T) ONNXIO_CTYPE_(LABEL, KIND, T) F;
+#define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T) ONNXIO_MEMBER_(ONNXIO_CTYPE_(LABEL, KIND, T), F)
 #define ONNXIO_END_MESSAGE(M) };
 #include "onnxio/schema.def"
 #undef ONNXIO_ENUM
