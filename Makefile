@@ -86,8 +86,8 @@ test: bootstrap
 	 echo "==> make test: all steps passed"
 
 test-build:
-	@echo "==> build/ with -Werror"
-	$(CMAKE) -S . -B build -DONNXIO_WERROR=ON $(CMAKE_ARGS)
+	@echo "==> build/ with -Werror (the Python extension and its stubs too)"
+	$(CMAKE) -S . -B build -DONNXIO_WERROR=ON -DONNXIO_PYTHON=ON -DPython_EXECUTABLE=$(CURDIR)/$(PYTHON) $(CMAKE_ARGS)
 	$(CMAKE_BUILD) build -j$(JOBS)
 	@echo "==> ctest in build/"
 	@if [ -z "$(have_c_tests)" ]; then echo "ctest: no tests/c/test_*.c, skipped"; \
@@ -113,7 +113,8 @@ test-fuzz: python-install
 # The tests import the onnxio package from .venv's site-packages, installed
 # here from this tree (non-editable, so nothing in python/ is imported and no
 # earlier install can be stale); --no-build-isolation builds with .venv's
-# pinned setuptools and wheel, without reaching PyPI.
+# pinned scikit-build-core (CMakeLists.txt builds the extension, its stubs
+# and the command), without reaching PyPI.
 test-python: python-install
 	@echo "==> pytest tests/python"
 	@if [ -z "$(have_py_tests)" ]; then echo "pytest: no tests in tests/python, skipped"; \

@@ -89,6 +89,6 @@ if [[ "$have" != "$pyver" ]]; then
 fi
 log "installing requirements.txt into $venv"
 "$venv/bin/python" -m pip install --disable-pip-version-check -q -r requirements.txt
-"$venv/bin/python" -c 'import onnx, numpy, pytest, google.protobuf, grpc_tools, onnxruntime, onnx_ir, setuptools, wheel'
+"$venv/bin/python" -c 'import onnx, numpy, pytest, google.protobuf, grpc_tools, onnxruntime, onnx_ir, scikit_build_core, mypy, build'
 printf '%s\n' "$want" > "$stamp"
 log "Python environment ready"

@@ -534,7 +534,7 @@ def load_model(
     verify_crc: bool | None = None,
     max_expansion: int = 0,
     options: ParseOptions | None = None,
-):
+) -> ModelProto:  # noqa: F405
     """Loads a ModelProto, as ``onnx.load_model``.
 
     Args:
@@ -597,7 +597,7 @@ def load_model_from_string(
     verify_crc: bool | None = None,
     max_expansion: int = 0,
     options: ParseOptions | None = None,
-):
+) -> ModelProto:  # noqa: F405
     """Parses a serialized ModelProto from a bytes-like object, as
     ``onnx.load_model_from_string``. External data is read only when
     ``base_dir`` is given. ``s`` may hold an .onnxz archive, whose tensors
@@ -627,7 +627,7 @@ def load_tensor(
     raw_data_threshold: int = 0,
     alignment: int = 0,
     max_expansion: int = 0,
-):
+) -> TensorProto:  # noqa: F405
     """Loads a TensorProto from a path, file object or bytes-like object,
     as ``onnx.load_tensor`` (the keyword arguments are load_model's)."""
     kwargs = _parse_kwargs(None, dict(no_copy=no_copy, num_threads=num_threads, skip_raw_data=skip_raw_data,
@@ -644,7 +644,7 @@ def load_tensor_from_string(
     skip_raw_data: bool = False,
     max_depth: int = 0,
     max_expansion: int = 0,
-):
+) -> TensorProto:  # noqa: F405
     """Parses a serialized TensorProto, as ``onnx.load_tensor_from_string``
     (the keyword arguments are load_model's)."""
     if format != _DEFAULT_FORMAT:
@@ -945,7 +945,7 @@ def _onnx_class(full_name: str):
     return message_factory.GetMessageClass(descriptor_pool.Default().FindMessageTypeByName(full_name))
 
 
-def from_onnx(proto):
+def from_onnx(proto) -> Message:  # noqa: F405
     """The onnxio message equal to an ``onnx`` package message (of any
     ONNX class), parsed from the bytes its SerializeToString() gives (the
     extension's conversion, as constructors and append use it; an onnxio
@@ -963,7 +963,7 @@ def from_onnx(proto):
     return converted
 
 
-def to_onnx(proto):
+def to_onnx(proto) -> typing.Any:
     """The ``onnx`` package message equal to an onnxio message (imports onnx)."""
     full_name = _class_name(type(proto))
     if "." not in full_name:
