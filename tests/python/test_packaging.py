@@ -146,3 +146,21 @@ def test_wheel_installs_into_a_new_environment(tmp_path):
     assert run([str(venv / "bin" / "onnxio"), "--version"]).strip() == f"onnxio {onnxio.__version__}"
     env = dict(os.environ, PATH=f"{venv / 'bin'}:{os.environ.get('PATH', '')}")
     assert run(["onnxio", "--help"], env=env).startswith("usage: onnxio")
+
+
+def test_python_m_build_makes_sdist_and_wheel(tmp_path):
+    """python -m build (offline: --no-isolation, this environment's pinned
+    scikit-build-core): an sdist holding what the build needs, and a wheel
+    built from that sdist."""
+    run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(tmp_path), str(REPO)])
+    (sdist,) = tmp_path.glob("onnxio-*.tar.gz")
+    (wheel,) = tmp_path.glob("onnxio-*.whl")
+    import tarfile
+
+    names = {n.split("/", 1)[1] for n in tarfile.open(sdist).getnames() if "/" in n}
+    for want in ("pyproject.toml", "CMakeLists.txt", "src/schema.def", "src/text_parse.c", "include/onnxio/onnxio.h",
+                 "python/ext/module.c", "python/gen_stubs.c", "python/onnxio/__init__.py", "cli/main.c",
+                 "cmake/onnxio.pc.in"):
+        assert want in names, want
+    assert not any(n.startswith((".cache/", "build/", ".venv/")) for n in names)
+    assert "onnxio/_onnxio.pyi" in zipfile.ZipFile(wheel).namelist()
