@@ -198,33 +198,47 @@ def test_two_threads_loading_and_saving(tmp_path):
 
 
 def _progress_during(call, attempts=40):
-    """True when a second thread made progress while `call()` ran, on any of
-    `attempts` tries. The switch interval is made huge, so the second thread
-    can only run when the main thread gives up the GIL by itself: during
-    `call()` if it releases it, never otherwise."""
+    """True when a second thread ran Python code while `call()` ran, on any
+    of `attempts` tries. The switch interval is made huge, so that the
+    interpreter never takes the GIL from the main thread. Each try wakes a
+    thread blocked on an Event (Event.set releases a lock, never the GIL)
+    and then calls `call()`: the woken thread needs the GIL to go on, so it
+    counts only if `call()` releases the GIL; a call that holds it
+    throughout leaves the count as it was, deterministically (the count is
+    read before the main thread gives the GIL up)."""
     counter = [0]
-    stop = threading.Event()
+    go = threading.Event()
+    done = threading.Event()
+    stop = [False]
 
-    def spin():
-        while not stop.is_set():
+    def waiter():
+        while True:
+            go.wait()
+            go.clear()
+            if stop[0]:
+                return
             counter[0] += 1
-            time.sleep(0)  # gives the GIL back at once
+            done.set()
 
     old = sys.getswitchinterval()
-    t = threading.Thread(target=spin)
+    t = threading.Thread(target=waiter)
     t.start()
+    seen = False
     try:
         sys.setswitchinterval(1000.0)
-        seen = False
         for _ in range(attempts):
+            done.clear()
             before = counter[0]
+            go.set()
             call()
             if counter[0] != before:
                 seen = True
                 break
+            done.wait()  # let the waiter finish its turn before the next try
     finally:
         sys.setswitchinterval(old)
-        stop.set()
+        stop[0] = True
+        go.set()
         t.join()
     return seen
 
@@ -243,4 +257,4 @@ def test_gil_released_during_load_save_and_serialize(tmp_path):
 def test_gil_check_is_not_vacuous():
     # A call that holds the GIL throughout (a C loop over a big buffer) lets the other thread make no progress.
     buf = bytes(64 << 20)
-    assert not _progress_during(lambda: buf.count(b"\1"), attempts=5)
+    assert not _progress_during(lambda: buf.count(b"\1"), attempts=20)
