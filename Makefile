@@ -73,17 +73,14 @@ demo: bootstrap
 
 # ---- tests ------------------------------------------------------------------
 
-# Each step is its own target too (make test-asan, ...). `make test` runs all
-# of them, in order, even after one fails, and fails if any did.
+# Each step is its own target too (make test-asan, ...). `make test`
+# (scripts/test.sh) runs all of them, in order, even after one fails, with
+# each step's time, and ends with a summary of what ran and what was
+# skipped; it fails if any step did.
 TEST_STEPS := test-build test-asan test-fuzz test-python
 
 test: bootstrap
-	@failed=""; \
-	 for step in $(TEST_STEPS); do \
-	   $(MAKE) --no-print-directory $$step || failed="$$failed $$step"; \
-	 done; \
-	 if [ -n "$$failed" ]; then echo "==> make test: FAILED:$$failed" >&2; exit 1; fi; \
-	 echo "==> make test: all steps passed"
+	@scripts/test.sh $(TEST_STEPS)
 
 test-build:
 	@echo "==> build/ with -Werror (the Python extension and its stubs too)"
@@ -122,7 +119,7 @@ test-python: python-install
 	   rm -f .cache/pytest-current; mkdir -p .cache; \
 	   ONNXIO_LIB=$(CURDIR)/build/libonnxio.so ONNXIO_CLI=$(CURDIR)/build/onnxio \
 	   ONNXIO_PYTEST_CURRENT=$(CURDIR)/.cache/pytest-current \
-	   $(PYTHON) -m pytest -q tests/python; rc=$$?; \
+	   $(PYTHON) -m pytest -q -rs tests/python; rc=$$?; \
 	   if [ $$rc -gt 128 ]; then echo "pytest died (signal $$((rc - 128))) in: $$(cat .cache/pytest-current 2>/dev/null)" >&2; fi; \
 	   exit $$rc; fi
 

@@ -142,10 +142,21 @@ fuzz_one() {
     local name="$1" corpus="$2"
     shift 2
     # -rss_limit_mb: malformed sizes must not turn into huge allocations.
-    if "$@" -max_total_time="$FUZZ_SECONDS" -timeout=25 -rss_limit_mb=2048 \
+    "$@" -max_total_time="$FUZZ_SECONDS" -timeout=25 -rss_limit_mb=2048 \
         -max_len="$max_seed" -print_final_stats=1 \
         -artifact_prefix="$cache/artifacts/$name-" "$corpus" "${these[@]}" \
-        >"$cache/$name.log" 2>&1; then
+        >"$cache/$name.log" 2>&1 &
+    local pid=$! waited=0
+    # A line of progress every 15 s: inputs run and coverage so far.
+    while kill -0 "$pid" 2>/dev/null; do
+        sleep 1
+        waited=$((waited + 1))
+        if ((waited % 15 == 0)); then
+            echo "    $name: ${waited}s of ${FUZZ_SECONDS}s: $(grep -aE '^#[0-9]+[[:space:]]+[a-zA-Z]+ +cov: ' \
+                "$cache/$name.log" | tail -n 1 | awk '{sub("#", "", $1); print $1 " inputs, coverage " $4}')"
+        fi
+    done
+    if wait "$pid"; then
         grep -E 'DONE|^stat::(number_of_executed_units|new_units_added|peak_rss_mb)' "$cache/$name.log" || true
     else
         echo "fuzz: $name FAILED; last lines of $cache/$name.log:" >&2
