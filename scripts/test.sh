@@ -64,15 +64,15 @@ ran() {
 skip_lines=()
 # pytest: every skip, with its reason (-rs gives "SKIPPED [N] file:line: reason").
 if [[ -f "$logs/test-python.log" ]]; then
-    n_shared=$(grep -E '^SKIPPED \[[0-9]+\]' "$logs/test-python.log" | grep -F '../shared' |
+    n_shared=$(grep -E '^SKIPPED \[[0-9]+\]' "$logs/test-python.log" | grep -E '/shared\b' |
         sed -E 's/^SKIPPED \[([0-9]+)\].*/\1/' | awk '{s += $1} END {print s + 0}')
-    n_other=$(grep -E '^SKIPPED \[[0-9]+\]' "$logs/test-python.log" | grep -vF '../shared' |
+    n_other=$(grep -E '^SKIPPED \[[0-9]+\]' "$logs/test-python.log" | grep -vE '/shared\b' |
         sed -E 's/^SKIPPED \[([0-9]+)\].*/\1/' | awk '{s += $1} END {print s + 0}')
     ((n_shared)) && skip_lines+=("$n_shared corpus tests (no ../shared)")
     if ((n_other)); then
         skip_lines+=("$n_other other pytest tests:")
         while IFS= read -r line; do skip_lines+=("    $line"); done < <(grep -E '^SKIPPED \[[0-9]+\]' \
-            "$logs/test-python.log" | grep -vF '../shared' | sed -E 's/^SKIPPED //' | head -n 10)
+            "$logs/test-python.log" | grep -vE '/shared\b' | sed -E 's/^SKIPPED //' | head -n 10)
     fi
 fi
 # C tests and fuzzers say "skip ..." / "skipped: ..." themselves.
