@@ -26,7 +26,8 @@ packages=(
     pkgconf               # pkg-config: the install test builds programs with onnxio.pc
     clang                 # libFuzzer targets
     libclang-rt-14-dev    # clang's sanitizer and libFuzzer runtimes
-    zlib1g-dev            # CRC-32 and inflate for .onnxz archives
+    zlib1g-dev            # inflate for .onnxz archives
+    libdeflate-dev        # CRC-32 of .onnxz entries
     libssl-dev
     unzip                 # an independent check of the .onnxz archives onnxio writes (tests, demo)
     libprotobuf-dev       # C++ baseline in bench/

@@ -1,7 +1,17 @@
-/* Checksums, in one place: CRC-32 (zlib; zip entries) and SHA-1 (OpenSSL's
- * libcrypto; the external data "checksum" key). */
+/* Checksums, in one place: CRC-32 (zip entries: libdeflate's
+ * carry-less-multiply CRC-32, pieces joined with zlib's crc32_combine) and
+ * SHA-1 (OpenSSL's libcrypto; the external data "checksum" key).
+ *
+ * The CRC-32 library, measured on this project's machine (x86-64 with
+ * AVX-512, 256 MiB in memory, one thread, all three giving the same
+ * values): zlib 1.2.13's crc32 7.5 GB/s, libdeflate 1.14's 17 GB/s, ISA-L
+ * 2.30's 35 GB/s. ISA-L is faster still, but Debian's libisal-dev has no
+ * static library, so a program that links onnxio statically
+ * (`pkg-config --static`) could not link it; libdeflate ships both, picks
+ * its code for the CPU at run time, and is the one used. */
 #include <stdio.h>
 #include <string.h>
+#include <libdeflate.h>
 #include <zlib.h>
 
 /* SHA1_Init & co. are deprecated in OpenSSL 3 in favour of EVP; see
@@ -15,14 +25,9 @@
 
 uint32_t onnxio__crc32(uint32_t crc, const void *data, uint64_t size)
 {
-    const Bytef *p = data;
-    while (size) {
-        uInt n = size > (1u << 30) ? (1u << 30) : (uInt)size;
-        crc = (uint32_t)crc32(crc, p, n);
-        p += n;
-        size -= n;
-    }
-    return crc;
+    /* the same convention as zlib's crc32(): 0 to start, the CRC so far to
+     * go on */
+    return (uint32_t)libdeflate_crc32(crc, data, (size_t)size);
 }
 
 uint32_t onnxio__crc_join(const uint32_t *pieces, uint64_t size)
