@@ -59,17 +59,17 @@ const cli_verb cli_verb_convert = {
     "                            after LOCATION (a larger payload gets its own)\n"
     "  --checksum                write a \"checksum\" key (SHA-1 of the data file)\n"
     "                            in every external tensor\n"
+    "  --no-fsync                no fsync, for scratch outputs (a power cut may\n"
+    "                            leave OUT incomplete; a kill still cannot)\n"
     "  --convert-attribute       also move tensors of node attributes (Constant\n"
     "                            nodes), sparse tensors and functions\n"
     "  --base-dir DIR            read IN's external data from DIR, not IN's\n"
     "                            directory\n"
     "  --verify-checksum         refuse IN's external data (or entries) whose\n"
     "                            SHA-1 differs from their \"checksum\" key\n"
-    "  --threads N               threads for reading and writing payloads (0: one\n"
-    "                            per core, the default; 1: serial); the output is\n"
-    "                            the same whatever N\n"
-    "  --no-copy                 memory-map IN and its data and save from the\n"
-    "                            mapping (the default)\n"
+    "  --threads N               threads for payload I/O (0: one per core, the\n"
+    "                            default; 1: serial); the same output for any N\n"
+    "  --no-copy                 memory-map IN and its data (the default)\n"
     "  --copy                    read IN's payloads into memory instead\n"
     "  --max-expansion N         refuse to load IN when it would take more than N\n"
     "                            times its size in memory (structure, copied and\n"
@@ -183,8 +183,9 @@ static int run_convert(int argc, char **argv)
     const char *location = NULL, *threshold_text = NULL, *alignment_text = NULL, *max_file_text = NULL;
     const char *threads_text = NULL, *base_dir = NULL, *expansion_text = NULL;
     int inline_data = 0, per_tensor = 0, checksum = 0, convert_attribute = 0, no_copy = 0, copy = 0;
-    int verify = 0;
+    int verify = 0, no_fsync = 0;
     const cli_option opts[] = {
+        {"no-fsync", NULL, &no_fsync},
         {"external-data", &location, NULL},
         {"size-threshold", &threshold_text, NULL},
         {"inline", NULL, &inline_data},
@@ -313,6 +314,7 @@ static int run_convert(int argc, char **argv)
         onnxio_serialize_options so = {0};
         so.num_threads = (int)threads;
         so.alignment = alignment;
+        so.fsync = no_fsync ? ONNXIO_OFF : ONNXIO_DEFAULT;
         /* For an archive the threshold picks the tensors that get entries;
          * the other external_data options stay unset, as the writer
          * requires. */

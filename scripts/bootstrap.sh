@@ -29,6 +29,7 @@ packages=(
     zlib1g-dev            # inflate for .onnxz archives
     libdeflate-dev        # CRC-32 of .onnxz entries
     libssl-dev
+    strace                # counts the fsync calls of saves with fsync off (tests)
     unzip                 # an independent check of the .onnxz archives onnxio writes (tests, demo)
     libprotobuf-dev       # C++ baseline in bench/
     protobuf-compiler

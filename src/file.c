@@ -499,7 +499,13 @@ struct onnxio__txn {
     size_t count, capacity;
     ssize_t main_index;  /* the main file among files, -1 before it is created */
     int stream_fd;       /* >= 0: the target is not a regular file, written in place */
+    bool no_fsync;       /* onnxio_serialize_options.fsync OFF */
 };
+
+void onnxio__txn_no_fsync(onnxio__txn *t) { t->no_fsync = true; }
+
+/* fsync, unless the transaction was told not to. */
+static int txn_fsync(const onnxio__txn *t, int fd) { return t->no_fsync ? 0 : onnxio__sys_fsync(fd); }
 
 onnxio_status onnxio__txn_begin(const char *path, onnxio__txn **out)
 {
@@ -686,7 +692,7 @@ onnxio_status onnxio__txn_sync(onnxio__txn *t, int fd)
         txn_file *f = &t->files[i];
         if (f->fd != fd || fd < 0) continue;
         onnxio_status s = ONNXIO_OK;
-        if (onnxio__sys_fsync(f->fd) != 0) s = onnxio__fail(ONNXIO_ERR_IO, "cannot sync %s: %s", f->name, strerror(errno));
+        if (txn_fsync(t, f->fd) != 0) s = onnxio__fail(ONNXIO_ERR_IO, "cannot sync %s: %s", f->name, strerror(errno));
         if (onnxio__close(f->fd) != 0 && !s) s = onnxio__fail(ONNXIO_ERR_IO, "cannot close %s: %s", f->name, strerror(errno));
         f->fd = -1;
         return s;
@@ -742,7 +748,7 @@ static void sync_dirs(onnxio__txn *t)
             struct stat b;
             seen = onnxio__sys_fstat(t->files[k].dir_fd, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
         }
-        if (!seen) onnxio__sys_fsync(t->files[i].dir_fd);
+        if (!seen) txn_fsync(t, t->files[i].dir_fd);
     }
 }
 
@@ -762,8 +768,8 @@ onnxio_status onnxio__txn_commit(onnxio__txn *t)
      * single file needs none: its rename is atomic by itself. */
     if (t->count > 1) {
         const char state = 'C';
-        if (onnxio__sys_pwrite(t->jfd, &state, 1, JOURNAL_STATE_AT) != 1 || onnxio__sys_fsync(t->jfd) != 0 ||
-            onnxio__sys_fsync(t->dir_fd) != 0) {
+        if (onnxio__sys_pwrite(t->jfd, &state, 1, JOURNAL_STATE_AT) != 1 || txn_fsync(t, t->jfd) != 0 ||
+            txn_fsync(t, t->dir_fd) != 0) {
             s = onnxio__fail(ONNXIO_ERR_IO, "cannot commit the save of %s: %s", t->what, strerror(errno));
             onnxio__txn_abort(t);
             return s;

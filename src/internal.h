@@ -391,6 +391,9 @@ typedef struct onnxio__txn onnxio__txn;
  * file (a pipe, a terminal, /dev/null) makes a stream transaction: only
  * the main file, written in place, sequentially. */
 onnxio_status onnxio__txn_begin(const char *path, onnxio__txn **out);
+/* fsync off (onnxio_serialize_options.fsync OFF): the transaction writes,
+ * journals and renames as always, and never calls fsync. */
+void onnxio__txn_no_fsync(onnxio__txn *t);
 bool onnxio__txn_is_stream(const onnxio__txn *t);
 /* A new temporary file for `name` in the directory `dir_fd` (dir_fd -1 and
  * name NULL: the main file), recorded in the journal before it is made;

@@ -269,6 +269,7 @@ onnxio_status onnxio__save_plain(void *msg, const char *path, const onnxio_seria
     onnxio__txn *txn;
     onnxio_status s = onnxio__txn_begin(path, &txn);
     if (s) return s;
+    if (cfg->fsync == ONNXIO_OFF) onnxio__txn_no_fsync(txn);
     s = write_main_and_commit(txn, msg, cfg, path);
     return s ? onnxio__context(s, "saving %s", path) : ONNXIO_OK;
 }
@@ -496,6 +497,7 @@ onnxio_status onnxio__save_external(onnxio_ModelProto *model, const char *path, 
     if ((s = plan_files(&sel, cfg, onnxio__basename(path), &d))) goto done;
     if ((s = check_stale(&sel, &d))) goto done;
     if ((s = onnxio__txn_begin(path, &txn))) goto done;
+    if (cfg->fsync == ONNXIO_OFF) onnxio__txn_no_fsync(txn);
     if (onnxio__txn_is_stream(txn)) {
         s = onnxio__fail(ONNXIO_ERR_IO, "%s is not a regular file: a model with external data needs a directory", path);
         goto done;
@@ -596,6 +598,7 @@ onnxio_status onnxio__save_archive(onnxio_ModelProto *model, const char *path, c
     uint64_t cd_offset = 0;
     for (size_t i = 0; i < n; i++) cd_offset = onnxio__zip_place(&e[i], cd_offset, i + 1 < n ? align : 1);
     if ((s = onnxio__txn_begin(path, &txn))) goto done;
+    if (cfg->fsync == ONNXIO_OFF) onnxio__txn_no_fsync(txn);
     if (onnxio__txn_is_stream(txn)) {
         s = onnxio__fail(ONNXIO_ERR_IO, "%s is not a regular file: an archive is written with seeks", path);
         goto done;

@@ -786,9 +786,9 @@ onnxio_status onnxio__zip_write_directory(int fd, const char *what, out_entry *e
 
 /* ---- replacing the model ------------------------------------------- */
 
-static onnxio_status sync_fd(int fd, const char *what)
+static onnxio_status sync_fd(int fd, const char *what, bool on)
 {
-    if (onnxio__sys_fsync(fd) != 0) return onnxio__fail(ONNXIO_ERR_IO, "cannot sync %s: %s", what, strerror(errno));
+    if (on && onnxio__sys_fsync(fd) != 0) return onnxio__fail(ONNXIO_ERR_IO, "cannot sync %s: %s", what, strerror(errno));
     return ONNXIO_OK;
 }
 
@@ -875,11 +875,11 @@ ONNXIO_API onnxio_status onnxio_archive_replace_model(const char *path, onnxio_M
     memcpy(old_cd, a->data + a->cd_offset, (size_t)old_cd_size);
     put_end(old_cd + old_cd_size, old_count, old_cd_size, final);
     appended = true;
-    if ((s = pwrite_all(fd, old_cd, tail, final, path)) || (s = sync_fd(fd, path))) goto done;
+    if ((s = pwrite_all(fd, old_cd, tail, final, path)) || (s = sync_fd(fd, path, cfg.fsync != ONNXIO_OFF))) goto done;
     if ((s = pwrite_all(fd, m.src, m.size, m.data, path))) goto done;
     uint64_t end;
     if ((s = onnxio__zip_write_directory(fd, path, &m, 1, kept, kept_size, kept_count, cd_offset, &end))) goto done;
-    if ((s = sync_fd(fd, path))) goto done;
+    if ((s = sync_fd(fd, path, cfg.fsync != ONNXIO_OFF))) goto done;
     if (end != final) {
         s = onnxio__fail(ONNXIO_ERR_IO, "internal error: the new directory ends at %llu, not %llu",
                          (unsigned long long)end, (unsigned long long)final);
@@ -890,11 +890,12 @@ ONNXIO_API onnxio_status onnxio_archive_replace_model(const char *path, onnxio_M
         goto done;
     }
     committed = true;
-    if ((s = sync_fd(fd, path))) s = onnxio__context(s, "the new model is in place (committed) but may not be on disk");
+    if ((s = sync_fd(fd, path, cfg.fsync != ONNXIO_OFF))) s = onnxio__context(s, "the new model is in place (committed) but may not be on disk");
 done:
     /* A failure before the switch: what was appended goes, and the file is
      * byte for byte what it was (it stayed a valid archive meanwhile). */
-    if (s && appended && !committed && onnxio__sys_ftruncate(fd, old_size) == 0) onnxio__sys_fsync(fd);
+    if (s && appended && !committed && onnxio__sys_ftruncate(fd, old_size) == 0 && cfg.fsync != ONNXIO_OFF)
+        onnxio__sys_fsync(fd);
     if (s) s = onnxio__context(s, "replacing the model of %s", path);
     onnxio_archive_close(a);
     onnxio_buffer_unref(map);

@@ -414,6 +414,15 @@ typedef struct onnxio_serialize_options {
      * ONNXIO_DEFAULT_MAX_DEPTH (100), what a load reads back by default;
      * values above ONNXIO_MAX_DEPTH are taken as ONNXIO_MAX_DEPTH. */
     int max_depth;
+    /* DEFAULT or ON: every file a save writes is fsync'd before it replaces
+     * its target, and the directories after (the save protocol of
+     * docs/design.md: a crash, a kill or a power cut leaves the old files or
+     * the new ones, whole). OFF: no fsync, for scratch outputs: a killed
+     * save still leaves the old files or the new ones (renames are atomic
+     * and the journal still works), but after a power cut or an OS crash a
+     * new file may be incomplete. Also applies to
+     * onnxio_archive_replace_model. */
+    onnxio_toggle fsync;
 } onnxio_serialize_options;
 
 #define ONNXIO_SERIALIZE_OPTIONS_INIT ONNXIO_OPTIONS_INIT_(onnxio_serialize_options)

@@ -711,29 +711,32 @@ static void *message_for_read(PyOnnxioMessage *m, const onnxio_message_desc *des
 PyDoc_STRVAR(save_file_doc,
              "_save_file(message, path, *, num_threads=0, raw_data_threshold=0, alignment=0, location=None,\n"
              "           size_threshold=0, all_tensors_to_one_file=None, convert_attribute=False,\n"
-             "           max_file_size=0, checksum=False, max_depth=0)\n"
+             "           max_file_size=0, checksum=False, max_depth=0, fsync=True)\n"
              "Saves `message` to `path` atomically (onnxio_save_model for a ModelProto, with its external data\n"
              "options; onnxio_save_file otherwise). The message is not modified. The GIL is released during\n"
              "the save; 0 means the library's default for every number. max_depth: a tree nested deeper is\n"
-             "refused with EncodeError (0: 100, what a load reads back by default; at most 1000).");
+             "refused with EncodeError (0: 100, what a load reads back by default; at most 1000). fsync=False:\n"
+             "no fsync (onnxio_serialize_options.fsync OFF): a killed save still leaves the old or the new\n"
+             "files, a power cut may leave a new file incomplete.");
 
 static PyObject *mod_save_file(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
     static char *kwlist[] = {"message", "path", "num_threads", "raw_data_threshold", "alignment", "location",
                              "size_threshold", "all_tensors_to_one_file", "convert_attribute", "max_file_size",
-                             "checksum", "max_depth", NULL};
+                             "checksum", "max_depth", "fsync", NULL};
     PyObject *obj, *path = NULL, *location = NULL;
     onnxio_serialize_options so = {0};
-    int convert_attribute = 0, checksum = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO&|$O&O&O&O&O&O&pO&pO&:_save_file", kwlist, &obj,
+    int convert_attribute = 0, checksum = 0, fsync = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO&|$O&O&O&O&O&O&pO&pO&p:_save_file", kwlist, &obj,
                                      PyUnicode_FSConverter, &path, conv_int, &so.num_threads, conv_u64,
                                      &so.raw_data_threshold, conv_u64, &so.alignment,
                                      conv_opt_path, &location, conv_u64, &so.external_data.size_threshold,
                                      conv_toggle, &so.external_data.all_tensors_to_one_file, &convert_attribute,
                                      conv_u64, &so.external_data.max_file_size, &checksum, conv_depth,
-                                     &so.max_depth))
+                                     &so.max_depth, &fsync))
         goto fail;
+    so.fsync = fsync ? ONNXIO_ON : ONNXIO_OFF;
     so.external_data.location = path_str(location);
     so.external_data.convert_attribute = convert_attribute;
     so.external_data.checksum = checksum;

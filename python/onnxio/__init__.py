@@ -374,10 +374,15 @@ class SerializeOptions(TensorBufferOptions):
         (``onnxio_serialize_options.max_depth``): 0 means 100, what a load
         reads back by default; values above 1000 are taken as 1000. Load
         what was saved with a higher value with the same ``max_depth``.
+    fsync: True (default): every file is fsync'd before it replaces its
+        target (a crash or a power cut leaves the old files or the new
+        ones). False: no fsync, for scratch outputs: a killed save still
+        leaves the old or the new files, a power cut may leave a new file
+        incomplete (``onnxio_serialize_options.fsync``).
     """
 
-    __slots__ = ("num_threads", "external_data", "max_depth")
-    _defaults = {"num_threads": 0, "external_data": None, "max_depth": 0}
+    __slots__ = ("num_threads", "external_data", "max_depth", "fsync")
+    _defaults = {"num_threads": 0, "external_data": None, "max_depth": 0, "fsync": True}
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -386,7 +391,7 @@ class SerializeOptions(TensorBufferOptions):
 
     def _kwargs(self) -> dict:
         out = {"num_threads": self.num_threads, "raw_data_threshold": self.raw_data_threshold,
-               "alignment": self.alignment, "max_depth": self.max_depth}
+               "alignment": self.alignment, "max_depth": self.max_depth, "fsync": self.fsync}
         ext = self.external_data or ExternalDataOptions()
         out.update({n: getattr(ext, n) for n in ExternalDataOptions._all_defaults()})
         return out
@@ -769,6 +774,7 @@ def save_model(
     checksum: bool = False,
     raw_data_threshold: int = 0,
     max_depth: int = 0,
+    fsync: bool = True,
     options: SerializeOptions | None = None,
 ) -> None:
     """Saves a ModelProto, as ``onnx.save_model``: the same bytes.
@@ -799,6 +805,8 @@ def save_model(
         max_depth: refuse (EncodeError) a model nested deeper than this
             (0: 100, what load reads back by default; at most 1000). A model
             saved with a higher value loads with the same ``max_depth``.
+        fsync: False skips fsync, for scratch outputs (see SerializeOptions;
+            onnx never syncs).
         options: a SerializeOptions giving these at once; keyword arguments
             that differ from their defaults override it.
 
@@ -836,7 +844,8 @@ def save_model(
     kwargs = _save_kwargs(options, dict(num_threads=num_threads, alignment=alignment,
                                         raw_data_threshold=raw_data_threshold, checksum=checksum,
                                         max_file_size=max_external_file_size,
-                                        convert_attribute=convert_attribute, max_depth=max_depth))
+                                        convert_attribute=convert_attribute, max_depth=max_depth,
+                                        fsync=fsync))
     if _is_archive_name(f, path):
         _check_archive_save(proto, f, fmt, save_as_external_data=save_as_external_data, location=location,
                             all_tensors_to_one_file=all_tensors_to_one_file, kwargs=kwargs)

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "internal.h" /* the fault layer's counter of fsync calls */
 #include "testutil.h"
 
 /* ---- a model -------------------------------------------------------------- */
@@ -672,6 +673,80 @@ static void test_options_and_formats(void)
     tu_end();
 }
 
+/* Saves `m` to `dir`/`name` with fsync `toggle`, counting the fsync calls
+ * (the fault layer's counter, no fault injected); returns the count and
+ * the file's bytes in *data. */
+static long synced_save(onnxio_ModelProto *m, const char *dir, const char *name, onnxio_toggle toggle,
+                        const char *location, uint8_t **data, size_t *size)
+{
+    char *p = tu_path_join(dir, name);
+    onnxio_serialize_options o = ONNXIO_SERIALIZE_OPTIONS_INIT;
+    o.fsync = toggle;
+    o.external_data.location = location;
+    onnxio__fault_set(1u << ONNXIO__OP_SYNC, 0, false, false);
+    onnxio_status s = onnxio_path_is_archive(p) ? onnxio_save_archive(m, p, &o) : onnxio_save_model(m, p, &o);
+    long n = onnxio__fault_counted();
+    onnxio__fault_set(0, 0, false, false);
+    CHECK_MSG(s == ONNXIO_OK, "save %s: %s", name, onnxio_last_error());
+    *data = tu_read_file(p, size);
+    free(p);
+    return n;
+}
+
+static void test_fsync_off(void)
+{
+    tu_begin("fsync OFF: the same files, no fsync call; ON and DEFAULT sync");
+    onnxio_arena *a = onnxio_arena_new();
+    onnxio_ModelProto *m = onnxio_message_new(a, &onnxio_desc_ModelProto);
+    m->graph = onnxio_message_new(a, &onnxio_desc_GraphProto);
+    onnxio_TensorProto *t = onnxio_list_add(a, &m->graph->initializer, &onnxio_desc_TensorProto);
+    float w[2048];
+    for (int i = 0; i < 2048; i++) w[i] = (float)i;
+    t->data_type = ONNXIO_TensorProto_DataType_FLOAT;
+    onnxio_set_has(t, ONNXIO_FIELD_TensorProto_data_type);
+    int64_t *dim = onnxio_array_append(a, &t->dims, sizeof *dim);
+    *dim = 2048;
+    CHECK_STATUS(onnxio_span_copy_from(&t->raw_data, w, sizeof w), ONNXIO_OK);
+    onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
+    char *dir = tu_make_temp_dir("fsync");
+    const char *names[][2] = {{"plain.onnx", NULL}, {"ext.onnx", "ext.data"}, {"arch.onnxz", NULL}};
+    for (size_t i = 0; i < 3; i++) {
+        uint8_t *on, *off, *dflt;
+        size_t n_on, n_off, n_dflt;
+        long synced = synced_save(m, dir, names[i][0], ONNXIO_ON, names[i][1], &on, &n_on);
+        long unsynced = synced_save(m, dir, names[i][0], ONNXIO_OFF, names[i][1], &off, &n_off);
+        long by_default = synced_save(m, dir, names[i][0], ONNXIO_DEFAULT, names[i][1], &dflt, &n_dflt);
+        CHECK_MSG(synced > 0 && by_default == synced, "%s: %ld fsyncs with ON, %ld by default", names[i][0], synced,
+                  by_default);
+        CHECK_MSG(unsynced == 0, "%s: %ld fsyncs with fsync OFF", names[i][0], unsynced);
+        CHECK_MSG(n_on == n_off && memcmp(on, off, n_on) == 0, "%s: other bytes with fsync OFF", names[i][0]);
+        free(on);
+        free(off);
+        free(dflt);
+    }
+    /* Replacing an archive's model in place: the same. */
+    char *arch = tu_path_join(dir, "arch.onnxz");
+    onnxio_serialize_options o = ONNXIO_SERIALIZE_OPTIONS_INIT;
+    long counts[2];
+    for (int k = 0; k < 2; k++) {
+        o.fsync = k ? ONNXIO_OFF : ONNXIO_ON;
+        onnxio_ModelProto *back;
+        onnxio_parse_options po = ONNXIO_PARSE_OPTIONS_INIT;
+        po.load_external_data = ONNXIO_OFF;
+        CHECK_STATUS(onnxio_load_model(arch, &po, a, &back), ONNXIO_OK);
+        onnxio__fault_set(1u << ONNXIO__OP_SYNC, 0, false, false);
+        onnxio_status s = onnxio_archive_replace_model(arch, back, &o);
+        counts[k] = onnxio__fault_counted();
+        onnxio__fault_set(0, 0, false, false);
+        CHECK_MSG(s == ONNXIO_OK, "replace_model: %s", onnxio_last_error());
+    }
+    CHECK_MSG(counts[0] > 0 && counts[1] == 0, "replace_model: %ld fsyncs ON, %ld OFF", counts[0], counts[1]);
+    free(arch);
+    tu_remove_tree(dir);
+    free(dir);
+    onnxio_arena_unref(a);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -682,5 +757,6 @@ int main(int argc, char **argv)
     test_outputs();
     test_special_data();
     test_journal();
+    test_fsync_off();
     return tu_finish();
 }

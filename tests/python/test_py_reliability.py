@@ -724,3 +724,45 @@ def test_unknown_status_is_a_value_error():
 
     with pytest.raises(ValueError):
         _onnxio._raise_status(max(n for _, n, _ in status_rows()) + 1000)
+
+
+def _fsyncs(args, tmp_path):
+    """The fsync and fdatasync calls a command makes (strace -f)."""
+    import shutil
+
+    if not shutil.which("strace"):
+        pytest.skip("strace is not installed (scripts/bootstrap.sh installs it)")
+    log = tmp_path / "strace.log"
+    r = subprocess.run(["strace", "-f", "-qq", "-e", "trace=fsync,fdatasync", "-o", str(log), *args],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return sum(1 for line in log.read_text().splitlines() if "fsync(" in line)
+
+
+@pytest.mark.parametrize("how", ["keyword", "options"])
+def test_save_without_fsync(tmp_path, how):
+    """save_model(fsync=False) (or SerializeOptions(fsync=False)) writes the
+    same files, with external data too, and calls no fsync; the default
+    syncs. Counted with strace on a child process."""
+    arg = "fsync=False" if how == "keyword" else "options=onnxio.SerializeOptions(fsync=False)"
+    script = ("import onnxio, sys; import numpy as np; from onnxio import helper, numpy_helper\n"
+              "w = numpy_helper.from_array(np.arange(4096, dtype=np.float32), 'W')\n"
+              "m = helper.make_model(helper.make_graph([], 'g', [], [], [w]))\n"
+              "onnxio.save(m, sys.argv[1], save_as_external_data=True, location='w.bin'{})\n")
+    for name, extra in (("synced", ""), ("unsynced", ", " + arg)):
+        (tmp_path / name).mkdir()
+        n = _fsyncs([sys.executable, "-c", script.format(extra), str(tmp_path / name / "m.onnx")], tmp_path)
+        assert (n > 0) == (name == "synced"), (name, n)
+    for f in ("m.onnx", "w.bin"):
+        assert (tmp_path / "synced" / f).read_bytes() == (tmp_path / "unsynced" / f).read_bytes()
+
+
+def test_cli_convert_no_fsync(tmp_path):
+    from pathlib import Path
+
+    cli = os.environ.get("ONNXIO_CLI") or str(Path(sys.executable).parent / "onnxio")
+    src = tmp_path / "src.onnx"
+    onnxio.save(onnxio.ModelProto(ir_version=8, graph=onnxio.GraphProto(name="g")), src)
+    assert _fsyncs([cli, "convert", str(src), str(tmp_path / "a.onnx")], tmp_path) > 0
+    assert _fsyncs([cli, "convert", "--no-fsync", str(src), str(tmp_path / "b.onnx")], tmp_path) == 0
+    assert (tmp_path / "a.onnx").read_bytes() == (tmp_path / "b.onnx").read_bytes() == src.read_bytes()
