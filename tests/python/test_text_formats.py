@@ -395,8 +395,7 @@ def test_json_refused(name, text, words):
 def test_json_stricter_than_python_protobuf(text):
     """Where a message is due, Python's json_format iterates whatever value
     it finds, so an empty list passes as an empty message (and a list of
-    strings reads them as keys). onnxio wants an object, as the ProtoJSON
-    spec and protobuf's C++ reader do."""
+    strings reads them as keys). onnxio wants an object there."""
     with pytest.raises(onnxio.DecodeError, match="object|expected '{'"):
         _onnxio._text_parse(text.encode(), onnxio.ModelProto, "json")
 
