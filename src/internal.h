@@ -155,6 +155,11 @@ const char *onnxio__path_problem(const char *p, size_t n, onnxio_status *status)
 /* Refuses a payload length that is not what the tensor's data_type and dims
  * need (onnxio_tensor_raw_size) with ONNXIO_ERR_EXTERNAL_DATA; tensors
  * without a fixed size pass. `where` names the file or entry. */
+/* Length of the well-formed UTF-8 sequence of a non-ASCII character at p
+ * (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF), or 0
+ * (text.c; the text writers and readers). */
+size_t onnxio__utf8_sequence(const unsigned char *p, size_t n);
+
 onnxio_status onnxio__check_raw_size(const onnxio_TensorProto *t, uint64_t length, const char *where);
 
 /* ---- options.c ---------------------------------------------------------- */

@@ -76,7 +76,7 @@ static void indent(out *o, int depth)
 
 /* Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong
  * forms, no surrogates, nothing above U+10FFFF), or 0. */
-static size_t utf8_sequence(const unsigned char *p, size_t n)
+size_t onnxio__utf8_sequence(const unsigned char *p, size_t n)
 {
     unsigned c = p[0];
     size_t len;
@@ -121,7 +121,7 @@ static void put_escaped(out *o, const char *p, size_t n, int bytes)
             continue;
         }
         if (!bytes && c >= 0x80) {
-            size_t len = utf8_sequence((const unsigned char *)p + i, n - i);
+            size_t len = onnxio__utf8_sequence((const unsigned char *)p + i, n - i);
             if (len) {
                 put(o, q, k);
                 k = 0;
@@ -370,7 +370,7 @@ static void put_json_string(out *o, const char *s, size_t n)
     for (size_t i = 0; i < n && !o->failed; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c >= 0x80) {
-            size_t len = utf8_sequence((const unsigned char *)s + i, n - i);
+            size_t len = onnxio__utf8_sequence((const unsigned char *)s + i, n - i);
             if (!len) {
                 printf_(o, "\\udc%02x", c);
                 continue;

@@ -99,33 +99,11 @@ static int put_utf8(reader *r, uint32_t cp)
     return scratch_put(r, b, n);
 }
 
-/* 1 when the n bytes at p are well-formed UTF-8 (RFC 3629). */
+/* 1 when the n bytes at p are well-formed UTF-8. */
 static int utf8_valid(const unsigned char *p, size_t n)
 {
-    for (size_t i = 0; i < n;) {
-        unsigned c = p[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t len;
-        unsigned lo = 0x80, hi = 0xbf;
-        if (c >= 0xc2 && c <= 0xdf) len = 2;
-        else if (c >= 0xe0 && c <= 0xef) {
-            len = 3;
-            if (c == 0xe0) lo = 0xa0;
-            if (c == 0xed) hi = 0x9f;
-        } else if (c >= 0xf0 && c <= 0xf4) {
-            len = 4;
-            if (c == 0xf0) lo = 0x90;
-            if (c == 0xf4) hi = 0x8f;
-        } else
-            return 0;
-        if (n - i < len || p[i + 1] < lo || p[i + 1] > hi) return 0;
-        for (size_t k = 2; k < len; k++)
-            if (p[i + k] < 0x80 || p[i + k] > 0xbf) return 0;
-        i += len;
-    }
+    for (size_t i = 0, len; i < n; i += len)
+        if (!(len = p[i] < 0x80 ? 1 : onnxio__utf8_sequence(p + i, n - i))) return 0;
     return 1;
 }
 
@@ -823,6 +801,21 @@ static int json_number_at(reader *r, json_number *n)
 
 static int json_message(reader *r, onnxio_message *m, int depth);
 
+/* The string in r->scratch as Python's int() of a str reads it here: an
+ * optional sign, then decimal digits only. 1 with *neg and *mag set; 0 when
+ * it is not that; -1 when its digits pass 2^64 - 1. */
+static int scratch_integer(reader *r, int *neg, uint64_t *mag)
+{
+    *neg = 0;
+    if (!r->scratch_size) return 0;
+    const char *p = r->scratch, *e = r->scratch + r->scratch_size;
+    if (p < e && (*p == '-' || *p == '+')) *neg = *p++ == '-';
+    if (p == e) return 0;
+    for (const char *q = p; q < e; q++)
+        if (*q < '0' || *q > '9') return 0;
+    return parse_decimal(p, e, mag) ? 1 : -1;
+}
+
 /* Base64 digit values, both alphabets (+/ and -_); -2 for '=', -1 for
  * anything else. */
 static const signed char b64_value[256] = {
@@ -953,13 +946,9 @@ static int json_scalar(reader *r, onnxio_message *m, const onnxio_field_desc *f)
                 }
             }
             /* int(value) of a string of digits */
-            const char *p = r->scratch, *e = r->scratch + r->scratch_size;
-            int neg = 0;
+            int neg;
             uint64_t mag;
-            if (p < e && (*p == '-' || *p == '+')) neg = *p++ == '-';
-            int digits = p < e;
-            for (const char *q = p; q < e; q++) digits = digits && *q >= '0' && *q <= '9';
-            if (!digits || !parse_decimal(p, e, &mag))
+            if (scratch_integer(r, &neg, &mag) != 1)
                 return SYNTAX(r, at, "Invalid enum value %.*s for enum type %s",
                               (int)(r->scratch_size < 64 ? r->scratch_size : 64), r->scratch,
                               f->enum_type->full_name),
@@ -977,17 +966,12 @@ static int json_scalar(reader *r, onnxio_message *m, const onnxio_field_desc *f)
         uint64_t mag;
         if (c == '"') {
             if (!json_string(r)) return 0;
-            const char *p = r->scratch, *e = r->scratch + r->scratch_size;
-            neg = 0;
-            if (p < e && (*p == '-' || *p == '+')) neg = *p++ == '-';
-            int digits = p < e;
-            for (const char *q = p; q < e; q++) digits = digits && *q >= '0' && *q <= '9';
-            if (!digits)
+            int k = scratch_integer(r, &neg, &mag);
+            if (k == 0)
                 return SYNTAX(r, at, "Couldn't parse integer: \"%.*s\"", (int)(r->scratch_size < 64 ? r->scratch_size : 64),
                               r->scratch),
                        0;
-            if (!parse_decimal(p, e, &mag))
-                return SYNTAX(r, at, "Integer out of range for field \"%s\".", f->name), 0;
+            if (k < 0) return SYNTAX(r, at, "Integer out of range for field \"%s\".", f->name), 0;
         } else {
             json_number num;
             if (!json_number_at(r, &num)) return 0;

@@ -16,16 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_types.h"
 #include "onnxio/onnxio.h"
 
-static const onnxio_message_desc *const types[] = {
-    &onnxio_desc_ModelProto,        &onnxio_desc_TensorProto,       &onnxio_desc_GraphProto,
-    &onnxio_desc_NodeProto,         &onnxio_desc_AttributeProto,    &onnxio_desc_TypeProto,
-    &onnxio_desc_ValueInfoProto,    &onnxio_desc_SparseTensorProto, &onnxio_desc_SequenceProto,
-    &onnxio_desc_MapProto,          &onnxio_desc_OptionalProto,     &onnxio_desc_FunctionProto,
-    &onnxio_desc_TrainingInfoProto, &onnxio_desc_OperatorSetProto,  &onnxio_desc_TensorShapeProto,
-    &onnxio_desc_NodeDeviceConfigurationProto,
-};
 
 static void fail(const char *what, const onnxio_message_desc *desc)
 {
@@ -124,7 +117,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int mode = 0; mode < 3; mode++) parse_one(&onnxio_desc_ModelProto, buf, size, mode, 0);
     if (size >= 1) {
         uint8_t sel = buf[0];
-        const onnxio_message_desc *desc = types[sel % (sizeof types / sizeof *types)];
+        const onnxio_message_desc *desc = fuzz_types[sel % FUZZ_TYPE_COUNT];
         int max_depth = (sel & 0x80) ? 1 + (sel >> 4 & 7) : 0; /* sometimes a small depth limit */
         for (int mode = 0; mode < 3; mode++) parse_one(desc, buf + 1, size - 1, mode, max_depth);
     }

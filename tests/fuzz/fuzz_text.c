@@ -13,16 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_types.h"
 #include "onnxio/onnxio.h"
 
-static const onnxio_message_desc *const types[] = {
-    &onnxio_desc_ModelProto,        &onnxio_desc_TensorProto,       &onnxio_desc_GraphProto,
-    &onnxio_desc_NodeProto,         &onnxio_desc_AttributeProto,    &onnxio_desc_TypeProto,
-    &onnxio_desc_ValueInfoProto,    &onnxio_desc_SparseTensorProto, &onnxio_desc_SequenceProto,
-    &onnxio_desc_MapProto,          &onnxio_desc_OptionalProto,     &onnxio_desc_FunctionProto,
-    &onnxio_desc_TrainingInfoProto, &onnxio_desc_OperatorSetProto,  &onnxio_desc_TensorShapeProto,
-    &onnxio_desc_NodeDeviceConfigurationProto,
-};
 
 static void fail(const char *what, const onnxio_message_desc *desc)
 {
@@ -64,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1) return 0;
-    const onnxio_message_desc *desc = types[(data[0] >> 1) % (sizeof types / sizeof *types)];
+    const onnxio_message_desc *desc = fuzz_types[(data[0] >> 1) % FUZZ_TYPE_COUNT];
     onnxio_text_options o = ONNXIO_TEXT_OPTIONS_INIT;
     o.style = (data[0] & 1) ? ONNXIO_TEXT_JSON : ONNXIO_TEXT_PROTO;
     /* the text in its own block, so that ASan sees a read past its end */

@@ -156,6 +156,16 @@ def filled(name, depth=2, variant=0, choice=0):
     return fill(CLASSES[name](), depth, variant, choice)
 
 
+def filled_variants(name):
+    """(label, message) for every field of message `name` set, sub-messages
+    filled two levels down: both value variants, once per member of the
+    message's largest oneof."""
+    choices = max([len(o.fields) for o in BY_NAME[name].oneofs] + [1])
+    for choice in range(choices):
+        for variant in (0, 1):
+            yield f"filled, oneof choice {choice}, variant {variant}", filled(name, 2, variant, choice)
+
+
 def unused_numbers(desc, count=5):
     used = {f.number for f in desc.fields}
     cands = [15, 16, 17, 30, 99, 127, 128, 1000, 2047, 2048, 16383, 16384, 2**21, 536870911]

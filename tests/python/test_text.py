@@ -20,7 +20,7 @@ from onnx import onnx_data_pb2
 
 import onnxio_ctypes as ox
 from datafiles import SOURCES, collect
-from protobuild import CLASSES, FD, MESSAGE_IDS, filled, ld, tag, varint
+from protobuild import CLASSES, FD, MESSAGE_IDS, filled_variants, ld, tag, varint
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -237,12 +237,9 @@ def test_text_filled_messages(name):
     """Every field of every message set (nested, empty sub-messages, each
     oneof member), printed."""
     c = TextCases()
-    desc = CLASSES[name].DESCRIPTOR
-    choices = max([len(o.fields) for o in desc.oneofs] + [1])
     c.check_msg("empty", CLASSES[name]())
-    for choice in range(choices):
-        for variant in (0, 1):
-            c.check_msg(f"filled, oneof choice {choice}, variant {variant}", filled(name, 2, variant, choice))
+    for label, msg in filled_variants(name):
+        c.check_msg(label, msg)
     c.report(name)
 
 

@@ -30,7 +30,7 @@ from google.protobuf import json_format, text_format
 import onnxio
 from onnxio import _onnxio
 from datafiles import SOURCES, collect
-from protobuild import CLASSES, MESSAGE_IDS, filled, ld, tag
+from protobuild import CLASSES, MESSAGE_IDS, filled_variants, ld, tag
 from test_text import BAD_UTF8, SPECIAL_DOUBLES, SPECIAL_FLOATS, STRINGS, random_bits, text_diff
 
 STYLES = ("textproto", "json")
@@ -143,12 +143,9 @@ def test_every_field(name, style):
     """Every field of every message set (nested, empty sub-messages, each
     oneof member), and the empty message."""
     c = Cases(style)
-    desc = CLASSES[name].DESCRIPTOR
-    choices = max([len(o.fields) for o in desc.oneofs] + [1])
     c.check_msg("empty", CLASSES[name]())
-    for choice in range(choices):
-        for variant in (0, 1):
-            c.check_msg(f"filled, oneof choice {choice}, variant {variant}", filled(name, 2, variant, choice))
+    for label, msg in filled_variants(name):
+        c.check_msg(label, msg)
     c.report(name)
 
 
