@@ -1,5 +1,8 @@
 /* Arena allocation for message trees (docs/design.md "Memory model"): a bump
- * allocator over large zeroed blocks, freed all at once. The arena also
+ * allocator over large blocks, freed all at once. Only what must start
+ * zeroed (message structs) is zeroed, when it is handed out: strings and
+ * arrays are written whole by their callers, so a parse does not clear
+ * their bytes first. The arena also
  * remembers every payload span made in it, so that freeing the arena drops
  * the payload references those spans still hold. */
 #include <stdatomic.h>
@@ -22,7 +25,6 @@
 typedef struct block {
     struct block *next;
     size_t size; /* usable bytes after the header */
-    size_t used;
 } block;
 
 typedef struct span_chunk {
@@ -32,6 +34,7 @@ typedef struct span_chunk {
 } span_chunk;
 
 struct onnxio_arena {
+    onnxio__bump bump; /* first: the free part of the head block (internal.h) */
     atomic_size_t refs;
     block *head;
     size_t next_block;
@@ -98,47 +101,49 @@ ONNXIO_API void onnxio_arena_unref(onnxio_arena *a)
     onnxio__free(a);
 }
 
-static void *arena_alloc(onnxio_arena *a, size_t size, int zero)
+/* The slow path of onnxio__arena_bump: a new block. */
+void *onnxio__arena_grow(onnxio_arena *a, size_t size)
 {
     size = (size + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
     if (size == 0) size = ARENA_ALIGN;
-    block *b = a->head;
-    if (!b || b->size - b->used < size) {
-        if (size > ((size_t)-1) / 2) return NULL;
-        size_t want = a->next_block;
-        if (want < size) want = size;
-        /* Big allocations get their own block behind the head, so that the
-         * head's free space is not wasted. */
-        if (a->limit && (a->total > a->limit || BLOCK_HEADER + want > a->limit - a->total)) {
-            a->limit_hit = true;
-            return NULL;
-        }
-        block *nb = onnxio__calloc(1, BLOCK_HEADER + want);
-        if (!nb) return NULL;
-        nb->size = want;
-        a->total += BLOCK_HEADER + want;
-        if (size > a->next_block / 2 && b) {
-            nb->next = b->next;
-            b->next = nb;
-        } else {
-            nb->next = b;
-            a->head = nb;
-            if (a->next_block < ARENA_MAX_BLOCK) a->next_block *= 2;
-        }
-        b = nb;
+    if ((size_t)(a->bump.end - a->bump.cur) >= size) {
+        void *p = a->bump.cur;
+        a->bump.cur += size;
+        return p;
     }
-    void *p = (char *)b + BLOCK_HEADER + b->used;
-    b->used += size;
-    (void)zero; /* blocks come from calloc and are never reused */
+    if (size > ((size_t)-1) / 2) return NULL;
+    size_t want = a->next_block;
+    if (want < size) want = size;
+    if (a->limit && (a->total > a->limit || BLOCK_HEADER + want > a->limit - a->total)) {
+        a->limit_hit = true;
+        return NULL;
+    }
+    block *nb = onnxio__malloc(BLOCK_HEADER + want);
+    if (!nb) return NULL;
+    nb->size = want;
+    a->total += BLOCK_HEADER + want;
+    char *p = (char *)nb + BLOCK_HEADER;
+    /* Big allocations get their own block behind the head, so that the
+     * head's free space is not wasted. */
+    if (size > a->next_block / 2 && a->head) {
+        nb->next = a->head->next;
+        a->head->next = nb;
+        return p;
+    }
+    nb->next = a->head;
+    a->head = nb;
+    if (a->next_block < ARENA_MAX_BLOCK) a->next_block *= 2;
+    a->bump.cur = p + size;
+    a->bump.end = p + want;
     return p;
 }
 
 ONNXIO_API void *onnxio_arena_alloc(onnxio_arena *a, size_t size)
 {
-    return a ? arena_alloc(a, size, 1) : NULL;
+    return a ? onnxio__arena_zalloc(a, size) : NULL;
 }
 
-void *onnxio__arena_alloc_raw(onnxio_arena *a, size_t size) { return arena_alloc(a, size, 0); }
+void *onnxio__arena_alloc_raw(onnxio_arena *a, size_t size) { return onnxio__arena_bump(a, size); }
 
 ONNXIO_API size_t onnxio_arena_used(const onnxio_arena *a) { return a ? a->total : 0; }
 

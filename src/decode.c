@@ -117,6 +117,27 @@ static onnxio_status no_memory(const dec *d)
     return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory while parsing");
 }
 
+/* Room for one more element of a repeated field; NULL when out of memory.
+ * A list slot is filled by the caller. */
+static inline void *array_push(onnxio_arena *arena, void *array, size_t es)
+{
+    onnxio__array *a = array;
+    if (ONNXIO_UNLIKELY(a->size == a->capacity) && !onnxio__array_reserve(arena, a, es, 1)) return NULL;
+    return (char *)a->data + a->size++ * es;
+}
+
+/* onnxio_message_new, inline: a zeroed struct; a TensorProto's payload span
+ * is made known to the arena. */
+static inline onnxio_message *new_message(dec *d, const onnxio_message_desc *desc)
+{
+    onnxio_message *m = onnxio__arena_zalloc(d->arena, desc->size);
+    if (!m) return NULL;
+    m->desc = desc;
+    if (desc == &onnxio_desc_TensorProto && onnxio__arena_track_span(d->arena, &((onnxio_TensorProto *)m)->raw_data))
+        return NULL;
+    return m;
+}
+
 /* Stores one scalar read from the wire into a singular or repeated field. */
 static onnxio_status store_scalar(dec *d, onnxio_message *m, const onnxio_field_desc *f, uint64_t raw)
 {
@@ -290,7 +311,6 @@ static onnxio_status parse_field(dec *d, onnxio_message *m, const onnxio_field_d
 static onnxio_status parse_message(dec *d, onnxio_message *m, const uint8_t *p, const uint8_t *end, int depth)
 {
     const onnxio_message_desc *desc = m->desc;
-    size_t hint = 0;
     while (p < end) {
         const uint8_t *tag_at = p;
         uint64_t tag;
@@ -311,20 +331,62 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const uint8_t *p, 
             return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: %s: invalid wire type %u (field %llu)",
                                 OFFSET(d, tag_at), desc->name, wt, (unsigned long long)number);
 
-        /* Fields usually arrive in ascending order: search from the last hit. */
         const onnxio_field_desc *f = NULL;
-        for (size_t k = 0; k < desc->field_count; k++) {
-            size_t i = hint + k < desc->field_count ? hint + k : hint + k - desc->field_count;
-            if (desc->fields[i].number == number) {
-                f = &desc->fields[i];
-                hint = i;
-                break;
-            }
-        }
+        if (number < desc->by_number_count && desc->by_number[number]) f = &desc->fields[desc->by_number[number] - 1];
         if (!f || !wire_type_fits(f, wt)) {
             onnxio_status s = skip_value(d, m, wt, (uint32_t)number, &p, end, depth);
             if (s) return s;
             if (onnxio__append_unknown(d->arena, m, tag_at, (size_t)(p - tag_at))) return no_memory(d);
+            continue;
+        }
+        /* The common cases inline: a string (singular or repeated) and a
+         * sub-message, whose length fits what remains. */
+        if (wt == WIRE_LEN && (f->kind == ONNXIO_KIND_STRING || f->kind == ONNXIO_KIND_BYTES ||
+                               f->kind == ONNXIO_KIND_MESSAGE)) {
+            uint64_t v;
+            const uint8_t *at = p, *q;
+            if (ONNXIO_LIKELY(p < end && *p < 0x80)) q = p + 1, v = *p;
+            else q = wire_read_varint(p, end, &v);
+            if (ONNXIO_UNLIKELY(!q || v > (uint64_t)(end - q)))
+                return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: field %s.%s (%u): length runs past the end of the input",
+                                    OFFSET(d, at), desc->name, f->name, f->number);
+            size_t len = (size_t)v;
+            void *member = onnxio__member(m, f);
+            int repeated = f->label >= ONNXIO_LABEL_REPEATED;
+            p = q + len;
+            if (f->kind != ONNXIO_KIND_MESSAGE) {
+                /* Allocated before the slot is taken, so that a failure
+                 * leaves no half-made element behind. */
+                char *str = onnxio__arena_bump(d->arena, len + 1);
+                if (!str) return no_memory(d);
+                onnxio_string *dst = member;
+                if (repeated && !(dst = array_push(d->arena, member, sizeof *dst))) return no_memory(d);
+                memcpy(str, q, len);
+                str[len] = '\0';
+                dst->data = str;
+                dst->size = len;
+                if (!repeated) mark_present(m, f);
+                continue;
+            }
+            if (depth + 1 > d->cfg->max_depth)
+                return onnxio__fail(ONNXIO_ERR_DEPTH, "at byte %llu: %s.%s: messages nested deeper than %d",
+                                    OFFSET(d, tag_at), desc->name, f->name, d->cfg->max_depth);
+            onnxio_message *sub;
+            if (repeated) {
+                onnxio_message **slot;
+                if (!(sub = new_message(d, f->message)) || !(slot = array_push(d->arena, member, sizeof *slot)))
+                    return no_memory(d);
+                *slot = sub;
+            } else {
+                onnxio_message **slot = member;
+                if (!*slot) {
+                    mark_present(m, f); /* clears the other oneof members */
+                    if (!(*slot = new_message(d, f->message))) return no_memory(d);
+                }
+                sub = *slot;
+            }
+            onnxio_status s = parse_message(d, sub, q, p, depth + 1);
+            if (s) return s;
             continue;
         }
         onnxio_status s = parse_field(d, m, f, wt, tag_at, &p, end, depth);

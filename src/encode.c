@@ -36,91 +36,119 @@ typedef struct sizing {
     bool too_deep;
 } sizing;
 
-static uint64_t message_size(sizing *z, onnxio_message *m, int depth);
-
-static uint64_t field_size(sizing *z, const onnxio_message *m, const onnxio_field_desc *f, int depth)
+/* Encoded size of a repeated scalar field `f` holding `a` (packed or not). */
+static uint64_t scalars_size(const onnxio_field_desc *f, const onnxio__array *a)
 {
-    const void *member = onnxio__member(m, f);
-    onnxio_kind kind = (onnxio_kind)f->kind;
-    if (f->label >= ONNXIO_LABEL_REPEATED) {
-        const onnxio__array *a = member;
-        size_t n = a->size;
-        if (n == 0) return 0;
-        uint64_t payload = 0;
-        switch (kind) {
-        case ONNXIO_KIND_FLOAT: payload = 4 * (uint64_t)n; break;
-        case ONNXIO_KIND_DOUBLE: payload = 8 * (uint64_t)n; break;
-        case ONNXIO_KIND_INT32:
-        case ONNXIO_KIND_ENUM: {
-            const int32_t *v = a->data;
-            for (size_t i = 0; i < n; i++) payload += wire_varint_size((uint64_t)(int64_t)v[i]);
-            break;
-        }
-        case ONNXIO_KIND_INT64:
-        case ONNXIO_KIND_UINT64: {
-            const uint64_t *v = a->data;
-            for (size_t i = 0; i < n; i++) payload += wire_varint_size(v[i]);
-            break;
-        }
-        case ONNXIO_KIND_STRING:
-        case ONNXIO_KIND_BYTES: {
-            const onnxio_string *v = a->data;
-            for (size_t i = 0; i < n; i++) payload += wire_varint_size(v[i].size) + v[i].size;
-            return payload + (uint64_t)n * tag_size(f);
-        }
-        case ONNXIO_KIND_MESSAGE: {
-            onnxio_message *const *v = a->data;
-            for (size_t i = 0; i < n && !z->too_deep; i++) {
-                uint64_t s = message_size(z, v[i], depth + 1);
-                payload += wire_varint_size(s) + s;
-            }
-            return payload + (uint64_t)n * tag_size(f);
-        }
-        default:
-            break;
-        }
-        if (f->label == ONNXIO_LABEL_PACKED) return tag_size(f) + wire_varint_size(payload) + payload;
-        return payload + (uint64_t)n * tag_size(f);
+    size_t n = a->size;
+    if (n == 0) return 0;
+    uint64_t payload = 0;
+    switch ((onnxio_kind)f->kind) {
+    case ONNXIO_KIND_FLOAT: payload = 4 * (uint64_t)n; break;
+    case ONNXIO_KIND_DOUBLE: payload = 8 * (uint64_t)n; break;
+    case ONNXIO_KIND_INT32:
+    case ONNXIO_KIND_ENUM: {
+        const int32_t *v = a->data;
+        for (size_t i = 0; i < n; i++) payload += wire_varint_size((uint64_t)(int64_t)v[i]);
+        break;
     }
-    if (kind == ONNXIO_KIND_MESSAGE) {
-        onnxio_message *sub = *(onnxio_message *const *)member;
-        if (!sub) return 0;
-        uint64_t s = message_size(z, sub, depth + 1);
-        return tag_size(f) + wire_varint_size(s) + s;
+    default: {
+        const uint64_t *v = a->data;
+        for (size_t i = 0; i < n; i++) payload += wire_varint_size(v[i]);
+        break;
     }
-    if (!((m->has >> f->index) & 1)) return 0;
-    switch (kind) {
-    case ONNXIO_KIND_FLOAT: return tag_size(f) + 4;
-    case ONNXIO_KIND_DOUBLE: return tag_size(f) + 8;
-    case ONNXIO_KIND_STRING:
-    case ONNXIO_KIND_BYTES: {
-        const onnxio_string *s = member;
-        return tag_size(f) + wire_varint_size(s->size) + s->size;
     }
-    case ONNXIO_KIND_RAW: {
-        const onnxio_span *s = member;
-        return tag_size(f) + wire_varint_size(s->size) + s->size;
-    }
-    default:
-        return tag_size(f) + wire_varint_size(scalar_wire_value(kind, member));
-    }
+    if (f->label == ONNXIO_LABEL_PACKED) return tag_size(f) + wire_varint_size(payload) + payload;
+    return payload + (uint64_t)n * tag_size(f);
 }
+
+/* ---- per-message functions, expanded from schema.def ------------------ */
+
+/* Each message gets its own size and write function, in which every field's
+ * kind, label, number and offset is a constant: no dispatch on the
+ * descriptor per field (the schema is still listed once: these are macro
+ * expansions of its rows). Repeated scalars, rare in ONNX models, go
+ * through the generic field_size / write_field. */
+#define HAS_(M, F) ((m->base.has >> ONNXIO_FIELD_##M##_##F) & 1)
+#define TAG_SIZE_(N) wire_varint_size((uint64_t)(N) << 3)
+#define FIELD_DESC_(M, F) (&onnxio_desc_##M.fields[ONNXIO_FIELD_##M##_##F])
+
+#define SZ_OPTIONAL_INT32(M, F, N, T) if (HAS_(M, F)) t += TAG_SIZE_(N) + wire_varint_size((uint64_t)(int64_t)m->F);
+#define SZ_OPTIONAL_ENUM SZ_OPTIONAL_INT32
+#define SZ_OPTIONAL_INT64(M, F, N, T) if (HAS_(M, F)) t += TAG_SIZE_(N) + wire_varint_size((uint64_t)m->F);
+#define SZ_ONEOF_INT64 SZ_OPTIONAL_INT64
+#define SZ_OPTIONAL_FLOAT(M, F, N, T) if (HAS_(M, F)) t += TAG_SIZE_(N) + 4;
+#define SZ_OPTIONAL_STRING(M, F, N, T) if (HAS_(M, F)) t += TAG_SIZE_(N) + wire_varint_size(m->F.size) + m->F.size;
+#define SZ_OPTIONAL_BYTES SZ_OPTIONAL_STRING
+#define SZ_ONEOF_STRING SZ_OPTIONAL_STRING
+#define SZ_OPTIONAL_RAW SZ_OPTIONAL_STRING
+#define SZ_OPTIONAL_MESSAGE(M, F, N, T)                                        \
+    if (m->F) {                                                                \
+        uint64_t s_ = size_##T(z, m->F, depth + 1);                            \
+        t += TAG_SIZE_(N) + wire_varint_size(s_) + s_;                         \
+    }
+#define SZ_ONEOF_MESSAGE SZ_OPTIONAL_MESSAGE
+#define SZ_REPEATED_STRING(M, F, N, T)                                         \
+    for (size_t i_ = 0; i_ < m->F.size; i_++)                                  \
+        t += TAG_SIZE_(N) + wire_varint_size(m->F.data[i_].size) + m->F.data[i_].size;
+#define SZ_REPEATED_BYTES SZ_REPEATED_STRING
+#define SZ_REPEATED_MESSAGE(M, F, N, T)                                        \
+    for (size_t i_ = 0; i_ < m->F.size; i_++) {                                \
+        uint64_t s_ = size_##T(z, m->F.data[i_], depth + 1);                   \
+        t += TAG_SIZE_(N) + wire_varint_size(s_) + s_;                         \
+    }
+#define SZ_SCALARS_(M, F, N, T) t += scalars_size(FIELD_DESC_(M, F), (const onnxio__array *)&m->F);
+#define SZ_REPEATED_INT64 SZ_SCALARS_
+#define SZ_REPEATED_FLOAT SZ_SCALARS_
+#define SZ_PACKED_INT32 SZ_SCALARS_
+#define SZ_PACKED_INT64 SZ_SCALARS_
+#define SZ_PACKED_UINT64 SZ_SCALARS_
+#define SZ_PACKED_FLOAT SZ_SCALARS_
+#define SZ_PACKED_DOUBLE SZ_SCALARS_
+
+#define ONNXIO_ENUM(E, FULL)
+#define ONNXIO_ENUM_VALUE(E, V, N)
+#define ONNXIO_END_ENUM(E)
+#define ONNXIO_ONEOF(M, O)
+#define ONNXIO_MESSAGE(M, FULL) static uint64_t size_##M(sizing *z, onnxio_##M *m, int depth);
+#define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T)
+#define ONNXIO_END_MESSAGE(M)
+#include "onnxio/schema.def"
+#undef ONNXIO_MESSAGE
+#undef ONNXIO_FIELD
+#undef ONNXIO_END_MESSAGE
 
 /* `depth` is 0 for the top-level message. Past max_depth the pass stops
  * descending (the sizes are then meaningless and too_deep says so): the
  * writer never emits nesting that a reader with the same limit refuses. */
+#define ONNXIO_MESSAGE(M, FULL)                                                \
+    static uint64_t size_##M(sizing *z, onnxio_##M *m, int depth)              \
+    {                                                                          \
+        if (depth > z->max_depth) {                                            \
+            z->too_deep = true;                                                \
+            return 0;                                                          \
+        }                                                                      \
+        uint64_t t = 0;
+#define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T) SZ_##LABEL##_##KIND(M, F, N, T)
+#define ONNXIO_END_MESSAGE(M)                                                  \
+        t += m->base.unknown.size;                                             \
+        m->base.cached_size = t;                                               \
+        return t;                                                              \
+    }
+#include "onnxio/schema.def"
+#undef ONNXIO_MESSAGE
+#undef ONNXIO_FIELD
+#undef ONNXIO_END_MESSAGE
+
 static uint64_t message_size(sizing *z, onnxio_message *m, int depth)
 {
-    if (depth > z->max_depth) {
-        z->too_deep = true;
-        return 0;
-    }
-    const onnxio_message_desc *desc = m->desc;
-    uint64_t total = 0;
-    for (size_t i = 0; i < desc->field_count && !z->too_deep; i++) total += field_size(z, m, &desc->fields[i], depth);
-    total += m->unknown.size;
-    m->cached_size = total;
-    return total;
+#define ONNXIO_MESSAGE(M, FULL) if (m->desc == &onnxio_desc_##M) return size_##M(z, (onnxio_##M *)m, depth);
+#define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T)
+#define ONNXIO_END_MESSAGE(M)
+#include "onnxio/schema.def"
+#undef ONNXIO_MESSAGE
+#undef ONNXIO_FIELD
+#undef ONNXIO_END_MESSAGE
+    return 0; /* not a message of the schema: unreachable */
 }
 
 static onnxio_status too_deep(const onnxio_message *m, int max_depth)
@@ -221,8 +249,6 @@ static inline void sink_tag(onnxio__sink *s, const onnxio_field_desc *f, unsigne
 
 /* ---- write pass ----------------------------------------------------- */
 
-static void write_message(onnxio__sink *s, const onnxio_message *m);
-
 static void write_scalar(onnxio__sink *s, onnxio_kind kind, const void *p)
 {
     size_t need = kind == ONNXIO_KIND_FLOAT ? 4 : kind == ONNXIO_KIND_DOUBLE ? 8
@@ -244,105 +270,142 @@ static unsigned scalar_wire_type(onnxio_kind kind)
     return kind == ONNXIO_KIND_FLOAT ? WIRE_FIXED32 : kind == ONNXIO_KIND_DOUBLE ? WIRE_FIXED64 : WIRE_VARINT;
 }
 
-static void write_field(onnxio__sink *s, const onnxio_message *m, const onnxio_field_desc *f)
+/* A repeated scalar field `f` holding `a` (packed or not). */
+static void write_scalars(onnxio__sink *s, const onnxio_field_desc *f, const onnxio__array *a)
 {
-    const void *member = onnxio__member(m, f);
     onnxio_kind kind = (onnxio_kind)f->kind;
-    if (f->label >= ONNXIO_LABEL_REPEATED) {
-        const onnxio__array *a = member;
-        size_t n = a->size;
-        if (n == 0) return;
-        size_t es = onnxio__elem_size(f);
-        switch (kind) {
-        case ONNXIO_KIND_STRING:
-        case ONNXIO_KIND_BYTES: {
-            const onnxio_string *v = a->data;
-            for (size_t i = 0; i < n; i++) {
-                sink_tag(s, f, WIRE_LEN);
-                sink_varint(s, v[i].size);
-                sink_put(s, v[i].data, v[i].size);
-            }
-            return;
-        }
-        case ONNXIO_KIND_MESSAGE: {
-            onnxio_message *const *v = a->data;
-            for (size_t i = 0; i < n; i++) {
-                sink_tag(s, f, WIRE_LEN);
-                sink_varint(s, v[i]->cached_size);
-                write_message(s, v[i]);
-            }
-            return;
-        }
-        default:
-            break;
-        }
-        if (f->label == ONNXIO_LABEL_PACKED) {
-            uint64_t payload = 0;
-            if (kind == ONNXIO_KIND_FLOAT || kind == ONNXIO_KIND_DOUBLE) {
-                payload = (uint64_t)n * es;
-                sink_tag(s, f, WIRE_LEN);
-                sink_varint(s, payload);
-                sink_put(s, a->data, (size_t)payload); /* little-endian host: the array is the wire form */
-                return;
-            }
-            for (size_t i = 0; i < n; i++)
-                payload += wire_varint_size(scalar_wire_value(kind, (const char *)a->data + i * es));
+    size_t n = a->size;
+    if (n == 0) return;
+    size_t es = onnxio__elem_size(f);
+    if (f->label == ONNXIO_LABEL_PACKED) {
+        uint64_t payload = 0;
+        if (kind == ONNXIO_KIND_FLOAT || kind == ONNXIO_KIND_DOUBLE) {
+            payload = (uint64_t)n * es;
             sink_tag(s, f, WIRE_LEN);
             sink_varint(s, payload);
-            for (size_t i = 0; i < n && !s->status; i++) write_scalar(s, kind, (const char *)a->data + i * es);
+            sink_put(s, a->data, (size_t)payload); /* little-endian host: the array is the wire form */
             return;
         }
-        unsigned wt = scalar_wire_type(kind);
-        for (size_t i = 0; i < n && !s->status; i++) {
-            sink_tag(s, f, wt);
-            write_scalar(s, kind, (const char *)a->data + i * es);
-        }
-        return;
-    }
-    if (kind == ONNXIO_KIND_MESSAGE) {
-        const onnxio_message *sub = *(onnxio_message *const *)member;
-        if (!sub) return;
+        for (size_t i = 0; i < n; i++) payload += wire_varint_size(scalar_wire_value(kind, (const char *)a->data + i * es));
         sink_tag(s, f, WIRE_LEN);
-        sink_varint(s, sub->cached_size);
-        write_message(s, sub);
+        sink_varint(s, payload);
+        for (size_t i = 0; i < n && !s->status; i++) write_scalar(s, kind, (const char *)a->data + i * es);
         return;
     }
-    if (!((m->has >> f->index) & 1)) return;
-    switch (kind) {
-    case ONNXIO_KIND_STRING:
-    case ONNXIO_KIND_BYTES: {
-        const onnxio_string *v = member;
-        sink_tag(s, f, WIRE_LEN);
-        sink_varint(s, v->size);
-        sink_put(s, v->data, v->size);
-        return;
-    }
-    case ONNXIO_KIND_RAW: {
-        const onnxio_span *v = member;
-        if (v->size && !v->data) {
-            const onnxio_string *name = &((const onnxio_TensorProto *)m)->name;
-            s->status = onnxio__fail(ONNXIO_ERR_MISSING_PAYLOAD,
-                                     "tensor '%s': raw_data (%zu bytes) was not loaded (skip_raw_data)",
-                                     name->data ? name->data : "", v->size);
-            return;
-        }
-        sink_tag(s, f, WIRE_LEN);
-        sink_varint(s, v->size);
-        sink_put(s, v->data, v->size);
-        return;
-    }
-    default:
-        sink_tag(s, f, scalar_wire_type(kind));
-        write_scalar(s, kind, member);
-        return;
+    unsigned wt = scalar_wire_type(kind);
+    for (size_t i = 0; i < n && !s->status; i++) {
+        sink_tag(s, f, wt);
+        write_scalar(s, kind, (const char *)a->data + i * es);
     }
 }
 
+/* A tag and a length-delimited value (string, bytes, payload). */
+static inline void put_len(onnxio__sink *s, uint32_t tag, const void *data, size_t n)
+{
+    if (ONNXIO_LIKELY(n <= 256 && s->cap - s->pos >= n + 15)) {
+        uint8_t *p = wire_write_varint(s->buf + s->pos, tag);
+        p = wire_write_varint(p, n);
+        memcpy(p, data, n);
+        s->pos = (size_t)(p + n - s->buf);
+        return;
+    }
+    sink_varint(s, tag);
+    sink_varint(s, n);
+    sink_put(s, data, n);
+}
+
+/* A tag and a varint. */
+static inline void put_varint(onnxio__sink *s, uint32_t tag, uint64_t v)
+{
+    if (s->cap - s->pos < 15 && !sink_room(s, wire_varint_size(tag) + wire_varint_size(v))) return;
+    uint8_t *p = wire_write_varint(s->buf + s->pos, tag);
+    s->pos = (size_t)(wire_write_varint(p, v) - s->buf);
+}
+
+/* A TensorProto's raw_data; refused when it was not loaded. */
+static void put_raw(onnxio__sink *s, const onnxio_TensorProto *t, uint32_t tag)
+{
+    const onnxio_span *v = &t->raw_data;
+    if (v->size && !v->data) {
+        s->status = onnxio__fail(ONNXIO_ERR_MISSING_PAYLOAD, "tensor '%s': raw_data (%zu bytes) was not loaded (skip_raw_data)",
+                                 t->name.data ? t->name.data : "", v->size);
+        return;
+    }
+    put_len(s, tag, v->data, v->size);
+}
+
+#define TAG_(N, WT) (((uint32_t)(N) << 3) | (WT))
+#define WR_OPTIONAL_INT32(M, F, N, T) if (HAS_(M, F)) put_varint(s, TAG_(N, WIRE_VARINT), (uint64_t)(int64_t)m->F);
+#define WR_OPTIONAL_ENUM WR_OPTIONAL_INT32
+#define WR_OPTIONAL_INT64(M, F, N, T) if (HAS_(M, F)) put_varint(s, TAG_(N, WIRE_VARINT), (uint64_t)m->F);
+#define WR_ONEOF_INT64 WR_OPTIONAL_INT64
+#define WR_OPTIONAL_FLOAT(M, F, N, T)                                          \
+    if (HAS_(M, F) && sink_room(s, TAG_SIZE_(N) + 4)) {                        \
+        uint8_t *p_ = wire_write_varint(s->buf + s->pos, TAG_(N, WIRE_FIXED32)); \
+        memcpy(p_, &m->F, 4);                                                  \
+        s->pos = (size_t)(p_ + 4 - s->buf);                                    \
+    }
+#define WR_OPTIONAL_STRING(M, F, N, T) if (HAS_(M, F)) put_len(s, TAG_(N, WIRE_LEN), m->F.data, m->F.size);
+#define WR_OPTIONAL_BYTES WR_OPTIONAL_STRING
+#define WR_ONEOF_STRING WR_OPTIONAL_STRING
+#define WR_OPTIONAL_RAW(M, F, N, T) if (HAS_(M, F)) put_raw(s, m, TAG_(N, WIRE_LEN));
+#define WR_OPTIONAL_MESSAGE(M, F, N, T)                                        \
+    if (m->F) {                                                                \
+        put_varint(s, TAG_(N, WIRE_LEN), m->F->base.cached_size);              \
+        write_##T(s, m->F);                                                    \
+    }
+#define WR_ONEOF_MESSAGE WR_OPTIONAL_MESSAGE
+#define WR_REPEATED_STRING(M, F, N, T)                                         \
+    for (size_t i_ = 0; i_ < m->F.size; i_++) put_len(s, TAG_(N, WIRE_LEN), m->F.data[i_].data, m->F.data[i_].size);
+#define WR_REPEATED_BYTES WR_REPEATED_STRING
+#define WR_REPEATED_MESSAGE(M, F, N, T)                                        \
+    for (size_t i_ = 0; i_ < m->F.size && !s->status; i_++) {                  \
+        put_varint(s, TAG_(N, WIRE_LEN), m->F.data[i_]->base.cached_size);     \
+        write_##T(s, m->F.data[i_]);                                           \
+    }
+#define WR_SCALARS_(M, F, N, T) write_scalars(s, FIELD_DESC_(M, F), (const onnxio__array *)&m->F);
+#define WR_REPEATED_INT64 WR_SCALARS_
+#define WR_REPEATED_FLOAT WR_SCALARS_
+#define WR_PACKED_INT32 WR_SCALARS_
+#define WR_PACKED_INT64 WR_SCALARS_
+#define WR_PACKED_UINT64 WR_SCALARS_
+#define WR_PACKED_FLOAT WR_SCALARS_
+#define WR_PACKED_DOUBLE WR_SCALARS_
+
+#define ONNXIO_MESSAGE(M, FULL) static void write_##M(onnxio__sink *s, const onnxio_##M *m);
+#define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T)
+#define ONNXIO_END_MESSAGE(M)
+#include "onnxio/schema.def"
+#undef ONNXIO_MESSAGE
+#undef ONNXIO_FIELD
+#undef ONNXIO_END_MESSAGE
+
+#define ONNXIO_MESSAGE(M, FULL)                                                \
+    static void write_##M(onnxio__sink *s, const onnxio_##M *m)                \
+    {                                                                          \
+        if (s->status) return;
+#define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T) WR_##LABEL##_##KIND(M, F, N, T)
+#define ONNXIO_END_MESSAGE(M)                                                  \
+        sink_put(s, m->base.unknown.data, m->base.unknown.size);               \
+    }
+#include "onnxio/schema.def"
+#undef ONNXIO_MESSAGE
+#undef ONNXIO_FIELD
+#undef ONNXIO_END_MESSAGE
+
 static void write_message(onnxio__sink *s, const onnxio_message *m)
 {
-    const onnxio_message_desc *desc = m->desc;
-    for (size_t i = 0; i < desc->field_count && !s->status; i++) write_field(s, m, &desc->fields[i]);
-    sink_put(s, m->unknown.data, m->unknown.size);
+#define ONNXIO_MESSAGE(M, FULL) if (m->desc == &onnxio_desc_##M) { write_##M(s, (const onnxio_##M *)m); return; }
+#define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T)
+#define ONNXIO_END_MESSAGE(M)
+#include "onnxio/schema.def"
+#undef ONNXIO_MESSAGE
+#undef ONNXIO_FIELD
+#undef ONNXIO_END_MESSAGE
+#undef ONNXIO_ENUM
+#undef ONNXIO_ENUM_VALUE
+#undef ONNXIO_END_ENUM
+#undef ONNXIO_ONEOF
 }
 
 onnxio_status onnxio__encode(void *msg, onnxio__sink *sink)

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -190,6 +191,33 @@ void onnxio__clear_error(void);
 onnxio_status onnxio__arena_track_span(onnxio_arena *arena, onnxio_span *span);
 /* arena.c: allocation that returns uninitialized memory (strings, bytes). */
 void *onnxio__arena_alloc_raw(onnxio_arena *arena, size_t size);
+/* The free part of an arena's head block; struct onnxio_arena starts with
+ * it, so that the allocations of a parse are a compare and an add, inline. */
+typedef struct onnxio__bump {
+    char *cur, *end;
+} onnxio__bump;
+/* arena.c: a new block for what does not fit (NULL when out of memory or
+ * past the arena's limit). */
+void *onnxio__arena_grow(onnxio_arena *arena, size_t size);
+/* `size` uninitialized bytes, 16-byte aligned. */
+static inline void *onnxio__arena_bump(onnxio_arena *arena, size_t size)
+{
+    onnxio__bump *b = (onnxio__bump *)(void *)arena;
+    size_t n = (size + 15) & ~(size_t)15;
+    if (ONNXIO_LIKELY(n && (size_t)(b->end - b->cur) >= n)) {
+        void *p = b->cur;
+        b->cur += n;
+        return p;
+    }
+    return onnxio__arena_grow(arena, size);
+}
+/* `size` zeroed bytes. */
+static inline void *onnxio__arena_zalloc(onnxio_arena *arena, size_t size)
+{
+    void *p = onnxio__arena_bump(arena, size);
+    if (p) memset(p, 0, size);
+    return p;
+}
 /* arena.c: while `limit` is not 0, the arena's blocks may not total more
  * than it; an allocation past it fails (NULL) and sets limit_hit, so that
  * the caller reports ONNXIO_ERR_EXPANSION rather than out of memory. */

@@ -7,7 +7,7 @@
 ONNXIO_API void *onnxio_message_new(onnxio_arena *arena, const onnxio_message_desc *desc)
 {
     if (!arena || !desc) return NULL;
-    onnxio_message *m = onnxio_arena_alloc(arena, desc->size);
+    onnxio_message *m = onnxio__arena_zalloc(arena, desc->size);
     if (!m) return NULL;
     m->desc = desc;
     /* Only TensorProto has a payload span (kind RAW); the arena must know

@@ -33,7 +33,17 @@ struct onnxio__payloads {
     size_t count, capacity;
     shared *table; /* open addressing, a power of two slots (or none) */
     size_t table_count, table_capacity;
+    onnxio_buffer *slab; /* small payloads are carved from it (a reference) */
+    size_t slab_used;
 };
+
+/* Small payloads (under the raw_data threshold, copied during the parse)
+ * share slabs of this size, each piece aligned as the options ask, so that a
+ * model of many small initializers costs a malloc per slab, not per tensor;
+ * a slab lives as long as one of its tensors holds it. */
+#define SLAB_SIZE ((size_t)64 * 1024)
+/* Past this alignment a piece gets a buffer of its own. */
+#define SLAB_MAX_ALIGNMENT 64
 
 onnxio_status onnxio__payloads_new(const onnxio_parse_options *opts, onnxio__pool *pool, onnxio__budget *budget,
                                    onnxio__payloads **out)
@@ -60,7 +70,28 @@ void onnxio__payloads_free(onnxio__payloads *p)
     for (size_t i = 0; i < p->table_capacity; i++) onnxio_buffer_unref(p->table[i].owner);
     onnxio__free(p->table);
     onnxio__free(p->items);
+    onnxio_buffer_unref(p->slab);
     onnxio__free(p);
+}
+
+/* A copy of a small payload into the current slab (a new one when it is
+ * full); the span takes its own reference to the slab. */
+static onnxio_status slab_copy(onnxio__payloads *p, onnxio_span *span, const void *data, size_t size)
+{
+    size_t align = p->alignment ? (size_t)p->alignment : 64;
+    size_t at = (p->slab_used + align - 1) & ~(align - 1);
+    if (!p->slab || at + size > SLAB_SIZE) {
+        onnxio_buffer *b = onnxio_buffer_new(SLAB_SIZE, align);
+        if (!b) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory for a %zu-byte payload", size);
+        onnxio_buffer_unref(p->slab);
+        p->slab = b;
+        at = 0;
+    }
+    uint8_t *dst = onnxio_buffer_data(p->slab) + at;
+    if (size) memcpy(dst, data, size);
+    p->slab_used = at + size;
+    onnxio_span_set(span, dst, size, p->slab);
+    return ONNXIO_OK;
 }
 
 static size_t share_slot(const shared *table, size_t capacity, const void *entry, uint64_t offset, uint64_t size)
@@ -192,7 +223,11 @@ static onnxio_status place(onnxio__payloads *p, onnxio_TensorProto *t, const onn
         share_add(p, src, span);
         return fill(p, t, src, span->data, span->owner);
     }
-    if ((s = onnxio_span_copy_from(span, src->data, (size_t)src->size))) return s;
+    if (src->size <= SLAB_SIZE && p->alignment <= SLAB_MAX_ALIGNMENT)
+        s = slab_copy(p, span, src->data, (size_t)src->size);
+    else
+        s = onnxio_span_copy_from(span, src->data, (size_t)src->size);
+    if (s) return s;
     loaded(t, src);
     share_add(p, src, span);
     return ONNXIO_OK;

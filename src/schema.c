@@ -82,6 +82,15 @@
 #undef ONNXIO_FIELD
 #undef ONNXIO_END_MESSAGE
 
+/* field indexes by field number (index + 1; 0: no such field) */
+#define ONNXIO_MESSAGE(M, FULL) static const uint8_t by_number_##M[] = {
+#define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T) [N] = ONNXIO_FIELD_##M##_##F + 1,
+#define ONNXIO_END_MESSAGE(M) };
+#include "onnxio/schema.def"
+#undef ONNXIO_MESSAGE
+#undef ONNXIO_FIELD
+#undef ONNXIO_END_MESSAGE
+
 /* field tables and message descriptors */
 #define ONNXIO_MESSAGE(M, FULL) static const onnxio_field_desc fields_##M[] = {
 #define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T)                           \
@@ -94,7 +103,8 @@
     };                                                                         \
     ONNXIO_API const onnxio_message_desc onnxio_desc_##M = {                   \
         #M, msg_full_##M, sizeof(onnxio_##M), fields_##M,                      \
-        sizeof fields_##M / sizeof fields_##M[0]};
+        sizeof fields_##M / sizeof fields_##M[0], by_number_##M,                \
+        sizeof by_number_##M};
 #include "onnxio/schema.def"
 #undef ONNXIO_MESSAGE
 #undef ONNXIO_FIELD

@@ -129,6 +129,10 @@ typedef struct onnxio_message_desc {
     size_t size;             /* sizeof the struct */
     const onnxio_field_desc *fields; /* ascending field number */
     size_t field_count;
+    /* The field of each number below by_number_count: by_number[n] is its
+     * index in `fields` plus one, 0 when the message has no field n. */
+    const uint8_t *by_number;
+    size_t by_number_count;
 } onnxio_message_desc;
 
 /* ---- expansion of schema.def ---------------------------------------- */
