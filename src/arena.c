@@ -19,7 +19,7 @@
  * about its struct and strings, not a 16 KiB block; parses grow the blocks
  * by doubling to ARENA_MAX_BLOCK within a few allocations. */
 #define ARENA_FIRST_BLOCK 1024u
-#define ARENA_MAX_BLOCK (4u * 1024 * 1024)
+#define ARENA_MAX_BLOCK (1u * 1024 * 1024)
 #define SPANS_PER_CHUNK 256
 
 typedef struct block {

@@ -228,73 +228,152 @@ static onnxio_status clone_at(onnxio_arena *arena, const onnxio_message *src, in
     return s;
 }
 
-/* Copies field `f` of `src` into `dst`, appending to repeated fields. */
-static onnxio_status merge_field(onnxio_arena *arena, onnxio_message *dst, const onnxio_message *src,
-                                 const onnxio_field_desc *f, int depth)
+/* Appends the repeated scalar field `f` of `src` to that of `dst`. */
+static onnxio_status merge_scalars(onnxio_arena *arena, const onnxio_field_desc *f, onnxio__array *da,
+                                   const onnxio__array *sa)
 {
-    if (!onnxio_field_present(src, f)) return ONNXIO_OK;
-    const void *from = onnxio__member(src, f);
-    void *to = onnxio__member(dst, f);
-    if (f->label >= ONNXIO_LABEL_REPEATED) {
-        const onnxio__array *sa = from;
-        onnxio__array *da = to;
-        size_t es = onnxio__elem_size(f);
-        if (!onnxio__array_reserve(arena, da, es, sa->size)) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-        for (size_t i = 0; i < sa->size; i++) {
-            const void *se = (const char *)sa->data + i * es;
-            void *de = (char *)da->data + da->size * es;
-            if (f->kind == ONNXIO_KIND_MESSAGE) {
-                onnxio_status st = clone_at(arena, *(const onnxio_message *const *)se, depth + 1, (onnxio_message **)de);
-                if (st) return st;
-            } else if (f->kind == ONNXIO_KIND_STRING || f->kind == ONNXIO_KIND_BYTES) {
-                const onnxio_string *s = se;
-                if (onnxio_string_set(arena, de, s->data, s->size)) return ONNXIO_ERR_NO_MEMORY;
-            } else {
-                memcpy(de, se, es);
-            }
-            da->size++;
-        }
-        return ONNXIO_OK;
-    }
-    if (f->oneof) onnxio_set_has(dst, f->index);
-    switch (f->kind) {
-    case ONNXIO_KIND_MESSAGE: {
-        onnxio_message **slot = to;
-        if (!*slot && !(*slot = onnxio_message_new(arena, f->message)))
-            return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-        return merge(arena, *slot, *(const onnxio_message *const *)from, depth + 1);
-    }
-    case ONNXIO_KIND_STRING:
-    case ONNXIO_KIND_BYTES: {
-        const onnxio_string *s = from;
-        if (onnxio_string_set(arena, to, s->data, s->size)) return ONNXIO_ERR_NO_MEMORY;
-        break;
-    }
-    case ONNXIO_KIND_RAW: {
-        const onnxio_span *s = from;
-        onnxio_span_set(to, s->data, s->size, s->owner);
-        break;
-    }
-    default:
-        memcpy(to, from, onnxio__elem_size(f));
-        break;
-    }
-    dst->has |= (uint64_t)1 << f->index;
+    if (!sa->size) return ONNXIO_OK;
+    size_t es = onnxio__elem_size(f);
+    if (!onnxio__array_reserve(arena, da, es, sa->size)) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    memcpy((char *)da->data + da->size * es, sa->data, sa->size * es);
+    da->size += sa->size;
     return ONNXIO_OK;
 }
 
+/* A copy of string `s` in the arena. */
+static inline int copy_string(onnxio_arena *arena, onnxio_string *d, const onnxio_string *s)
+{
+    char *p = onnxio__arena_bump(arena, s->size + 1);
+    if (!p) return -1;
+    if (s->size) memcpy(p, s->data, s->size);
+    p[s->size] = '\0';
+    d->data = p;
+    d->size = s->size;
+    return 0;
+}
+
+/* Merge functions, one per message, expanded from schema.def (as the
+ * encoder's): singular fields present in `s` replace those of `d`, a
+ * sub-message merges into `d`'s, repeated fields append, unknown fields
+ * append; payloads are shared, not copied. */
+#define MG_HAS_(M, F) ((s->base.has >> ONNXIO_FIELD_##M##_##F) & 1)
+#define MG_SET_(M, F) d->base.has |= (uint64_t)1 << ONNXIO_FIELD_##M##_##F;
+#define MG_ONEOF_SET_(M, F) onnxio_set_has(d, ONNXIO_FIELD_##M##_##F);
+#define NO_MEMORY_ return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory")
+#define MG_OPTIONAL_INT32(M, F, N, T) if (MG_HAS_(M, F)) { d->F = s->F; MG_SET_(M, F) }
+#define MG_OPTIONAL_ENUM MG_OPTIONAL_INT32
+#define MG_OPTIONAL_INT64 MG_OPTIONAL_INT32
+#define MG_OPTIONAL_FLOAT MG_OPTIONAL_INT32
+#define MG_ONEOF_INT64(M, F, N, T) if (MG_HAS_(M, F)) { MG_ONEOF_SET_(M, F) d->F = s->F; }
+#define MG_OPTIONAL_STRING(M, F, N, T)                                         \
+    if (MG_HAS_(M, F)) {                                                       \
+        if (copy_string(arena, &d->F, &s->F)) NO_MEMORY_;                      \
+        MG_SET_(M, F)                                                          \
+    }
+#define MG_OPTIONAL_BYTES MG_OPTIONAL_STRING
+#define MG_ONEOF_STRING(M, F, N, T)                                            \
+    if (MG_HAS_(M, F)) {                                                       \
+        MG_ONEOF_SET_(M, F)                                                    \
+        if (copy_string(arena, &d->F, &s->F)) NO_MEMORY_;                      \
+    }
+#define MG_OPTIONAL_RAW(M, F, N, T)                                            \
+    if (MG_HAS_(M, F)) {                                                       \
+        onnxio_span_set(&d->F, s->F.data, s->F.size, s->F.owner);              \
+        MG_SET_(M, F)                                                          \
+    }
+#define MG_SUB_(M, F, T)                                                       \
+    {                                                                          \
+        if (!d->F && !(d->F = onnxio_message_new(arena, &onnxio_desc_##T))) NO_MEMORY_; \
+        onnxio_status st_ = merge_##T(arena, d->F, s->F, depth + 1);           \
+        if (st_) return st_;                                                   \
+    }
+#define MG_OPTIONAL_MESSAGE(M, F, N, T) if (s->F) MG_SUB_(M, F, T)
+#define MG_ONEOF_MESSAGE(M, F, N, T)                                           \
+    if (s->F) {                                                                \
+        MG_ONEOF_SET_(M, F)                                                    \
+        MG_SUB_(M, F, T)                                                       \
+    }
+#define MG_REPEATED_STRING(M, F, N, T)                                         \
+    if (s->F.size) {                                                           \
+        if (!onnxio__array_reserve(arena, (onnxio__array *)&d->F, sizeof(onnxio_string), s->F.size)) NO_MEMORY_; \
+        for (size_t i_ = 0; i_ < s->F.size; i_++) {                            \
+            if (copy_string(arena, &d->F.data[d->F.size], &s->F.data[i_])) NO_MEMORY_; \
+            d->F.size++;                                                       \
+        }                                                                      \
+    }
+#define MG_REPEATED_BYTES MG_REPEATED_STRING
+#define MG_REPEATED_MESSAGE(M, F, N, T)                                        \
+    if (s->F.size) {                                                           \
+        if (!onnxio__array_reserve(arena, (onnxio__array *)&d->F, sizeof(void *), s->F.size)) NO_MEMORY_; \
+        for (size_t i_ = 0; i_ < s->F.size; i_++) {                            \
+            onnxio_##T *c_ = onnxio_message_new(arena, &onnxio_desc_##T);      \
+            if (!c_) NO_MEMORY_;                                               \
+            onnxio_status st_ = merge_##T(arena, c_, s->F.data[i_], depth + 1); \
+            if (st_) return st_;                                               \
+            d->F.data[d->F.size++] = c_;                                       \
+        }                                                                      \
+    }
+#define MG_SCALARS_(M, F, N, T)                                                \
+    {                                                                          \
+        onnxio_status st_ = merge_scalars(arena, &onnxio_desc_##M.fields[ONNXIO_FIELD_##M##_##F], \
+                                          (onnxio__array *)&d->F, (const onnxio__array *)&s->F); \
+        if (st_) return st_;                                                   \
+    }
+#define MG_REPEATED_INT64 MG_SCALARS_
+#define MG_REPEATED_FLOAT MG_SCALARS_
+#define MG_PACKED_INT32 MG_SCALARS_
+#define MG_PACKED_INT64 MG_SCALARS_
+#define MG_PACKED_UINT64 MG_SCALARS_
+#define MG_PACKED_FLOAT MG_SCALARS_
+#define MG_PACKED_DOUBLE MG_SCALARS_
+
+#define ONNXIO_ENUM(E, FULL)
+#define ONNXIO_ENUM_VALUE(E, V, N)
+#define ONNXIO_END_ENUM(E)
+#define ONNXIO_ONEOF(M, O)
+#define ONNXIO_MESSAGE(M, FULL) \
+    static onnxio_status merge_##M(onnxio_arena *arena, onnxio_##M *d, const onnxio_##M *s, int depth);
+#define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T)
+#define ONNXIO_END_MESSAGE(M)
+#include "onnxio/schema.def"
+#undef ONNXIO_MESSAGE
+#undef ONNXIO_FIELD
+#undef ONNXIO_END_MESSAGE
+
 /* `depth`: the nesting level of d and s, the top level being 0. */
+#define ONNXIO_MESSAGE(M, FULL)                                                \
+    static onnxio_status merge_##M(onnxio_arena *arena, onnxio_##M *d, const onnxio_##M *s, int depth) \
+    {                                                                          \
+        if (depth > ONNXIO_MAX_DEPTH)                                          \
+            return onnxio__fail(ONNXIO_ERR_DEPTH, "copy: %s nests messages deeper than %d levels", #M, \
+                                ONNXIO_MAX_DEPTH);
+#define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T) MG_##LABEL##_##KIND(M, F, N, T)
+#define ONNXIO_END_MESSAGE(M)                                                  \
+        if (s->base.unknown.size &&                                            \
+            onnxio__append_unknown(arena, &d->base, s->base.unknown.data, s->base.unknown.size)) \
+            return ONNXIO_ERR_NO_MEMORY;                                       \
+        return ONNXIO_OK;                                                      \
+    }
+#include "onnxio/schema.def"
+#undef ONNXIO_MESSAGE
+#undef ONNXIO_FIELD
+#undef ONNXIO_END_MESSAGE
+
 static onnxio_status merge(onnxio_arena *arena, onnxio_message *d, const onnxio_message *s, int depth)
 {
-    if (depth > ONNXIO_MAX_DEPTH)
-        return onnxio__fail(ONNXIO_ERR_DEPTH, "copy: %s nests messages deeper than %d levels", s->desc->name,
-                            ONNXIO_MAX_DEPTH);
-    for (size_t i = 0; i < s->desc->field_count; i++) {
-        onnxio_status st = merge_field(arena, d, s, &s->desc->fields[i], depth);
-        if (st) return st;
-    }
-    if (s->unknown.size && onnxio__append_unknown(arena, d, s->unknown.data, s->unknown.size)) return ONNXIO_ERR_NO_MEMORY;
-    return ONNXIO_OK;
+#define ONNXIO_MESSAGE(M, FULL) \
+    if (s->desc == &onnxio_desc_##M) return merge_##M(arena, (onnxio_##M *)d, (const onnxio_##M *)s, depth);
+#define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T)
+#define ONNXIO_END_MESSAGE(M)
+#include "onnxio/schema.def"
+#undef ONNXIO_MESSAGE
+#undef ONNXIO_FIELD
+#undef ONNXIO_END_MESSAGE
+#undef ONNXIO_ENUM
+#undef ONNXIO_ENUM_VALUE
+#undef ONNXIO_END_ENUM
+#undef ONNXIO_ONEOF
+    return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "copy: %s is not a message of the schema", s->desc->name);
 }
 
 ONNXIO_API onnxio_status onnxio_message_merge(onnxio_arena *arena, void *dst, const void *src)
