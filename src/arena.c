@@ -19,7 +19,7 @@
  * about its struct and strings, not a 16 KiB block; parses grow the blocks
  * by doubling to ARENA_MAX_BLOCK within a few allocations. */
 #define ARENA_FIRST_BLOCK 1024u
-#define ARENA_MAX_BLOCK (1u * 1024 * 1024)
+#define ARENA_MAX_BLOCK ((size_t)1 << 20)
 #define SPANS_PER_CHUNK 256
 
 typedef struct block {
@@ -101,16 +101,12 @@ ONNXIO_API void onnxio_arena_unref(onnxio_arena *a)
     onnxio__free(a);
 }
 
-/* The slow path of onnxio__arena_bump: a new block. */
+/* The slow path of onnxio__arena_bump and onnxio__arena_bytes: a new
+ * block (16-byte aligned, as is what it returns). */
 void *onnxio__arena_grow(onnxio_arena *a, size_t size)
 {
     size = (size + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
     if (size == 0) size = ARENA_ALIGN;
-    if ((size_t)(a->bump.end - a->bump.cur) >= size) {
-        void *p = a->bump.cur;
-        a->bump.cur += size;
-        return p;
-    }
     if (size > ((size_t)-1) / 2) return NULL;
     size_t want = a->next_block;
     if (want < size) want = size;

@@ -117,12 +117,42 @@ static onnxio_status no_memory(const dec *d)
     return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory while parsing");
 }
 
-/* Room for one more element of a repeated field; NULL when out of memory.
- * A list slot is filled by the caller. */
-static inline void *array_push(onnxio_arena *arena, void *array, size_t es)
+/* How many length-delimited values of one field follow each other from
+ * `p` (at the length of the first; `tag` the tag's bytes, `tag_len` of
+ * them): a repeated field's elements usually arrive in one run, so its
+ * array can be sized once. Bounded by the input: each value takes a byte. */
+static size_t run_length(const uint8_t *tag, size_t tag_len, const uint8_t *p, const uint8_t *end)
+{
+    size_t n = 0;
+    for (;;) {
+        uint64_t v;
+        const uint8_t *q = wire_read_varint(p, end, &v);
+        if (!q || v > (uint64_t)(end - q)) break;
+        p = q + v;
+        n++;
+        if ((size_t)(end - p) <= tag_len || memcmp(p, tag, tag_len) != 0) break;
+        p += tag_len;
+    }
+    return n ? n : 1;
+}
+
+/* Room for one more element of a repeated field whose value starts at `at`
+ * (its length) after the tag at `tag`; NULL when out of memory. When the
+ * array is full it grows to hold the whole run (at least doubling). A list
+ * slot is filled by the caller. */
+static inline void *array_push(onnxio_arena *arena, void *array, size_t es, const uint8_t *tag, const uint8_t *at,
+                               const uint8_t *end)
 {
     onnxio__array *a = array;
-    if (ONNXIO_UNLIKELY(a->size == a->capacity) && !onnxio__array_reserve(arena, a, es, 1)) return NULL;
+    if (ONNXIO_UNLIKELY(a->size == a->capacity)) {
+        size_t want = a->size + run_length(tag, (size_t)(at - tag), at, end);
+        if (want < 2 * a->capacity) want = 2 * a->capacity;
+        void *data = onnxio__arena_bump(arena, want * es);
+        if (!data) return NULL;
+        if (a->size) memcpy(data, a->data, a->size * es);
+        a->data = data;
+        a->capacity = want;
+    }
     return (char *)a->data + a->size++ * es;
 }
 
@@ -357,10 +387,10 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const uint8_t *p, 
             if (f->kind != ONNXIO_KIND_MESSAGE) {
                 /* Allocated before the slot is taken, so that a failure
                  * leaves no half-made element behind. */
-                char *str = onnxio__arena_bump(d->arena, len + 1);
+                char *str = onnxio__arena_bytes(d->arena, len + 1);
                 if (!str) return no_memory(d);
                 onnxio_string *dst = member;
-                if (repeated && !(dst = array_push(d->arena, member, sizeof *dst))) return no_memory(d);
+                if (repeated && !(dst = array_push(d->arena, member, sizeof *dst, tag_at, at, end))) return no_memory(d);
                 memcpy(str, q, len);
                 str[len] = '\0';
                 dst->data = str;
@@ -374,7 +404,8 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const uint8_t *p, 
             onnxio_message *sub;
             if (repeated) {
                 onnxio_message **slot;
-                if (!(sub = new_message(d, f->message)) || !(slot = array_push(d->arena, member, sizeof *slot)))
+                if (!(sub = new_message(d, f->message)) ||
+                    !(slot = array_push(d->arena, member, sizeof *slot, tag_at, at, end)))
                     return no_memory(d);
                 *slot = sub;
             } else {

@@ -203,10 +203,20 @@ void *onnxio__arena_grow(onnxio_arena *arena, size_t size);
 static inline void *onnxio__arena_bump(onnxio_arena *arena, size_t size)
 {
     onnxio__bump *b = (onnxio__bump *)(void *)arena;
-    size_t n = (size + 15) & ~(size_t)15;
-    if (ONNXIO_LIKELY(n && (size_t)(b->end - b->cur) >= n)) {
-        void *p = b->cur;
-        b->cur += n;
+    uintptr_t p = ((uintptr_t)b->cur + 15) & ~(uintptr_t)15;
+    if (ONNXIO_LIKELY(size && p <= (uintptr_t)b->end && size <= (uintptr_t)b->end - p)) {
+        b->cur = (char *)(p + size);
+        return (void *)p;
+    }
+    return onnxio__arena_grow(arena, size);
+}
+/* `size` (at least 1) uninitialized bytes, unaligned: string contents. */
+static inline char *onnxio__arena_bytes(onnxio_arena *arena, size_t size)
+{
+    onnxio__bump *b = (onnxio__bump *)(void *)arena;
+    if (ONNXIO_LIKELY(size <= (size_t)(b->end - b->cur))) {
+        char *p = b->cur;
+        b->cur += size;
         return p;
     }
     return onnxio__arena_grow(arena, size);

@@ -243,7 +243,7 @@ static onnxio_status merge_scalars(onnxio_arena *arena, const onnxio_field_desc 
 /* A copy of string `s` in the arena. */
 static inline int copy_string(onnxio_arena *arena, onnxio_string *d, const onnxio_string *s)
 {
-    char *p = onnxio__arena_bump(arena, s->size + 1);
+    char *p = onnxio__arena_bytes(arena, s->size + 1);
     if (!p) return -1;
     if (s->size) memcpy(p, s->data, s->size);
     p[s->size] = '\0';
