@@ -213,9 +213,11 @@ def test_cli_progress_line_on_a_terminal(large_model, tmp_path):
     assert rc == 0, err
     lines = [m.group(0) for m in LINE.finditer(err)]
     assert any(line.startswith(b"onnxio: saving") for line in lines), err[-2000:]
-    # A line with bytes moved and a rate: some progress was drawn, not just
-    # the start.
-    assert re.search(rb"saving \S+ +\d+% \[#+-*\] [\d.]+ (KiB|MiB)/96.0 MiB [\d.]+ MB/s", err), err[-2000:]
+    # A line with bytes moved and a rate, not just the start (the first byte
+    # count is drawn at once: convert's no_copy load reports its payloads
+    # borrowed in one call; later lines of a fast save may fall between
+    # redraws).
+    assert re.search(rb"(loading|saving) \S+ +\d+% \[#+-*\] [\d.]+ MiB/96.0 MiB [1-9][\d.]* MB/s ETA", err), err[-2000:]
     # Every line drawn is erased at the end: the stream ends with the erase.
     assert err.endswith(b"\r\x1b[K"), err[-200:]
     assert out.read_bytes() == large_model.read_bytes()
