@@ -27,7 +27,8 @@ static void print_help(void)
            "\n"
            "Exit status: 0 success; 1 invalid input or a failure (a one-line message\n"
            "on stderr); 2 bad usage (unknown command or option, missing argument).\n"
-           "A progress line is shown on stderr for long steps when it is a terminal.\n");
+           "A progress line (bytes done and total, rate, time left) is shown on stderr\n"
+           "for long steps when it is a terminal; nothing is drawn otherwise.\n");
 }
 
 static const cli_verb *find_verb(const char *name)

@@ -226,7 +226,12 @@ onnxio_status cli_load_model(const char *path, const onnxio_parse_options *opts,
                              onnxio_arena *arena, onnxio_ModelProto **out)
 {
     cli_progress_begin("loading", path);
-    onnxio_status st = onnxio_load_model(path, opts, arena, out);
+    onnxio_parse_options o = opts ? *opts : (onnxio_parse_options)ONNXIO_PARSE_OPTIONS_INIT;
+    if (cli_progress_active()) {
+        o.struct_size = sizeof o;
+        o.progress = cli_progress_bytes;
+    }
+    onnxio_status st = onnxio_load_model(path, &o, arena, out);
     cli_progress_end();
     return st;
 }
@@ -235,7 +240,12 @@ onnxio_status cli_load_file(const onnxio_message_desc *desc, const char *path,
                             const onnxio_parse_options *opts, onnxio_arena *arena, void **out)
 {
     cli_progress_begin("loading", path);
-    onnxio_status st = onnxio_load_file(desc, path, opts, arena, out);
+    onnxio_parse_options o = opts ? *opts : (onnxio_parse_options)ONNXIO_PARSE_OPTIONS_INIT;
+    if (cli_progress_active()) {
+        o.struct_size = sizeof o;
+        o.progress = cli_progress_bytes;
+    }
+    onnxio_status st = onnxio_load_file(desc, path, &o, arena, out);
     cli_progress_end();
     return st;
 }
@@ -244,7 +254,12 @@ onnxio_status cli_save_model(onnxio_ModelProto *model, const char *path,
                              const onnxio_serialize_options *opts)
 {
     cli_progress_begin("saving", path);
-    onnxio_status st = onnxio_save_model(model, path, opts);
+    onnxio_serialize_options o = opts ? *opts : (onnxio_serialize_options)ONNXIO_SERIALIZE_OPTIONS_INIT;
+    if (cli_progress_active()) {
+        o.struct_size = sizeof o;
+        o.progress = cli_progress_bytes;
+    }
+    onnxio_status st = onnxio_save_model(model, path, &o);
     cli_progress_end();
     return st;
 }

@@ -3,6 +3,7 @@
 #define ONNXIO_INTERNAL_H
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,6 +292,9 @@ typedef struct onnxio__job {
      * (also on a serial pool) and piece k stores its CRC in crc[k]; after
      * onnxio__pool_finish, onnxio__crc_join gives the whole CRC. */
     uint32_t *crc;
+    /* Not payload bytes: a job the progress of the operation does not
+     * count (CRC jobs are never counted). */
+    bool not_payload;
 } onnxio__job;
 #define ONNXIO__CRC_PIECE (8u << 20)
 /* Pieces (crc slots) of a CRC job of `size` bytes. */
@@ -535,5 +539,33 @@ typedef onnxio_status (*onnxio__visit_fn)(onnxio_message *msg, onnxio_message *p
                                           const onnxio_field_desc *field, void *ctx);
 onnxio_status onnxio__visit(onnxio_message *root, const onnxio_message_desc *target,
                             onnxio__visit_fn fn, void *ctx);
+
+/* progress.c: the progress of one load or save (onnxio_progress_fn). */
+typedef struct onnxio__progress {
+    onnxio_progress_fn fn;
+    void *user;
+    uint64_t total;        /* payload bytes of the operation */
+    _Atomic uint64_t done; /* added to by any thread */
+    uint64_t reported;     /* `done` of the last call */
+    bool ready;            /* total is final: calls may begin */
+    bool called, finished, cancelled;
+} onnxio__progress;
+/* The calling thread's current progress, or NULL (no callback). */
+onnxio__progress *onnxio__progress_now(void);
+/* Begins an operation with callback `fn` (NULL: nothing is made current,
+ * nothing counted); onnxio__progress_leave(saved) ends it, on every path. */
+void onnxio__progress_enter(onnxio__progress *p, onnxio_progress_fn fn, void *user, onnxio__progress **saved);
+void onnxio__progress_leave(onnxio__progress **saved);
+/* Adds `n` bytes to the total (before it is ready); NULL: nothing. */
+void onnxio__progress_total(onnxio__progress *p, uint64_t n);
+/* The total is final: calls may begin. */
+void onnxio__progress_ready(onnxio__progress *p);
+/* `n` more bytes are done (any thread); NULL: nothing. */
+void onnxio__progress_add(onnxio__progress *p, uint64_t n);
+/* On the calling thread: calls the callback when the total is ready and at
+ * least ONNXIO_PROGRESS_STEP more bytes are done since the last call, or,
+ * with `last`, once with done == total. ONNXIO_ERR_CANCELLED (last error
+ * set) when the callback returns non-zero, and on every report after. */
+onnxio_status onnxio__progress_report(onnxio__progress *p, bool last);
 
 #endif

@@ -132,6 +132,8 @@ onnxio_status onnxio__load_external_payloads(onnxio_message *root, onnxio__conta
         }
         s = onnxio__payload_take(payloads, it->tensor, &src);
     }
+    /* Every payload of the load is counted: progress calls may begin. */
+    onnxio__progress_ready(onnxio__progress_now());
     if (!s) s = onnxio__payloads_resolve(payloads);
     /* What was loaded and not checked on the way is checked from the
      * mapping, on the same pool. */

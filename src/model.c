@@ -18,6 +18,22 @@ static onnxio__budget budget_for(const onnxio_parse_options *cfg)
  * then never touched, and never count against the process). Payloads are
  * moved on the pool while the structure is parsed; the arena may grow only
  * as far as the budget allows. `opts` is resolved. */
+/* Progress (progress.c): the operation's progress, made current for the
+ * calling thread while a load or save with a callback runs. */
+typedef struct progress_scope {
+    onnxio__progress progress;
+    onnxio__progress *saved;
+} progress_scope;
+
+/* The last call (done == total) of a successful operation, then the end of
+ * the scope. */
+static onnxio_status progress_end(progress_scope *ps, onnxio_status s)
+{
+    if (!s) s = onnxio__progress_report(onnxio__progress_now(), true);
+    onnxio__progress_leave(&ps->saved);
+    return s;
+}
+
 static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxio_buffer *owner, int fd,
                                  const onnxio_parse_options *opts, onnxio_arena *arena, onnxio__budget *budget,
                                  bool *saw_external)
@@ -44,6 +60,10 @@ static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxi
         .saw_external = saw_external,
     };
     s = onnxio__decode(&cfg, msg, data, size);
+    /* The payloads' total is known; a model with external tensors adds
+     * theirs first (load.c). */
+    if (!(saw_external && *saw_external && opts->load_external_data != ONNXIO_OFF))
+        onnxio__progress_ready(onnxio__progress_now());
     onnxio__arena_limit(arena, 0);
     budget->used += onnxio_arena_used(arena) - before;
     if (!s) s = onnxio__payloads_resolve(payloads);
@@ -73,7 +93,10 @@ ONNXIO_API onnxio_status onnxio_parse_into(void *msg, const void *data, size_t s
     if (s) return s;
     onnxio__budget budget = budget_for(&cfg);
     budget.input = size;
-    return parse_bytes(msg, data, size, owner, -1, &cfg, arena, &budget, NULL);
+    progress_scope ps;
+    onnxio__progress_enter(&ps.progress, cfg.progress, cfg.progress_user, &ps.saved);
+    s = parse_bytes(msg, data, size, owner, -1, &cfg, arena, &budget, NULL);
+    return progress_end(&ps, s);
 }
 
 ONNXIO_API onnxio_status onnxio_parse(const onnxio_message_desc *desc, const void *data, size_t size,
@@ -153,6 +176,8 @@ static onnxio_status load_path(const onnxio_message_desc *desc, const char *path
     onnxio_buffer *map;
     int fd;
     if ((s = onnxio__map_file(path, &map, &fd))) return s;
+    progress_scope ps;
+    onnxio__progress_enter(&ps.progress, cfg.progress, cfg.progress_user, &ps.saved);
     const uint8_t *data = onnxio_buffer_data(map);
     size_t size = onnxio_buffer_size(map);
     onnxio__budget budget = budget_for(&cfg);
@@ -175,6 +200,7 @@ static onnxio_status load_path(const onnxio_message_desc *desc, const char *path
         }
         if (s) onnxio_message_clear(m);
     }
+    if ((s = progress_end(&ps, s)) && m) onnxio_message_clear(m);
     onnxio__close(fd);
     onnxio_buffer_unref(map);
     if (s) return s;
@@ -210,21 +236,23 @@ ONNXIO_API onnxio_status onnxio_load_model_from_bytes(const void *data, size_t s
     if (s) return s;
     onnxio__budget budget = budget_for(&cfg);
     void *m = NULL;
+    progress_scope ps;
+    onnxio__progress_enter(&ps.progress, cfg.progress, cfg.progress_user, &ps.saved);
     if (onnxio_detect_format(data, size) == ONNXIO_FORMAT_ARCHIVE) {
-        if ((s = load_archive(data, size, owner, -1, NULL, &cfg, arena, &budget, &m))) return s;
-        *out = m;
-        return ONNXIO_OK;
+        s = load_archive(data, size, owner, -1, NULL, &cfg, arena, &budget, &m);
+    } else if (!(s = new_message(arena, &onnxio_desc_ModelProto, &m))) {
+        bool saw_external = false;
+        budget.input = size;
+        /* Without base_dir no external data is read. */
+        if (!cfg.base_dir) cfg.load_external_data = ONNXIO_OFF;
+        s = parse_bytes(m, data, size, owner, -1, &cfg, arena, &budget, &saw_external);
+        if (!s && saw_external && cfg.load_external_data != ONNXIO_OFF) {
+            onnxio__container *c;
+            if (!(s = onnxio__dir_container(cfg.base_dir, NULL, &cfg, &c))) s = load_from(c, m, &cfg, &budget);
+        }
     }
-    if ((s = new_message(arena, &onnxio_desc_ModelProto, &m))) return s;
-    bool saw_external = false;
-    budget.input = size;
-    s = parse_bytes(m, data, size, owner, -1, &cfg, arena, &budget, &saw_external);
-    if (!s && saw_external && cfg.load_external_data != ONNXIO_OFF && cfg.base_dir) {
-        onnxio__container *c;
-        if (!(s = onnxio__dir_container(cfg.base_dir, NULL, &cfg, &c))) s = load_from(c, m, &cfg, &budget);
-    }
-    if (s) {
-        onnxio_message_clear(m);
+    if ((s = progress_end(&ps, s))) {
+        if (m) onnxio_message_clear(m);
         return s;
     }
     *out = m;
@@ -240,7 +268,9 @@ static onnxio_status load_external(onnxio_message *root, const char *base_dir, c
     onnxio__budget budget = budget_for(&cfg);
     onnxio__container *c;
     if ((s = onnxio__dir_container(base_dir, NULL, &cfg, &c))) return s;
-    return load_from(c, root, &cfg, &budget);
+    progress_scope ps;
+    onnxio__progress_enter(&ps.progress, cfg.progress, cfg.progress_user, &ps.saved);
+    return progress_end(&ps, load_from(c, root, &cfg, &budget));
 }
 
 ONNXIO_API onnxio_status onnxio_load_external_data(onnxio_ModelProto *model, const char *base_dir,
@@ -263,6 +293,25 @@ ONNXIO_API onnxio_status onnxio_load_tensor_external_data(onnxio_TensorProto *te
 
 /* ---- save ------------------------------------------------------------------ */
 
+/* A save's progress total: the loaded raw_data bytes of every tensor of
+ * the tree. */
+static onnxio_status add_payload(onnxio_message *msg, onnxio_message *parent, const onnxio_field_desc *via, void *ctx)
+{
+    (void)parent;
+    (void)via;
+    const onnxio_TensorProto *t = (const onnxio_TensorProto *)msg;
+    if (onnxio_has(t, ONNXIO_FIELD_TensorProto_raw_data) && t->raw_data.data) onnxio__progress_total(ctx, t->raw_data.size);
+    return ONNXIO_OK;
+}
+
+static onnxio_status save_total(void *msg, onnxio__progress *p)
+{
+    if (!p) return ONNXIO_OK;
+    onnxio_status s = onnxio__visit(msg, &onnxio_desc_TensorProto, add_payload, p);
+    onnxio__progress_ready(p);
+    return s;
+}
+
 /* The three save entry points: arguments, options, then the pipeline. */
 typedef enum save_kind { SAVE_MESSAGE, SAVE_MODEL, SAVE_ARCHIVE } save_kind;
 
@@ -274,11 +323,17 @@ static onnxio_status save(void *msg, const char *path, const onnxio_serialize_op
     onnxio_serialize_options cfg;
     onnxio_status s = kind == SAVE_ARCHIVE ? onnxio__archive_save_config(opts, &cfg) : onnxio__serialize_config(opts, &cfg);
     if (s) return s;
-    if (kind == SAVE_ARCHIVE) return onnxio__save_archive(msg, path, &cfg);
+    progress_scope ps;
+    onnxio__progress_enter(&ps.progress, cfg.progress, cfg.progress_user, &ps.saved);
+    if ((s = save_total(msg, onnxio__progress_now()))) return progress_end(&ps, s);
     const onnxio_external_data_options *x = &cfg.external_data;
-    if (kind == SAVE_MODEL && (x->location || x->all_tensors_to_one_file == ONNXIO_OFF))
-        return onnxio__save_external(msg, path, &cfg);
-    return onnxio__save_plain(msg, path, &cfg);
+    /* save.c makes the last progress call before it commits. */
+    if (kind == SAVE_ARCHIVE) s = onnxio__save_archive(msg, path, &cfg);
+    else if (kind == SAVE_MODEL && (x->location || x->all_tensors_to_one_file == ONNXIO_OFF))
+        s = onnxio__save_external(msg, path, &cfg);
+    else s = onnxio__save_plain(msg, path, &cfg);
+    onnxio__progress_leave(&ps.saved);
+    return s;
 }
 
 ONNXIO_API onnxio_status onnxio_save_file(void *msg, const char *path, const onnxio_serialize_options *opts)

@@ -35,6 +35,10 @@ struct onnxio__payloads {
     size_t table_count, table_capacity;
     onnxio_buffer *slab; /* small payloads are carved from it (a reference) */
     size_t slab_used;
+    /* The operation's progress (NULL: none): every payload is remembered
+     * and placed by onnxio__payloads_resolve, so that the total is known
+     * before any byte moves; bytes that move on no pool job count here. */
+    onnxio__progress *progress;
 };
 
 /* Small payloads (under the raw_data threshold, copied during the parse)
@@ -55,6 +59,7 @@ onnxio_status onnxio__payloads_new(const onnxio_parse_options *opts, onnxio__poo
     p->no_copy = opts->no_copy;
     p->threshold = opts->raw_data_threshold;
     p->alignment = opts->alignment;
+    p->progress = onnxio__progress_now();
     if (!opts->skip_raw_data) {
         p->fn = opts->payload_fn;
         p->ctx = opts->payload_ctx;
@@ -166,6 +171,7 @@ static onnxio_status fill(onnxio__payloads *p, const onnxio_TensorProto *t, cons
         job.offset = src->offset;
     } else if (src->size < p->threshold && !src->crc) {
         memcpy(dst, src->data, (size_t)src->size);
+        onnxio__progress_add(p->progress, src->size);
         return ONNXIO_OK;
     } else {
         job.kind = ONNXIO__JOB_COPY;
@@ -174,11 +180,20 @@ static onnxio_status fill(onnxio__payloads *p, const onnxio_TensorProto *t, cons
     return onnxio__pool_add(p->pool, &job);
 }
 
+/* Counts a payload whose bytes move on no pool job (skipped, borrowed,
+ * shared, or copied here). */
+static onnxio_status count(onnxio__payloads *p, const onnxio__payload_src *src)
+{
+    onnxio__progress_add(p->progress, src->size);
+    return ONNXIO_OK;
+}
+
 static onnxio_status place(onnxio__payloads *p, onnxio_TensorProto *t, const onnxio__payload_src *src,
                            onnxio_payload_action action, uint8_t *dst, onnxio_buffer *owner)
 {
     onnxio_span *span = &t->raw_data;
     if (action == ONNXIO_PAYLOAD_SKIP) {
+        count(p, src);
         if (!src->external) {
             onnxio_span_clear(span);
             span->size = (size_t)src->size;
@@ -199,13 +214,13 @@ static onnxio_status place(onnxio__payloads *p, onnxio_TensorProto *t, const onn
     if (p->no_copy && src->data && !src->copy) {
         onnxio_span_set(span, (uint8_t *)src->data, (size_t)src->size, src->owner);
         loaded(t, src);
-        return ONNXIO_OK;
+        return count(p, src);
     }
     const shared *same = share_find(p, src);
     if (same) {
         onnxio_span_set(span, same->data, (size_t)same->size, same->owner);
         loaded(t, src);
-        return ONNXIO_OK;
+        return count(p, src);
     }
     onnxio_status s = onnxio__budget_take(p->budget, src->size, onnxio__tensor_name(t)[0] ? onnxio__tensor_name(t) : "a tensor");
     if (s) return s;
@@ -230,14 +245,15 @@ static onnxio_status place(onnxio__payloads *p, onnxio_TensorProto *t, const onn
     if (s) return s;
     loaded(t, src);
     share_add(p, src, span);
-    return ONNXIO_OK;
+    return count(p, src);
 }
 
 onnxio_status onnxio__payload_take(onnxio__payloads *p, onnxio_TensorProto *t, const onnxio__payload_src *src)
 {
-    if (!p->fn) return place(p, t, src, ONNXIO_PAYLOAD_LOAD, NULL, NULL);
+    if (!p->fn && !p->progress) return place(p, t, src, ONNXIO_PAYLOAD_LOAD, NULL, NULL);
     /* The callback sees the whole tensor, so it runs after the parse. Until
      * then an inline payload looks like a skipped one. */
+    onnxio__progress_total(p->progress, src->size);
     if (!onnxio__grow((void **)&p->items, &p->capacity, p->count, sizeof *p->items))
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     p->items[p->count].tensor = t;
@@ -261,7 +277,7 @@ onnxio_status onnxio__payloads_resolve(onnxio__payloads *p)
         onnxio_payload_request req = {q->tensor, q->src.size, q->src.external};
         void *dst = NULL;
         onnxio_buffer *owner = NULL;
-        onnxio_payload_action action = p->fn(p->ctx, &req, &dst, &owner);
+        onnxio_payload_action action = p->fn ? p->fn(p->ctx, &req, &dst, &owner) : ONNXIO_PAYLOAD_LOAD;
         if (action != ONNXIO_PAYLOAD_LOAD && action != ONNXIO_PAYLOAD_SKIP && action != ONNXIO_PAYLOAD_PLACED)
             s = onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "tensor '%s': the payload callback returned %d",
                              onnxio__tensor_name(q->tensor), (int)action);

@@ -34,6 +34,10 @@ struct onnxio__pool {
     size_t keep_count, keep_capacity;
     onnxio_status status;    /* the first failure */
     char error[512];
+    /* The operation's progress (onnxio__progress_now() when the pool was
+     * made), or NULL: counted by whichever thread runs a job, reported by
+     * the thread that made the pool (in add and finish). */
+    onnxio__progress *progress;
 };
 
 int onnxio__num_threads(int requested)
@@ -95,22 +99,45 @@ onnxio_status onnxio__job_run(const onnxio__job *job)
     return s ? onnxio__fail(s, "%s", error) : ONNXIO_OK;
 }
 
-/* Takes and runs jobs until none is left; the lock is held on entry and exit. */
-static void drain(onnxio__pool *p)
+static bool counted(const onnxio__job *j) { return j->kind != ONNXIO__JOB_CRC && !j->not_payload; }
+
+/* The calling thread reports progress (the lock not held); a cancel
+ * becomes the pool's failure, so that the jobs left are dropped. */
+static onnxio_status report(onnxio__pool *p, bool threaded)
+{
+    onnxio_status s = onnxio__progress_report(p->progress, false);
+    if (!s) return ONNXIO_OK;
+    if (threaded) pthread_mutex_lock(&p->lock);
+    if (!p->status) {
+        p->status = s;
+        snprintf(p->error, sizeof p->error, "%s", onnxio_last_error());
+    }
+    if (threaded) pthread_mutex_unlock(&p->lock);
+    return s;
+}
+
+/* Takes and runs jobs until none is left; the lock is held on entry and
+ * exit. `caller`: the thread that made the pool, which reports progress
+ * after each job it ran. */
+static void drain(onnxio__pool *p, bool caller)
 {
     while (p->next < p->count) {
         onnxio__job j = p->jobs[p->next++];
         p->running++;
         pthread_mutex_unlock(&p->lock);
         char error[512];
-        onnxio_status s = p->status ? ONNXIO_OK : run_job(&j, error, sizeof error);
+        bool dropped = p->status != ONNXIO_OK; /* after a failure */
+        onnxio_status s = dropped ? ONNXIO_OK : run_job(&j, error, sizeof error);
+        if (!dropped && !s && p->progress && counted(&j)) onnxio__progress_add(p->progress, j.size);
+        if (caller && p->progress) report(p, true);
         pthread_mutex_lock(&p->lock);
         if (s && !p->status) {
             p->status = s;
             memcpy(p->error, error, sizeof error);
         }
         p->running--;
-        if (p->running == 0 && p->next == p->count) pthread_cond_broadcast(&p->idle);
+        /* With progress, finish wakes after every job to report it. */
+        if ((p->running == 0 && p->next == p->count) || p->progress) pthread_cond_broadcast(&p->idle);
     }
 }
 
@@ -119,7 +146,7 @@ static void *worker(void *arg)
     onnxio__pool *p = arg;
     pthread_mutex_lock(&p->lock);
     for (;;) {
-        drain(p);
+        drain(p, false);
         if (p->closing) break;
         pthread_cond_wait(&p->wake, &p->lock);
     }
@@ -132,6 +159,7 @@ onnxio_status onnxio__pool_new(int num_threads, onnxio__pool **out)
     onnxio__pool *p = onnxio__calloc(1, sizeof *p);
     if (!p) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     p->threads = onnxio__num_threads(num_threads);
+    p->progress = onnxio__progress_now();
     if (p->threads > 1) {
         pthread_mutex_init(&p->lock, NULL);
         pthread_cond_init(&p->wake, NULL);
@@ -179,11 +207,16 @@ onnxio_status onnxio__pool_add(onnxio__pool *p, const onnxio__job *job)
     if (p->threads <= 1) {
         if (p->status) return p->status;
         onnxio_status s = ONNXIO_OK;
-        /* Cut as on the workers: a CRC piece is the same whatever the count. */
-        uint64_t step = job->crc ? PIECE_SIZE : job->size;
+        /* Cut as on the workers: a CRC piece is the same whatever the count
+         * (and progress is reported after each piece). */
+        uint64_t step = job->crc || p->progress ? PIECE_SIZE : job->size;
         for (uint64_t at = 0; !s && at < job->size; at += step) {
             onnxio__job piece = piece_of(job, at, step);
             s = onnxio__job_run(&piece);
+            if (!s && p->progress && counted(&piece)) {
+                onnxio__progress_add(p->progress, piece.size);
+                s = onnxio__progress_report(p->progress, false);
+            }
         }
         if (s) {
             p->status = s;
@@ -215,6 +248,7 @@ onnxio_status onnxio__pool_add(onnxio__pool *p, const onnxio__job *job)
     }
     if (!s) pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->lock);
+    if (!s && p->progress) s = report(p, true);
     if (s == ONNXIO_ERR_NO_MEMORY) return onnxio__fail(s, "out of memory for the job list");
     if (s) return onnxio__fail(s, "%s", p->error);
     return ONNXIO_OK;
@@ -226,8 +260,15 @@ onnxio_status onnxio__pool_finish(onnxio__pool *p)
     onnxio_status s;
     if (p->threads > 1) {
         pthread_mutex_lock(&p->lock);
-        drain(p);
-        while (p->running) pthread_cond_wait(&p->idle, &p->lock);
+        drain(p, true);
+        while (p->running) {
+            pthread_cond_wait(&p->idle, &p->lock);
+            if (p->progress) {
+                pthread_mutex_unlock(&p->lock);
+                report(p, true);
+                pthread_mutex_lock(&p->lock);
+            }
+        }
         p->closing = 1;
         pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->lock);

@@ -257,6 +257,9 @@ static onnxio_status write_main_and_commit(onnxio__txn *txn, void *msg, const on
     if (!s) s = write_message(msg, fd, path, pool, cfg->raw_data_threshold, onnxio__txn_is_stream(txn));
     onnxio_status s2 = onnxio__pool_finish(pool);
     if (!s) s = s2;
+    /* The last progress call comes before any file is replaced: a cancel
+     * there still leaves the old files. */
+    if (!s) s = onnxio__progress_report(onnxio__progress_now(), true);
     if (s) {
         onnxio__txn_abort(txn);
         return s;
@@ -612,7 +615,7 @@ onnxio_status onnxio__save_archive(onnxio_ModelProto *model, const char *path, c
             break;
         }
         onnxio__job job = {.kind = ONNXIO__JOB_PWRITE, .fd = fd, .offset = e[i].data, .src = e[i].src,
-                           .size = e[i].size, .what = path, .crc = e[i].crc_pieces};
+                           .size = e[i].size, .what = path, .crc = e[i].crc_pieces, .not_payload = i + 1 == n};
         s = onnxio__pool_add(pool, &job);
     }
     onnxio_status s2 = onnxio__pool_finish(pool);
@@ -627,6 +630,7 @@ onnxio_status onnxio__save_archive(onnxio_ModelProto *model, const char *path, c
         s = onnxio__fail(ONNXIO_ERR_IO, "cannot size %s: %s", path, strerror(errno));
         goto done;
     }
+    if ((s = onnxio__progress_report(onnxio__progress_now(), true))) goto done;
     s = onnxio__txn_commit(txn);
     txn = NULL;
 done:

@@ -305,6 +305,29 @@ typedef struct onnxio_payload_request {
 typedef onnxio_payload_action (*onnxio_payload_fn)(void *ctx, const onnxio_payload_request *request, void **dst,
                                                    onnxio_buffer **owner);
 
+/* A progress callback (onnxio_parse_options.progress,
+ * onnxio_serialize_options.progress) for displays such as `onnxio`'s
+ * progress line: `done` of `total` payload bytes (TensorProto.raw_data)
+ * of the operation are handled. A load's total is the payload bytes it
+ * places (inline and external; a borrowed, shared or skipped payload counts
+ * as done when it is placed); a save's, the loaded raw_data bytes of every
+ * tensor of the tree it writes. Called on the thread that called the load
+ * or save (never on a pool thread, never two calls at once), with done
+ * never decreasing and total the same in every call: first once the total
+ * is known (after the structure is parsed, or, for a model with external
+ * data, after its external tensors are checked), then whenever at least
+ * ONNXIO_PROGRESS_STEP more bytes are done (payloads move in pieces of up
+ * to 8 MiB; payloads smaller than the raw_data_threshold, and on a save
+ * payloads under 64 KiB, are counted at the end), and last exactly once
+ * with done == total (the only call where they are equal, also when total
+ * is 0), before a save replaces any file. A non-zero return cancels: the
+ * load or save fails with ONNXIO_ERR_CANCELLED (a cancelled load leaves no
+ * message, a cancelled save leaves every existing file as it was and
+ * removes its temporary files). The callback must not call onnxio on the
+ * same thread. */
+typedef int (*onnxio_progress_fn)(void *user, uint64_t done, uint64_t total);
+#define ONNXIO_PROGRESS_STEP (1u << 20)
+
 typedef struct onnxio_parse_options {
     /* sizeof(onnxio_parse_options), or 0 (see "Options"). */
     size_t struct_size;
@@ -357,6 +380,11 @@ typedef struct onnxio_parse_options {
     /* The largest expansion (see "Expansion" above) of a load: 0 means
      * ONNXIO_DEFAULT_MAX_EXPANSION (100); UINT64_MAX means no limit. */
     uint64_t max_expansion;
+    /* Called as payload bytes are placed (see onnxio_progress_fn); NULL:
+     * never (and nothing is counted). With a callback, payloads are moved
+     * after the structure is parsed, not during the parse. */
+    onnxio_progress_fn progress;
+    void *progress_user;
 } onnxio_parse_options;
 
 #define ONNXIO_PARSE_OPTIONS_INIT ONNXIO_OPTIONS_INIT_(onnxio_parse_options)
@@ -423,6 +451,11 @@ typedef struct onnxio_serialize_options {
      * new file may be incomplete. Also applies to
      * onnxio_archive_replace_model. */
     onnxio_toggle fsync;
+    /* Called as payload bytes are written (see onnxio_progress_fn); NULL:
+     * never. Not called by onnxio_archive_replace_model, which writes no
+     * payload of its own. */
+    onnxio_progress_fn progress;
+    void *progress_user;
 } onnxio_serialize_options;
 
 #define ONNXIO_SERIALIZE_OPTIONS_INIT ONNXIO_OPTIONS_INIT_(onnxio_serialize_options)

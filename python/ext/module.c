@@ -383,6 +383,60 @@ static const char *path_str(PyObject *bytes_or_null)
     return bytes_or_null ? PyBytes_AS_STRING(bytes_or_null) : NULL;
 }
 
+/* ---- the progress callback ------------------------------------------------ */
+
+/* A Python progress callable `fn(done, total)` behind onnxio_progress_fn:
+ * the library calls it on the thread that made the load or save, which
+ * released the GIL; the trampoline takes the GIL for the call. An exception
+ * it raises is kept and cancels the operation (ONNXIO_ERR_CANCELLED); the
+ * caller raises it once the GIL is back (progress_call_raised). */
+typedef struct {
+    PyObject *fn; /* borrowed, or NULL */
+    PyObject *exc_type, *exc_value, *exc_tb;
+} progress_call;
+
+static int progress_trampoline(void *user, uint64_t done, uint64_t total)
+{
+    progress_call *p = user;
+    PyGILState_STATE g = PyGILState_Ensure();
+    int cancel = p->exc_type != NULL;
+    if (!cancel) {
+        PyObject *r = PyObject_CallFunction(p->fn, "KK", (unsigned long long)done, (unsigned long long)total);
+        Py_XDECREF(r);
+        if (!r) {
+            PyErr_Fetch(&p->exc_type, &p->exc_value, &p->exc_tb);
+            if (!p->exc_type) p->exc_type = Py_NewRef(PyExc_SystemError);
+            cancel = 1;
+        }
+    }
+    PyGILState_Release(g);
+    return cancel;
+}
+
+/* Sets up `p` for the callable `fn` (None: no callback); -1 with TypeError
+ * for anything else that is not callable. */
+static int progress_call_init(progress_call *p, PyObject *fn, onnxio_progress_fn *opt_fn, void **opt_user)
+{
+    if (fn == Py_None || !fn) return 0;
+    if (!PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "progress must be callable or None");
+        return -1;
+    }
+    p->fn = fn;
+    *opt_fn = progress_trampoline;
+    *opt_user = p;
+    return 0;
+}
+
+/* With the GIL: 1 when the callback raised (the exception is set now). */
+static int progress_call_raised(progress_call *p)
+{
+    if (!p->exc_type) return 0;
+    PyErr_Restore(p->exc_type, p->exc_value, p->exc_tb);
+    p->exc_type = p->exc_value = p->exc_tb = NULL;
+    return 1;
+}
+
 /* ---- parse options and the payload callback ----------------------------- */
 
 /* State of one parse-side call: the options, and what the Python payload_fn
@@ -398,22 +452,24 @@ typedef struct {
     PyObject *exc_type, *exc_value, *exc_tb;
     onnxio_buffer **placed;
     size_t placed_count, placed_cap;
+    progress_call progress;
 } parse_call;
 
 #define PARSE_KWLIST \
     "no_copy", "num_threads", "load_external_data", "base_dir", "skip_raw_data", "max_depth", "verify_checksum", \
-        "raw_data_threshold", "alignment", "payload_fn", "verify_crc", "max_expansion"
-#define PARSE_FORMAT "pO&O&O&pO&pO&O&OO&O&"
+        "raw_data_threshold", "alignment", "payload_fn", "verify_crc", "max_expansion", "progress"
+#define PARSE_FORMAT "pO&O&O&pO&pO&O&OO&O&O"
 #define PARSE_ARGS(c) \
     &b_no_copy, conv_int, &(c)->opts.num_threads, conv_toggle, &(c)->opts.load_external_data, conv_opt_path, \
         &(c)->base_dir, &b_skip, conv_depth, &(c)->opts.max_depth, &b_verify, conv_u64, \
         &(c)->opts.raw_data_threshold, conv_u64, &(c)->opts.alignment, &payload_fn, \
-        conv_toggle, &(c)->opts.verify_crc, conv_u64, &(c)->opts.max_expansion
+        conv_toggle, &(c)->opts.verify_crc, conv_u64, &(c)->opts.max_expansion, &progress_fn
 #define PARSE_LOCALS \
     int b_no_copy = 0, b_skip = 0, b_verify = 0; \
-    PyObject *payload_fn = Py_None
+    PyObject *payload_fn = Py_None, *progress_fn = Py_None
 
-static int parse_call_finish_args(parse_call *c, int b_no_copy, int b_skip, int b_verify, PyObject *payload_fn);
+static int parse_call_finish_args(parse_call *c, int b_no_copy, int b_skip, int b_verify, PyObject *payload_fn,
+                                  PyObject *progress_fn);
 
 static onnxio_payload_action payload_trampoline(void *ctx, const onnxio_payload_request *req, void **dst,
                                                 onnxio_buffer **owner)
@@ -471,8 +527,10 @@ static onnxio_payload_action payload_trampoline(void *ctx, const onnxio_payload_
     return action;
 }
 
-static int parse_call_finish_args(parse_call *c, int b_no_copy, int b_skip, int b_verify, PyObject *payload_fn)
+static int parse_call_finish_args(parse_call *c, int b_no_copy, int b_skip, int b_verify, PyObject *payload_fn,
+                                  PyObject *progress_fn)
 {
+    if (progress_call_init(&c->progress, progress_fn, &c->opts.progress, &c->opts.progress_user) < 0) return -1;
     c->opts.no_copy = b_no_copy;
     c->opts.skip_raw_data = b_skip;
     c->opts.verify_checksum = b_verify;
@@ -501,6 +559,16 @@ static int parse_call_end(parse_call *c, onnxio_status s)
     PyMem_Free(c->placed);
     c->placed = NULL;
     Py_CLEAR(c->base_dir);
+    if (progress_call_raised(&c->progress)) {
+        /* The load was cancelled by it; a payload_fn exception, if any,
+         * came first and ended the load the same way. */
+        if (c->exc_type) {
+            Py_CLEAR(c->exc_type);
+            Py_CLEAR(c->exc_value);
+            Py_CLEAR(c->exc_tb);
+        }
+        return -1;
+    }
     if (c->exc_type) {
         PyErr_Restore(c->exc_type, c->exc_value, c->exc_tb);
         c->exc_type = c->exc_value = c->exc_tb = NULL;
@@ -518,7 +586,7 @@ static int parse_call_end(parse_call *c, onnxio_status s)
 PyDoc_STRVAR(load_file_doc,
              "_load_file(path, cls, *, no_copy=False, num_threads=0, load_external_data=None, base_dir=None,\n"
              "           skip_raw_data=False, max_depth=0, verify_checksum=False, raw_data_threshold=0,\n"
-             "           alignment=0, payload_fn=None, verify_crc=None, max_expansion=0)\n"
+             "           alignment=0, payload_fn=None, verify_crc=None, max_expansion=0, progress=None)\n"
              "Loads a file holding one message of class `cls` (onnxio_load_model for ModelProto, with external\n"
              "data; onnxio_load_file otherwise). A ModelProto file may be an .onnxz archive (recognized by its\n"
              "first bytes); verify_crc (None: the library's default, on for copy loads) checks its entries'\n"
@@ -528,7 +596,9 @@ PyDoc_STRVAR(load_file_doc,
              "payloads point into the mapping, which lives as long as one of them does.\n"
              "payload_fn(tensor, size, external) returns\n"
              "None/True (load), False (skip) or a writable buffer of at least `size` bytes to copy it into;\n"
-             "`tensor` must not be modified. The GIL is released during the load.");
+             "`tensor` must not be modified. progress(done, total): called with the payload bytes placed so far\n"
+             "and in all (onnxio_parse_options.progress), with the GIL; an exception it raises stops the load\n"
+             "and propagates. The GIL is released during the load.");
 
 static PyObject *mod_load_file(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -541,7 +611,7 @@ static PyObject *mod_load_file(PyObject *self, PyObject *args, PyObject *kw)
                                      &path, &cls, PARSE_ARGS(&c)))
         goto fail_args;
     const onnxio_message_desc *desc = desc_from(cls);
-    if (!desc || parse_call_finish_args(&c, b_no_copy, b_skip, b_verify, payload_fn) < 0) goto fail_args;
+    if (!desc || parse_call_finish_args(&c, b_no_copy, b_skip, b_verify, payload_fn, progress_fn) < 0) goto fail_args;
     if (!(c.arena = onnxio_arena_new())) {
         PyErr_NoMemory();
         goto fail_args;
@@ -583,7 +653,7 @@ static PyObject *mod_load_bytes(PyObject *self, PyObject *args, PyObject *kw)
                                      PARSE_ARGS(&c)))
         goto fail_args;
     const onnxio_message_desc *desc = desc_from(cls);
-    if (!desc || parse_call_finish_args(&c, b_no_copy, b_skip, b_verify, payload_fn) < 0) goto fail_args;
+    if (!desc || parse_call_finish_args(&c, b_no_copy, b_skip, b_verify, payload_fn, progress_fn) < 0) goto fail_args;
 
     /* Copy mode reads the input during the call only (the export keeps a
      * bytearray from being resized meanwhile); no_copy hands the parser an
@@ -640,7 +710,7 @@ static PyObject *load_external_common(PyObject *args, PyObject *kw, const char *
         goto fail_args;
     PyOnnxioMessage *m = as_message(obj, tensor ? &onnxio_desc_TensorProto : &onnxio_desc_ModelProto,
                                     tensor ? "tensor" : "model");
-    if (!m || parse_call_finish_args(&c, b_no_copy, b_skip, b_verify, payload_fn) < 0) goto fail_args;
+    if (!m || parse_call_finish_args(&c, b_no_copy, b_skip, b_verify, payload_fn, progress_fn) < 0) goto fail_args;
     void *msg = pyonnxio_message_get(m, 0);
     if (!msg) { /* a lazy message has no tensor to load */
         Py_DECREF(base);
@@ -711,31 +781,35 @@ static void *message_for_read(PyOnnxioMessage *m, const onnxio_message_desc *des
 PyDoc_STRVAR(save_file_doc,
              "_save_file(message, path, *, num_threads=0, raw_data_threshold=0, alignment=0, location=None,\n"
              "           size_threshold=0, all_tensors_to_one_file=None, convert_attribute=False,\n"
-             "           max_file_size=0, checksum=False, max_depth=0, fsync=True)\n"
+             "           max_file_size=0, checksum=False, max_depth=0, fsync=True, progress=None)\n"
              "Saves `message` to `path` atomically (onnxio_save_model for a ModelProto, with its external data\n"
              "options; onnxio_save_file otherwise). The message is not modified. The GIL is released during\n"
              "the save; 0 means the library's default for every number. max_depth: a tree nested deeper is\n"
              "refused with EncodeError (0: 100, what a load reads back by default; at most 1000). fsync=False:\n"
              "no fsync (onnxio_serialize_options.fsync OFF): a killed save still leaves the old or the new\n"
-             "files, a power cut may leave a new file incomplete.");
+             "files, a power cut may leave a new file incomplete. progress(done, total): called with the payload\n"
+             "bytes written so far and in all (onnxio_serialize_options.progress), with the GIL; an exception it\n"
+             "raises stops the save, which leaves the old files, and propagates.");
 
 static PyObject *mod_save_file(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
     static char *kwlist[] = {"message", "path", "num_threads", "raw_data_threshold", "alignment", "location",
                              "size_threshold", "all_tensors_to_one_file", "convert_attribute", "max_file_size",
-                             "checksum", "max_depth", "fsync", NULL};
-    PyObject *obj, *path = NULL, *location = NULL;
+                             "checksum", "max_depth", "fsync", "progress", NULL};
+    PyObject *obj, *path = NULL, *location = NULL, *progress_fn = Py_None;
+    progress_call progress = {0};
     onnxio_serialize_options so = {0};
     int convert_attribute = 0, checksum = 0, fsync = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO&|$O&O&O&O&O&O&pO&pO&p:_save_file", kwlist, &obj,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO&|$O&O&O&O&O&O&pO&pO&pO:_save_file", kwlist, &obj,
                                      PyUnicode_FSConverter, &path, conv_int, &so.num_threads, conv_u64,
                                      &so.raw_data_threshold, conv_u64, &so.alignment,
                                      conv_opt_path, &location, conv_u64, &so.external_data.size_threshold,
                                      conv_toggle, &so.external_data.all_tensors_to_one_file, &convert_attribute,
                                      conv_u64, &so.external_data.max_file_size, &checksum, conv_depth,
-                                     &so.max_depth, &fsync))
+                                     &so.max_depth, &fsync, &progress_fn))
         goto fail;
+    if (progress_call_init(&progress, progress_fn, &so.progress, &so.progress_user) < 0) goto fail;
     so.fsync = fsync ? ONNXIO_ON : ONNXIO_OFF;
     so.external_data.location = path_str(location);
     so.external_data.convert_attribute = convert_attribute;
@@ -759,6 +833,7 @@ static PyObject *mod_save_file(PyObject *self, PyObject *args, PyObject *kw)
     onnxio_arena_unref(keep);
     Py_DECREF(path);
     Py_XDECREF(location);
+    if (progress_call_raised(&progress)) return NULL;
     if (s) return pyonnxio_raise_writing(s);
     Py_RETURN_NONE;
 fail:

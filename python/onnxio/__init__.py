@@ -78,6 +78,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import time
 import typing
 
 from onnxio import _onnxio
@@ -494,6 +495,98 @@ def _class_name(cls) -> str:
     return cls.__name__
 
 
+# ---- progress ----------------------------------------------------------------------
+
+
+def _human(n: int) -> str:
+    """Bytes in binary units, as the onnxio command prints them."""
+    if n < 1024:
+        return f"{n} B"
+    v = n / 1024.0
+    for unit in ("KiB", "MiB", "GiB"):
+        if v < 1024.0:
+            return f"{v:.1f} {unit}"
+        v /= 1024.0
+    return f"{v:.1f} TiB"
+
+
+class _ProgressDisplay:
+    """``progress=True``: a tqdm bar when tqdm is importable, else the
+    onnxio command's line on stderr, drawn only when stderr is a terminal
+    (at most ten times a second). A progress callable: (done, total)."""
+
+    def __init__(self, what: str, subject):
+        self.desc = f"{what} {os.path.basename(os.fspath(subject))}" if _is_path(subject) else what
+        self.bar = None
+        self.drawn = False
+        self.last_draw = 0.0
+        self.start = time.monotonic()
+        try:
+            import tqdm  # noqa: F401
+            self.tqdm = tqdm.tqdm
+        except ImportError:
+            self.tqdm = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.tqdm is not None:
+            if self.bar is None:
+                self.bar = self.tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=self.desc)
+            self.bar.update(done - self.bar.n)
+            return
+        now = time.monotonic()
+        if done < total and now - self.last_draw < 0.1:
+            return
+        stream = sys.stderr
+        if stream is None or not stream.isatty() or os.environ.get("TERM") == "dumb":
+            return
+        self.last_draw = now
+        elapsed = now - self.start
+        rate = done / elapsed if elapsed > 0 else 0.0
+        left = (total - done) / rate if rate > 0 else None
+        eta = "-:--" if left is None else f"{int(left) // 60}:{int(left) % 60:02d}"
+        percent = int(done * 100 / total) if total else 100
+        filled = int(done * 20 / total) if total else 20
+        stream.write(f"\r\033[Konnxio: {self.desc} {percent:3d}% [{'#' * filled}{'-' * (20 - filled)}] "
+                     f"{_human(done)}/{_human(total)} {rate / 1e6:.1f} MB/s ETA {eta}")
+        stream.flush()
+        self.drawn = True
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+        if self.drawn:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+            self.drawn = False
+
+
+def _progress_fn(progress, what: str, subject):
+    """The callable behind a ``progress=`` argument (None when there is
+    none): a callable as it is, True a _ProgressDisplay, None/False none."""
+    if progress is None or progress is False:
+        return None
+    if progress is True:
+        return _ProgressDisplay(what, subject)
+    if not callable(progress):
+        raise TypeError(f"progress must be a callable (done, total), True or None, not {type(progress).__name__}")
+    return progress
+
+
+def _with_progress(progress, what: str, subject, kwargs: dict, run):
+    """Runs run() with kwargs["progress"] set from `progress`; a display
+    made for progress=True is closed however the call ends."""
+    fn = _progress_fn(progress, what, subject)
+    if fn is None:
+        return run()
+    kwargs["progress"] = fn
+    try:
+        return run()
+    finally:
+        if isinstance(fn, _ProgressDisplay):
+            fn.close()
+
+
 # ---- load ------------------------------------------------------------------------
 
 
@@ -539,6 +632,7 @@ def load_model(
     verify_crc: bool | None = None,
     max_expansion: int = 0,
     options: ParseOptions | None = None,
+    progress=None,
 ) -> ModelProto:  # noqa: F405
     """Loads a ModelProto, as ``onnx.load_model``.
 
@@ -566,6 +660,13 @@ def load_model(
             the model uses it).
         options: a ParseOptions giving all of these at once; keyword
             arguments that differ from their defaults override it.
+        progress: None (default: silent), a callable ``progress(done,
+            total)`` called with the payload bytes placed so far and in all
+            (``onnxio_parse_options.progress``: on the calling thread, with
+            the GIL, at least every MiB, last with done == total; an
+            exception it raises stops the load and propagates), or True: a
+            tqdm bar when tqdm is installed, else a line on stderr drawn
+            only when it is a terminal.
 
     Returns:
         The ModelProto.
@@ -583,7 +684,8 @@ def load_model(
                                          max_depth=max_depth, raw_data_threshold=raw_data_threshold,
                                          alignment=alignment, payload_fn=payload_fn, verify_crc=verify_crc,
                                          max_expansion=max_expansion))
-    return _load(ModelProto, f, format, load_external_data, kwargs)  # noqa: F405
+    return _with_progress(progress, "loading", f, kwargs,
+                          lambda: _load(ModelProto, f, format, load_external_data, kwargs))  # noqa: F405
 
 
 def load_model_from_string(
@@ -602,11 +704,13 @@ def load_model_from_string(
     verify_crc: bool | None = None,
     max_expansion: int = 0,
     options: ParseOptions | None = None,
+    progress=None,
 ) -> ModelProto:  # noqa: F405
     """Parses a serialized ModelProto from a bytes-like object, as
     ``onnx.load_model_from_string``. External data is read only when
     ``base_dir`` is given. ``s`` may hold an .onnxz archive, whose tensors
-    are read from its entries. The other keyword arguments are load_model's.
+    are read from its entries. The other keyword arguments (progress too)
+    are load_model's.
     Raises onnxio.DecodeError for malformed bytes, TypeError for a str
     in the protobuf format."""
     kwargs = _parse_kwargs(options, dict(no_copy=no_copy, num_threads=num_threads, base_dir=base_dir,
@@ -618,7 +722,8 @@ def load_model_from_string(
         return _parse_text(format, s, ModelProto)  # noqa: F405
     if isinstance(s, str):
         raise TypeError(f"Parameter 'serialized' must be bytes, but got type: {type(s)}")
-    return _onnxio._load_bytes(s, ModelProto, **kwargs)  # noqa: F405
+    return _with_progress(progress, "loading", None, kwargs,
+                          lambda: _onnxio._load_bytes(s, ModelProto, **kwargs))  # noqa: F405
 
 
 def load_tensor(
@@ -776,6 +881,7 @@ def save_model(
     max_depth: int = 0,
     fsync: bool = True,
     options: SerializeOptions | None = None,
+    progress=None,
 ) -> None:
     """Saves a ModelProto, as ``onnx.save_model``: the same bytes.
 
@@ -809,6 +915,14 @@ def save_model(
             onnx never syncs).
         options: a SerializeOptions giving these at once; keyword arguments
             that differ from their defaults override it.
+        progress: None (default: silent), a callable ``progress(done,
+            total)`` called with the payload bytes written so far and in all
+            (``onnxio_serialize_options.progress``; last with done ==
+            total, before the file is replaced; an exception it raises
+            stops the save, which leaves the existing files as they were,
+            and propagates), or True: a tqdm bar when tqdm is installed,
+            else a line on stderr drawn only when it is a terminal. Only
+            saves to a path (or with external data) report progress.
 
     Tensors marked external in Python (external_data_helper.
     convert_model_to_external_data) are written by
@@ -846,6 +960,15 @@ def save_model(
                                         max_file_size=max_external_file_size,
                                         convert_attribute=convert_attribute, max_depth=max_depth,
                                         fsync=fsync))
+    _with_progress(progress, "saving", f, kwargs,
+                   lambda: _save_model(proto, f, fmt, path, kwargs, save_as_external_data=save_as_external_data,
+                                       all_tensors_to_one_file=all_tensors_to_one_file, location=location,
+                                       size_threshold=size_threshold, convert_attribute=convert_attribute))
+
+
+def _save_model(proto, f, fmt, path, kwargs, *, save_as_external_data, all_tensors_to_one_file, location,
+                size_threshold, convert_attribute) -> None:
+    """save_model once its arguments are checked."""
     if _is_archive_name(f, path):
         _check_archive_save(proto, f, fmt, save_as_external_data=save_as_external_data, location=location,
                             all_tensors_to_one_file=all_tensors_to_one_file, kwargs=kwargs)
