@@ -411,53 +411,127 @@ static int bytes_equal(const void *a, size_t an, const void *b, size_t bn)
     return an == bn && (an == 0 || memcmp(a, b, an) == 0);
 }
 
-/* Compares field `f` of a and b; sub-message pairs go on the stack. */
-static int field_equal(msg_stack *st, const onnxio_message *a, const onnxio_message *b, const onnxio_field_desc *f)
-{
-    const void *x = onnxio__member(a, f), *y = onnxio__member(b, f);
-    if (f->label >= ONNXIO_LABEL_REPEATED) {
-        const onnxio__array *xa = x, *ya = y;
-        if (xa->size != ya->size) return 0;
-        size_t es = onnxio__elem_size(f);
-        for (size_t i = 0; i < xa->size; i++) {
-            const void *xe = (const char *)xa->data + i * es, *ye = (const char *)ya->data + i * es;
-            if (f->kind == ONNXIO_KIND_MESSAGE) {
-                push(st, *(const onnxio_message *const *)xe);
-                push(st, *(const onnxio_message *const *)ye);
-            } else if (f->kind == ONNXIO_KIND_STRING || f->kind == ONNXIO_KIND_BYTES) {
-                const onnxio_string *s = xe, *t = ye;
-                if (!bytes_equal(s->data, s->size, t->data, t->size)) return 0;
-            } else if (memcmp(xe, ye, es) != 0) {
-                return 0; /* bitwise, so NaN payloads and -0.0 count as written */
-            }
+/* Field comparison, one function per message expanded from schema.def:
+ * the has-bits of singular non-message fields must match (one mask per
+ * message), present values must be equal (scalars bitwise, so NaN payloads
+ * and -0.0 count as written), arrays element by element; sub-message pairs
+ * go on the stack, so that any depth works. */
+#define BIT_(M, F) ((uint64_t)1 << ONNXIO_FIELD_##M##_##F)
+#define MK_SCALAR_(M, F) | (1 << ONNXIO_FIELD_##M##_##F) /* fewer than 31 fields a message */
+#define MK_NONE_(M, F)
+#define MK_OPTIONAL_INT32 MK_SCALAR_
+#define MK_OPTIONAL_ENUM MK_SCALAR_
+#define MK_OPTIONAL_INT64 MK_SCALAR_
+#define MK_OPTIONAL_FLOAT MK_SCALAR_
+#define MK_ONEOF_INT64 MK_SCALAR_
+#define MK_OPTIONAL_STRING MK_SCALAR_
+#define MK_OPTIONAL_BYTES MK_SCALAR_
+#define MK_ONEOF_STRING MK_SCALAR_
+#define MK_OPTIONAL_RAW MK_SCALAR_
+#define MK_OPTIONAL_MESSAGE MK_NONE_
+#define MK_ONEOF_MESSAGE MK_NONE_
+#define MK_REPEATED_STRING MK_NONE_
+#define MK_REPEATED_BYTES MK_NONE_
+#define MK_REPEATED_MESSAGE MK_NONE_
+#define MK_REPEATED_INT64 MK_NONE_
+#define MK_REPEATED_FLOAT MK_NONE_
+#define MK_PACKED_INT32 MK_NONE_
+#define MK_PACKED_INT64 MK_NONE_
+#define MK_PACKED_UINT64 MK_NONE_
+#define MK_PACKED_FLOAT MK_NONE_
+#define MK_PACKED_DOUBLE MK_NONE_
+
+#define EQ_SCALAR_(M, F, N, T) if ((x->base.has & BIT_(M, F)) && memcmp(&x->F, &y->F, sizeof x->F) != 0) return 0;
+#define EQ_OPTIONAL_INT32 EQ_SCALAR_
+#define EQ_OPTIONAL_ENUM EQ_SCALAR_
+#define EQ_OPTIONAL_INT64 EQ_SCALAR_
+#define EQ_OPTIONAL_FLOAT EQ_SCALAR_
+#define EQ_ONEOF_INT64 EQ_SCALAR_
+#define EQ_OPTIONAL_STRING(M, F, N, T) \
+    if ((x->base.has & BIT_(M, F)) && !bytes_equal(x->F.data, x->F.size, y->F.data, y->F.size)) return 0;
+#define EQ_OPTIONAL_BYTES EQ_OPTIONAL_STRING
+#define EQ_ONEOF_STRING EQ_OPTIONAL_STRING
+#define EQ_OPTIONAL_RAW(M, F, N, T) if ((x->base.has & BIT_(M, F)) && !spans_equal(&x->F, &y->F)) return 0;
+#define EQ_OPTIONAL_MESSAGE(M, F, N, T)                                        \
+    if (!x->F || !y->F) {                                                      \
+        if (x->F != y->F) return 0;                                            \
+    } else if (x->F != y->F) {                                                 \
+        push(st, &x->F->base);                                                 \
+        push(st, &y->F->base);                                                 \
+    }
+#define EQ_ONEOF_MESSAGE EQ_OPTIONAL_MESSAGE
+#define EQ_REPEATED_STRING(M, F, N, T)                                         \
+    if (x->F.size != y->F.size) return 0;                                      \
+    for (size_t i_ = 0; i_ < x->F.size; i_++)                                  \
+        if (!bytes_equal(x->F.data[i_].data, x->F.data[i_].size, y->F.data[i_].data, y->F.data[i_].size)) return 0;
+#define EQ_REPEATED_BYTES EQ_REPEATED_STRING
+#define EQ_REPEATED_MESSAGE(M, F, N, T)                                        \
+    if (x->F.size != y->F.size) return 0;                                      \
+    for (size_t i_ = 0; i_ < x->F.size; i_++)                                  \
+        if (x->F.data[i_] != y->F.data[i_]) {                                  \
+            push(st, &x->F.data[i_]->base);                                    \
+            push(st, &y->F.data[i_]->base);                                    \
         }
-        return 1;
+#define EQ_SCALARS_(M, F, N, T) \
+    if (!bytes_equal(x->F.data, x->F.size * sizeof *x->F.data, y->F.data, y->F.size * sizeof *y->F.data)) return 0;
+#define EQ_REPEATED_INT64 EQ_SCALARS_
+#define EQ_REPEATED_FLOAT EQ_SCALARS_
+#define EQ_PACKED_INT32 EQ_SCALARS_
+#define EQ_PACKED_INT64 EQ_SCALARS_
+#define EQ_PACKED_UINT64 EQ_SCALARS_
+#define EQ_PACKED_FLOAT EQ_SCALARS_
+#define EQ_PACKED_DOUBLE EQ_SCALARS_
+
+static int spans_equal(const onnxio_span *s, const onnxio_span *t)
+{
+    if (s->size != t->size) return 0;
+    if (!s->data || !t->data) return s->data == t->data;
+    return s->data == t->data || memcmp(s->data, t->data, s->size) == 0;
+}
+
+#define ONNXIO_ENUM(E, FULL)
+#define ONNXIO_ENUM_VALUE(E, V, N)
+#define ONNXIO_END_ENUM(E)
+#define ONNXIO_ONEOF(M, O)
+/* EQ_MASK_<M>: the has-bits of M's singular non-message fields. */
+#define ONNXIO_MESSAGE(M, FULL) enum { EQ_MASK_##M = 0
+#define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T) MK_##LABEL##_##KIND(M, F)
+#define ONNXIO_END_MESSAGE(M) };
+#include "onnxio/schema.def"
+#undef ONNXIO_MESSAGE
+#undef ONNXIO_FIELD
+#undef ONNXIO_END_MESSAGE
+#define ONNXIO_MESSAGE(M, FULL)                                                \
+    static int equal_##M(msg_stack *st, const onnxio_##M *x, const onnxio_##M *y) \
+    {                                                                          \
+        (void)st;                                                              \
+        if ((x->base.has ^ y->base.has) & (uint64_t)EQ_MASK_##M) return 0;
+#define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T) EQ_##LABEL##_##KIND(M, F, N, T)
+#define ONNXIO_END_MESSAGE(M)                                                  \
+        return bytes_equal(x->base.unknown.data, x->base.unknown.size, y->base.unknown.data, y->base.unknown.size); \
     }
-    if (f->kind == ONNXIO_KIND_MESSAGE) {
-        const onnxio_message *s = *(const onnxio_message *const *)x, *t = *(const onnxio_message *const *)y;
-        if (!s || !t) return s == t;
-        push(st, s);
-        push(st, t);
-        return 1;
-    }
-    int hx = (int)((a->has >> f->index) & 1), hy = (int)((b->has >> f->index) & 1);
-    if (hx != hy) return 0;
-    if (!hx) return 1;
-    switch (f->kind) {
-    case ONNXIO_KIND_STRING:
-    case ONNXIO_KIND_BYTES: {
-        const onnxio_string *s = x, *t = y;
-        return bytes_equal(s->data, s->size, t->data, t->size);
-    }
-    case ONNXIO_KIND_RAW: {
-        const onnxio_span *s = x, *t = y;
-        if (s->size != t->size) return 0;
-        if (!s->data || !t->data) return s->data == t->data;
-        return s->data == t->data || memcmp(s->data, t->data, s->size) == 0;
-    }
-    default:
-        return memcmp(x, y, onnxio__elem_size(f)) == 0;
-    }
+#include "onnxio/schema.def"
+#undef ONNXIO_MESSAGE
+#undef ONNXIO_FIELD
+#undef ONNXIO_END_MESSAGE
+
+/* Compares the fields of x and y (of one type); sub-message pairs go on the
+ * stack. */
+static int fields_equal(msg_stack *st, const onnxio_message *x, const onnxio_message *y)
+{
+#define ONNXIO_MESSAGE(M, FULL) \
+    if (x->desc == &onnxio_desc_##M) return equal_##M(st, (const onnxio_##M *)x, (const onnxio_##M *)y);
+#define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T)
+#define ONNXIO_END_MESSAGE(M)
+#include "onnxio/schema.def"
+#undef ONNXIO_MESSAGE
+#undef ONNXIO_FIELD
+#undef ONNXIO_END_MESSAGE
+#undef ONNXIO_ENUM
+#undef ONNXIO_ENUM_VALUE
+#undef ONNXIO_END_ENUM
+#undef ONNXIO_ONEOF
+    return 0;
 }
 
 ONNXIO_API int onnxio_message_equal(const void *a, const void *b)
@@ -473,9 +547,7 @@ ONNXIO_API int onnxio_message_equal(const void *a, const void *b)
             equal = 0;
             break;
         }
-        for (size_t i = 0; equal && i < x->desc->field_count; i++)
-            equal = field_equal(&st, x, y, &x->desc->fields[i]);
-        if (equal) equal = bytes_equal(x->unknown.data, x->unknown.size, y->unknown.data, y->unknown.size);
+        equal = fields_equal(&st, x, y);
     }
     if (!a || !b) equal = a == b;
     bool failed = st.failed;
