@@ -6,7 +6,11 @@
 #                     libFuzzer targets and the Python package's atheris target
 #                     for FUZZ_SECONDS each; pytest tests/python
 #   make bench        bootstrap, build, onnxio vs libprotobuf C++ vs onnx Python (bench/);
-#                     rewrites the results in BENCHMARKS.md and docs/bench.png
+#                     rewrites the results in BENCHMARKS.md and docs/bench.png; then, with the
+#                     tree's Python package installed, the benchmark from the user's side
+#                     (bench/bench_user.py: float16 LLM-shaped models against onnx, onnx_ir,
+#                     safetensors, read/cat/write+fsync, warm and cold; bench/out/bench_user.json,
+#                     docs/bench_user.png) and the per-message operations (bench/bench_messages.py)
 #   make bench-python the onnxio package vs onnx, onnxruntime and onnx_ir (bench/bench_python.py);
 #                     rewrites its section of BENCHMARKS.md and docs/bench_python.png
 #   make models       the benchmark models in .cache/models (made once)
@@ -20,6 +24,8 @@
 # Variables: JOBS (parallel build jobs; default: cores), CTEST_JOBS (default 1),
 # FUZZ_SECONDS (default 60), BENCH_ARGS (passed to bench/bench.py, e.g. --repeats 3
 # or --no-write), BENCH_BUILD (the library build the harness links; default build),
+# BENCH_USER_ARGS (passed to bench/bench_user.py; default: sizes 0.5 and 3.5 GiB, 3 repeats;
+# the full run is BENCH_USER_ARGS="--sizes 0.5,3.5,16", ~80 GiB of disk in .cache/models/user),
 # SHARED (default ../shared), CMAKE_ARGS (extra arguments for every configure).
 
 SHELL := /bin/bash
@@ -34,6 +40,7 @@ CMAKE_ARGS ?=
 SHARED ?= ../shared
 BENCH_ARGS ?=
 BENCH_BUILD ?= build
+BENCH_USER_ARGS ?=
 PYTHON := .venv/bin/python
 # CMake's own make must not inherit this make's flags and level (it would
 # print every directory it enters and fight over the job server).
@@ -135,6 +142,9 @@ bench: bootstrap
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory bench-build models
 	$(PYTHON) bench/bench.py $(BENCH_ARGS)
+	@$(MAKE) --no-print-directory python-install
+	$(PYTHON) bench/bench_user.py $(BENCH_USER_ARGS)
+	$(PYTHON) bench/bench_messages.py
 
 # The Python package against onnx (and onnxruntime, onnx_ir): issue 4's targets.
 bench-python: bootstrap python-install
