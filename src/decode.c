@@ -7,10 +7,43 @@
 #include "internal.h"
 #include "wire.h"
 
+/* Reading ahead of the parse in a file mapping (onnxio__decode_config.
+ * mapped): the mapping is set to random access, so a fault reads only its
+ * page, and the parse asks for the bytes ahead of it itself, a window at a
+ * time, once it is within half a window of the end of what it asked for.
+ * The window doubles while the parse reads on (structure), from
+ * READ_AHEAD_MIN to READ_AHEAD_MAX, and starts again at the minimum after a
+ * skipped payload: a payload is then read at most READ_AHEAD_MIN into,
+ * where the kernel's read-around (8 MiB here) read much of every large
+ * tensor during a no_copy load. */
+#define READ_AHEAD_MIN ((uintptr_t)64 << 10)
+#define READ_AHEAD_MAX ((uintptr_t)8 << 20)
+#define PAGE ((uintptr_t)4096)
+
 typedef struct dec {
     const onnxio__decode_config *cfg;
     onnxio_arena *arena;
+    const uint8_t *end;      /* of the whole input */
+    uintptr_t read_ahead_end; /* mapped: where the parse's read-ahead ends */
+    uintptr_t window;         /* mapped: the next read-ahead's size */
 } dec;
+
+static void read_ahead(dec *d, const uint8_t *p)
+{
+    uintptr_t start;
+    if ((uintptr_t)p > d->read_ahead_end) { /* past a skipped payload */
+        start = (uintptr_t)p;
+        d->window = READ_AHEAD_MIN;
+    } else {
+        start = d->read_ahead_end;
+        if (d->window < READ_AHEAD_MAX) d->window *= 2;
+    }
+    start &= ~(PAGE - 1);
+    uintptr_t end = start + d->window;
+    if (end > (uintptr_t)d->end) end = (uintptr_t)d->end;
+    if (end > start) onnxio__map_willneed((const void *)start, (size_t)(end - start));
+    d->read_ahead_end = end;
+}
 
 #define OFFSET(d, p) ((unsigned long long)((const uint8_t *)(p) - (d)->cfg->base))
 
@@ -342,6 +375,9 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const uint8_t *p, 
 {
     const onnxio_message_desc *desc = m->desc;
     while (p < end) {
+        if (ONNXIO_UNLIKELY(d->cfg->mapped) && (uintptr_t)p + d->window / 2 > d->read_ahead_end &&
+            d->read_ahead_end < (uintptr_t)d->end)
+            read_ahead(d, p);
         const uint8_t *tag_at = p;
         uint64_t tag;
         if (ONNXIO_LIKELY(*p < 0x80)) {
@@ -430,8 +466,8 @@ onnxio_status onnxio__decode(const onnxio__decode_config *cfg, onnxio_message *m
                              const uint8_t *data, size_t size)
 {
     static const uint8_t empty[1];
-    dec d = {cfg, cfg->arena};
     if (!data) data = empty; /* an empty file has no mapping; NULL + 0 is not valid C */
+    dec d = {cfg, cfg->arena, data + size, 0, READ_AHEAD_MIN / 2};
     return parse_message(&d, msg, data, data + size, 0);
 }
 

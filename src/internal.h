@@ -58,6 +58,14 @@ int onnxio__sys_fchmod(int fd, mode_t mode);
 int onnxio__sys_flock(int fd, int op); /* EINTR retried */
 void *onnxio__sys_mmap(size_t size, int prot, int flags, int fd);
 int onnxio__sys_munmap(void *p, size_t size);
+/* Tells the kernel that a file mapping is read at random (`random`: a
+ * fault reads its page and no read-ahead around it) or back to normal. It
+ * only tunes paging, so a failure is ignored. */
+void onnxio__map_random(const void *p, size_t size, bool random);
+/* Asks the kernel to read a range of a file mapping into the page cache
+ * now, without waiting for it (MADV_WILLNEED). Both act on the whole pages
+ * that hold the range. */
+void onnxio__map_willneed(const void *p, size_t size);
 
 /* The status for an errno: NOT_FOUND (ENOENT, ENOTDIR), NO_MEMORY, else IO. */
 onnxio_status onnxio__errno_status(int err);
@@ -383,6 +391,10 @@ typedef struct onnxio__decode_config {
     int max_depth;
     onnxio__payloads *payloads; /* where raw_data goes */
     int fd;                 /* >= 0: the input is this whole file (read payloads with pread) */
+    /* The input is a whole file mapping, set to random access during the
+     * parse (the caller does it, and undoes it after): the parse reads its
+     * own way ahead (decode.c, READ_AHEAD), not into the payloads it skips. */
+    bool mapped;
     /* Set when a TensorProto with data_location EXTERNAL was read, so that
      * loading a model without external data skips the walk that looks for
      * it (NULL: not wanted). */

@@ -34,7 +34,7 @@ static onnxio_status progress_end(progress_scope *ps, onnxio_status s)
     return s;
 }
 
-static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxio_buffer *owner, int fd,
+static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxio_buffer *owner, int fd, bool mapped,
                                  const onnxio_parse_options *opts, onnxio_arena *arena, onnxio__budget *budget,
                                  bool *saw_external)
 {
@@ -57,9 +57,12 @@ static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxi
         .max_depth = opts->max_depth,
         .payloads = payloads,
         .fd = opts->no_copy ? -1 : fd,
+        .mapped = mapped && data && size,
         .saw_external = saw_external,
     };
+    if (cfg.mapped) onnxio__map_random(data, size, true);
     s = onnxio__decode(&cfg, msg, data, size);
+    if (cfg.mapped) onnxio__map_random(data, size, false);
     /* The payloads' total is known; a model with external tensors adds
      * theirs first (load.c). */
     if (!(saw_external && *saw_external && opts->load_external_data != ONNXIO_OFF))
@@ -95,7 +98,7 @@ ONNXIO_API onnxio_status onnxio_parse_into(void *msg, const void *data, size_t s
     budget.input = size;
     progress_scope ps;
     onnxio__progress_enter(&ps.progress, cfg.progress, cfg.progress_user, &ps.saved);
-    s = parse_bytes(msg, data, size, owner, -1, &cfg, arena, &budget, NULL);
+    s = parse_bytes(msg, data, size, owner, -1, false, &cfg, arena, &budget, NULL);
     return progress_end(&ps, s);
 }
 
@@ -143,7 +146,8 @@ static onnxio_status load_archive(const uint8_t *data, size_t size, onnxio_buffe
     budget->input += me->compressed_size;
     if (!(s = onnxio__archive_entry_bytes(a, me, cfg->verify_crc == ONNXIO_ON, budget, &model_data, &model_owner)) &&
         !(s = new_message(arena, &onnxio_desc_ModelProto, &m))) {
-        if ((s = parse_bytes(m, model_data, (size_t)me->size, model_owner, -1, cfg, arena, budget, &saw_external)))
+        if ((s = parse_bytes(m, model_data, (size_t)me->size, model_owner, -1, fd >= 0 && model_owner == owner, cfg, arena,
+                             budget, &saw_external)))
             onnxio__context(s, "entry " ONNXIO__MODEL_ENTRY);
         else if (saw_external && cfg->load_external_data != ONNXIO_OFF) {
             onnxio__container *c;
@@ -176,6 +180,9 @@ static onnxio_status load_path(const onnxio_message_desc *desc, const char *path
     onnxio_buffer *map;
     int fd;
     if ((s = onnxio__map_file(path, &map, &fd))) return s;
+    /* Random access until a parse reads its own way ahead (decode.c): the
+     * first look at the file (its format) must not read 8 MiB around it. */
+    onnxio__map_random(onnxio_buffer_data(map), onnxio_buffer_size(map), true);
     progress_scope ps;
     onnxio__progress_enter(&ps.progress, cfg.progress, cfg.progress_user, &ps.saved);
     const uint8_t *data = onnxio_buffer_data(map);
@@ -187,7 +194,7 @@ static onnxio_status load_path(const onnxio_message_desc *desc, const char *path
         s = load_archive(data, size, map, fd, path, &cfg, arena, &budget, &m);
     } else if (!(s = new_message(arena, desc, &m))) {
         budget.input = size;
-        if ((s = parse_bytes(m, data, size, map, fd, &cfg, arena, &budget, model ? &saw_external : NULL))) {
+        if ((s = parse_bytes(m, data, size, map, fd, true, &cfg, arena, &budget, model ? &saw_external : NULL))) {
             onnxio__context(s, "%s", path);
         } else if (saw_external && cfg.load_external_data != ONNXIO_OFF) {
             char *dir = cfg.base_dir ? NULL : onnxio__dirname(path);
@@ -245,7 +252,7 @@ ONNXIO_API onnxio_status onnxio_load_model_from_bytes(const void *data, size_t s
         budget.input = size;
         /* Without base_dir no external data is read. */
         if (!cfg.base_dir) cfg.load_external_data = ONNXIO_OFF;
-        s = parse_bytes(m, data, size, owner, -1, &cfg, arena, &budget, &saw_external);
+        s = parse_bytes(m, data, size, owner, -1, false, &cfg, arena, &budget, &saw_external);
         if (!s && saw_external && cfg.load_external_data != ONNXIO_OFF) {
             onnxio__container *c;
             if (!(s = onnxio__dir_container(cfg.base_dir, NULL, &cfg, &c))) s = load_from(c, m, &cfg, &budget);

@@ -246,6 +246,24 @@ int onnxio__sys_munmap(void *p, size_t size)
     return munmap(p, size);
 }
 
+/* madvise on the pages that hold [p, p + size). */
+static void advise(const void *p, size_t size, int advice)
+{
+    if (!p || !size) return;
+    uintptr_t start = (uintptr_t)p & ~(uintptr_t)4095;
+    (void)madvise((void *)start, size + ((uintptr_t)p - start), advice);
+}
+
+void onnxio__map_random(const void *p, size_t size, bool random)
+{
+    advise(p, size, random ? MADV_RANDOM : MADV_NORMAL);
+}
+
+void onnxio__map_willneed(const void *p, size_t size)
+{
+    advise(p, size, MADV_WILLNEED);
+}
+
 /* ---- status-level helpers -------------------------------------------------- */
 
 onnxio_status onnxio__errno_status(int err)

@@ -357,8 +357,26 @@ static onnxio_status read_structure(onnxio_archive *a)
     if (at != cd_end)
         return bad(a, "the central directory has %llu bytes after its %zu entries", (unsigned long long)(cd_end - at),
                    a->count);
-    for (size_t i = 0; i < a->count; i++)
-        if ((s = read_local(a, &a->entries[i]))) return s;
+    /* The local headers sit before their entries' data, spread over the
+     * file: in a file mapping, the kernel's read-around of each header's
+     * fault (8 MiB here) read much of the payloads that a no_copy load
+     * never touches. So the mapping is set to random access and the pages
+     * of the headers are asked for at once, then read. */
+    bool mapped = a->fd >= 0 && a->size;
+    if (mapped) {
+        onnxio__map_random(a->data, a->size, true);
+        for (size_t i = 0; i < a->count; i++) {
+            uint64_t h = a->entries[i].pub.header_offset;
+            if (h < a->size) {
+                uintptr_t page = (uintptr_t)(a->data + h) & ~(uintptr_t)4095;
+                uintptr_t end = (uintptr_t)(a->data + (a->size - h < 4096 ? a->size : h + 4096));
+                onnxio__map_willneed((const void *)page, (size_t)(end - page));
+            }
+        }
+    }
+    for (size_t i = 0; i < a->count && !s; i++) s = read_local(a, &a->entries[i]);
+    if (mapped) onnxio__map_random(a->data, a->size, false);
+    if (s) return s;
     /* No two entries may share bytes. */
     entry *sorted = onnxio__malloc((a->count ? a->count : 1) * sizeof *sorted);
     if (!sorted) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
