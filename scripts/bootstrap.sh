@@ -28,6 +28,7 @@ packages=(
     libclang-rt-14-dev    # clang's sanitizer and libFuzzer runtimes
     zlib1g-dev            # inflate for .onnxz archives
     libdeflate-dev        # CRC-32 of .onnxz entries
+    libisal2              # a faster CRC-32, loaded at run time when present (src/digest.c)
     libssl-dev
     strace                # counts the fsync calls of saves with fsync off (tests)
     unzip                 # an independent check of the .onnxz archives onnxio writes (tests, demo)

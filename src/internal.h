@@ -61,6 +61,11 @@ int onnxio__sys_munmap(void *p, size_t size);
 /* Tells the kernel that a file mapping is read at random (`random`: a
  * fault reads its page and no read-ahead around it) or back to normal. It
  * only tunes paging, so a failure is ignored. */
+/* The address of `symbol` in the shared library `library` (dlopen with
+ * RTLD_NOW | RTLD_LOCAL, never closed), or NULL when it cannot be had: the
+ * library or symbol missing, or a statically linked program, which has no
+ * dynamic linker to load it with. */
+void *onnxio__sys_dlsym(const char *library, const char *symbol);
 void onnxio__map_random(const void *p, size_t size, bool random);
 /* Asks the kernel to read a range of a file mapping into the page cache
  * now, without waiting for it (MADV_WILLNEED). Both act on the whole pages
@@ -328,8 +333,13 @@ onnxio_status onnxio__sha1_hex(const void *data, uint64_t size, char hex[41]);
 onnxio_status onnxio__sha1_fd(int fd, uint64_t offset, uint64_t size, const char *what, char hex[41]);
 /* The CRC-32 of `size` bytes from the CRCs of their pieces. */
 uint32_t onnxio__crc_join(const uint32_t *pieces, uint64_t size);
-/* The CRC-32 of `size` bytes at `data`, continuing `crc` (0 to start). */
+/* The CRC-32 of `size` bytes at `data`, continuing `crc` (0 to start):
+ * ISA-L's when the system has it, else libdeflate's (digest.c). */
 uint32_t onnxio__crc32(uint32_t crc, const void *data, uint64_t size);
+/* libdeflate's, always (for the tests: both must agree with zlib). */
+uint32_t onnxio__crc32_libdeflate(uint32_t crc, const void *data, uint64_t size);
+/* "ISA-L" or "libdeflate": which one onnxio__crc32 uses. */
+const char *onnxio__crc32_library(void);
 typedef struct onnxio__pool onnxio__pool;
 /* num_threads as in the options: 0 = one per core, 1 = serial. */
 int onnxio__num_threads(int requested);

@@ -7,6 +7,7 @@
  *
  * The functions keep the system's conventions (-1 or NULL with errno); the
  * files layer turns failures into statuses and messages. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -244,6 +245,20 @@ void *onnxio__sys_mmap(size_t size, int prot, int flags, int fd)
 int onnxio__sys_munmap(void *p, size_t size)
 {
     return munmap(p, size);
+}
+
+/* Set by the linker in a dynamically linked program; 0 in a static one. */
+extern const char _DYNAMIC[] __attribute__((weak));
+/* Weak, so that a static program that does not link them itself gets no
+ * dlopen (and no linker warning about it): they are then NULL. */
+#pragma weak dlopen
+#pragma weak dlsym
+
+void *onnxio__sys_dlsym(const char *library, const char *symbol)
+{
+    if (!_DYNAMIC || !dlopen || !dlsym) return NULL;
+    void *h = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+    return h ? dlsym(h, symbol) : NULL;
 }
 
 /* madvise on the pages that hold [p, p + size). */

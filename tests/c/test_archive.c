@@ -12,8 +12,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <dlfcn.h>
 #include <zlib.h>
 
+#include "internal.h" /* onnxio__crc32 and its two libraries */
 #include "testutil.h"
 
 /* ---- payloads -------------------------------------------------------------- */
@@ -1488,6 +1490,37 @@ static void test_save_errors(const char *dir)
     onnxio_arena_unref(a);
 }
 
+/* The CRC-32 that checks entries, against zlib's crc32: ISA-L's (used
+ * when libisal.so.2 loads) and libdeflate's (otherwise), at every length
+ * around their block sizes, at odd alignments, and continued in pieces. */
+static void test_crc_libraries(void)
+{
+    tu_begin("CRC-32: ISA-L (when the system has it) and libdeflate give zlib's values");
+    void *isal = dlopen("libisal.so.2", RTLD_NOW | RTLD_LOCAL);
+    CHECK_MSG(strcmp(onnxio__crc32_library(), isal ? "ISA-L" : "libdeflate") == 0, "using %s, libisal.so.2 %s",
+              onnxio__crc32_library(), isal ? "loads" : "is missing");
+    if (isal) dlclose(isal);
+    size_t n = 3 << 20;
+    uint8_t *b = malloc(n + 64);
+    uint32_t x = 12345;
+    for (size_t i = 0; i < n + 64; i++) b[i] = (uint8_t)((x = x * 1103515245u + 12345u) >> 23);
+    static const size_t lens[] = {0, 1, 7, 15, 16, 17, 63, 64, 65, 255, 256, 257, 4095, 4096, 4097, 65536, 1 << 20, 3 << 20};
+    for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++)
+        for (size_t off = 0; off < 4; off++) {
+            uint32_t want = (uint32_t)crc32(0, b + off * 13, (uInt)lens[k]);
+            CHECK_MSG(onnxio__crc32(0, b + off * 13, lens[k]) == want, "%s, %zu bytes at +%zu",
+                      onnxio__crc32_library(), lens[k], off * 13);
+            CHECK_MSG(onnxio__crc32_libdeflate(0, b + off * 13, lens[k]) == want, "libdeflate, %zu bytes at +%zu",
+                      lens[k], off * 13);
+        }
+    /* Continued: the CRC so far as the start of the next piece. */
+    uint32_t c = 0;
+    for (size_t at = 0; at < n; at += 100003) c = onnxio__crc32(c, b + at, n - at < 100003 ? n - at : 100003);
+    CHECK(c == (uint32_t)crc32(0, b, (uInt)n));
+    free(b);
+    tu_end();
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -1501,6 +1534,7 @@ int main(int argc, char **argv)
     test_hostile(dir);
     test_scratch(dir);
     test_subrange_crc();
+    test_crc_libraries();
     test_replace(dir);
     test_save_errors(dir);
     tu_remove_tree(dir);
