@@ -2,6 +2,7 @@
 """Makes the float16 LLM-shaped models of bench/bench_user.py, deterministically.
 
     .venv/bin/python scripts/make_llm.py --gib 0.5 [--out-dir .cache/models/user] [--force]
+                                          [--layouts onnx,ext,onnxz,safetensors]
 
 One model per size, in OUT_DIR/llm_<GIB>g/, in four layouts of the same
 tensors (same names, shapes and bytes):
@@ -99,15 +100,22 @@ def build_nodes(helper):
     return nodes
 
 
-def make(gib, out_dir, force=False, log=print):
+ALL_LAYOUTS = ("onnx", "ext", "onnxz", "safetensors")
+
+
+def make(gib, out_dir, force=False, log=print, layouts=ALL_LAYOUTS):
     import onnxio
     import safetensors.numpy
     from onnxio import helper, numpy_helper
 
     final = model_dir(out_dir, gib)
-    if os.path.exists(os.path.join(final, "manifest.json")) and not force:
-        log(f"{final}: present, kept")
-        return final
+    manifest_path = os.path.join(final, "manifest.json")
+    if os.path.exists(manifest_path) and not force:
+        with open(manifest_path) as f:
+            have = json.load(f).get("layouts", ALL_LAYOUTS)
+        if set(layouts) <= set(have):
+            log(f"{final}: present, kept")
+            return final
     hidden = choose_hidden(gib)
     specs = tensor_specs(hidden)
     payload = payload_bytes(hidden)
@@ -115,10 +123,10 @@ def make(gib, out_dir, force=False, log=print):
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(os.path.join(tmp, "ext"))
     free = shutil.disk_usage(tmp).free
-    need = int(4.05 * payload)
+    need = int((len(layouts) + 0.05) * payload)
     if free < need:
         shutil.rmtree(tmp)
-        raise SystemExit(f"make_llm: {gib:g} GiB needs {need / 2**30:.1f} GiB of disk for its four layouts "
+        raise SystemExit(f"make_llm: {gib:g} GiB needs {need / 2**30:.1f} GiB of disk for its {len(layouts)} layouts "
                          f"and {out_dir} has {free / 2**30:.1f} GiB free")
     log(f"making {final}: hidden {hidden}, {len(specs)} initializers, payload {payload / 2**30:.3f} GiB")
     t0 = time.perf_counter()
@@ -140,19 +148,24 @@ def make(gib, out_dir, force=False, log=print):
     log(f"  built in {time.perf_counter() - t0:.1f} s")
     for key, kwargs in (("onnx", {}), ("ext", {"save_as_external_data": True, "location": "model.onnx.data"}),
                         ("onnxz", {})):
+        if key not in layouts:
+            continue
         t = time.perf_counter()
         onnxio.save_model(model, os.path.join(tmp, LAYOUTS[key]), **kwargs)
         log(f"  {LAYOUTS[key]} in {time.perf_counter() - t:.1f} s")
-    t = time.perf_counter()
-    arrays = {tp.name: numpy_helper.to_array(tp) for tp in model.graph.initializer}  # views, not copies
-    safetensors.numpy.save_file(arrays, os.path.join(tmp, LAYOUTS["safetensors"]))
-    del arrays
-    log(f"  {LAYOUTS['safetensors']} in {time.perf_counter() - t:.1f} s")
+    if "safetensors" in layouts:
+        t = time.perf_counter()
+        arrays = {tp.name: numpy_helper.to_array(tp) for tp in model.graph.initializer}  # views, not copies
+        safetensors.numpy.save_file(arrays, os.path.join(tmp, LAYOUTS["safetensors"]))
+        del arrays
+        log(f"  {LAYOUTS['safetensors']} in {time.perf_counter() - t:.1f} s")
     del model
     manifest = {"gib": gib, "hidden": hidden, "layers": LAYERS, "vocab": VOCAB, "seed": SEED,
                 "initializers": len(specs), "payload_bytes": payload,
+                "layouts": list(layouts),
                 "files": {k: v for k, v in LAYOUTS.items()},
-                "file_bytes": {k: os.path.getsize(os.path.join(tmp, v)) for k, v in LAYOUTS.items()}}
+                "file_bytes": {k: os.path.getsize(os.path.join(tmp, v)) for k, v in LAYOUTS.items()
+                               if os.path.exists(os.path.join(tmp, v))}}
     with open(os.path.join(tmp, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     os.sync()
@@ -167,8 +180,12 @@ def main():
     ap.add_argument("--gib", type=float, required=True, help="payload size in GiB (e.g. 0.5)")
     ap.add_argument("--out-dir", default=DEFAULT_OUT)
     ap.add_argument("--force", action="store_true", help="remake even when present")
+    ap.add_argument("--layouts", default=",".join(ALL_LAYOUTS), help="the layouts to write (default: all four)")
     args = ap.parse_args()
-    make(args.gib, args.out_dir, args.force)
+    layouts = tuple(x.strip() for x in args.layouts.split(",") if x.strip())
+    if not set(layouts) <= set(ALL_LAYOUTS):
+        raise SystemExit(f"make_llm: layouts are {', '.join(ALL_LAYOUTS)}")
+    make(args.gib, args.out_dir, args.force, layouts=layouts)
 
 
 if __name__ == "__main__":

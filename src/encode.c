@@ -66,8 +66,8 @@ static uint64_t scalars_size(const onnxio_field_desc *f, const onnxio__array *a)
 /* Each message gets its own size and write function, in which every field's
  * kind, label, number and offset is a constant: no dispatch on the
  * descriptor per field (the schema is still listed once: these are macro
- * expansions of its rows). Repeated scalars, rare in ONNX models, go
- * through the generic field_size / write_field. */
+ * expansions of its rows). Packed repeated scalars (TensorProto's typed
+ * data fields) go through the generic scalars_size / write_scalars. */
 #define HAS_(M, F) ((m->base.has >> ONNXIO_FIELD_##M##_##F) & 1)
 #define TAG_SIZE_(N) wire_varint_size((uint64_t)(N) << 3)
 #define FIELD_DESC_(M, F) (&onnxio_desc_##M.fields[ONNXIO_FIELD_##M##_##F])
@@ -96,9 +96,10 @@ static uint64_t scalars_size(const onnxio_field_desc *f, const onnxio__array *a)
         uint64_t s_ = size_##T(z, m->F.data[i_], depth + 1);                   \
         t += TAG_SIZE_(N) + wire_varint_size(s_) + s_;                         \
     }
-#define SZ_SCALARS_(M, F, N, T) t += scalars_size(FIELD_DESC_(M, F), (const onnxio__array *)&m->F);
-#define SZ_REPEATED_INT64 SZ_SCALARS_
-#define SZ_REPEATED_FLOAT SZ_SCALARS_
+#define SZ_SCALARS_(M, F, N, T) if (m->F.size) t += scalars_size(FIELD_DESC_(M, F), (const onnxio__array *)&m->F);
+#define SZ_REPEATED_INT64(M, F, N, T)                                          \
+    for (size_t i_ = 0; i_ < m->F.size; i_++) t += TAG_SIZE_(N) + wire_varint_size((uint64_t)m->F.data[i_]);
+#define SZ_REPEATED_FLOAT(M, F, N, T) t += (uint64_t)m->F.size * (TAG_SIZE_(N) + 4);
 #define SZ_PACKED_INT32 SZ_SCALARS_
 #define SZ_PACKED_INT64 SZ_SCALARS_
 #define SZ_PACKED_UINT64 SZ_SCALARS_
@@ -363,9 +364,15 @@ static void put_raw(onnxio__sink *s, const onnxio_TensorProto *t, uint32_t tag)
         put_varint(s, TAG_(N, WIRE_LEN), m->F.data[i_]->base.cached_size);     \
         write_##T(s, m->F.data[i_]);                                           \
     }
-#define WR_SCALARS_(M, F, N, T) write_scalars(s, FIELD_DESC_(M, F), (const onnxio__array *)&m->F);
-#define WR_REPEATED_INT64 WR_SCALARS_
-#define WR_REPEATED_FLOAT WR_SCALARS_
+#define WR_SCALARS_(M, F, N, T) if (m->F.size) write_scalars(s, FIELD_DESC_(M, F), (const onnxio__array *)&m->F);
+#define WR_REPEATED_INT64(M, F, N, T)                                          \
+    for (size_t i_ = 0; i_ < m->F.size; i_++) put_varint(s, TAG_(N, WIRE_VARINT), (uint64_t)m->F.data[i_]);
+#define WR_REPEATED_FLOAT(M, F, N, T)                                          \
+    for (size_t i_ = 0; i_ < m->F.size && sink_room(s, TAG_SIZE_(N) + 4); i_++) { \
+        uint8_t *p_ = wire_write_varint(s->buf + s->pos, TAG_(N, WIRE_FIXED32)); \
+        memcpy(p_, &m->F.data[i_], 4);                                         \
+        s->pos = (size_t)(p_ + 4 - s->buf);                                    \
+    }
 #define WR_PACKED_INT32 WR_SCALARS_
 #define WR_PACKED_INT64 WR_SCALARS_
 #define WR_PACKED_UINT64 WR_SCALARS_
