@@ -144,8 +144,6 @@ ONNXIO_API void *onnxio_arena_alloc(onnxio_arena *a, size_t size)
     return a ? onnxio__arena_zalloc(a, size) : NULL;
 }
 
-void *onnxio__arena_alloc_raw(onnxio_arena *a, size_t size) { return onnxio__arena_bump(a, size); }
-
 ONNXIO_API size_t onnxio_arena_used(const onnxio_arena *a) { return a ? a->total : 0; }
 
 void onnxio__arena_limit(onnxio_arena *a, size_t limit)

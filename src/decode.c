@@ -18,7 +18,6 @@
  * tensor during a no_copy load. */
 #define READ_AHEAD_MIN ((uintptr_t)64 << 10)
 #define READ_AHEAD_MAX ((uintptr_t)8 << 20)
-#define PAGE ((uintptr_t)4096)
 
 typedef struct dec {
     const onnxio__decode_config *cfg;
@@ -38,7 +37,6 @@ static void read_ahead(dec *d, const uint8_t *p)
         start = d->read_ahead_end;
         if (d->window < READ_AHEAD_MAX) d->window *= 2;
     }
-    start &= ~(PAGE - 1);
     uintptr_t end = start + d->window;
     if (end > (uintptr_t)d->end) end = (uintptr_t)d->end;
     if (end > start) onnxio__map_willneed((const void *)start, (size_t)(end - start));
@@ -187,18 +185,6 @@ static inline void *array_push(onnxio_arena *arena, void *array, size_t es, cons
         a->capacity = want;
     }
     return (char *)a->data + a->size++ * es;
-}
-
-/* onnxio_message_new, inline: a zeroed struct; a TensorProto's payload span
- * is made known to the arena. */
-static inline onnxio_message *new_message(dec *d, const onnxio_message_desc *desc)
-{
-    onnxio_message *m = onnxio__arena_zalloc(d->arena, desc->size);
-    if (!m) return NULL;
-    m->desc = desc;
-    if (desc == &onnxio_desc_TensorProto && onnxio__arena_track_span(d->arena, &((onnxio_TensorProto *)m)->raw_data))
-        return NULL;
-    return m;
 }
 
 /* Stores one scalar read from the wire into a singular or repeated field. */
@@ -423,12 +409,10 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const uint8_t *p, 
             if (f->kind != ONNXIO_KIND_MESSAGE) {
                 /* Allocated before the slot is taken, so that a failure
                  * leaves no half-made element behind. */
-                char *str = onnxio__arena_bytes(d->arena, len + 1);
+                const char *str = onnxio__arena_strndup(d->arena, q, len);
                 if (!str) return no_memory(d);
                 onnxio_string *dst = member;
                 if (repeated && !(dst = array_push(d->arena, member, sizeof *dst, tag_at, at, end))) return no_memory(d);
-                memcpy(str, q, len);
-                str[len] = '\0';
                 dst->data = str;
                 dst->size = len;
                 if (!repeated) mark_present(m, f);
@@ -440,7 +424,7 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const uint8_t *p, 
             onnxio_message *sub;
             if (repeated) {
                 onnxio_message **slot;
-                if (!(sub = new_message(d, f->message)) ||
+                if (!(sub = onnxio__message_new(d->arena, f->message)) ||
                     !(slot = array_push(d->arena, member, sizeof *slot, tag_at, at, end)))
                     return no_memory(d);
                 *slot = sub;
@@ -448,7 +432,7 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const uint8_t *p, 
                 onnxio_message **slot = member;
                 if (!*slot) {
                     mark_present(m, f); /* clears the other oneof members */
-                    if (!(*slot = new_message(d, f->message))) return no_memory(d);
+                    if (!(*slot = onnxio__message_new(d->arena, f->message))) return no_memory(d);
                 }
                 sub = *slot;
             }

@@ -106,17 +106,8 @@ static uint64_t scalars_size(const onnxio_field_desc *f, const onnxio__array *a)
 #define SZ_PACKED_FLOAT SZ_SCALARS_
 #define SZ_PACKED_DOUBLE SZ_SCALARS_
 
-#define ONNXIO_ENUM(E, FULL)
-#define ONNXIO_ENUM_VALUE(E, V, N)
-#define ONNXIO_END_ENUM(E)
-#define ONNXIO_ONEOF(M, O)
-#define ONNXIO_MESSAGE(M, FULL) static uint64_t size_##M(sizing *z, onnxio_##M *m, int depth);
-#define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T)
-#define ONNXIO_END_MESSAGE(M)
-#include "onnxio/schema.def"
-#undef ONNXIO_MESSAGE
-#undef ONNXIO_FIELD
-#undef ONNXIO_END_MESSAGE
+#define EACH_MESSAGE(M) static uint64_t size_##M(sizing *z, onnxio_##M *m, int depth);
+#include "schema_messages.h"
 
 /* `depth` is 0 for the top-level message. Past max_depth the pass stops
  * descending (the sizes are then meaningless and too_deep says so): the
@@ -135,20 +126,12 @@ static uint64_t scalars_size(const onnxio_field_desc *f, const onnxio__array *a)
         m->base.cached_size = t;                                               \
         return t;                                                              \
     }
-#include "onnxio/schema.def"
-#undef ONNXIO_MESSAGE
-#undef ONNXIO_FIELD
-#undef ONNXIO_END_MESSAGE
+#include "schema_messages.h"
 
 static uint64_t message_size(sizing *z, onnxio_message *m, int depth)
 {
-#define ONNXIO_MESSAGE(M, FULL) if (m->desc == &onnxio_desc_##M) return size_##M(z, (onnxio_##M *)m, depth);
-#define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T)
-#define ONNXIO_END_MESSAGE(M)
-#include "onnxio/schema.def"
-#undef ONNXIO_MESSAGE
-#undef ONNXIO_FIELD
-#undef ONNXIO_END_MESSAGE
+#define EACH_MESSAGE(M) if (m->desc == &onnxio_desc_##M) return size_##M(z, (onnxio_##M *)m, depth);
+#include "schema_messages.h"
     return 0; /* not a message of the schema: unreachable */
 }
 
@@ -379,13 +362,8 @@ static void put_raw(onnxio__sink *s, const onnxio_TensorProto *t, uint32_t tag)
 #define WR_PACKED_FLOAT WR_SCALARS_
 #define WR_PACKED_DOUBLE WR_SCALARS_
 
-#define ONNXIO_MESSAGE(M, FULL) static void write_##M(onnxio__sink *s, const onnxio_##M *m);
-#define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T)
-#define ONNXIO_END_MESSAGE(M)
-#include "onnxio/schema.def"
-#undef ONNXIO_MESSAGE
-#undef ONNXIO_FIELD
-#undef ONNXIO_END_MESSAGE
+#define EACH_MESSAGE(M) static void write_##M(onnxio__sink *s, const onnxio_##M *m);
+#include "schema_messages.h"
 
 #define ONNXIO_MESSAGE(M, FULL)                                                \
     static void write_##M(onnxio__sink *s, const onnxio_##M *m)                \
@@ -395,24 +373,12 @@ static void put_raw(onnxio__sink *s, const onnxio_TensorProto *t, uint32_t tag)
 #define ONNXIO_END_MESSAGE(M)                                                  \
         sink_put(s, m->base.unknown.data, m->base.unknown.size);               \
     }
-#include "onnxio/schema.def"
-#undef ONNXIO_MESSAGE
-#undef ONNXIO_FIELD
-#undef ONNXIO_END_MESSAGE
+#include "schema_messages.h"
 
 static void write_message(onnxio__sink *s, const onnxio_message *m)
 {
-#define ONNXIO_MESSAGE(M, FULL) if (m->desc == &onnxio_desc_##M) { write_##M(s, (const onnxio_##M *)m); return; }
-#define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T)
-#define ONNXIO_END_MESSAGE(M)
-#include "onnxio/schema.def"
-#undef ONNXIO_MESSAGE
-#undef ONNXIO_FIELD
-#undef ONNXIO_END_MESSAGE
-#undef ONNXIO_ENUM
-#undef ONNXIO_ENUM_VALUE
-#undef ONNXIO_END_ENUM
-#undef ONNXIO_ONEOF
+#define EACH_MESSAGE(M) if (m->desc == &onnxio_desc_##M) { write_##M(s, (const onnxio_##M *)m); return; }
+#include "schema_messages.h"
 }
 
 onnxio_status onnxio__encode(void *msg, onnxio__sink *sink)

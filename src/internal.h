@@ -203,8 +203,6 @@ void onnxio__clear_error(void);
 
 /* arena.c: payload spans whose owner reference the arena drops when freed. */
 onnxio_status onnxio__arena_track_span(onnxio_arena *arena, onnxio_span *span);
-/* arena.c: allocation that returns uninitialized memory (strings, bytes). */
-void *onnxio__arena_alloc_raw(onnxio_arena *arena, size_t size);
 /* The free part of an arena's head block; struct onnxio_arena starts with
  * it, so that the allocations of a parse are a compare and an add, inline. */
 typedef struct onnxio__bump {
@@ -235,12 +233,34 @@ static inline char *onnxio__arena_bytes(onnxio_arena *arena, size_t size)
     }
     return onnxio__arena_grow(arena, size);
 }
+/* A NUL-terminated copy of `size` bytes at `data` in the arena (string
+ * contents: unaligned); NULL when out of memory. */
+static inline char *onnxio__arena_strndup(onnxio_arena *arena, const void *data, size_t size)
+{
+    char *p = onnxio__arena_bytes(arena, size + 1);
+    if (!p) return NULL;
+    if (size) memcpy(p, data, size);
+    p[size] = '\0';
+    return p;
+}
 /* `size` zeroed bytes. */
 static inline void *onnxio__arena_zalloc(onnxio_arena *arena, size_t size)
 {
     void *p = onnxio__arena_bump(arena, size);
     if (p) memset(p, 0, size);
     return p;
+}
+/* onnxio_message_new without its argument checks, inline for the codec:
+ * a zeroed struct; a TensorProto's payload span is made known to the
+ * arena. NULL when out of memory. */
+static inline void *onnxio__message_new(onnxio_arena *arena, const onnxio_message_desc *desc)
+{
+    onnxio_message *m = onnxio__arena_zalloc(arena, desc->size);
+    if (!m) return NULL;
+    m->desc = desc;
+    if (desc == &onnxio_desc_TensorProto && onnxio__arena_track_span(arena, &((onnxio_TensorProto *)m)->raw_data))
+        return NULL;
+    return m;
 }
 /* arena.c: while `limit` is not 0, the arena's blocks may not total more
  * than it; an allocation past it fails (NULL) and sets limit_hit, so that

@@ -6,16 +6,9 @@
 
 ONNXIO_API void *onnxio_message_new(onnxio_arena *arena, const onnxio_message_desc *desc)
 {
-    if (!arena || !desc) return NULL;
-    onnxio_message *m = onnxio__arena_zalloc(arena, desc->size);
-    if (!m) return NULL;
-    m->desc = desc;
     /* Only TensorProto has a payload span (kind RAW); the arena must know
      * it to drop the payload's reference when freed. */
-    if (desc == &onnxio_desc_TensorProto &&
-        onnxio__arena_track_span(arena, &((onnxio_TensorProto *)m)->raw_data))
-        return NULL;
-    return m;
+    return arena && desc ? onnxio__message_new(arena, desc) : NULL;
 }
 
 size_t onnxio__elem_size(const onnxio_field_desc *f)
@@ -44,7 +37,7 @@ void *onnxio__array_reserve(onnxio_arena *arena, onnxio__array *a, size_t elem_s
     size_t cap = a->capacity ? a->capacity * 2 : 4;
     if (cap < want) cap = want;
     if (cap > SIZE_MAX / elem_size) cap = want;
-    void *data = onnxio__arena_alloc_raw(arena, cap * elem_size);
+    void *data = onnxio__arena_bump(arena, cap * elem_size);
     if (!data) return NULL;
     if (a->size) memcpy(data, a->data, a->size * elem_size);
     a->data = data;
@@ -76,10 +69,8 @@ ONNXIO_API onnxio_status onnxio_string_set(onnxio_arena *arena, onnxio_string *d
 {
     if (!arena || !dst || (!data && size)) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "string_set: NULL argument");
     if (size == SIZE_MAX) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "string too large");
-    char *p = onnxio__arena_alloc_raw(arena, size + 1);
+    char *p = onnxio__arena_strndup(arena, data, size);
     if (!p) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory for a %zu-byte string", size);
-    if (size) memcpy(p, data, size);
-    p[size] = '\0';
     dst->data = p;
     dst->size = size;
     return ONNXIO_OK;
@@ -243,11 +234,7 @@ static onnxio_status merge_scalars(onnxio_arena *arena, const onnxio_field_desc 
 /* A copy of string `s` in the arena. */
 static inline int copy_string(onnxio_arena *arena, onnxio_string *d, const onnxio_string *s)
 {
-    char *p = onnxio__arena_bytes(arena, s->size + 1);
-    if (!p) return -1;
-    if (s->size) memcpy(p, s->data, s->size);
-    p[s->size] = '\0';
-    d->data = p;
+    if (!(d->data = onnxio__arena_strndup(arena, s->data, s->size))) return -1;
     d->size = s->size;
     return 0;
 }
@@ -327,18 +314,9 @@ static inline int copy_string(onnxio_arena *arena, onnxio_string *d, const onnxi
 #define MG_PACKED_FLOAT MG_SCALARS_
 #define MG_PACKED_DOUBLE MG_SCALARS_
 
-#define ONNXIO_ENUM(E, FULL)
-#define ONNXIO_ENUM_VALUE(E, V, N)
-#define ONNXIO_END_ENUM(E)
-#define ONNXIO_ONEOF(M, O)
-#define ONNXIO_MESSAGE(M, FULL) \
+#define EACH_MESSAGE(M) \
     static onnxio_status merge_##M(onnxio_arena *arena, onnxio_##M *d, const onnxio_##M *s, int depth);
-#define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T)
-#define ONNXIO_END_MESSAGE(M)
-#include "onnxio/schema.def"
-#undef ONNXIO_MESSAGE
-#undef ONNXIO_FIELD
-#undef ONNXIO_END_MESSAGE
+#include "schema_messages.h"
 
 /* `depth`: the nesting level of d and s, the top level being 0. */
 #define ONNXIO_MESSAGE(M, FULL)                                                \
@@ -354,25 +332,13 @@ static inline int copy_string(onnxio_arena *arena, onnxio_string *d, const onnxi
             return ONNXIO_ERR_NO_MEMORY;                                       \
         return ONNXIO_OK;                                                      \
     }
-#include "onnxio/schema.def"
-#undef ONNXIO_MESSAGE
-#undef ONNXIO_FIELD
-#undef ONNXIO_END_MESSAGE
+#include "schema_messages.h"
 
 static onnxio_status merge(onnxio_arena *arena, onnxio_message *d, const onnxio_message *s, int depth)
 {
-#define ONNXIO_MESSAGE(M, FULL) \
+#define EACH_MESSAGE(M) \
     if (s->desc == &onnxio_desc_##M) return merge_##M(arena, (onnxio_##M *)d, (const onnxio_##M *)s, depth);
-#define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T)
-#define ONNXIO_END_MESSAGE(M)
-#include "onnxio/schema.def"
-#undef ONNXIO_MESSAGE
-#undef ONNXIO_FIELD
-#undef ONNXIO_END_MESSAGE
-#undef ONNXIO_ENUM
-#undef ONNXIO_ENUM_VALUE
-#undef ONNXIO_END_ENUM
-#undef ONNXIO_ONEOF
+#include "schema_messages.h"
     return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "copy: %s is not a message of the schema", s->desc->name);
 }
 
@@ -489,18 +455,11 @@ static int spans_equal(const onnxio_span *s, const onnxio_span *t)
     return s->data == t->data || memcmp(s->data, t->data, s->size) == 0;
 }
 
-#define ONNXIO_ENUM(E, FULL)
-#define ONNXIO_ENUM_VALUE(E, V, N)
-#define ONNXIO_END_ENUM(E)
-#define ONNXIO_ONEOF(M, O)
 /* EQ_MASK_<M>: the has-bits of M's singular non-message fields. */
 #define ONNXIO_MESSAGE(M, FULL) enum { EQ_MASK_##M = 0
 #define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T) MK_##LABEL##_##KIND(M, F)
 #define ONNXIO_END_MESSAGE(M) };
-#include "onnxio/schema.def"
-#undef ONNXIO_MESSAGE
-#undef ONNXIO_FIELD
-#undef ONNXIO_END_MESSAGE
+#include "schema_messages.h"
 #define ONNXIO_MESSAGE(M, FULL)                                                \
     static int equal_##M(msg_stack *st, const onnxio_##M *x, const onnxio_##M *y) \
     {                                                                          \
@@ -510,27 +469,15 @@ static int spans_equal(const onnxio_span *s, const onnxio_span *t)
 #define ONNXIO_END_MESSAGE(M)                                                  \
         return bytes_equal(x->base.unknown.data, x->base.unknown.size, y->base.unknown.data, y->base.unknown.size); \
     }
-#include "onnxio/schema.def"
-#undef ONNXIO_MESSAGE
-#undef ONNXIO_FIELD
-#undef ONNXIO_END_MESSAGE
+#include "schema_messages.h"
 
 /* Compares the fields of x and y (of one type); sub-message pairs go on the
  * stack. */
 static int fields_equal(msg_stack *st, const onnxio_message *x, const onnxio_message *y)
 {
-#define ONNXIO_MESSAGE(M, FULL) \
+#define EACH_MESSAGE(M) \
     if (x->desc == &onnxio_desc_##M) return equal_##M(st, (const onnxio_##M *)x, (const onnxio_##M *)y);
-#define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T)
-#define ONNXIO_END_MESSAGE(M)
-#include "onnxio/schema.def"
-#undef ONNXIO_MESSAGE
-#undef ONNXIO_FIELD
-#undef ONNXIO_END_MESSAGE
-#undef ONNXIO_ENUM
-#undef ONNXIO_ENUM_VALUE
-#undef ONNXIO_END_ENUM
-#undef ONNXIO_ONEOF
+#include "schema_messages.h"
     return 0;
 }
 

@@ -367,11 +367,7 @@ static onnxio_status read_structure(onnxio_archive *a)
         onnxio__map_random(a->data, a->size, true);
         for (size_t i = 0; i < a->count; i++) {
             uint64_t h = a->entries[i].pub.header_offset;
-            if (h < a->size) {
-                uintptr_t page = (uintptr_t)(a->data + h) & ~(uintptr_t)4095;
-                uintptr_t end = (uintptr_t)(a->data + (a->size - h < 4096 ? a->size : h + 4096));
-                onnxio__map_willneed((const void *)page, (size_t)(end - page));
-            }
+            if (h < a->size) onnxio__map_willneed(a->data + h, a->size - h < 4096 ? (size_t)(a->size - h) : 4096);
         }
     }
     for (size_t i = 0; i < a->count && !s; i++) s = read_local(a, &a->entries[i]);

@@ -26,26 +26,9 @@ static uint64_t payload_bytes(void)
 
 static onnxio_ModelProto *model_of(onnxio_arena *a, unsigned seed)
 {
-    onnxio_ModelProto *m = onnxio_message_new(a, &onnxio_desc_ModelProto);
-    m->ir_version = 8;
-    onnxio_set_has(m, ONNXIO_FIELD_ModelProto_ir_version);
-    m->graph = onnxio_message_new(a, &onnxio_desc_GraphProto);
-    tu_set_string(a, m->graph, &m->graph->name, ONNXIO_FIELD_GraphProto_name, "g");
-    for (size_t i = 0; i < NSIZES; i++) {
-        onnxio_TensorProto *t = onnxio_list_add(a, &m->graph->initializer, &onnxio_desc_TensorProto);
-        char name[16];
-        snprintf(name, sizeof name, "w%zu", i);
-        tu_set_string(a, t, &t->name, ONNXIO_FIELD_TensorProto_name, name);
-        *(int64_t *)onnxio_array_append(a, &t->dims, sizeof(int64_t)) = (int64_t)sizes[i];
-        t->data_type = ONNXIO_TensorProto_DataType_UINT8;
-        onnxio_set_has(t, ONNXIO_FIELD_TensorProto_data_type);
-        uint8_t *p = malloc(sizes[i]);
-        for (size_t k = 0; k < sizes[i]; k++) p[k] = (uint8_t)(k * 7 + seed * 13 + i);
-        onnxio_span_copy_from(&t->raw_data, p, sizes[i]);
-        onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
-        free(p);
-    }
-    return m;
+    int64_t counts[NSIZES];
+    for (size_t i = 0; i < NSIZES; i++) counts[i] = (int64_t)sizes[i];
+    return tu_model_of_initializers(a, NSIZES, counts, ONNXIO_TensorProto_DataType_UINT8, 1, seed);
 }
 
 /* What the callback was told. */

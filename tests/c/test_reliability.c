@@ -26,28 +26,8 @@
 /* Three FLOAT initializers of 1024 floats (4 KiB payloads) and one of 4. */
 static onnxio_ModelProto *small_model(onnxio_arena *a, unsigned seed)
 {
-    onnxio_ModelProto *m = onnxio_message_new(a, &onnxio_desc_ModelProto);
-    m->ir_version = 8;
-    onnxio_set_has(m, ONNXIO_FIELD_ModelProto_ir_version);
-    m->graph = onnxio_message_new(a, &onnxio_desc_GraphProto);
-    tu_set_string(a, m->graph, &m->graph->name, ONNXIO_FIELD_GraphProto_name, "g");
-    const int64_t counts[] = {1024, 1024, 1024, 4};
-    for (int i = 0; i < 4; i++) {
-        onnxio_TensorProto *t = onnxio_list_add(a, &m->graph->initializer, &onnxio_desc_TensorProto);
-        char name[16];
-        snprintf(name, sizeof name, "w%d", i);
-        tu_set_string(a, t, &t->name, ONNXIO_FIELD_TensorProto_name, name);
-        *(int64_t *)onnxio_array_append(a, &t->dims, sizeof(int64_t)) = counts[i];
-        t->data_type = ONNXIO_TensorProto_DataType_FLOAT;
-        onnxio_set_has(t, ONNXIO_FIELD_TensorProto_data_type);
-        size_t n = (size_t)counts[i] * 4;
-        uint8_t *p = malloc(n);
-        for (size_t k = 0; k < n; k++) p[k] = (uint8_t)(k * 7 + seed * 13 + (unsigned)i);
-        onnxio_span_copy_from(&t->raw_data, p, n);
-        onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
-        free(p);
-    }
-    return m;
+    static const int64_t counts[] = {1024, 1024, 1024, 4};
+    return tu_model_of_initializers(a, 4, counts, ONNXIO_TensorProto_DataType_FLOAT, 4, seed);
 }
 
 /* The model's protobuf bytes (malloc'd). */

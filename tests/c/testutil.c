@@ -454,6 +454,32 @@ void tu_set_string(onnxio_arena *a, void *msg, onnxio_string *s, unsigned index,
     onnxio_set_has(msg, index);
 }
 
+onnxio_ModelProto *tu_model_of_initializers(onnxio_arena *a, size_t n, const int64_t *counts, int data_type,
+                                            size_t elem_size, unsigned seed)
+{
+    onnxio_ModelProto *m = onnxio_message_new(a, &onnxio_desc_ModelProto);
+    m->ir_version = 8;
+    onnxio_set_has(m, ONNXIO_FIELD_ModelProto_ir_version);
+    m->graph = onnxio_message_new(a, &onnxio_desc_GraphProto);
+    tu_set_string(a, m->graph, &m->graph->name, ONNXIO_FIELD_GraphProto_name, "g");
+    for (size_t i = 0; i < n; i++) {
+        onnxio_TensorProto *t = onnxio_list_add(a, &m->graph->initializer, &onnxio_desc_TensorProto);
+        char name[24];
+        snprintf(name, sizeof name, "w%zu", i);
+        tu_set_string(a, t, &t->name, ONNXIO_FIELD_TensorProto_name, name);
+        *(int64_t *)onnxio_array_append(a, &t->dims, sizeof(int64_t)) = counts[i];
+        t->data_type = data_type;
+        onnxio_set_has(t, ONNXIO_FIELD_TensorProto_data_type);
+        size_t bytes = (size_t)counts[i] * elem_size;
+        uint8_t *p = malloc(bytes ? bytes : 1);
+        for (size_t k = 0; k < bytes; k++) p[k] = (uint8_t)(k * 7 + seed * 13 + i);
+        onnxio_span_copy_from(&t->raw_data, p, bytes);
+        onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
+        free(p);
+    }
+    return m;
+}
+
 onnxio_GraphProto *tu_add_subgraph(onnxio_arena *a, onnxio_GraphProto *g, const char *name)
 {
     onnxio_NodeProto *node = onnxio_list_add(a, &g->node, &onnxio_desc_NodeProto);

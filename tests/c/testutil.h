@@ -102,6 +102,12 @@ void tu_bytes_free(tu_bytes *b);
 /* Sets the string field `s` of `msg` to `value` (copied into `a`) and marks
  * the field present (`index`: its ONNXIO_FIELD_* index). */
 void tu_set_string(onnxio_arena *a, void *msg, onnxio_string *s, unsigned index, const char *value);
+/* A model (ir_version 8, graph "g") of `n` initializers w0, w1, ... of
+ * `data_type` (an element of `elem_size` bytes), tensor i of counts[i]
+ * elements in one dimension, its raw_data byte k being (k*7 + seed*13 + i)
+ * mod 256. */
+onnxio_ModelProto *tu_model_of_initializers(onnxio_arena *a, size_t n, const int64_t *counts, int data_type,
+                                            size_t elem_size, unsigned seed);
 /* Adds to `g` an "If" node whose "then_branch" attribute is a new, empty
  * graph named `name` (NULL: no name), and returns that graph. */
 onnxio_GraphProto *tu_add_subgraph(onnxio_arena *a, onnxio_GraphProto *g, const char *name);
