@@ -262,7 +262,7 @@ static onnxio_status parse_packed(dec *d, onnxio_message *m, const onnxio_field_
 }
 
 static onnxio_status parse_field(dec *d, onnxio_message *m, const onnxio_field_desc *f, unsigned wt,
-                                 const uint8_t *tag_at, const uint8_t **pp, const uint8_t *end, int depth)
+                                 const uint8_t *tag_at, const uint8_t **pp, const uint8_t *end)
 {
     const uint8_t *p = *pp;
     uint64_t v = 0;
@@ -307,54 +307,23 @@ static onnxio_status parse_field(dec *d, onnxio_message *m, const onnxio_field_d
     *pp = p + len;
     void *member = onnxio__member(m, f);
 
-    switch (kind) {
-    case ONNXIO_KIND_STRING:
-    case ONNXIO_KIND_BYTES: {
-        onnxio_string *dst = member;
-        if (repeated) {
-            if (!(dst = onnxio_array_append(d->arena, member, sizeof *dst))) return no_memory(d);
-        }
-        if (onnxio_string_set(d->arena, dst, p, len)) return no_memory(d);
-        if (!repeated) mark_present(m, f);
+    /* Strings and sub-messages are parsed inline by parse_message: what
+     * reaches here is raw_data. */
+    onnxio_span *span = member;
+    if (d->cfg->skip_raw_data) {
+        onnxio_span_clear(span);
+        span->size = len;
+        m->has |= (uint64_t)1 << f->index;
         return ONNXIO_OK;
     }
-    case ONNXIO_KIND_RAW: {
-        onnxio_span *span = member;
-        if (d->cfg->skip_raw_data) {
-            onnxio_span_clear(span);
-            span->size = len;
-            m->has |= (uint64_t)1 << f->index;
-            return ONNXIO_OK;
-        }
-        onnxio__payload_src src = {
-            .data = p,
-            .owner = d->cfg->owner,
-            .fd = d->cfg->fd,
-            .offset = (uint64_t)(p - d->cfg->base),
-            .size = len,
-        };
-        return onnxio__payload_take(d->cfg->payloads, (onnxio_TensorProto *)m, &src);
-    }
-    case ONNXIO_KIND_MESSAGE: {
-        if (depth + 1 > d->cfg->max_depth)
-            return onnxio__fail(ONNXIO_ERR_DEPTH, "at byte %llu: %s.%s: messages nested deeper than %d",
-                                OFFSET(d, tag_at), m->desc->name, f->name, d->cfg->max_depth);
-        onnxio_message *sub;
-        if (repeated) {
-            if (!(sub = onnxio_list_add(d->arena, member, f->message))) return no_memory(d);
-        } else {
-            onnxio_message **slot = member;
-            if (!*slot) {
-                mark_present(m, f); /* clears the other oneof members */
-                if (!(*slot = onnxio_message_new(d->arena, f->message))) return no_memory(d);
-            }
-            sub = *slot;
-        }
-        return parse_message(d, sub, p, p + len, depth + 1);
-    }
-    default:
-        return ONNXIO_OK;
-    }
+    onnxio__payload_src src = {
+        .data = p,
+        .owner = d->cfg->owner,
+        .fd = d->cfg->fd,
+        .offset = (uint64_t)(p - d->cfg->base),
+        .size = len,
+    };
+    return onnxio__payload_take(d->cfg->payloads, (onnxio_TensorProto *)m, &src);
 }
 
 static onnxio_status parse_message(dec *d, onnxio_message *m, const uint8_t *p, const uint8_t *end, int depth)
@@ -436,11 +405,12 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const uint8_t *p, 
                 }
                 sub = *slot;
             }
+            sub->cached_size = len; /* onnxio_serialize_to's hint */
             onnxio_status s = parse_message(d, sub, q, p, depth + 1);
             if (s) return s;
             continue;
         }
-        onnxio_status s = parse_field(d, m, f, wt, tag_at, &p, end, depth);
+        onnxio_status s = parse_field(d, m, f, wt, tag_at, &p, end);
         if (s) return s;
     }
     return ONNXIO_OK;
@@ -452,6 +422,7 @@ onnxio_status onnxio__decode(const onnxio__decode_config *cfg, onnxio_message *m
     static const uint8_t empty[1];
     if (!data) data = empty; /* an empty file has no mapping; NULL + 0 is not valid C */
     dec d = {cfg, cfg->arena, data + size, 0, READ_AHEAD_MIN / 2};
+    msg->cached_size = size;
     return parse_message(&d, msg, data, data + size, 0);
 }
 

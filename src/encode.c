@@ -1,8 +1,12 @@
-/* Table-driven protobuf serialization of any message, byte-identical to
- * libprotobuf (docs/design.md "Wire rules"): fields in ascending number, proto2
+/* Protobuf serialization of any message, byte-identical to libprotobuf
+ * (docs/design.md "Wire rules"): fields in ascending number, proto2
  * presence, packing only where the schema says so, unknown fields last.
- * Two passes: the size pass caches every message's encoded size, then the
- * write pass emits bytes into a sink (exact-size memory or a file). */
+ * Files and exact-size memory: two passes, the size pass caching every
+ * message's encoded size, then the write pass emitting bytes into a sink.
+ * Memory that grows (onnxio_serialize_to): the write pass alone, each
+ * sub-message's length prefix reserved at the width its cached size gives
+ * (exact for a tree unchanged since it was parsed or serialized) and
+ * corrected once the sub-message is written. */
 #include <string.h>
 
 #include "internal.h"
@@ -183,14 +187,37 @@ onnxio_status onnxio__sink_flush(onnxio__sink *s)
     return s->status;
 }
 
+/* Memory output: room for `n` more bytes, from the grow callback when
+ * there is one (at least doubling, so that growth costs O(size) in all). */
+static int sink_grow(onnxio__sink *s, size_t n)
+{
+    if (s->status) return 0;
+    if (!s->grow) {
+        s->status = onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "serialize: destination too small");
+        return 0;
+    }
+    if (n > SIZE_MAX / 2 - s->pos) {
+        s->status = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "serialize: output larger than memory");
+        return 0;
+    }
+    size_t cap = s->cap > SIZE_MAX / 4 ? SIZE_MAX / 2 : 2 * s->cap;
+    if (cap < s->pos + n) cap = s->pos + n;
+    if (cap < 256) cap = 256;
+    uint8_t *b = s->grow(s->grow_user, s->buf, s->pos, cap);
+    if (!b) {
+        s->status = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "serialize: out of memory growing the output to %zu bytes", cap);
+        return 0;
+    }
+    s->buf = b;
+    s->cap = cap;
+    return 1;
+}
+
 /* Makes room for `n` (small) bytes at s->buf + s->pos. */
 static inline int sink_room(onnxio__sink *s, size_t n)
 {
     if (ONNXIO_LIKELY(s->cap - s->pos >= n)) return 1;
-    if (s->fd < 0) {
-        s->status = onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "serialize: destination too small");
-        return 0;
-    }
+    if (s->fd < 0) return sink_grow(s, n);
     return onnxio__sink_flush(s) == ONNXIO_OK;
 }
 
@@ -207,10 +234,7 @@ static void sink_put(onnxio__sink *s, const void *data, size_t n)
             return;
         }
     }
-    if (s->cap - s->pos < n) {
-        s->status = onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "serialize: destination too small");
-        return;
-    }
+    if (s->cap - s->pos < n && !sink_grow(s, n)) return;
     if (s->fd < 0 && s->pool && n >= s->threshold) {
         onnxio__job job = {.kind = ONNXIO__JOB_COPY, .dst = s->buf + s->pos, .src = data, .size = n, .what = "memory"};
         s->status = onnxio__pool_add(s->pool, &job);
@@ -283,9 +307,36 @@ static void write_scalars(onnxio__sink *s, const onnxio_field_desc *f, const onn
     }
 }
 
-/* A tag and a length-delimited value (string, bytes, payload). */
-static inline void put_len(onnxio__sink *s, uint32_t tag, const void *data, size_t n)
+/* Copies n <= 16 bytes without a call (names and other short strings). */
+static ONNXIO_ALWAYS_INLINE void copy_short(uint8_t *dst, const uint8_t *src, size_t n)
 {
+    uint64_t a, b;
+    uint32_t c, d;
+    if (n >= 8) {
+        memcpy(&a, src, 8);
+        memcpy(&b, src + n - 8, 8);
+        memcpy(dst, &a, 8);
+        memcpy(dst + n - 8, &b, 8);
+    } else if (n >= 4) {
+        memcpy(&c, src, 4);
+        memcpy(&d, src + n - 4, 4);
+        memcpy(dst, &c, 4);
+        memcpy(dst + n - 4, &d, 4);
+    } else {
+        for (size_t i = 0; i < n; i++) dst[i] = src[i];
+    }
+}
+
+/* A tag and a length-delimited value (string, bytes, payload). */
+static ONNXIO_ALWAYS_INLINE void put_len(onnxio__sink *s, uint32_t tag, const void *data, size_t n)
+{
+    if (ONNXIO_LIKELY(n <= 16 && s->cap - s->pos >= 32)) {
+        uint8_t *p = wire_write_varint(s->buf + s->pos, tag);
+        *p++ = (uint8_t)n;
+        copy_short(p, data, n);
+        s->pos = (size_t)(p + n - s->buf);
+        return;
+    }
     if (ONNXIO_LIKELY(n <= 256 && s->cap - s->pos >= n + 15)) {
         uint8_t *p = wire_write_varint(s->buf + s->pos, tag);
         p = wire_write_varint(p, n);
@@ -333,19 +384,57 @@ static void put_raw(onnxio__sink *s, const onnxio_TensorProto *t, uint32_t tag)
 #define WR_OPTIONAL_BYTES WR_OPTIONAL_STRING
 #define WR_ONEOF_STRING WR_OPTIONAL_STRING
 #define WR_OPTIONAL_RAW(M, F, N, T) if (HAS_(M, F)) put_raw(s, m, TAG_(N, WIRE_LEN));
-#define WR_OPTIONAL_MESSAGE(M, F, N, T)                                        \
-    if (m->F) {                                                                \
-        put_varint(s, TAG_(N, WIRE_LEN), m->F->base.cached_size);              \
-        write_##T(s, m->F);                                                    \
+/* One pass: the tag, and room for the length at the width of the cached
+ * size; returns where the length goes (its reserved width in *width). */
+static size_t open_sub(onnxio__sink *s, uint32_t tag, uint64_t cached, unsigned *width)
+{
+    unsigned k = cached && cached != ONNXIO_SIZE_TOO_DEEP ? wire_varint_size(cached) : 1;
+    *width = k;
+    if (++s->depth > s->max_depth && !s->status)
+        s->status = onnxio__fail(ONNXIO_ERR_DEPTH, "serialize: messages nest deeper than %d levels (max_depth)", s->max_depth);
+    if (s->status || !sink_room(s, wire_varint_size(tag) + k)) return 0;
+    s->pos = (size_t)(wire_write_varint(s->buf + s->pos, tag) - s->buf);
+    size_t at = s->pos;
+    s->pos += k;
+    return at;
+}
+
+/* One pass: the sub-message `sub` now ends at s->pos; writes its length at
+ * `at`, moving its bytes when the reserved width was wrong. */
+static void close_sub(onnxio__sink *s, size_t at, unsigned width, onnxio_message *sub)
+{
+    s->depth--;
+    if (s->status) return;
+    size_t len = s->pos - at - width;
+    unsigned need = wire_varint_size(len);
+    if (ONNXIO_UNLIKELY(need != width)) {
+        if (need > width && !sink_room(s, need - width)) return;
+        memmove(s->buf + at + need, s->buf + at + width, len);
+        s->pos = s->pos + need - width;
     }
+    wire_write_varint(s->buf + at, len);
+    sub->cached_size = len;
+}
+
+#define WR_SUB_(N, T, SUB)                                                     \
+    if (s->one_pass) {                                                         \
+        unsigned w_;                                                           \
+        size_t at_ = open_sub(s, TAG_(N, WIRE_LEN), (SUB)->base.cached_size, &w_); \
+        write_##T(s, SUB);                                                     \
+        close_sub(s, at_, w_, &(SUB)->base);                                   \
+    } else {                                                                   \
+        put_varint(s, TAG_(N, WIRE_LEN), (SUB)->base.cached_size);             \
+        write_##T(s, SUB);                                                     \
+    }
+#define WR_OPTIONAL_MESSAGE(M, F, N, T) if (m->F) { WR_SUB_(N, T, m->F) }
 #define WR_ONEOF_MESSAGE WR_OPTIONAL_MESSAGE
 #define WR_REPEATED_STRING(M, F, N, T)                                         \
     for (size_t i_ = 0; i_ < m->F.size; i_++) put_len(s, TAG_(N, WIRE_LEN), m->F.data[i_].data, m->F.data[i_].size);
 #define WR_REPEATED_BYTES WR_REPEATED_STRING
 #define WR_REPEATED_MESSAGE(M, F, N, T)                                        \
     for (size_t i_ = 0; i_ < m->F.size && !s->status; i_++) {                  \
-        put_varint(s, TAG_(N, WIRE_LEN), m->F.data[i_]->base.cached_size);     \
-        write_##T(s, m->F.data[i_]);                                           \
+        if (i_ + 2 < m->F.size) ONNXIO_PREFETCH(m->F.data[i_ + 2]);            \
+        WR_SUB_(N, T, m->F.data[i_])                                           \
     }
 #define WR_SCALARS_(M, F, N, T) if (m->F.size) write_scalars(s, FIELD_DESC_(M, F), (const onnxio__array *)&m->F);
 #define WR_REPEATED_INT64(M, F, N, T)                                          \
@@ -362,11 +451,11 @@ static void put_raw(onnxio__sink *s, const onnxio_TensorProto *t, uint32_t tag)
 #define WR_PACKED_FLOAT WR_SCALARS_
 #define WR_PACKED_DOUBLE WR_SCALARS_
 
-#define EACH_MESSAGE(M) static void write_##M(onnxio__sink *s, const onnxio_##M *m);
+#define EACH_MESSAGE(M) static void write_##M(onnxio__sink *s, onnxio_##M *m);
 #include "schema_messages.h"
 
 #define ONNXIO_MESSAGE(M, FULL)                                                \
-    static void write_##M(onnxio__sink *s, const onnxio_##M *m)                \
+    static void write_##M(onnxio__sink *s, onnxio_##M *m)                      \
     {                                                                          \
         if (s->status) return;
 #define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T) WR_##LABEL##_##KIND(M, F, N, T)
@@ -375,9 +464,9 @@ static void put_raw(onnxio__sink *s, const onnxio_TensorProto *t, uint32_t tag)
     }
 #include "schema_messages.h"
 
-static void write_message(onnxio__sink *s, const onnxio_message *m)
+static void write_message(onnxio__sink *s, onnxio_message *m)
 {
-#define EACH_MESSAGE(M) if (m->desc == &onnxio_desc_##M) { write_##M(s, (const onnxio_##M *)m); return; }
+#define EACH_MESSAGE(M) if (m->desc == &onnxio_desc_##M) { write_##M(s, (onnxio_##M *)m); return; }
 #include "schema_messages.h"
 }
 
@@ -402,6 +491,24 @@ ONNXIO_API onnxio_status onnxio_serialize_into(void *msg, void *dst, uint64_t si
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "serialize: wrote %zu bytes, expected %llu (message changed?)",
                             sink.pos, (unsigned long long)size);
     return s;
+}
+
+ONNXIO_API onnxio_status onnxio_serialize_to(void *msg, void *dst, size_t capacity, onnxio_grow_fn grow, void *user,
+                                             size_t *size)
+{
+    if (size) *size = 0;
+    if (!msg || !size || (!dst && capacity)) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "serialize: NULL argument");
+    onnxio__sink sink = {.buf = dst, .cap = capacity, .fd = -1, .one_pass = true,
+                         .max_depth = onnxio__depth_limit(0), .grow = grow, .grow_user = user};
+    onnxio_message *m = msg;
+    write_message(&sink, m);
+    if (sink.status) {
+        if (sink.status == ONNXIO_ERR_DEPTH) m->cached_size = ONNXIO_SIZE_TOO_DEEP;
+        return sink.status;
+    }
+    m->cached_size = sink.pos;
+    *size = sink.pos;
+    return ONNXIO_OK;
 }
 
 ONNXIO_API onnxio_status onnxio_serialize(void *msg, onnxio_buffer **out)

@@ -17,7 +17,11 @@
 #define ONNXIO_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #define ONNXIO_LIKELY(x) __builtin_expect(!!(x), 1)
 #define ONNXIO_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define ONNXIO_ALWAYS_INLINE inline __attribute__((always_inline))
+#define ONNXIO_PREFETCH(p) __builtin_prefetch(p)
 #else
+#define ONNXIO_ALWAYS_INLINE inline
+#define ONNXIO_PREFETCH(p) ((void)0)
 #define ONNXIO_API
 #define ONNXIO_PRINTF(a, b)
 #define ONNXIO_LIKELY(x) (x)
@@ -445,6 +449,14 @@ typedef struct onnxio__sink {
     uint64_t threshold;  /* payloads at least this large become pool jobs */
     const char *what;    /* the file named in write errors */
     bool sequential;     /* a pipe or a terminal: write(2) in order, no offsets */
+    /* One pass (onnxio_serialize_to): memory output without a size pass.
+     * A sub-message's length is written where its cached size (the last
+     * parse's or serialization's) says, and moved once the real one is
+     * known if its varint is longer or shorter; `grow` makes room. */
+    bool one_pass;
+    int depth, max_depth;
+    onnxio_grow_fn grow; /* NULL: a full destination is an error */
+    void *grow_user;
 } onnxio__sink;
 onnxio_status onnxio__encode(void *msg, onnxio__sink *sink);
 /* The size pass with a nesting limit (0: the default; capped): ERR_DEPTH,

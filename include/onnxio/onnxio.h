@@ -592,6 +592,28 @@ onnxio_status onnxio_serialize_into(void *msg, void *dst, uint64_t size);
 /* Serializes `msg` into a new buffer (*out, one reference). Errors as
  * onnxio_serialize_into, and ONNXIO_ERR_NO_MEMORY. */
 onnxio_status onnxio_serialize(void *msg, onnxio_buffer **out);
+/* Makes a serialization's destination larger, as realloc does: returns
+ * memory of `size` bytes whose first `used` bytes are those at `data` (which
+ * it may release), or NULL when out of memory (`data` then stays valid and
+ * is the caller's to release). `data` is NULL when the destination was. */
+typedef void *(*onnxio_grow_fn)(void *user, void *data, size_t used, size_t size);
+/* Serializes `msg` in one pass, without the size pass: into `dst`
+ * (`capacity` bytes; NULL and 0 are allowed), asking `grow` for more room
+ * as needed (at least doubling; `grow` NULL: running out of room is
+ * ONNXIO_ERR_INVALID_ARGUMENT). *size gets the bytes written, the same
+ * bytes as onnxio_serialize_into; they start at the destination's last
+ * address (`dst` or what `grow` returned last; the caller keeps track in
+ * `user`). A sub-message's length is written at the width of its
+ * cached_size, which a parse sets to the bytes it read and a serialization
+ * to the bytes it wrote, and moved when that width turns out wrong: a tree
+ * unchanged since it was parsed or serialized is written without a move,
+ * and msg->cached_size (every message's, in fact) is then the exact size,
+ * the best `capacity` for the next call. Errors: ONNXIO_ERR_NO_MEMORY
+ * (grow returned NULL), ONNXIO_ERR_MISSING_PAYLOAD, ONNXIO_ERR_DEPTH
+ * (nested deeper than ONNXIO_DEFAULT_MAX_DEPTH),
+ * ONNXIO_ERR_INVALID_ARGUMENT. */
+onnxio_status onnxio_serialize_to(void *msg, void *dst, size_t capacity, onnxio_grow_fn grow, void *user,
+                                  size_t *size);
 
 /* ---- files ---------------------------------------------------------- */
 

@@ -80,7 +80,8 @@ struct onnxio_message_desc;
 typedef struct onnxio_message {
     const struct onnxio_message_desc *desc; /* what this message is */
     uint64_t has;                 /* has-bits, by field index */
-    uint64_t cached_size;         /* encoded size, set by the size pass */
+    uint64_t cached_size;         /* encoded size: exact after the size pass or a serialization,
+                                     the bytes read after a parse; a hint otherwise */
     onnxio_bytes_array unknown;   /* unknown fields, raw wire bytes in read order */
 } onnxio_message;
 

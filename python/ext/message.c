@@ -1029,31 +1029,59 @@ static PyObject *m_FromString(PyObject *cls, PyObject *data)
  * round trip. */
 #define RELEASE_GIL_ABOVE (64u * 1024)
 
+/* The destination of a one-pass serialization: a bytes object resized in
+ * place (the encoder may run without the GIL; resizing takes it back). */
+typedef struct grow_bytes {
+    PyObject *bytes;
+    PyThreadState *save; /* non-NULL while the GIL is released */
+} grow_bytes;
+
+static void *grow_bytes_fn(void *user, void *data, size_t used, size_t size)
+{
+    (void)data;
+    (void)used; /* _PyBytes_Resize keeps the first bytes */
+    grow_bytes *g = user;
+    if (size > (size_t)PY_SSIZE_T_MAX) return NULL;
+    if (g->save) PyEval_RestoreThread(g->save);
+    int r = _PyBytes_Resize(&g->bytes, (Py_ssize_t)size); /* on failure: NULL, and MemoryError set */
+    if (r) PyErr_Clear(); /* the status says it */
+    if (g->save) g->save = PyEval_SaveThread();
+    return r ? NULL : PyBytes_AS_STRING(g->bytes);
+}
+
+PyObject *pyonnxio_serialize(void *msg)
+{
+    onnxio_message *c = msg;
+    /* One pass into a bytes object of the size the last parse or
+     * serialization of this tree found (exact when it has not changed). */
+    uint64_t hint = c->cached_size;
+    if (hint == ONNXIO_SIZE_TOO_DEEP || hint > (uint64_t)PY_SSIZE_T_MAX / 2) hint = 0;
+    grow_bytes g = {PyBytes_FromStringAndSize(NULL, hint ? (Py_ssize_t)hint : 256), NULL};
+    if (!g.bytes) return NULL;
+    size_t size = 0;
+    onnxio_status s;
+    if (hint >= RELEASE_GIL_ABOVE || hint == 0) { /* large, or of a size not known yet */
+        g.save = PyEval_SaveThread();
+        s = onnxio_serialize_to(c, PyBytes_AS_STRING(g.bytes), (size_t)PyBytes_GET_SIZE(g.bytes), grow_bytes_fn, &g, &size);
+        PyEval_RestoreThread(g.save);
+    } else {
+        s = onnxio_serialize_to(c, PyBytes_AS_STRING(g.bytes), (size_t)PyBytes_GET_SIZE(g.bytes), grow_bytes_fn, &g, &size);
+    }
+    if (s) {
+        Py_XDECREF(g.bytes);
+        /* Nested deeper than the reader's default max_depth: onnxio_last_error
+         * has the depth, and nothing is returned. */
+        return pyonnxio_raise_writing(s);
+    }
+    if ((Py_ssize_t)size != PyBytes_GET_SIZE(g.bytes) && _PyBytes_Resize(&g.bytes, (Py_ssize_t)size)) return NULL;
+    return g.bytes;
+}
+
 static PyObject *serialize(PyOnnxioMessage *self)
 {
     void *c = pyonnxio_message_get(self, 0);
     if (!c) return PyBytes_FromStringAndSize("", 0); /* lazy: empty */
-    uint64_t size = onnxio_serialized_size(c);
-    /* Nested deeper than the reader's default max_depth: the size pass says
-     * so (onnxio_last_error has the depth) and nothing is written. */
-    if (size == ONNXIO_SIZE_TOO_DEEP) return pyonnxio_raise_writing(ONNXIO_ERR_DEPTH);
-    if (size > (uint64_t)PY_SSIZE_T_MAX) return PyErr_NoMemory();
-    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
-    if (!out) return NULL;
-    onnxio_status s;
-    char *dst = PyBytes_AS_STRING(out);
-    if (size >= RELEASE_GIL_ABOVE) {
-        Py_BEGIN_ALLOW_THREADS
-        s = onnxio_serialize_into(c, dst, size);
-        Py_END_ALLOW_THREADS
-    } else {
-        s = onnxio_serialize_into(c, dst, size);
-    }
-    if (s) {
-        Py_DECREF(out);
-        return pyonnxio_raise_writing(s);
-    }
-    return out;
+    return pyonnxio_serialize(c);
 }
 
 static PyObject *m_SerializeToString(PyOnnxioMessage *self, PyObject *args, PyObject *kwargs)

@@ -845,8 +845,8 @@ fail:
 PyDoc_STRVAR(serialize_doc,
              "_serialize(message) -> bytes\n"
              "The protobuf wire bytes of `message` (what libprotobuf's SerializeToString gives), made with the\n"
-             "GIL released. EncodeError for a payload that was skipped at load, or a tree nested deeper than\n"
-             "the reader's default max_depth (100).");
+             "GIL released unless it is known to be small. EncodeError for a payload that was skipped at\n"
+             "load, or a tree nested deeper than the reader's default max_depth (100).");
 
 static PyObject *mod_serialize(PyObject *self, PyObject *obj)
 {
@@ -856,34 +856,8 @@ static PyObject *mod_serialize(PyObject *self, PyObject *obj)
     onnxio_arena *keep;
     void *msg = message_for_read(m, pyonnxio_message_desc_of(obj), &keep);
     if (!msg) return NULL;
-    uint64_t size;
-    Py_BEGIN_ALLOW_THREADS
-    size = onnxio_serialized_size(msg);
-    Py_END_ALLOW_THREADS
-    if (size == ONNXIO_SIZE_TOO_DEEP) { /* onnxio_last_error (this thread) says how deep */
-        onnxio_arena_unref(keep);
-        return pyonnxio_raise_writing(ONNXIO_ERR_DEPTH);
-    }
-    if (size > (uint64_t)PY_SSIZE_T_MAX) {
-        onnxio_arena_unref(keep);
-        return PyErr_Format(PyExc_OverflowError, "a %llu-byte message does not fit a bytes object",
-                            (unsigned long long)size);
-    }
-    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
-    if (!out) {
-        onnxio_arena_unref(keep);
-        return NULL;
-    }
-    onnxio_status s;
-    char *dst = PyBytes_AS_STRING(out);
-    Py_BEGIN_ALLOW_THREADS
-    s = onnxio_serialize_into(msg, dst, size);
-    Py_END_ALLOW_THREADS
+    PyObject *out = pyonnxio_serialize(msg);
     onnxio_arena_unref(keep);
-    if (s) {
-        Py_DECREF(out);
-        return pyonnxio_raise_writing(s);
-    }
     return out;
 }
 

@@ -90,6 +90,10 @@ PyObject *pyonnxio_message_new_root(const onnxio_message_desc *desc);
  * (read the defaults). for_write = 1: creates it (and its lazy ancestors)
  * first; NULL with MemoryError set only when that fails. */
 void *pyonnxio_message_get(PyOnnxioMessage *m, int for_write);
+/* The wire bytes of `msg` (onnxio_serialize_to, the GIL released for a
+ * large one), or NULL with EncodeError (a skipped payload, too deep) or
+ * MemoryError set. */
+PyObject *pyonnxio_serialize(void *msg);
 
 /* Calls fn(msg, ctx) for `root` and every message below it, parents first,
  * with a heap stack (a tree made in Python can be nested past any C stack).

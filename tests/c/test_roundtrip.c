@@ -103,6 +103,64 @@ static void check_serializes_to(void *msg, const uint8_t *want, size_t want_size
     onnxio_buffer_unref(out);
 }
 
+/* Sets the cached size of every message of the tree (the hint of
+ * onnxio_serialize_to). */
+static void set_cached_sizes(void *msg, uint64_t v, int depth)
+{
+    if (depth > 200) return;
+    ((onnxio_message *)msg)->cached_size = v;
+    const onnxio_message_desc *d = ((onnxio_message *)msg)->desc;
+    for (size_t i = 0; i < d->field_count; i++) {
+        const onnxio_field_desc *f = &d->fields[i];
+        if (f->kind != ONNXIO_KIND_MESSAGE) continue;
+        void *member = onnxio_field_ptr(msg, f);
+        if (f->label == ONNXIO_LABEL_REPEATED) {
+            const onnxio_TensorProto_list *list = member; /* every list has this layout */
+            for (size_t k = 0; k < list->size; k++) set_cached_sizes(list->data[k], v, depth + 1);
+        } else if (*(void **)member) {
+            set_cached_sizes(*(void **)member, v, depth + 1);
+        }
+    }
+}
+
+static void *grow_realloc(void *user, void *data, size_t used, size_t size)
+{
+    (void)used;
+    void *p = realloc(data, size);
+    if (p) *(void **)user = p;
+    return p;
+}
+
+/* onnxio_serialize_to, the one-pass writer: into exactly `size` bytes with
+ * no grow callback right after the parse (whose cached sizes are the
+ * lengths it read: no room is needed beyond the output), then from no
+ * memory at all with every cached size wrong both ways (1-byte lengths
+ * that must widen, 5-byte ones that must narrow). */
+static void check_one_pass(void *msg, const uint8_t *data, size_t size, const char *path)
+{
+    uint8_t *buf = malloc(size ? size : 1);
+    size_t n = 0;
+    onnxio_status st = onnxio_serialize_to(msg, buf, size, NULL, NULL, &n);
+    if (CHECK_MSG(st == ONNXIO_OK, "%s: onnxio_serialize_to after the parse gave %s: %s", path,
+                  onnxio_status_name(st), onnxio_last_error()))
+        tu_check_bytes(buf, n, data, size, "onnxio_serialize_to after the parse", __FILE__, __LINE__);
+    free(buf);
+    static const uint64_t wrong[] = {0, 1, (uint64_t)1 << 30};
+    for (size_t w = 0; w < sizeof wrong / sizeof wrong[0]; w++) {
+        set_cached_sizes(msg, wrong[w], 0);
+        void *out = NULL;
+        st = onnxio_serialize_to(msg, NULL, 0, grow_realloc, &out, &n);
+        char *what = tu_strdup_printf("%s: onnxio_serialize_to from no memory, cached sizes %llu", path,
+                                      (unsigned long long)wrong[w]);
+        if (CHECK_MSG(st == ONNXIO_OK, "%s gave %s: %s", what, onnxio_status_name(st), onnxio_last_error()))
+            tu_check_bytes(out, n, data, size, what, __FILE__, __LINE__);
+        CHECK_MSG(((onnxio_message *)msg)->cached_size == size, "%s: the root's cached size is %llu, want %zu", what,
+                  (unsigned long long)((onnxio_message *)msg)->cached_size, size);
+        free(what);
+        free(out);
+    }
+}
+
 /* Parses `data` as `desc` with `opts` and `owner` into a new arena. */
 static void *parse_new(const onnxio_message_desc *desc, const uint8_t *data, size_t size,
                        onnxio_buffer *owner, const onnxio_parse_options *opts, onnxio_arena **arena_out,
@@ -130,6 +188,7 @@ static void roundtrip_bytes(const onnxio_message_desc *desc, const uint8_t *data
     void *msg = parse_new(desc, data, size, NULL, NULL, &arena, path, "copy");
     if (msg) {
         check_serializes_to(msg, data, size, path, "copy");
+        check_one_pass(msg, data, size, path);
         span_stats ss = {data, size, NULL, 0, 0, 0, 0, 0, 0, 0};
         walk_spans(msg, &ss, 0);
         CHECK_MSG(ss.inside_copy_mode == 0 && ss.owner_null == 0,

@@ -708,3 +708,30 @@ def test_walk_real_models_like_onnx():
         copy_ = onnxio.ModelProto()
         copy_.CopyFrom(ours)
         assert copy_ == ours and copy_.SerializeToString() == ref.SerializeToString()
+
+
+def test_serialize_after_changes_that_resize_lengths_like_onnx():
+    """SerializeToString writes in one pass, each sub-message's length at the
+    width the last parse or serialization found: changes that make a length
+    need a longer or a shorter varint (127/128, 16383/16384 bytes) must still
+    give onnx's bytes, call after call."""
+    def build(mod):
+        nodes = [mod.helper.make_node("Add", ["a", "b"], [f"c{i}"], name="n" * 100) for i in range(3)]
+        g = mod.helper.make_graph(nodes, "g", [], [])
+        return mod.helper.make_model(g)
+
+    models = {mod: mod.ModelProto.FromString(build(onnx).SerializeToString()) for mod in MODS}
+    steps = [
+        lambda m: setattr(m.graph.node[1], "name", "n" * 200),       # node: 1-byte -> 2-byte length
+        lambda m: setattr(m.graph.node[1], "name", ""),              # and back
+        lambda m: setattr(m.graph, "doc_string", "d" * 20000),       # graph: 2 -> 3 bytes
+        lambda m: setattr(m.graph.node[0].attribute.add(), "s", b"v" * 300),  # a new sub-message
+        lambda m: setattr(m.graph, "doc_string", ""),                # graph: 3 -> 2 bytes
+        lambda m: m.graph.ClearField("node"),
+    ]
+    for i, step in enumerate(steps):
+        out = {}
+        for mod, m in models.items():
+            step(m)
+            out[mod] = [m.SerializeToString(), m.SerializeToString(), m.graph.SerializeToString()]
+        assert out[onnxio] == out[onnx], f"step {i}"
