@@ -384,13 +384,22 @@ static void put_raw(onnxio__sink *s, const onnxio_TensorProto *t, uint32_t tag)
 #define WR_OPTIONAL_BYTES WR_OPTIONAL_STRING
 #define WR_ONEOF_STRING WR_OPTIONAL_STRING
 #define WR_OPTIONAL_RAW(M, F, N, T) if (HAS_(M, F)) put_raw(s, m, TAG_(N, WIRE_LEN));
+/* One pass: a sub-message's length turned out to need `need` bytes where
+ * `width` were reserved at `at`: moves its `len` bytes. */
+static void resize_length(onnxio__sink *s, size_t at, unsigned width, unsigned need, size_t len)
+{
+    if (need > width && !sink_room(s, need - width)) return;
+    memmove(s->buf + at + need, s->buf + at + width, len);
+    s->pos = s->pos + need - width;
+}
+
 /* One pass: the tag, and room for the length at the width of the cached
  * size; returns where the length goes (its reserved width in *width). */
-static size_t open_sub(onnxio__sink *s, uint32_t tag, uint64_t cached, unsigned *width)
+static ONNXIO_ALWAYS_INLINE size_t open_sub(onnxio__sink *s, uint32_t tag, uint64_t cached, unsigned *width)
 {
     unsigned k = cached && cached != ONNXIO_SIZE_TOO_DEEP ? wire_varint_size(cached) : 1;
     *width = k;
-    if (++s->depth > s->max_depth && !s->status)
+    if (ONNXIO_UNLIKELY(++s->depth > s->max_depth) && !s->status)
         s->status = onnxio__fail(ONNXIO_ERR_DEPTH, "serialize: messages nest deeper than %d levels (max_depth)", s->max_depth);
     if (s->status || !sink_room(s, wire_varint_size(tag) + k)) return 0;
     s->pos = (size_t)(wire_write_varint(s->buf + s->pos, tag) - s->buf);
@@ -401,16 +410,15 @@ static size_t open_sub(onnxio__sink *s, uint32_t tag, uint64_t cached, unsigned 
 
 /* One pass: the sub-message `sub` now ends at s->pos; writes its length at
  * `at`, moving its bytes when the reserved width was wrong. */
-static void close_sub(onnxio__sink *s, size_t at, unsigned width, onnxio_message *sub)
+static ONNXIO_ALWAYS_INLINE void close_sub(onnxio__sink *s, size_t at, unsigned width, onnxio_message *sub)
 {
     s->depth--;
     if (s->status) return;
     size_t len = s->pos - at - width;
     unsigned need = wire_varint_size(len);
     if (ONNXIO_UNLIKELY(need != width)) {
-        if (need > width && !sink_room(s, need - width)) return;
-        memmove(s->buf + at + need, s->buf + at + width, len);
-        s->pos = s->pos + need - width;
+        resize_length(s, at, width, need, len);
+        if (s->status) return;
     }
     wire_write_varint(s->buf + at, len);
     sub->cached_size = len;
@@ -433,7 +441,8 @@ static void close_sub(onnxio__sink *s, size_t at, unsigned width, onnxio_message
 #define WR_REPEATED_BYTES WR_REPEATED_STRING
 #define WR_REPEATED_MESSAGE(M, F, N, T)                                        \
     for (size_t i_ = 0; i_ < m->F.size && !s->status; i_++) {                  \
-        if (i_ + 2 < m->F.size) ONNXIO_PREFETCH(m->F.data[i_ + 2]);            \
+        if (i_ + ONNXIO__PREFETCH_AHEAD < m->F.size)                           \
+            ONNXIO__PREFETCH_MESSAGE(T, m->F.data[i_ + ONNXIO__PREFETCH_AHEAD]); \
         WR_SUB_(N, T, m->F.data[i_])                                           \
     }
 #define WR_SCALARS_(M, F, N, T) if (m->F.size) write_scalars(s, FIELD_DESC_(M, F), (const onnxio__array *)&m->F);

@@ -293,7 +293,9 @@ static inline int copy_string(onnxio_arena *arena, onnxio_string *d, const onnxi
     if (s->F.size) {                                                           \
         if (!onnxio__array_reserve(arena, (onnxio__array *)&d->F, sizeof(void *), s->F.size)) NO_MEMORY_; \
         for (size_t i_ = 0; i_ < s->F.size; i_++) {                            \
-            onnxio_##T *c_ = onnxio_message_new(arena, &onnxio_desc_##T);      \
+            if (i_ + ONNXIO__PREFETCH_AHEAD < s->F.size)                       \
+                ONNXIO__PREFETCH_MESSAGE(T, s->F.data[i_ + ONNXIO__PREFETCH_AHEAD]); \
+            onnxio_##T *c_ = onnxio__message_new(arena, &onnxio_desc_##T);     \
             if (!c_) NO_MEMORY_;                                               \
             onnxio_status st_ = merge_##T(arena, c_, s->F.data[i_], depth + 1); \
             if (st_) return st_;                                               \
