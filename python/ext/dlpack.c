@@ -110,7 +110,8 @@ static int dl_type(int32_t data_type, DLDataType *out, const char **why)
     case ONNXIO_TensorProto_DataType_FLOAT8E5M2FNUZ: code = kDLFloat8_e5m2fnuz; break;
     case ONNXIO_TensorProto_DataType_FLOAT8E8M0: code = kDLFloat8_e8m0fnu; break;
     default:
-        *why = data_type == ONNXIO_TensorProto_DataType_STRING ? "strings have no fixed-size elements"
+        *why = data_type == ONNXIO_TensorProto_DataType_UNDEFINED ? "its data_type is not set"
+               : data_type == ONNXIO_TensorProto_DataType_STRING  ? "strings have no fixed-size elements"
                : bits && bits < 8 ? "its elements are packed several to a byte, which DLPack consumers do not "
                                     "read as one element each"
                                   : "DLPack has no such element type";
@@ -301,9 +302,18 @@ static PyObject *tensor_dlpack(PyObject *self, PyObject *args, PyObject *kw)
                 return PyErr_NoMemory();
             }
             uint8_t *dst = onnxio_buffer_data(b);
-            Py_BEGIN_ALLOW_THREADS
-            memcpy(dst, data, size);
-            Py_END_ALLOW_THREADS
+            /* The GIL is released for the copy only while a reference of
+             * ours keeps the source alive (another thread may replace the
+             * tensor's raw_data meanwhile). */
+            onnxio_buffer *src = onnxio_buffer_ref(t->raw_data.owner);
+            if (src) {
+                Py_BEGIN_ALLOW_THREADS
+                memcpy(dst, data, size);
+                Py_END_ALLOW_THREADS
+            } else {
+                memcpy(dst, data, size);
+            }
+            onnxio_buffer_unref(src);
             e->owner = b;
             data = dst;
             readonly = 0;
