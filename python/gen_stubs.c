@@ -228,6 +228,15 @@ static void print_message(FILE *f, const onnxio_message_desc *m, int depth)
         fputs(" | None = ...", f);
     }
     fputs(") -> None: ...\n", f);
+    if (m == &onnxio_desc_TensorProto) {
+        /* python/ext/dlpack.c */
+        indent(f, depth + 1);
+        fputs("def __dlpack__(self, *, stream: Any = ..., max_version: tuple[int, int] | None = ..., "
+              "dl_device: tuple[int, int] | None = ..., copy: bool | None = ...) -> Any: ...\n",
+              f);
+        indent(f, depth + 1);
+        fputs("def __dlpack_device__(self) -> tuple[int, int]: ...\n", f);
+    }
 }
 
 int main(int argc, char **argv)

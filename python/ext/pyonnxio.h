@@ -11,6 +11,9 @@
  *   message.c   one heap type per message descriptor, field get/set,
  *               presence, the protobuf message methods, text format.
  *   repeated.c  the repeated-field containers (scalar and message).
+ *   dlpack.c    TensorProto.__dlpack__ / __dlpack_device__: payloads for
+ *               torch.from_dlpack and numpy.from_dlpack (dlpack.h: the
+ *               DLPack structs).
  *
  * Object model (docs/design.md "Front ends"): a Python message is a view of one C
  * message in an onnxio_arena and holds a reference to that arena, so it
@@ -185,5 +188,13 @@ onnxio_buffer *pyonnxio_buffer_for_object(PyObject *obj);
  * Writable only when onnxio_buffer_is_allocated(owner). New reference;
  * None for a payload skipped at load (data NULL, size > 0). */
 PyObject *pyonnxio_payload_view(const onnxio_span *span);
+
+/* ---- dlpack.c -------------------------------------------------------- */
+
+/* Adds __dlpack__ and __dlpack_device__ to the TensorProto class (after
+ * pyonnxio_message_init): raw_data exported as a DLPack capsule that holds
+ * its own reference to the payload's owner (dlpack.c has the rules). 0 or
+ * -1. */
+int pyonnxio_dlpack_init(PyObject *module);
 
 #endif
