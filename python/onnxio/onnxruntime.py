@@ -15,7 +15,8 @@ not, or ``.onnxz``, loaded with ``no_copy=True``)::
 The route (chosen by measurement, onnxruntime 1.31.1; README.md and
 BENCHMARKS.md have the figures): onnxruntime gets the model's structure as
 serialized bytes in which every initializer of the main graph of at least
-``min_size`` bytes has no ``raw_data`` but a placeholder external-data
+``min_size`` bytes (but those it reads itself, below) has no ``raw_data``
+but a placeholder external-data
 reference (location ``PLACEHOLDER``, an empty file shipped in this package,
 found through the session option
 ``session.model_external_initializers_file_folder_path``), and gets the
