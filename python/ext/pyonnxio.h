@@ -11,6 +11,8 @@
  *   message.c   one heap type per message descriptor, field get/set,
  *               presence, the protobuf message methods, text format.
  *   repeated.c  the repeated-field containers (scalar and message).
+ *   safetensors.c  .safetensors files: fill initializers from one, write
+ *               initializers as one (the C library's rules).
  *
  * Object model (docs/design.md "Front ends"): a Python message is a view of one C
  * message in an onnxio_arena and holds a reference to that arena, so it
@@ -185,5 +187,14 @@ onnxio_buffer *pyonnxio_buffer_for_object(PyObject *obj);
  * Writable only when onnxio_buffer_is_allocated(owner). New reference;
  * None for a payload skipped at load (data NULL, size > 0). */
 PyObject *pyonnxio_payload_view(const onnxio_span *span);
+
+/* ---- safetensors.c ---------------------------------------------------- */
+
+/* _safetensors_load_into and _safetensors_save of module.c's method table
+ * (METH_VARARGS | METH_KEYWORDS), and their doc strings. */
+PyObject *pyonnxio_safetensors_load_into(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *pyonnxio_safetensors_save(PyObject *self, PyObject *args, PyObject *kw);
+extern const char pyonnxio_safetensors_load_into_doc[];
+extern const char pyonnxio_safetensors_save_doc[];
 
 #endif
