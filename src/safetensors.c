@@ -71,6 +71,13 @@ ONNXIO_API const char *onnxio_safetensors_dtype(int32_t data_type)
     return d ? d->name : NULL;
 }
 
+ONNXIO_API bool onnxio_path_is_safetensors(const char *path)
+{
+    static const char ext[] = ".safetensors";
+    size_t n = path ? strlen(path) : 0;
+    return n >= sizeof ext - 1 && strcmp(path + n - (sizeof ext - 1), ext) == 0;
+}
+
 /* The name of an ONNX data type for messages ("FLOAT16", or the number). */
 static const char *type_name(int32_t t, char buf[16])
 {

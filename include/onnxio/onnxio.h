@@ -835,6 +835,10 @@ void onnxio_remove_temporary_files(void);
  * limit. */
 #define ONNXIO_SAFETENSORS_MAX_HEADER 100000000u
 
+/* Whether `path` names a .safetensors file: it ends in ".safetensors" (how
+ * the onnxio command tells a safetensors OUT). */
+bool onnxio_path_is_safetensors(const char *path);
+
 /* The ONNX TensorProto.DataType of a safetensors dtype ("F32": FLOAT,
  * "BF16": BFLOAT16, "F8_E4M3": FLOAT8E4M3FN, "C64": COMPLEX64, ...), 0
  * (UNDEFINED) for a dtype with no ONNX equivalent that onnxio maps ("F4",
