@@ -712,6 +712,12 @@ typedef struct fill {
     onnxio_buffer *buf; /* copy mode: the new payload */
 } fill;
 
+static int fill_cmp(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)((const fill *)a)->init, y = (uintptr_t)((const fill *)b)->init;
+    return x < y ? -1 : x > y;
+}
+
 /* Whether the initializer has the file tensor's type and shape; the error
  * names both. */
 static onnxio_status check_fits(const onnxio_TensorProto *init, const onnxio_safetensors_tensor *t, const char *path)
@@ -785,16 +791,19 @@ ONNXIO_API onnxio_status onnxio_safetensors_load_into(onnxio_ModelProto *model, 
                              cfg.names ? "" : " (allow_unknown skips such tensors)");
             goto done;
         }
-        for (size_t k = 0; k < n; k++)
-            if (plan[k].init == init) {
-                s = onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "onnxio_safetensors_options: '%s' is named twice",
-                                 t->name);
-                goto done;
-            }
         if ((s = check_fits(init, t, path))) goto done;
         plan[n].init = init;
         plan[n].src = t;
         n++;
+    }
+    if (cfg.names) { /* a name given twice: adjacent once sorted */
+        qsort(plan, n, sizeof *plan, fill_cmp);
+        for (size_t i = 1; i < n; i++)
+            if (plan[i].init == plan[i - 1].init) {
+                s = onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "onnxio_safetensors_options: '%s' is named twice",
+                                 plan[i].src->name);
+                goto done;
+            }
     }
     if (cfg.no_copy) {
         if ((s = onnxio__map_fd(fd, path, &map))) goto done;
@@ -1009,12 +1018,6 @@ ONNXIO_API onnxio_status onnxio_safetensors_save(onnxio_ModelProto *model, const
                                  cfg.names[i] ? cfg.names[i] : "(NULL)");
                 goto done;
             }
-            for (size_t k = 0; k < n; k++)
-                if (outs[k].t == t) {
-                    s = onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "onnxio_safetensors_options: '%s' is named twice",
-                                     cfg.names[i]);
-                    goto done;
-                }
         } else {
             t = ix.by_name[i];
         }
@@ -1064,9 +1067,10 @@ ONNXIO_API onnxio_status onnxio_safetensors_save(onnxio_ModelProto *model, const
     qsort(outs, n, sizeof *outs, out_cmp);
     for (size_t i = 1; i < n; i++)
         if (init_cmp(&outs[i - 1].t, &outs[i].t) == 0) {
-            /* Sorted by dtype first: equal names can only meet when their
-             * dtypes are equal too; index_initializers refused the rest. */
-            s = onnxio__fail(ONNXIO_ERR_SAFETENSORS, "two tensors named '%s'", onnxio__tensor_name(outs[i].t));
+            /* Sorted by dtype first, then name: index_initializers refused
+             * two initializers of one name, so this is one named twice. */
+            s = onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "onnxio_safetensors_options: '%s' is named twice",
+                             onnxio__tensor_name(outs[i].t));
             goto done;
         }
 

@@ -98,6 +98,12 @@ static void test_load(void)
     CHECK_STATUS(onnxio_safetensors_load_into(m, path, &o), ONNXIO_OK);
     CHECK_BYTES(w0->raw_data.data, w0->raw_data.size, before, 16);
     CHECK_BYTES(m->graph->initializer.data[1]->raw_data.data, 8, data + 16, 8);
+    const char *twice[] = {"w1", "w0", "w1"};
+    o.names = twice;
+    o.name_count = 3;
+    CHECK_STATUS(onnxio_safetensors_load_into(m, path, &o), ONNXIO_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(onnxio_last_error(), "'w1' is named twice") != NULL);
+    o.name_count = 1;
     const char *missing[] = {"nope"};
     o.names = missing;
     CHECK_STATUS(onnxio_safetensors_load_into(m, path, &o), ONNXIO_ERR_SAFETENSORS);
@@ -414,6 +420,12 @@ static void test_save(void)
     w1->data_type = ONNXIO_TensorProto_DataType_FLOAT16;
     w1->int32_data.size = 1;
     CHECK_STATUS(onnxio_safetensors_save(m, path, NULL), ONNXIO_ERR_SAFETENSORS);
+    w1->int32_data.size = 2;
+    const char *twice[] = {"w0", "w1", "w0"};
+    o.names = twice;
+    o.name_count = 3;
+    CHECK_STATUS(onnxio_safetensors_save(m, path, &o), ONNXIO_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(onnxio_last_error(), "'w0' is named twice") != NULL);
     const char *names[] = {"zz"};
     o.names = names;
     o.name_count = 1;
