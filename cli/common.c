@@ -13,6 +13,7 @@ void cli_print_verb_help(const cli_verb *verb)
     printf("usage: %s\n\n%s\n", verb->usage, verb->summary);
     if (verb->help && verb->help[0])
         printf("\n%s", verb->help);
+    if (verb->help_more) fputs(verb->help_more, stdout);
 }
 
 int cli_usage_error(const cli_verb *verb, const char *fmt, ...)

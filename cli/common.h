@@ -26,6 +26,9 @@ typedef struct cli_verb {
     const char *help;    /* the rest of `onnxio VERB --help` */
     /* argv[0] is the verb name; returns the exit status. */
     int (*run)(int argc, char **argv);
+    /* NULL, or more help printed after `help` (C compilers need only take
+     * a string literal of 4095 bytes). */
+    const char *help_more;
 } cli_verb;
 
 /* The whole command, as main() runs it: `argv[0]` is the program name,

@@ -1,5 +1,6 @@
 /* onnxio convert: re-save a model, moving tensor payloads to or from an
- * external data file, or into or out of an .onnxz archive. */
+ * external data file, or into or out of an .onnxz archive; fill its
+ * initializers from a .safetensors file, or export them as one. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,73 +10,95 @@
 
 static int run_convert(int argc, char **argv);
 
+/* The help, in two string literals (cli_verb.help and .help_more): a C
+ * compiler need not take one longer than 4095 bytes. */
+#define CONVERT_HELP_1 \
+    "Loads IN (an .onnx file, with or without external data, or an .onnxz\n" \
+    "archive, known by its content) and saves it as OUT, atomically: a failed\n" \
+    "save leaves no partial OUT or data file behind. OUT ending in \".onnxz\" is\n" \
+    "written as an archive, any other OUT in libprotobuf's byte layout. The\n" \
+    "CRC-32 of every entry read from an IN archive is checked (also with\n" \
+    "--no-copy).\n" \
+    "\n" \
+    "What happens to tensor data (OUT not .onnxz):\n" \
+    "  (no option)               Inline tensors stay inline; external ones keep\n" \
+    "                            pointing at their files (not touched), whose\n" \
+    "                            locations are relative to the model's directory:\n" \
+    "                            OUT must then be in IN's directory. An IN archive\n" \
+    "                            is read as with --inline (its entry names mean\n" \
+    "                            nothing outside it).\n" \
+    "  --external-data LOCATION  Every raw_data payload of at least BYTES bytes\n" \
+    "                            goes to the file LOCATION, relative to OUT's\n" \
+    "                            directory (no absolute path, no '..', not OUT, no\n" \
+    "                            link leading elsewhere; replaced, not appended\n" \
+    "                            to), each at a multiple of 4096 (--alignment);\n" \
+    "                            smaller ones end up inline.\n" \
+    "  --one-file-per-tensor     The same, one file per payload in OUT's directory,\n" \
+    "                            named after the tensor (characters other than\n" \
+    "                            A-Z a-z 0-9 . _ - become '_'; a _N suffix makes\n" \
+    "                            names unique).\n" \
+    "  --inline                  External data is read and stored inside OUT.\n" \
+    "\n" \
+    "OUT ending in \".onnxz\": every payload of IN is read, and every tensor of\n" \
+    "the model (initializers, attributes, sparse tensors, functions) whose\n" \
+    "raw_data has at least BYTES bytes gets a stored entry named after it, its\n" \
+    "data on a multiple of --alignment (default 64) in the file; the model is\n" \
+    "the last entry, __MODEL_PROTO. An archive IN is rewritten (new alignment or\n" \
+    "threshold, no space left by replaced models). --external-data,\n" \
+    "--one-file-per-tensor, --max-file-size, --checksum, --inline and\n" \
+    "--convert-attribute (archives take every tensor) are usage errors.\n" \
+    "\n" \
+    "options (--external-data, --one-file-per-tensor, --inline: see above):\n" \
+    "  --size-threshold BYTES    the smallest payload moved to a file or entry\n" \
+    "                            (default 1024; 0: every non-empty one; K, M, G\n" \
+    "                            suffixes are powers of 1024)\n" \
+    "  --alignment BYTES         offset alignment of payloads (a power of two;\n" \
+    "                            default 4096 in LOCATION, 64 in archives; 1: none)\n" \
+    "  --max-file-size BYTES     with --external-data: split the data over files\n" \
+    "                            of at most BYTES, named STEM-00001-of-0000N.EXT\n" \
+    "                            after LOCATION (a larger payload gets its own)\n" \
+    "  --checksum                write a \"checksum\" key (SHA-1 of the data file)\n" \
+    "                            in every external tensor\n" \
+    "  --no-fsync                no fsync, for scratch outputs (a power cut may\n" \
+    "                            leave OUT incomplete; a kill still cannot)\n" \
+    "  --convert-attribute       also move tensors of node attributes (Constant\n" \
+    "                            nodes), sparse tensors and functions\n" \
+    "  --base-dir DIR            read IN's external data from DIR, not IN's\n" \
+    "                            directory\n" \
+    "  --verify-checksum         refuse IN's external data (or entries) whose\n" \
+    "                            SHA-1 differs from their \"checksum\" key\n" \
+    "  --threads N               threads for payload I/O (0: one per core, the\n" \
+    "                            default; 1: serial); the same output for any N\n" \
+    "  --no-copy                 memory-map IN and its data (the default)\n" \
+    "  --copy                    read IN's payloads into memory instead\n" \
+    "  --max-expansion N         refuse to load IN when it would take more than N\n" \
+    "                            times its size in memory (structure, copied and\n" \
+    "                            inflated payloads; 0: the default, " CLI_STR(ONNXIO_DEFAULT_MAX_EXPANSION) ")\n" \
+    "  --help                    show this help\n"
+#define CONVERT_HELP_2 \
+    "\n" \
+    "safetensors (https://github.com/huggingface/safetensors):\n" \
+    "  --weights FILE            fill IN's initializers by name from the\n" \
+    "                            .safetensors FILE before saving OUT (any OUT\n" \
+    "                            above): each tensor of FILE goes into the\n" \
+    "                            initializer of its name, which must have its\n" \
+    "                            data type and shape; a tensor no initializer has\n" \
+    "                            is an error; initializers FILE lacks stay as they\n" \
+    "                            are. FILE is memory-mapped (--copy reads it).\n" \
+    "  OUT ending in \".safetensors\": every initializer of IN's main graph is\n" \
+    "                            written to OUT (no model), as the safetensors\n" \
+    "                            package's save_file writes them; only --threads,\n" \
+    "                            --no-fsync, --copy/--no-copy, --base-dir,\n" \
+    "                            --verify-checksum and --max-expansion apply.\n"
+
 const cli_verb cli_verb_convert = {
     "convert",
-    "Re-save a model, moving tensor data to or from external data or an archive.",
-    "onnxio convert IN OUT [--external-data LOCATION | --one-file-per-tensor] [--inline] [options]",
-    "Loads IN (an .onnx file, with or without external data, or an .onnxz\n"
-    "archive, known by its content) and saves it as OUT, atomically: a failed\n"
-    "save leaves no partial OUT or data file behind. OUT ending in \".onnxz\" is\n"
-    "written as an archive, any other OUT in libprotobuf's byte layout. The\n"
-    "CRC-32 of every entry read from an IN archive is checked (also with\n"
-    "--no-copy).\n"
-    "\n"
-    "What happens to tensor data (OUT not .onnxz):\n"
-    "  (no option)               Inline tensors stay inline; external ones keep\n"
-    "                            pointing at their files (not touched), whose\n"
-    "                            locations are relative to the model's directory:\n"
-    "                            OUT must then be in IN's directory. An IN archive\n"
-    "                            is read as with --inline (its entry names mean\n"
-    "                            nothing outside it).\n"
-    "  --external-data LOCATION  Every raw_data payload of at least BYTES bytes\n"
-    "                            goes to the file LOCATION, relative to OUT's\n"
-    "                            directory (no absolute path, no '..', not OUT, no\n"
-    "                            link leading elsewhere; replaced, not appended\n"
-    "                            to), each at a multiple of 4096 (--alignment);\n"
-    "                            smaller ones end up inline.\n"
-    "  --one-file-per-tensor     The same, one file per payload in OUT's directory,\n"
-    "                            named after the tensor (characters other than\n"
-    "                            A-Z a-z 0-9 . _ - become '_'; a _N suffix makes\n"
-    "                            names unique).\n"
-    "  --inline                  External data is read and stored inside OUT.\n"
-    "\n"
-    "OUT ending in \".onnxz\": every payload of IN is read, and every tensor of\n"
-    "the model (initializers, attributes, sparse tensors, functions) whose\n"
-    "raw_data has at least BYTES bytes gets a stored entry named after it, its\n"
-    "data on a multiple of --alignment (default 64) in the file; the model is\n"
-    "the last entry, __MODEL_PROTO. An archive IN is rewritten (new alignment or\n"
-    "threshold, no space left by replaced models). --external-data,\n"
-    "--one-file-per-tensor, --max-file-size, --checksum, --inline and\n"
-    "--convert-attribute (archives take every tensor) are usage errors.\n"
-    "\n"
-    "options (--external-data, --one-file-per-tensor, --inline: see above):\n"
-    "  --size-threshold BYTES    the smallest payload moved to a file or entry\n"
-    "                            (default 1024; 0: every non-empty one; K, M, G\n"
-    "                            suffixes are powers of 1024)\n"
-    "  --alignment BYTES         offset alignment of payloads (a power of two;\n"
-    "                            default 4096 in LOCATION, 64 in archives; 1: none)\n"
-    "  --max-file-size BYTES     with --external-data: split the data over files\n"
-    "                            of at most BYTES, named STEM-00001-of-0000N.EXT\n"
-    "                            after LOCATION (a larger payload gets its own)\n"
-    "  --checksum                write a \"checksum\" key (SHA-1 of the data file)\n"
-    "                            in every external tensor\n"
-    "  --no-fsync                no fsync, for scratch outputs (a power cut may\n"
-    "                            leave OUT incomplete; a kill still cannot)\n"
-    "  --convert-attribute       also move tensors of node attributes (Constant\n"
-    "                            nodes), sparse tensors and functions\n"
-    "  --base-dir DIR            read IN's external data from DIR, not IN's\n"
-    "                            directory\n"
-    "  --verify-checksum         refuse IN's external data (or entries) whose\n"
-    "                            SHA-1 differs from their \"checksum\" key\n"
-    "  --threads N               threads for payload I/O (0: one per core, the\n"
-    "                            default; 1: serial); the same output for any N\n"
-    "  --no-copy                 memory-map IN and its data (the default)\n"
-    "  --copy                    read IN's payloads into memory instead\n"
-    "  --max-expansion N         refuse to load IN when it would take more than N\n"
-    "                            times its size in memory (structure, copied and\n"
-    "                            inflated payloads; 0: the default, " CLI_STR(ONNXIO_DEFAULT_MAX_EXPANSION) ")\n"
-    "  --help                    show this help\n",
+    "Re-save a model, moving tensor data to or from external data, an archive or safetensors.",
+    "onnxio convert IN OUT [--weights FILE.safetensors] [--external-data LOCATION | --one-file-per-tensor]\n"
+    "       [--inline] [options]",
+    CONVERT_HELP_1,
     run_convert,
+    CONVERT_HELP_2,
 };
 
 /* The directory part of `path` ("." when there is none), resolved. NULL
@@ -181,7 +204,7 @@ static int parse_size_option(const char *name, const char *text, uint64_t *out)
 static int run_convert(int argc, char **argv)
 {
     const char *location = NULL, *threshold_text = NULL, *alignment_text = NULL, *max_file_text = NULL;
-    const char *threads_text = NULL, *base_dir = NULL, *expansion_text = NULL;
+    const char *threads_text = NULL, *base_dir = NULL, *expansion_text = NULL, *weights = NULL;
     int inline_data = 0, per_tensor = 0, checksum = 0, convert_attribute = 0, no_copy = 0, copy = 0;
     int verify = 0, no_fsync = 0;
     const cli_option opts[] = {
@@ -200,6 +223,7 @@ static int run_convert(int argc, char **argv)
         {"base-dir", &base_dir, NULL},
         {"verify-checksum", NULL, &verify},
         {"max-expansion", &expansion_text, NULL},
+        {"weights", &weights, NULL},
     };
     char *pos[2];
     size_t npos;
@@ -210,6 +234,25 @@ static int run_convert(int argc, char **argv)
     const char *in = pos[0], *out = pos[1];
     int external = location || per_tensor;
     int out_archive = onnxio_path_is_archive(out);
+    int out_safetensors = onnxio_path_is_safetensors(out);
+
+    if (out_safetensors) {
+        /* A safetensors file holds initializers and nothing else: options
+         * that place payloads or keep them out make no sense. */
+        static const char *const refused[] = {"external-data", "one-file-per-tensor", "max-file-size", "checksum",
+                                              "convert-attribute", "inline", "size-threshold", "alignment",
+                                              "weights"};
+        const int given[] = {location != NULL, per_tensor, max_file_text != NULL, checksum, convert_attribute,
+                             inline_data, threshold_text != NULL, alignment_text != NULL, weights != NULL};
+        for (size_t i = 0; i < sizeof given / sizeof given[0]; i++)
+            if (given[i])
+                return cli_usage_error(&cli_verb_convert,
+                                       "--%s does not apply to a .safetensors OUT (it holds every initializer's "
+                                       "data and nothing else)",
+                                       refused[i]);
+    }
+    if (weights && weights[0] == '\0')
+        return cli_usage_error(&cli_verb_convert, "--weights needs a file name");
 
     if (out_archive) {
         /* An archive holds its payloads itself: options that place them in
@@ -278,7 +321,7 @@ static int run_convert(int argc, char **argv)
     int in_archive = cli_file_is_archive(in);
     if (in_archive < 0)
         return cli_fail("convert", in);
-    int load_payloads = external || inline_data || out_archive || in_archive;
+    int load_payloads = external || inline_data || out_archive || in_archive || out_safetensors;
 
     onnxio_parse_options po = {0};
     /* Payloads point into the input's memory mapping (unless --copy); the
@@ -303,6 +346,27 @@ static int run_convert(int argc, char **argv)
     onnxio_ModelProto *model = NULL;
     if (cli_load_model(in, &po, arena, &model) != ONNXIO_OK) {
         rc = cli_fail("convert", in);
+        onnxio_arena_unref(arena);
+        return rc;
+    }
+
+    /* The weights go in before anything is checked or saved: a tensor that
+     * was external and is filled no longer refers to its file. */
+    if (weights) {
+        onnxio_safetensors_options wo = ONNXIO_SAFETENSORS_OPTIONS_INIT;
+        wo.no_copy = !copy;
+        wo.num_threads = (int)threads;
+        if (onnxio_safetensors_load_into(model, weights, &wo) != ONNXIO_OK) {
+            rc = cli_fail("convert", weights);
+            onnxio_arena_unref(arena);
+            return rc;
+        }
+    }
+    if (out_safetensors) {
+        onnxio_safetensors_options wo = ONNXIO_SAFETENSORS_OPTIONS_INIT;
+        wo.num_threads = (int)threads;
+        wo.fsync = no_fsync ? ONNXIO_OFF : ONNXIO_DEFAULT;
+        rc = onnxio_safetensors_save(model, out, &wo) == ONNXIO_OK ? CLI_EXIT_OK : cli_fail("convert", out);
         onnxio_arena_unref(arena);
         return rc;
     }

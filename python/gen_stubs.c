@@ -120,7 +120,7 @@ static const char *const FUNCTIONS[] = {
     "_serialize", "_coerce", "_text_format", "_text_parse", "_unknown_fields", "_archive_replace_model",
     "_consolidate", "_payload_view", "_set_raw_data", "_has_pending_external", "_external_ref_parse",
     "_check_location", "_external_data_open", "_tensor_raw_size", "_path_is_archive", "_raise_status",
-    "_library_version",
+    "_safetensors_load_into", "_safetensors_save", "_library_version",
 };
 
 /* "onnx.TensorProto.Segment" -> "TensorProto.Segment" */

@@ -808,6 +808,158 @@ onnxio_status onnxio_archive_replace_model(const char *path, onnxio_ModelProto *
  * signals), before it exits. The onnxio command does this. */
 void onnxio_remove_temporary_files(void);
 
+/* ---- safetensors files ---------------------------------------------- */
+
+/* The safetensors format (https://github.com/huggingface/safetensors): an
+ * 8-byte little-endian length N, N bytes of UTF-8 JSON (written padded with
+ * spaces so that N is a multiple of 8), then the data. The JSON is one
+ * object: each tensor's name maps to {"dtype": "F16", "shape": [..],
+ * "data_offsets": [begin, end]} (byte offsets from the start of the data),
+ * and the optional key "__metadata__" to an object of string values. The
+ * tensors cover the data exactly: sorted by offset, each begins where the
+ * previous one ends, the last ends at the end of the file, and end - begin
+ * is the elements of `shape` times the dtype's size.
+ *
+ * onnxio reads the header with its own parser, which accepts exactly this
+ * schema: JSON (RFC 8259) with no duplicate key, every tensor key present
+ * once and no other, offsets and dimensions plain non-negative integers.
+ * It refuses, with ONNXIO_ERR_SAFETENSORS and a message naming the tensor
+ * and the byte of the file: a file shorter than 8 bytes, N larger than
+ * ONNXIO_SAFETENSORS_MAX_HEADER or than the rest of the file, JSON that is
+ * malformed or not UTF-8, an unknown dtype, offsets with a gap, an overlap
+ * or an end past the data, a byte count that does not match dtype and
+ * shape. Nothing is allocated from a number the file states before it is
+ * checked against the file's size. */
+
+/* The largest header accepted: 100 MB, the reference implementation's
+ * limit. */
+#define ONNXIO_SAFETENSORS_MAX_HEADER 100000000u
+
+/* Whether `path` names a .safetensors file: it ends in ".safetensors" (how
+ * the onnxio command tells a safetensors OUT). */
+bool onnxio_path_is_safetensors(const char *path);
+
+/* The ONNX TensorProto.DataType of a safetensors dtype ("F32": FLOAT,
+ * "BF16": BFLOAT16, "F8_E4M3": FLOAT8E4M3FN, "C64": COMPLEX64, ...), 0
+ * (UNDEFINED) for a dtype with no ONNX equivalent that onnxio maps ("F4",
+ * "F6_E2M3", "F6_E3M2": their bit packing is not specified alike by both
+ * formats) or no dtype at all. `dtype` is NUL-terminated. */
+int32_t onnxio_safetensors_data_type(const char *dtype);
+/* The safetensors dtype of an ONNX data type ("F32" for FLOAT; static
+ * storage), or NULL when safetensors has none (STRING, COMPLEX128, the
+ * 2- and 4-bit integers, ...). The two functions read one table. */
+const char *onnxio_safetensors_dtype(int32_t data_type);
+
+/* One tensor of an opened file. */
+typedef struct onnxio_safetensors_tensor {
+    const char *name;     /* NUL-terminated (a name holding "\u0000" is refused) */
+    size_t name_size;     /* bytes of name */
+    const char *dtype;    /* the dtype as written, static storage ("F16") */
+    int32_t data_type;    /* onnxio_safetensors_data_type(dtype): 0 when none */
+    size_t rank;          /* entries of shape */
+    const int64_t *shape; /* dimensions, each at most INT64_MAX */
+    uint64_t offset;      /* file offset of the first byte (8 + N + begin) */
+    uint64_t size;        /* bytes (end - begin) */
+} onnxio_safetensors_tensor;
+
+/* An opened .safetensors file: its validated header (nothing of the data
+ * is read). */
+typedef struct onnxio_safetensors onnxio_safetensors;
+
+/* Reads and validates the header of the file at `path` (the checks above).
+ * *out is freed with onnxio_safetensors_close. Errors:
+ * ONNXIO_ERR_SAFETENSORS, ONNXIO_ERR_NOT_FOUND, ONNXIO_ERR_IO (also for a
+ * path that is not a regular file), ONNXIO_ERR_NO_MEMORY. */
+onnxio_status onnxio_safetensors_open(const char *path, onnxio_safetensors **out);
+/* The same over `size` bytes at `data` (a whole file; the caller keeps them
+ * while the result is used: names and shapes are copies, offsets refer to
+ * `data`). */
+onnxio_status onnxio_safetensors_open_bytes(const void *data, size_t size, onnxio_safetensors **out);
+/* NULL is a no-op. */
+void onnxio_safetensors_close(onnxio_safetensors *file);
+/* Tensors, in the order of their offsets. */
+size_t onnxio_safetensors_count(const onnxio_safetensors *file);
+const onnxio_safetensors_tensor *onnxio_safetensors_at(const onnxio_safetensors *file, size_t index);
+/* The tensor with this exact name (NUL-terminated), or NULL. */
+const onnxio_safetensors_tensor *onnxio_safetensors_find(const onnxio_safetensors *file, const char *name);
+/* The "__metadata__" entries, in file order: key and value
+ * (NUL-terminated; valid while the file is open). 0 / NULL past the end. */
+size_t onnxio_safetensors_metadata_count(const onnxio_safetensors *file);
+const char *onnxio_safetensors_metadata_key(const onnxio_safetensors *file, size_t index);
+const char *onnxio_safetensors_metadata_value(const onnxio_safetensors *file, size_t index);
+
+typedef struct onnxio_safetensors_options {
+    /* sizeof(onnxio_safetensors_options), or 0 (see "Options"). */
+    size_t struct_size;
+    /* The tensors to load or save, by name (`name_count` NUL-terminated
+     * strings); NULL: all (see each function). */
+    const char *const *names;
+    size_t name_count;
+    /* Load: payloads point into a private mapping of the file (one
+     * onnxio_buffer that every payload holds a reference to; it is unmapped
+     * with the last one) instead of being read into owned buffers. See
+     * docs/security.md, "no_copy and files that change". */
+    bool no_copy;
+    /* Load with names NULL: tensors of the file that no initializer has are
+     * skipped instead of refused. */
+    bool allow_unknown;
+    /* Threads for payload reads and writes: 0 = one per core, 1 = serial. */
+    int num_threads;
+    /* Save: "__metadata__" entries, `metadata_count` pairs of
+     * NUL-terminated UTF-8 strings: key, value, key, value, ... */
+    const char *const *metadata;
+    size_t metadata_count;
+    /* Save: as onnxio_serialize_options.fsync (OFF: no fsync). */
+    onnxio_toggle fsync;
+} onnxio_safetensors_options;
+
+#define ONNXIO_SAFETENSORS_OPTIONS_INIT ONNXIO_OPTIONS_INIT_(onnxio_safetensors_options)
+
+/* Fills initializers of `model`'s main graph (graph.initializer) by name
+ * from the .safetensors file at `path`. With opts->names NULL, every tensor
+ * of the file is loaded into the initializer of its name; a file tensor
+ * that no initializer has is refused (ONNXIO_ERR_SAFETENSORS) unless
+ * opts->allow_unknown, and initializers the file lacks keep what they hold.
+ * With names, exactly those tensors are loaded, and each must be in the file
+ * and in the model. Each initializer must already have the tensor's type
+ * and shape: its data_type the dtype's (onnxio_safetensors_data_type) and
+ * its dims the shape, else ONNXIO_ERR_SAFETENSORS ("tensor 'w': safetensors
+ * has F32 [4, 4], the model has FLOAT16 [4, 4]"); two initializers of the
+ * same name are refused too. A filled initializer holds its payload in
+ * raw_data; its typed data fields (float_data, ...), external_data and
+ * data_location are cleared. Payloads are copied into owned buffers (read
+ * on num_threads threads), or with opts->no_copy point into a private
+ * mapping of the file. Everything is checked and read before the first
+ * initializer changes: on any error `model` is as it was. Errors: those of
+ * onnxio_safetensors_open, ONNXIO_ERR_SAFETENSORS as above,
+ * ONNXIO_ERR_INVALID_ARGUMENT (no model, no graph, bad options),
+ * ONNXIO_ERR_NO_MEMORY, ONNXIO_ERR_IO. */
+onnxio_status onnxio_safetensors_load_into(onnxio_ModelProto *model, const char *path,
+                                           const onnxio_safetensors_options *opts);
+
+/* Writes initializers of `model`'s main graph as a .safetensors file at
+ * `path`, with the save protocol of onnxio_save_model (a temporary file
+ * beside the target, fsync'd, renamed over it: a failed or killed save
+ * leaves the previous file whole). opts->names NULL: every initializer;
+ * else those named, in any order (each must exist). The file is what the
+ * reference writer (safetensors' serialize_file) makes of the same tensors:
+ * tensors ordered by dtype (larger dtypes first, as its Dtype enum orders
+ * them) and then by name, "__metadata__" first when opts->metadata is given,
+ * the header compact JSON padded with spaces to a multiple of 8 bytes, so
+ * that every tensor starts on a multiple of its element size. Values in
+ * raw_data are written as they are; values in typed fields (float_data,
+ * int32_data, int64_data, double_data, uint64_data) are converted to
+ * little-endian raw bytes as onnx's numpy_helper.to_array reads them.
+ * `model` is not modified. Errors: ONNXIO_ERR_SAFETENSORS for a data type
+ * safetensors cannot hold (onnxio_safetensors_dtype NULL), a segment, a
+ * name that is not UTF-8 or appears twice, values that do not match the
+ * dims; ONNXIO_ERR_MISSING_PAYLOAD for a tensor whose data was never loaded
+ * (still external, or skip_raw_data); ONNXIO_ERR_INVALID_ARGUMENT (no
+ * graph, an unknown name, bad options); ONNXIO_ERR_IO,
+ * ONNXIO_ERR_NO_MEMORY. */
+onnxio_status onnxio_safetensors_save(onnxio_ModelProto *model, const char *path,
+                                      const onnxio_safetensors_options *opts);
+
 /* ---- consolidation -------------------------------------------------- */
 
 typedef struct onnxio_consolidate_options {

@@ -1363,6 +1363,10 @@ static PyMethodDef module_methods[] = {
     {"_tensor_raw_size", mod_tensor_raw_size, METH_O, tensor_raw_size_doc},
     {"_path_is_archive", mod_path_is_archive, METH_O, path_is_archive_doc},
     {"_raise_status", (PyCFunction)(void (*)(void))mod_raise_status, METH_VARARGS | METH_KEYWORDS, raise_status_doc},
+    {"_safetensors_load_into", (PyCFunction)(void (*)(void))pyonnxio_safetensors_load_into,
+     METH_VARARGS | METH_KEYWORDS, pyonnxio_safetensors_load_into_doc},
+    {"_safetensors_save", (PyCFunction)(void (*)(void))pyonnxio_safetensors_save, METH_VARARGS | METH_KEYWORDS,
+     pyonnxio_safetensors_save_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -14,6 +14,8 @@
  *   dlpack.c    TensorProto.__dlpack__ / __dlpack_device__: payloads for
  *               torch.from_dlpack and numpy.from_dlpack (dlpack.h: the
  *               DLPack structs).
+ *   safetensors.c  .safetensors files: fill initializers from one, write
+ *               initializers as one (the C library's rules).
  *
  * Object model (docs/design.md "Front ends"): a Python message is a view of one C
  * message in an onnxio_arena and holds a reference to that arena, so it
@@ -196,5 +198,14 @@ PyObject *pyonnxio_payload_view(const onnxio_span *span);
  * its own reference to the payload's owner (dlpack.c has the rules). 0 or
  * -1. */
 int pyonnxio_dlpack_init(PyObject *module);
+
+/* ---- safetensors.c ---------------------------------------------------- */
+
+/* _safetensors_load_into and _safetensors_save of module.c's method table
+ * (METH_VARARGS | METH_KEYWORDS), and their doc strings. */
+PyObject *pyonnxio_safetensors_load_into(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *pyonnxio_safetensors_save(PyObject *self, PyObject *args, PyObject *kw);
+extern const char pyonnxio_safetensors_load_into_doc[];
+extern const char pyonnxio_safetensors_save_doc[];
 
 #endif

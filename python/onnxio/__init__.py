@@ -117,7 +117,7 @@ __version__ = _onnxio._library_version
 # The onnx package is built with ONNX-ML; onnxio's schema includes onnx-ml.proto.
 ONNX_ML = True
 
-_SUBMODULES = ("helper", "numpy_helper", "external_data_helper",
+_SUBMODULES = ("helper", "numpy_helper", "external_data_helper", "safetensors",
                # onnx's toolbox on onnxio's messages (they need the onnx package)
                "checker", "shape_inference", "version_converter", "printer", "parser", "inliner", "compose",
                "utils", "reference", "model_container", "defs",
