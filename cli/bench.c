@@ -45,6 +45,7 @@ const cli_verb cli_verb_bench = {
     "This is a quick measurement, not a comparison: see BENCHMARKS.md for\n"
     "onnxio against libprotobuf and the onnx package.\n",
     run_bench,
+    NULL,
 };
 
 static double now(void)

@@ -55,6 +55,7 @@ const cli_verb cli_verb_info = {
     "                     than N times its size in memory (0: the default, " CLI_STR(ONNXIO_DEFAULT_MAX_EXPANSION) ")\n"
     "  --help             show this help\n",
     run_info,
+    NULL,
 };
 
 /* ---- types and shapes ------------------------------------------------ */

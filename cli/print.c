@@ -37,6 +37,7 @@ const cli_verb cli_verb_print = {
     "                    times its size in memory (0: the default, " CLI_STR(ONNXIO_DEFAULT_MAX_EXPANSION) ")\n"
     "  --help            show this help\n",
     run_print,
+    NULL,
 };
 
 static int run_print(int argc, char **argv)
