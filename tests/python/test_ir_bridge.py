@@ -257,3 +257,16 @@ def test_without_onnx_ir_the_error_names_the_package(monkeypatch):
     monkeypatch.delitem(sys.modules, "onnxio.ir")
     with pytest.raises(ImportError, match="pip install onnx-ir"):
         importlib.import_module("onnxio.ir")
+
+
+def test_conversions_restore_the_collector():
+    m = onnxio.load_model_from_string(model_with(ARRAYS).SerializeToString())
+    assert gc.isenabled()
+    from_ir(to_ir(m))
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        from_ir(to_ir(m))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
