@@ -146,7 +146,7 @@ def _serialize_tensor_into_wrapper(tensor_proto: Any, from_: Any) -> None:
     if type(tensor_proto) is _TensorProto:
         array = _shareable(from_)
         if array is not None:
-            _serialize_tensor_into(tensor_proto, _WithoutBytes(from_))
+            _serialize_tensor_into(tensor_proto, _WithoutBytes(from_))  # type: ignore[arg-type]
             _share_raw_data(tensor_proto, array)
             return
     elif isinstance(from_, serde.TensorProtoTensor) and _bridge.is_onnxio(from_.raw):
@@ -215,4 +215,4 @@ def from_ir(model: Any) -> Any:
     if not isinstance(model, _core.Model):
         raise TypeError(f"from_ir takes an onnx_ir.Model, not {type(model).__name__}")
     with _gc_paused():
-        return serde.serialize_model_into(_onnxio.ModelProto(), model)
+        return serde.serialize_model_into(_onnxio.ModelProto(), model)  # type: ignore[arg-type]
