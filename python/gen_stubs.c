@@ -118,7 +118,7 @@ static const char HEADER[] =
 static const char *const FUNCTIONS[] = {
     "_load_file", "_load_bytes", "_load_external_data", "_load_tensor_external_data", "_save_file",
     "_serialize", "_coerce", "_text_format", "_text_parse", "_unknown_fields", "_archive_replace_model",
-    "_consolidate", "_payload_view", "_set_raw_data", "_has_pending_external", "_external_ref_parse",
+    "_consolidate", "_payload_view", "_set_raw_data", "_share_raw_data", "_has_pending_external", "_external_ref_parse",
     "_check_location", "_external_data_open", "_tensor_raw_size", "_path_is_archive", "_raise_status",
     "_safetensors_load_into", "_safetensors_save", "_library_version",
 };

@@ -876,16 +876,20 @@ static PyObject *m_HasField(PyOnnxioMessage *self, PyObject *name)
     return PyBool_FromLong(onnxio_field_present(c, f));
 }
 
+/* ClearField and Clear are writes, as in protobuf (upb and the pure-Python
+ * implementation alike): on a lazy sub-message they make it, and its
+ * parents, present first, even when the field name is refused
+ * (m.graph.ClearField("node") leaves m.graph present; onnx_ir relies on
+ * it to write an empty TensorShapeProto). */
 static PyObject *m_ClearField(PyOnnxioMessage *self, PyObject *name)
 {
+    onnxio_message *c = pyonnxio_message_get(self, 1);
+    if (!c) return NULL;
     int is_oneof;
     const onnxio_field_desc *f = field_named(desc_of(self), name, &is_oneof);
     if (!f) return NULL;
-    onnxio_message *c = pyonnxio_message_get(self, 0); /* a lazy message has nothing to clear */
-    if (c) {
-        if (is_oneof) f = oneof_case(c, f);
-        if (f) pyonnxio_field_unlink(c, f);
-    }
+    if (is_oneof) f = oneof_case(c, f);
+    if (f) pyonnxio_field_unlink(c, f);
     Py_RETURN_NONE;
 }
 
@@ -925,8 +929,9 @@ static PyObject *m_ListFields(PyOnnxioMessage *self, PyObject *unused)
 
 static PyObject *m_Clear(PyOnnxioMessage *self, PyObject *unused)
 {
-    onnxio_message *c = pyonnxio_message_get(self, 0);
-    if (c) clear_unlink(c);
+    onnxio_message *c = pyonnxio_message_get(self, 1); /* a write: see m_ClearField */
+    if (!c) return NULL;
+    clear_unlink(c);
     Py_RETURN_NONE;
 }
 
@@ -1240,12 +1245,14 @@ static PyMethodDef message_methods[] = {
      "repeated or unknown field."},
     {"ClearField", (PyCFunction)m_ClearField, METH_O,
      "ClearField(field_name): unsets a field (or the set member of a oneof). Sub-messages are unlinked: Python "
-     "objects still referring to them keep their contents."},
+     "objects still referring to them keep their contents. A write, as in protobuf: a lazily read sub-message "
+     "becomes present in its parent."},
     {"WhichOneof", (PyCFunction)m_WhichOneof, METH_O,
      "WhichOneof(oneof_name) -> str or None: the name of the oneof's set field."},
     {"ListFields", (PyCFunction)m_ListFields, METH_NOARGS,
      "ListFields() -> list of (FieldDescriptor, value) for the set fields, in field-number order."},
-    {"Clear", (PyCFunction)m_Clear, METH_NOARGS, "Clear(): unsets every field (sub-messages are unlinked)."},
+    {"Clear", (PyCFunction)m_Clear, METH_NOARGS,
+     "Clear(): unsets every field (sub-messages are unlinked); a lazily read sub-message becomes present."},
     {"SetInParent", (PyCFunction)m_SetInParent, METH_NOARGS,
      "SetInParent(): makes a lazily read sub-message present in its parent."},
     {"CopyFrom", (PyCFunction)m_CopyFrom, METH_O,

@@ -1153,6 +1153,38 @@ static PyObject *mod_set_raw_data(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(share_raw_data_doc,
+             "_share_raw_data(tensor, obj)\n"
+             "Sets tensor.raw_data to the bytes of `obj`, a C-contiguous buffer-protocol object (a numpy array, a\n"
+             "memoryview, bytes, ...), without copying them, and marks it present. The payload's owner holds a\n"
+             "reference to `obj` and its buffer export until the last tensor sharing the payload lets go (on\n"
+             "whatever thread frees it, under the GIL). Writes into `obj` show in the tensor; the payload's own\n"
+             "views (_payload_view) are read-only. A non-contiguous buffer is refused by its exporter (numpy:\n"
+             "ValueError); _set_raw_data copies those.");
+
+/* The zero-copy sibling of _set_raw_data (onnxio.ir.from_ir hands the
+ * numpy arrays of onnx_ir tensors to onnxio with it): the owner is a
+ * buffer_for_object, released by release_py_hold. */
+static PyObject *mod_share_raw_data(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *obj, *data;
+    if (!PyArg_ParseTuple(args, "OO:_share_raw_data", &obj, &data)) return NULL;
+    PyOnnxioMessage *m = as_message(obj, &onnxio_desc_TensorProto, "tensor");
+    if (!m) return NULL;
+    onnxio_buffer *b = buffer_for_object(data, 0);
+    if (!b) return NULL;
+    onnxio_TensorProto *t = pyonnxio_message_get(m, 1);
+    if (!t) {
+        onnxio_buffer_unref(b);
+        return NULL;
+    }
+    onnxio_span_set(&t->raw_data, onnxio_buffer_data(b), onnxio_buffer_size(b), b);
+    onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
+    onnxio_buffer_unref(b);
+    Py_RETURN_NONE;
+}
+
 /* ---- tree queries ----------------------------------------------------------- */
 
 /* 1 for a TensorProto marked external (data_location EXTERNAL) that still
@@ -1355,6 +1387,7 @@ static PyMethodDef module_methods[] = {
     {"_consolidate", (PyCFunction)(void (*)(void))mod_consolidate, METH_VARARGS | METH_KEYWORDS, consolidate_doc},
     {"_payload_view", mod_payload_view, METH_O, payload_view_doc},
     {"_set_raw_data", mod_set_raw_data, METH_VARARGS, set_raw_data_doc},
+    {"_share_raw_data", mod_share_raw_data, METH_VARARGS, share_raw_data_doc},
     {"_has_pending_external", mod_has_pending_external, METH_O, has_pending_external_doc},
     {"_external_ref_parse", mod_external_ref_parse, METH_O, external_ref_parse_doc},
     {"_check_location", mod_check_location, METH_O, check_location_doc},

@@ -125,7 +125,9 @@ _SUBMODULES = ("helper", "numpy_helper", "external_data_helper", "safetensors",
                "onnx_pb", "onnx_ml_pb2", "onnx_data_pb", "onnx_data_pb2", "onnx_operators_pb",
                "onnx_operators_ml_pb2",
                # onnxruntime sessions on onnxio's payloads (needs the onnxruntime package)
-               "onnxruntime")
+               "onnxruntime",
+               # onnxio models to onnx_ir models and back (needs onnx_ir)
+               "ir")
 # Functions onnx exports at the top level from its external_data_helper.
 _EXTERNAL_DATA_FUNCTIONS = ("convert_model_to_external_data", "load_external_data_for_model",
                             "write_external_data_tensors")
