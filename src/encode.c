@@ -361,6 +361,15 @@ static inline void put_varint(onnxio__sink *s, uint32_t tag, uint64_t v)
 static void put_raw(onnxio__sink *s, const onnxio_TensorProto *t, uint32_t tag)
 {
     const onnxio_span *v = &t->raw_data;
+    if (v->size && !v->data && s->defer && s->fd >= 0 && !s->sequential) {
+        /* A streaming save's placeholder: its tag and length now, its bytes
+         * a hole at their offset, filled when they come. */
+        put_varint(s, tag, v->size);
+        if (onnxio__sink_flush(s)) return;
+        s->status = s->defer(s->defer_user, t, s->written);
+        s->written += v->size;
+        return;
+    }
     if (v->size && !v->data) {
         s->status = onnxio__fail(ONNXIO_ERR_MISSING_PAYLOAD, "tensor '%s': raw_data (%zu bytes) was not loaded (skip_raw_data)",
                                  t->name.data ? t->name.data : "", v->size);

@@ -466,6 +466,12 @@ typedef struct onnxio__sink {
     int depth, max_depth;
     onnxio_grow_fn grow; /* NULL: a full destination is an error */
     void *grow_user;
+    /* Streaming saves (file output, not sequential): a raw_data without its
+     * bytes (data NULL, size > 0) is written as its tag and length, its
+     * bytes left as a hole at file offset `at`, which defer records (NULL:
+     * such a payload is an error, ONNXIO_ERR_MISSING_PAYLOAD). */
+    onnxio_status (*defer)(void *user, const onnxio_TensorProto *t, uint64_t at);
+    void *defer_user;
 } onnxio__sink;
 onnxio_status onnxio__encode(void *msg, onnxio__sink *sink);
 /* The size pass with a nesting limit (0: the default; capped): ERR_DEPTH,

@@ -808,6 +808,69 @@ onnxio_status onnxio_archive_replace_model(const char *path, onnxio_ModelProto *
  * signals), before it exits. The onnxio command does this. */
 void onnxio_remove_temporary_files(void);
 
+/* ---- streaming saves ------------------------------------------------ */
+
+/* One tensor handed to a streaming save by its source: `size` bytes at
+ * `data`, the tensor's raw_data as ONNX lays it out (little-endian, sub-byte
+ * types packed), for the placeholder initializer `name` (NUL-terminated).
+ * Both stay the source's: they must stay valid until the source is called
+ * again or the save returns; the library reads them and never keeps them. */
+typedef struct onnxio_stream_tensor {
+    const char *name;
+    const void *data;
+    uint64_t size;
+} onnxio_stream_tensor;
+
+/* The tensor source of a streaming save: fills *out with the next tensor
+ * and returns 1, returns 0 when there are no more, or a negative value to
+ * abandon the save (ONNXIO_ERR_STREAM, every existing file left as it was,
+ * no temporary file left). Called on the thread that called the save, never
+ * twice at once; tensors may come in any order. */
+typedef int (*onnxio_tensor_source_fn)(void *user, onnxio_stream_tensor *out);
+
+/* Saves a model whose initializer payloads arrive one at a time from
+ * `source`, with memory bounded by the largest tensor the source holds (the
+ * library keeps none of the streamed bytes, except those of tensors that
+ * stay inline in the model of an external data save or an archive: smaller
+ * than external_data.size_threshold, kept until the model is written).
+ *
+ * `model` is the structure: its **placeholders** are the initializers (of
+ * every graph) with no payload: no raw_data, no typed data (float_data,
+ * int32_data, ...), not external. Each placeholder's byte count is known
+ * from its data_type and dims (onnxio_tensor_raw_size; STRING and unknown
+ * types cannot be placeholders), so the layout of every file is fixed before
+ * any tensor arrives, and each tensor is written at its place as it comes.
+ * The source must give every placeholder exactly once, by name, with
+ * exactly that many bytes. Initializers that hold their payload are saved
+ * as onnxio_save_model saves them. `model` is not modified.
+ *
+ * The files are the bytes onnxio_save_model(full, path, opts) writes for
+ * the model `full` whose placeholders hold the streamed bytes as raw_data,
+ * whatever the order of arrival: with opts->external_data, data files (one
+ * file, max_file_size parts, or one file per tensor; with checksum, each
+ * data file is read back once for its SHA-1); a path ending in ".onnxz",
+ * an archive; otherwise one .onnx file with every payload inline, its
+ * structure written first with holes where the payloads go (their lengths
+ * are known), filled as they arrive.
+ *
+ * Crash-consistent as onnxio_save_model (docs/design.md, "The save
+ * protocol"): the same transaction of temporary files, fsync (unless
+ * opts->fsync is OFF), journal and renames; a per-tensor data file is
+ * created when its tensor arrives and synced and closed when it is written.
+ * On any failure, the save is abandoned: every existing file is as it was
+ * and no temporary file is left. The target must be a regular file (or
+ * not exist): ONNXIO_ERR_IO for a pipe or a device.
+ *
+ * Errors: ONNXIO_ERR_STREAM, naming the tensor, for a name that is no
+ * placeholder, a tensor given twice, a byte count that does not match,
+ * placeholders never given, two placeholders with one name, a placeholder
+ * whose size is not fixed, or a source that returned a negative value;
+ * ONNXIO_ERR_MISSING_PAYLOAD for a payload that was never loaded; the
+ * errors of onnxio_save_model. opts->progress counts every payload byte,
+ * streamed or not. */
+onnxio_status onnxio_save_streaming(onnxio_ModelProto *model, const char *path, onnxio_tensor_source_fn source,
+                                    void *source_user, const onnxio_serialize_options *opts);
+
 /* ---- safetensors files ---------------------------------------------- */
 
 /* The safetensors format (https://github.com/huggingface/safetensors): an

@@ -1377,6 +1377,8 @@ static PyMethodDef module_methods[] = {
     {"_load_tensor_external_data", (PyCFunction)(void (*)(void))mod_load_tensor_external_data,
      METH_VARARGS | METH_KEYWORDS, load_tensor_external_data_doc},
     {"_save_file", (PyCFunction)(void (*)(void))mod_save_file, METH_VARARGS | METH_KEYWORDS, save_file_doc},
+    {"_save_streaming", (PyCFunction)(void (*)(void))pyonnxio_save_streaming, METH_VARARGS | METH_KEYWORDS,
+     pyonnxio_save_streaming_doc},
     {"_serialize", mod_serialize, METH_O, serialize_doc},
     {"_text_format", mod_text_format, METH_VARARGS, text_format_doc},
     {"_unknown_fields", mod_unknown_fields, METH_O, unknown_fields_doc},

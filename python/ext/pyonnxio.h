@@ -208,4 +208,10 @@ PyObject *pyonnxio_safetensors_save(PyObject *self, PyObject *args, PyObject *kw
 extern const char pyonnxio_safetensors_load_into_doc[];
 extern const char pyonnxio_safetensors_save_doc[];
 
+/* ---- stream.c --------------------------------------------------------- */
+
+/* _save_streaming of module.c's method table (onnxio.save_streaming). */
+PyObject *pyonnxio_save_streaming(PyObject *self, PyObject *args, PyObject *kw);
+extern const char pyonnxio_save_streaming_doc[];
+
 #endif

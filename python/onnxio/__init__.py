@@ -1169,3 +1169,7 @@ def __getattr__(name: str):
 
 def __dir__():
     return sorted(set(globals()) | set(_SUBMODULES) | set(_EXTERNAL_DATA_FUNCTIONS))
+
+
+# Streaming saves (issue 16).
+from onnxio._streaming import save_streaming  # noqa: E402,F401
