@@ -208,4 +208,16 @@ PyObject *pyonnxio_safetensors_save(PyObject *self, PyObject *args, PyObject *kw
 extern const char pyonnxio_safetensors_load_into_doc[];
 extern const char pyonnxio_safetensors_save_doc[];
 
+/* ---- remote.c (issue 16: remote sources) ------------------------------- */
+
+/* _external_ranges and _set_fetched_payload of module.c's method table
+ * (METH_VARARGS), and their doc strings. */
+PyObject *pyonnxio_remote_external_ranges(PyObject *self, PyObject *args);
+PyObject *pyonnxio_remote_set_payload(PyObject *self, PyObject *args);
+extern const char pyonnxio_remote_external_ranges_doc[];
+extern const char pyonnxio_remote_set_payload_doc[];
+/* _bytes_are_archive (METH_O). */
+PyObject *pyonnxio_remote_is_archive(PyObject *self, PyObject *obj);
+extern const char pyonnxio_remote_is_archive_doc[];
+
 #endif
