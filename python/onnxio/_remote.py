@@ -157,6 +157,18 @@ def _size(fs, path: str) -> int:
     return int(size)
 
 
+_URL_ROOT = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://[^/]*)(.*)$")
+
+
+def _join(base: str, location: str) -> str:
+    """`location` (checked by the library: relative, no '..') under the
+    directory `base` of a file system path or a URL (an HTTP file system's
+    paths are URLs: their scheme and host are kept as they are)."""
+    m = _URL_ROOT.match(base)
+    root, rest = (m.group(1), m.group(2) or "/") if m else ("", base)
+    return root + posixpath.normpath(posixpath.join(rest, location) if rest else location)
+
+
 def _coalesce(ranges):
     """Sorted unique (offset, length) ranges of one file -> runs
     [start, end, [(offset, length), ...]]."""
@@ -184,14 +196,13 @@ def fetch_external(model, fs, base: str, fetcher: _Fetcher, payload_fn=None, mod
     def path_of(location: str) -> str:
         p = paths.get(location)
         if p is None:
-            p = posixpath.normpath(posixpath.join(base, location)) if base else posixpath.normpath(location)
-            paths[location] = p
+            p = paths[location] = _join(base, location)
         return p
 
     def size_fn(location: str) -> int:
         if location not in sizes:
             p = path_of(location)
-            if model_path is not None and p == posixpath.normpath(model_path):
+            if model_path is not None and p == _join("", model_path):
                 raise _onnxio.ExternalDataError(
                     f"external data location {location!r} names the model file itself")
             sizes[location] = _size(fs, p)
