@@ -38,7 +38,7 @@ static onnxio_status collect(onnxio_message *msg, onnxio_message *parent, const 
     return ONNXIO_OK;
 }
 
-onnxio_status onnxio_external_ranges(onnxio_message *root, onnxio_location_size_fn size_fn, void *ctx,
+ONNXIO_API onnxio_status onnxio_external_ranges(onnxio_message *root, onnxio_location_size_fn size_fn, void *ctx,
                                      onnxio_external_range **out, size_t *count)
 {
     if (!root || !size_fn || !out || !count)
@@ -56,9 +56,9 @@ onnxio_status onnxio_external_ranges(onnxio_message *root, onnxio_location_size_
     return ONNXIO_OK;
 }
 
-void onnxio_external_ranges_free(onnxio_external_range *ranges) { onnxio__free(ranges); }
+ONNXIO_API void onnxio_external_ranges_free(onnxio_external_range *ranges) { onnxio__free(ranges); }
 
-onnxio_status onnxio_tensor_set_fetched_payload(onnxio_TensorProto *t, void *data, size_t size, onnxio_buffer *owner)
+ONNXIO_API onnxio_status onnxio_tensor_set_fetched_payload(onnxio_TensorProto *t, void *data, size_t size, onnxio_buffer *owner)
 {
     if (!t || (!data && size))
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "onnxio_tensor_set_fetched_payload: NULL argument");
