@@ -88,4 +88,12 @@ onnxio_status onnxio__zip_container(onnxio_archive *archive, const onnxio_parse_
 onnxio_status onnxio__load_external_payloads(onnxio_message *root, onnxio__container *c,
                                              const onnxio_parse_options *opts, onnxio__budget *budget);
 
+/* load.c: checks tensor `t`'s range `r` against an entry of `size` bytes
+ * named `name` (for messages): offset and length (the rest of it when
+ * absent) inside it, the length what the tensor's type and shape need.
+ * *length is the payload's length. Shared by the load pipeline and
+ * onnxio_external_ranges (remote.c). */
+onnxio_status onnxio__check_external_range(const onnxio_TensorProto *t, const onnxio_external_ref *r, uint64_t size,
+                                           const char *name, uint64_t *length);
+
 #endif

@@ -637,4 +637,8 @@ void onnxio__progress_add(onnxio__progress *p, uint64_t n);
  * set) when the callback returns non-zero, and on every report after. */
 onnxio_status onnxio__progress_report(onnxio__progress *p, bool last);
 
+/* payload.c: marks an external tensor's payload as loaded, as every load
+ * leaves it (raw_data present, data_location DEFAULT, no external_data). */
+void onnxio__mark_loaded_external(onnxio_TensorProto *t);
+
 #endif

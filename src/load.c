@@ -30,22 +30,27 @@ typedef struct load_ctx {
     size_t count, capacity;
 } load_ctx;
 
-/* Checks a range of an entry: offset and length (the rest of it when
- * absent) inside it, the length what the tensor's type and shape need. */
+/* Checks a range of an entry (container.h, onnxio__check_external_range). */
 static onnxio_status check_range(const onnxio_TensorProto *t, const onnxio_external_ref *r, const onnxio__entry *e,
                                  uint64_t *length)
 {
-    if (r->offset > e->size)
+    return onnxio__check_external_range(t, r, e->size, e->name, length);
+}
+
+onnxio_status onnxio__check_external_range(const onnxio_TensorProto *t, const onnxio_external_ref *r, uint64_t size,
+                                           const char *name, uint64_t *length)
+{
+    if (r->offset > size)
         return onnxio__fail(ONNXIO_ERR_EXTERNAL_RANGE, "tensor '%s': external data offset %llu exceeds file size: past the end of %s (%llu bytes)",
-                            onnxio__tensor_name(t), (unsigned long long)r->offset, e->name, (unsigned long long)e->size);
-    *length = r->has_length ? r->length : e->size - r->offset;
-    if (*length > e->size - r->offset)
+                            onnxio__tensor_name(t), (unsigned long long)r->offset, name, (unsigned long long)size);
+    *length = r->has_length ? r->length : size - r->offset;
+    if (*length > size - r->offset)
         return onnxio__fail(ONNXIO_ERR_EXTERNAL_RANGE,
                             "tensor '%s': external data offset %llu + length %llu exceeds available data: runs past the end of "
                             "%s (%llu bytes)",
-                            onnxio__tensor_name(t), (unsigned long long)r->offset, (unsigned long long)*length, e->name,
-                            (unsigned long long)e->size);
-    return onnxio__check_raw_size(t, *length, e->name);
+                            onnxio__tensor_name(t), (unsigned long long)r->offset, (unsigned long long)*length, name,
+                            (unsigned long long)size);
+    return onnxio__check_raw_size(t, *length, name);
 }
 
 /* verify_checksum: the SHA-1 of the whole entry (onnx-ml.proto: "SHA1

@@ -147,11 +147,15 @@ static void share_add(onnxio__payloads *p, const onnxio__payload_src *src, const
 static void loaded(onnxio_TensorProto *t, const onnxio__payload_src *src)
 {
     onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
-    if (src->external) {
-        t->data_location = ONNXIO_TensorProto_DataLocation_DEFAULT;
-        onnxio_set_has(t, ONNXIO_FIELD_TensorProto_data_location);
-        onnxio_field_clear(t, &onnxio_desc_TensorProto.fields[ONNXIO_FIELD_TensorProto_external_data]);
-    }
+    if (src->external) onnxio__mark_loaded_external(t);
+}
+
+void onnxio__mark_loaded_external(onnxio_TensorProto *t)
+{
+    onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
+    t->data_location = ONNXIO_TensorProto_DataLocation_DEFAULT;
+    onnxio_set_has(t, ONNXIO_FIELD_TensorProto_data_location);
+    onnxio_field_clear(t, &onnxio_desc_TensorProto.fields[ONNXIO_FIELD_TensorProto_external_data]);
 }
 
 /* Queues the move of the source bytes to `dst` (a pread when they are in a

@@ -1116,6 +1116,58 @@ onnxio_status onnxio_text_print(const void *msg, const onnxio_text_options *opts
 onnxio_status onnxio_text_parse(const onnxio_message_desc *desc, const void *text, size_t size,
                                 const onnxio_text_options *opts, onnxio_arena *arena, void **out);
 
+/* ---- remote sources (issue 16) ---------------------------------------- */
+
+/* A front end that reads external data from somewhere the library cannot
+ * open (object storage, HTTP: python/onnxio/_remote.py) asks the library
+ * which byte ranges a load needs, fetches them itself, and hands each
+ * payload back; every rule stays here: the keys are parsed and the location
+ * checked by onnxio_external_ref_parse (no absolute path, no '..'
+ * component), the range is checked against the data file's size and the
+ * length against the tensor's type and shape, as a local load checks them.
+ * What cannot apply to a remote file (symlinks, hard links, special files,
+ * "not the model file" by inode) is the front end's to say. */
+
+/* One external payload a load needs, checked. */
+typedef struct onnxio_external_range {
+    onnxio_TensorProto *tensor; /* a tensor of the tree (data_location EXTERNAL) */
+    const char *location;       /* its "location" key: points into the tensor, not NUL-terminated */
+    size_t location_size;
+    uint64_t offset;            /* the payload's bytes in the data file: [offset, offset + length) */
+    uint64_t length;
+} onnxio_external_range;
+
+/* Says the size in bytes of the data file `location` (already checked by
+ * onnxio_check_location), or returns a failed status (the status is the
+ * call's; its message the callback's, through whatever channel it has:
+ * the library adds none). Called once per external tensor, in tree order,
+ * on the calling thread. */
+typedef onnxio_status (*onnxio_location_size_fn)(void *ctx, const char *location, size_t location_size,
+                                                 uint64_t *size);
+
+/* Lists every tensor under `root` (any message: initializers, subgraphs,
+ * attributes, sparse tensors, functions, as a load walks them) whose data
+ * is external, with its checked range, in tree order: *out (free it with
+ * onnxio_external_ranges_free; NULL when *count is 0) holds *count
+ * entries. Errors, before anything is returned: ONNXIO_ERR_EXTERNAL_DATA,
+ * ONNXIO_ERR_PATH_ABSOLUTE, ONNXIO_ERR_PATH_PARENT (the keys and the
+ * location), ONNXIO_ERR_EXTERNAL_RANGE (offset or length past the file's
+ * size, or a length that is not what the type and shape need), the
+ * status of `size_fn`, ONNXIO_ERR_NO_MEMORY. */
+onnxio_status onnxio_external_ranges(onnxio_message *root, onnxio_location_size_fn size_fn, void *ctx,
+                                     onnxio_external_range **out, size_t *count);
+void onnxio_external_ranges_free(onnxio_external_range *ranges);
+
+/* Sets the payload of an external tensor fetched by the caller: raw_data
+ * becomes the `size` bytes at `data` (owned by `owner`, which gets a
+ * reference; NULL: borrowed, the caller keeps them alive), and the tensor
+ * stops being external as after any load (data_location present and
+ * DEFAULT, no external_data). ONNXIO_ERR_INVALID_ARGUMENT when `size` is
+ * not what onnxio_tensor_raw_size says for its type and shape (when that
+ * is fixed). */
+onnxio_status onnxio_tensor_set_fetched_payload(onnxio_TensorProto *t, void *data, size_t size,
+                                                onnxio_buffer *owner);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1402,6 +1402,9 @@ static PyMethodDef module_methods[] = {
      METH_VARARGS | METH_KEYWORDS, pyonnxio_safetensors_load_into_doc},
     {"_safetensors_save", (PyCFunction)(void (*)(void))pyonnxio_safetensors_save, METH_VARARGS | METH_KEYWORDS,
      pyonnxio_safetensors_save_doc},
+    {"_external_ranges", pyonnxio_remote_external_ranges, METH_VARARGS, pyonnxio_remote_external_ranges_doc},
+    {"_set_fetched_payload", pyonnxio_remote_set_payload, METH_VARARGS, pyonnxio_remote_set_payload_doc},
+    {"_bytes_are_archive", pyonnxio_remote_is_archive, METH_O, pyonnxio_remote_is_archive_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -16,6 +16,9 @@
  *               DLPack structs).
  *   safetensors.c  .safetensors files: fill initializers from one, write
  *               initializers as one (the C library's rules).
+ *   stream.c    streaming saves: initializers from a Python iterator.
+ *   remote.c    remote sources: the external ranges a model needs, and
+ *               fetched payloads set without a copy.
  *
  * Object model (docs/design.md "Front ends"): a Python message is a view of one C
  * message in an onnxio_arena and holds a reference to that arena, so it
@@ -213,5 +216,17 @@ extern const char pyonnxio_safetensors_save_doc[];
 /* _save_streaming of module.c's method table (onnxio.save_streaming). */
 PyObject *pyonnxio_save_streaming(PyObject *self, PyObject *args, PyObject *kw);
 extern const char pyonnxio_save_streaming_doc[];
+
+/* ---- remote.c (issue 16: remote sources) ------------------------------- */
+
+/* _external_ranges and _set_fetched_payload of module.c's method table
+ * (METH_VARARGS), and their doc strings. */
+PyObject *pyonnxio_remote_external_ranges(PyObject *self, PyObject *args);
+PyObject *pyonnxio_remote_set_payload(PyObject *self, PyObject *args);
+extern const char pyonnxio_remote_external_ranges_doc[];
+extern const char pyonnxio_remote_set_payload_doc[];
+/* _bytes_are_archive (METH_O). */
+PyObject *pyonnxio_remote_is_archive(PyObject *self, PyObject *obj);
+extern const char pyonnxio_remote_is_archive_doc[];
 
 #endif

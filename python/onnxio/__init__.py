@@ -437,6 +437,20 @@ def _is_bytes_like(f) -> bool:
         return False
 
 
+def _is_remote(f) -> bool:
+    """A URL ("s3://...", "https://...", "memory://...") or an fsspec file
+    object: loaded by onnxio._remote (fsspec imported only then)."""
+    if isinstance(f, str):
+        return "://" in f and _remote_module().is_url(f)
+    return hasattr(f, "fs") and hasattr(f, "path") and _remote_module().is_remote(f)
+
+
+def _remote_module():
+    from onnxio import _remote
+
+    return _remote
+
+
 def _file_path(f) -> str | None:
     """The absolute path of a path or a named file object (onnx's
     _get_file_path), None otherwise."""
@@ -596,6 +610,12 @@ def _with_progress(progress, what: str, subject, kwargs: dict, run):
 
 def _load(cls, f, fmt, load_external_data, kwargs):
     """Loads one message of class `cls` from a path, file object or bytes."""
+    if _is_remote(f):  # a URL or an fsspec file object: onnxio/_remote.py (issue 16)
+        from onnxio import _remote
+
+        if fmt not in (None, _DEFAULT_FORMAT):
+            raise ValueError(f"remote loads read the protobuf format only, not {fmt!r}")
+        return _remote.load(cls, f, load_external_data, kwargs)
     fmt = _resolve_format(fmt, f)
     path = None if _is_bytes_like(f) else _file_path(f)
     if fmt != _DEFAULT_FORMAT:

@@ -1,0 +1,126 @@
+/* remote.c: the extension's entry points for remote loads (issue 16;
+ * python/onnxio/_remote.py fetches the bytes). Every rule is the C
+ * library's (onnxio.h, "remote sources"): which tensors are external, their
+ * keys, the location's spelling, the range against the file's size and the
+ * length against the type and shape; this file converts arguments. */
+#include "pyonnxio.h"
+
+/* The size callback: calls the Python size_fn(location) -> int. A Python
+ * exception stays set and fails the walk with ONNXIO_ERR_IO (the caller
+ * raises the Python exception, not the status). */
+typedef struct size_call {
+    PyObject *fn;
+    int raised;
+} size_call;
+
+static onnxio_status call_size(void *ctx, const char *location, size_t location_size, uint64_t *size)
+{
+    size_call *c = ctx;
+    PyObject *loc = PyUnicode_DecodeUTF8(location, (Py_ssize_t)location_size, "surrogateescape");
+    PyObject *r = loc ? PyObject_CallOneArg(c->fn, loc) : NULL;
+    Py_XDECREF(loc);
+    if (r && (!PyLong_Check(r) || PyBool_Check(r))) {
+        PyErr_Format(PyExc_TypeError, "size_fn must return an int, not %.200s", Py_TYPE(r)->tp_name);
+        Py_CLEAR(r);
+    }
+    unsigned long long v = r ? PyLong_AsUnsignedLongLong(r) : 0;
+    Py_XDECREF(r);
+    if (PyErr_Occurred()) {
+        c->raised = 1;
+        return ONNXIO_ERR_IO;
+    }
+    *size = v;
+    return ONNXIO_OK;
+}
+
+const char pyonnxio_remote_external_ranges_doc[] =
+    "_external_ranges(message, size_fn) -> [(tensor, location, offset, length), ...]\n"
+    "Every tensor under `message` whose data is external, with its checked range, in tree order\n"
+    "(onnxio_external_ranges): the keys parsed and the location checked by the library, the range\n"
+    "checked against size_fn(location) (the data file's size in bytes) and the length against the\n"
+    "tensor's type and shape. `tensor` is the tensor itself (a view into the message). Raises\n"
+    "ExternalDataError for refused keys, locations and ranges, and what size_fn raises.";
+
+PyObject *pyonnxio_remote_external_ranges(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *obj, *fn;
+    if (!PyArg_ParseTuple(args, "OO:_external_ranges", &obj, &fn)) return NULL;
+    if (!pyonnxio_message_desc_of(obj)) {
+        PyErr_Format(PyExc_TypeError, "message must be an onnxio message, not %.200s", Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    if (!PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "size_fn must be callable");
+        return NULL;
+    }
+    PyOnnxioMessage *m = (PyOnnxioMessage *)obj;
+    onnxio_message *root = pyonnxio_message_get(m, 0);
+    if (!root) {
+        if (PyErr_Occurred()) return NULL;
+        return PyList_New(0); /* not created yet: nothing below it */
+    }
+    size_call c = {fn, 0};
+    onnxio_external_range *ranges = NULL;
+    size_t count = 0;
+    onnxio_status s = onnxio_external_ranges(root, call_size, &c, &ranges, &count);
+    if (s) {
+        if (c.raised) return NULL;
+        return pyonnxio_raise(s);
+    }
+    PyObject *list = PyList_New((Py_ssize_t)count);
+    for (size_t i = 0; list && i < count; i++) {
+        const onnxio_external_range *r = &ranges[i];
+        PyObject *t = pyonnxio_message_wrap(m->arena, r->tensor);
+        PyObject *item = t ? Py_BuildValue("(NNKK)", t,
+                                           PyUnicode_DecodeUTF8(r->location, (Py_ssize_t)r->location_size,
+                                                                "surrogateescape"),
+                                           (unsigned long long)r->offset, (unsigned long long)r->length)
+                           : NULL;
+        if (!item) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+    }
+    onnxio_external_ranges_free(ranges);
+    return list;
+}
+
+const char pyonnxio_remote_set_payload_doc[] =
+    "_set_fetched_payload(tensor, obj)\n"
+    "Sets an external tensor's payload to the bytes of `obj` (bytes, or any object exporting a\n"
+    "C-contiguous buffer, e.g. a memoryview slice of a numpy array) without copying them: the tensor\n"
+    "keeps `obj` alive. The tensor stops being external as after any load\n"
+    "(onnxio_tensor_set_fetched_payload); ValueError when the size is not what its type and shape need.";
+
+PyObject *pyonnxio_remote_set_payload(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *obj, *data;
+    if (!PyArg_ParseTuple(args, "OO:_set_fetched_payload", &obj, &data)) return NULL;
+    if (pyonnxio_message_desc_of(obj) != &onnxio_desc_TensorProto) {
+        PyErr_Format(PyExc_TypeError, "tensor must be an onnxio.TensorProto, not %.200s", Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    onnxio_buffer *b = pyonnxio_buffer_for_object(data);
+    if (!b) return NULL;
+    onnxio_TensorProto *t = pyonnxio_message_get((PyOnnxioMessage *)obj, 1);
+    onnxio_status s = t ? onnxio_tensor_set_fetched_payload(t, onnxio_buffer_data(b), onnxio_buffer_size(b), b)
+                        : ONNXIO_ERR_NO_MEMORY;
+    onnxio_buffer_unref(b);
+    if (!t) return NULL;
+    if (s) return pyonnxio_raise(s);
+    Py_RETURN_NONE;
+}
+
+const char pyonnxio_remote_is_archive_doc[] =
+    "_bytes_are_archive(data) -> bool\n"
+    "Whether a load reads `data` (its first bytes) as an .onnxz archive (onnxio_detect_format).";
+
+PyObject *pyonnxio_remote_is_archive(PyObject *self, PyObject *obj)
+{
+    (void)self;
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) < 0) return NULL;
+    onnxio_format f = onnxio_detect_format(view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(f == ONNXIO_FORMAT_ARCHIVE);
+}

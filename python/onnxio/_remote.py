@@ -1,0 +1,295 @@
+"""Remote sources (issue 16): ``onnxio.load`` of an fsspec URL
+(``s3://bucket/model.onnx``, ``https://host/model.onnx``, ``memory://m.onnx``,
+any protocol fsspec knows) or of an fsspec file object (``fsspec.open(url)``
+opened, or anything with ``.fs`` and ``.path``).
+
+fsspec is imported only here, only when such a source is given (ImportError
+naming ``pip install onnxio[remote]`` otherwise); a protocol needs its own
+package as well (s3fs for s3://, aiohttp for http(s)://, gcsfs for gs://).
+
+What is fetched (every request a byte range, ``fs.cat_file(path, start,
+end)``, on a thread pool of ``num_threads`` threads, 0: 16):
+
+- The model file, whole: one request, or 8 MiB pieces in parallel for a
+  larger one, into one 64-byte-aligned buffer. The library parses it from
+  that buffer with ``no_copy``: inline payloads and the stored entries of an
+  ``.onnxz`` archive are views of the fetched bytes, never copied again. A
+  single ``.onnx`` with inline payloads and an ``.onnxz`` archive are thus
+  fetched exactly once, byte for byte (their structure is interleaved with
+  or next to the payloads, and a whole load needs every payload: fetching
+  the file is fetching what is needed; selective reads of such files are
+  left to a later structure-first reader).
+- External data: the library lists the external tensors of the parsed
+  model with their checked ranges (``onnxio_external_ranges``: the keys
+  parsed, the location checked by the same rules as a local load, no
+  absolute path, no ``..`` component; the range checked against the data
+  file's size, which is asked with ``fs.size``; the length against the
+  tensor's type and shape). The data files are located next to the model
+  (``base_dir`` when given: a URL or a path of the model's file system).
+  Ranges of one file are sorted, deduplicated (tensors sharing bytes share
+  one buffer) and coalesced across gaps of at most 64 KiB and 1/32 of the
+  bytes they join (alignment padding), so at most about 3% more than the
+  payloads is fetched; each run is fetched in 8 MiB pieces in parallel into
+  one aligned buffer, and each tensor's payload is set to its slice of that
+  buffer (``onnxio_tensor_set_fetched_payload``) without another copy. The
+  one copy is from the bytes object fsspec returns into that buffer.
+
+Options: ``no_copy`` is accepted and changes nothing (a remote load always
+places payloads in the buffers it fetched, which is what no_copy would
+give); ``payload_fn`` is called for every external payload before anything
+is fetched (False: not fetched, the tensor stays external; a buffer: the
+range is fetched straight into it), and for inline payloads by the library;
+``verify_checksum`` with external data is refused (ValueError: it needs
+every data file whole); ``verify_crc`` defaults to on for archives.
+"""
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from onnxio import _onnxio
+
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
+_PIECE = 8 << 20          # bytes per request
+_GAP = 64 << 10           # largest gap coalesced
+_GAP_FRACTION = 32        # ... and at most 1/32 of the bytes it joins
+_ALIGN = 64
+_DEFAULT_THREADS = 16
+
+
+def is_url(f) -> bool:
+    return isinstance(f, str) and _URL.match(f) is not None
+
+
+def is_remote(f) -> bool:
+    """A URL, or an fsspec file object (has ``fs`` and ``path`` from
+    fsspec)."""
+    if is_url(f):
+        return True
+    fs = getattr(f, "fs", None)
+    return fs is not None and type(fs).__module__.split(".")[0] in ("fsspec", "s3fs", "gcsfs", "adlfs") \
+        and isinstance(getattr(f, "path", None), str)
+
+
+def _fsspec():
+    try:
+        import fsspec
+    except ImportError as e:  # pragma: no cover
+        raise ImportError("loading from a URL or an fsspec file object needs fsspec: "
+                          "pip install fsspec (or pip install onnxio[remote])") from e
+    return fsspec
+
+
+def _resolve(f):
+    """(file system, path) of a URL or an fsspec file object."""
+    if is_url(f):
+        fs, path = _fsspec().core.url_to_fs(f)
+        return fs, path
+    return f.fs, f.path
+
+
+def _aligned(size: int):
+    """A writable, 64-byte-aligned buffer of `size` bytes (a numpy array)."""
+    import numpy as np
+
+    raw = np.empty(size + _ALIGN, dtype=np.uint8)
+    start = (-raw.ctypes.data) % _ALIGN
+    return raw[start:start + size]
+
+
+class _Fetcher:
+    """Range requests on one file system, on a thread pool."""
+
+    def __init__(self, fs, threads: int):
+        self.fs = fs
+        self.threads = threads if threads and threads > 0 else _DEFAULT_THREADS
+        self.lock = threading.Lock()
+        self.requests = 0
+        self.bytes = 0
+
+    def _cat(self, path: str, start: int, end: int) -> bytes:
+        data = self.fs.cat_file(path, start=start, end=end)
+        if len(data) != end - start:
+            raise OSError(f"{path}: asked for bytes {start}-{end - 1}, got {len(data)} bytes "
+                          "(the file changed, or the server ignores range requests)")
+        with self.lock:
+            self.requests += 1
+            self.bytes += len(data)
+        return data
+
+    def fetch(self, jobs):
+        """jobs: (path, start, end, dest) with dest a writable buffer of
+        end - start bytes; each is fetched in pieces of _PIECE bytes, in
+        parallel, copied into dest."""
+        pieces = []
+        for path, start, end, dest in jobs:
+            view = memoryview(dest).cast("B")
+            for at in range(start, end, _PIECE):
+                stop = min(end, at + _PIECE)
+                pieces.append((path, at, stop, view[at - start:stop - start]))
+
+        def one(piece):
+            path, at, stop, out = piece
+            out[:] = self._cat(path, at, stop)
+
+        if len(pieces) <= 1 or self.threads == 1:
+            for p in pieces:
+                one(p)
+            return
+        with ThreadPoolExecutor(max_workers=min(self.threads, len(pieces))) as pool:
+            for future in [pool.submit(one, p) for p in pieces]:
+                future.result()
+
+    def whole(self, path: str, size: int):
+        """The whole file: an aligned buffer."""
+        buf = _aligned(size)
+        self.fetch([(path, 0, size, buf)])
+        return buf
+
+
+def _size(fs, path: str) -> int:
+    size = fs.size(path)
+    if size is None:
+        raise OSError(f"{path}: the server does not say the file's size (no Content-Length)")
+    return int(size)
+
+
+_URL_ROOT = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://[^/]*)(.*)$")
+
+
+def _join(base: str, location: str) -> str:
+    """`location` (checked by the library: relative, no '..') under the
+    directory `base` of a file system path or a URL (an HTTP file system's
+    paths are URLs: their scheme and host are kept as they are)."""
+    m = _URL_ROOT.match(base)
+    root, rest = (m.group(1), m.group(2) or "/") if m else ("", base)
+    return root + posixpath.normpath(posixpath.join(rest, location) if rest else location)
+
+
+def _coalesce(ranges):
+    """Sorted unique (offset, length) ranges of one file -> runs
+    [start, end, [(offset, length), ...]]."""
+    runs = []
+    for off, length in ranges:
+        if runs:
+            run = runs[-1]
+            gap = off - run[1]
+            if gap <= 0 or (gap <= _GAP and gap * _GAP_FRACTION <= run[3] + length):
+                run[1] = max(run[1], off + length)
+                run[2].append((off, length))
+                run[3] += length
+                continue
+        runs.append([off, off + length, [(off, length)], length])
+    return runs
+
+
+def fetch_external(model, fs, base: str, fetcher: _Fetcher, payload_fn=None, model_path: str | None = None,
+                   verify_checksum: bool = False) -> None:
+    """Fetches and sets the payload of every external tensor of `model`
+    from the data files under `base` (a path of `fs`)."""
+    sizes: dict = {}
+    paths: dict = {}
+
+    def path_of(location: str) -> str:
+        p = paths.get(location)
+        if p is None:
+            p = paths[location] = _join(base, location)
+        return p
+
+    def size_fn(location: str) -> int:
+        if location not in sizes:
+            p = path_of(location)
+            if model_path is not None and p == _join("", model_path):
+                raise _onnxio.ExternalDataError(
+                    f"external data location {location!r} names the model file itself")
+            sizes[location] = _size(fs, p)
+        return sizes[location]
+
+    ranges = _onnxio._external_ranges(model, size_fn)
+    if not ranges:
+        return
+    if verify_checksum:
+        raise ValueError("verify_checksum is not supported for remote external data (it needs every data "
+                         "file whole); load without it")
+    placed = []                 # (tensor, dest) fetched straight into a payload_fn buffer
+    wanted: dict = {}           # path -> {(offset, length): [tensor, ...]}
+    for tensor, location, offset, length in ranges:
+        if payload_fn is not None:
+            r = payload_fn(tensor, length, True)
+            if r is False:
+                continue
+            if r is not None and r is not True:
+                view = memoryview(r).cast("B")
+                if view.readonly or view.nbytes < length:
+                    raise ValueError(f"payload_fn for tensor {tensor.name!r} returned a buffer that is read-only "
+                                     f"or smaller than {length} bytes")
+                placed.append((tensor, path_of(location), offset, length, r, view[:length]))
+                continue
+        wanted.setdefault(path_of(location), {}).setdefault((offset, length), []).append(tensor)
+
+    jobs = []
+    sets = []                   # (tensor, buffer, start within it, length)
+    for path, by_range in wanted.items():
+        for start, end, members, _useful in _coalesce(sorted(by_range)):
+            buf = _aligned(end - start)
+            jobs.append((path, start, end, buf))
+            for off, length in members:
+                for tensor in by_range[(off, length)]:
+                    sets.append((tensor, buf, off - start, length))
+    for tensor, path, offset, length, _obj, view in placed:
+        jobs.append((path, offset, offset + length, view))
+    fetcher.fetch(jobs)
+    for tensor, buf, at, length in sets:
+        _onnxio._set_fetched_payload(tensor, buf[at:at + length])
+    for tensor, _path, _offset, length, obj, view in placed:
+        _onnxio._set_fetched_payload(tensor, view)
+
+
+def load(cls, f, load_external_data: bool, kwargs: dict):
+    """onnxio.load / load_model / load_tensor of a URL or an fsspec file
+    object (see the module doc)."""
+    fs, path = _resolve(f)
+    kwargs = dict(kwargs)
+    kwargs.pop("no_copy", None)  # accepted, no effect (module doc)
+    base_dir = kwargs.pop("base_dir", None)
+    threads = kwargs.get("num_threads") or 0
+    payload_fn = kwargs.get("payload_fn")
+    fetcher = _Fetcher(fs, threads)
+    size = _size(fs, path)
+    buf = fetcher.whole(path, size)
+    if cls is not _onnxio.ModelProto:
+        kwargs.pop("load_external_data", None)
+        kwargs.pop("payload_fn", None)
+        kwargs.pop("verify_checksum", None)
+        kwargs.pop("verify_crc", None)
+        kwargs.pop("progress", None)
+        return _onnxio._load_bytes(buf, cls, no_copy=True, **kwargs)
+    if _onnxio._bytes_are_archive(buf[:64]):
+        if kwargs.get("verify_crc") is None:
+            kwargs["verify_crc"] = True
+        if not load_external_data:
+            kwargs["load_external_data"] = False
+        return _onnxio._load_bytes(buf, cls, no_copy=True, **kwargs)
+    kwargs["load_external_data"] = False
+    verify_checksum = kwargs.pop("verify_checksum", False)
+    model = _onnxio._load_bytes(buf, cls, no_copy=True, **kwargs)
+    if load_external_data and not kwargs.get("skip_raw_data"):
+        if base_dir is not None:
+            base_fs, base = _resolve(os.fsdecode(base_dir)) if is_url(os.fsdecode(base_dir)) else (fs, os.fsdecode(base_dir))
+        else:
+            base_fs, base = fs, posixpath.dirname(path)
+        if base_fs is not fs:
+            fetcher = _Fetcher(base_fs, threads)
+        fetch_external(model, base_fs, base, fetcher, payload_fn, model_path=path if base_fs is fs else None,
+                       verify_checksum=verify_checksum)
+    return model
+
+
+def load_external_data_for_model(model, base_url: str, num_threads: int = 0) -> None:
+    """external_data_helper.load_external_data_for_model with a URL as
+    base_dir: every external tensor fetched from under it."""
+    fs, base = _resolve(base_url)
+    fetch_external(model, fs, base, _Fetcher(fs, num_threads))
