@@ -77,6 +77,13 @@ onnxio_status onnxio__dir_container(const char *base_dir, const char *model_path
 onnxio_status onnxio__zip_container(onnxio_archive *archive, const onnxio_parse_options *opts,
                                     onnxio__container **out);
 
+/* load.c: a tensor's external range `r` checked against its entry `e`:
+ * offset and length (the rest of the entry when absent) inside it
+ * (ONNXIO_ERR_EXTERNAL_RANGE), the length what the tensor's type and shape
+ * need (ONNXIO_ERR_EXTERNAL_DATA); *length is the range's length. */
+onnxio_status onnxio__check_range(const onnxio_TensorProto *t, const onnxio_external_ref *r, const onnxio__entry *e,
+                                  uint64_t *length);
+
 /* The load pipeline (load.c): every tensor under `root` whose data is
  * external is checked against its entry (location, range, type and shape)
  * before any payload is allocated; with verify_checksum the SHA-1 of each

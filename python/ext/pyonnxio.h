@@ -208,4 +208,20 @@ PyObject *pyonnxio_safetensors_save(PyObject *self, PyObject *args, PyObject *kw
 extern const char pyonnxio_safetensors_load_into_doc[];
 extern const char pyonnxio_safetensors_save_doc[];
 
+
+/* ---- slice.c ----------------------------------------------------------- */
+
+/* Tensor slices (onnxio.slices): open a model file, look up initializers,
+ * read slices (onnxio_tensor_file_*). */
+extern const char pyonnxio_tensor_file_open_doc[];
+PyObject *pyonnxio_tensor_file_open(PyObject *self, PyObject *args, PyObject *kw);
+extern const char pyonnxio_tensor_file_close_doc[];
+PyObject *pyonnxio_tensor_file_close(PyObject *self, PyObject *cap);
+extern const char pyonnxio_tensor_file_info_doc[];
+PyObject *pyonnxio_tensor_file_info(PyObject *self, PyObject *args);
+extern const char pyonnxio_tensor_file_initializers_doc[];
+PyObject *pyonnxio_tensor_file_initializers(PyObject *self, PyObject *cap);
+extern const char pyonnxio_tensor_file_read_doc[];
+PyObject *pyonnxio_tensor_file_read(PyObject *self, PyObject *args);
+
 #endif
