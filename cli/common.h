@@ -43,6 +43,8 @@ extern const cli_verb cli_verb_info;
 extern const cli_verb cli_verb_print;
 extern const cli_verb cli_verb_convert;
 extern const cli_verb cli_verb_bench;
+extern const cli_verb cli_verb_cat;     /* slice.c */
+extern const cli_verb cli_verb_extract; /* slice.c */
 
 /* Writes `onnxio VERB --help` to stdout. */
 void cli_print_verb_help(const cli_verb *verb);

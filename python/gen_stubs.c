@@ -121,6 +121,7 @@ static const char *const FUNCTIONS[] = {
     "_consolidate", "_payload_view", "_set_raw_data", "_share_raw_data", "_has_pending_external", "_external_ref_parse",
     "_check_location", "_external_data_open", "_tensor_raw_size", "_path_is_archive", "_raise_status",
     "_safetensors_load_into", "_safetensors_save", "_library_version",
+    "_tensor_file_open", "_tensor_file_close", "_tensor_file_info", "_tensor_file_initializers", "_tensor_file_read",
 };
 
 /* "onnx.TensorProto.Segment" -> "TensorProto.Segment" */

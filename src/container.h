@@ -91,8 +91,9 @@ onnxio_status onnxio__load_external_payloads(onnxio_message *root, onnxio__conta
 /* load.c: checks tensor `t`'s range `r` against an entry of `size` bytes
  * named `name` (for messages): offset and length (the rest of it when
  * absent) inside it, the length what the tensor's type and shape need.
- * *length is the payload's length. Shared by the load pipeline and
- * onnxio_external_ranges (remote.c). */
+ * ONNXIO_ERR_EXTERNAL_RANGE or ONNXIO_ERR_EXTERNAL_DATA; *length is the
+ * payload's length. Shared by the load pipeline, onnxio_external_ranges
+ * (remote.c) and the slice reader (slice.c). */
 onnxio_status onnxio__check_external_range(const onnxio_TensorProto *t, const onnxio_external_ref *r, uint64_t size,
                                            const char *name, uint64_t *length);
 

@@ -30,13 +30,9 @@ typedef struct load_ctx {
     size_t count, capacity;
 } load_ctx;
 
-/* Checks a range of an entry (container.h, onnxio__check_external_range). */
-static onnxio_status check_range(const onnxio_TensorProto *t, const onnxio_external_ref *r, const onnxio__entry *e,
-                                 uint64_t *length)
-{
-    return onnxio__check_external_range(t, r, e->size, e->name, length);
-}
-
+/* Checks a range of an entry of `size` bytes named `name`: offset and
+ * length (the rest of it when absent) inside it, the length what the
+ * tensor's type and shape need (container.h; also remote.c's and slice.c's). */
 onnxio_status onnxio__check_external_range(const onnxio_TensorProto *t, const onnxio_external_ref *r, uint64_t size,
                                            const char *name, uint64_t *length)
 {
@@ -88,7 +84,7 @@ static onnxio_status collect(onnxio_message *msg, onnxio_message *parent, const 
     onnxio__entry *e;
     if ((s = c->c->open(c->c, t, &r, c->budget, &e))) return s;
     uint64_t length = 0;
-    if ((s = check_range(t, &r, e, &length))) return s;
+    if ((s = onnxio__check_external_range(t, &r, e->size, e->name, &length))) return s;
     if (r.checksum && c->opts->verify_checksum && (s = check_sha1(e, t, &r))) return s;
     if (c->opts->skip_raw_data) return ONNXIO_OK; /* stays external */
     if (!onnxio__grow((void **)&c->items, &c->capacity, c->count, sizeof *c->items))

@@ -1023,6 +1023,144 @@ onnxio_status onnxio_safetensors_load_into(onnxio_ModelProto *model, const char 
 onnxio_status onnxio_safetensors_save(onnxio_ModelProto *model, const char *path,
                                       const onnxio_safetensors_options *opts);
 
+/* ---- tensor slices (partial reads) --------------------------------- */
+
+/* Reading part of one tensor of a model file without loading the model:
+ * the file's structure is parsed as a no_copy load parses it (from a
+ * private mapping: only the pages that hold structure are read, never a
+ * payload), then only the bytes of the requested elements are read, with
+ * one pread per contiguous run of them, on the thread pool. The source is a
+ * model path: an .onnx file with inline payloads, an .onnx file with
+ * external data (resolved under base_dir or the model's directory, with
+ * onnxio_external_data_open's checks), or an .onnxz archive (known by its
+ * first bytes). A tensor is an initializer of the main graph or of a
+ * subgraph, found by name (the first in tree order).
+ *
+ * A slice is one half-open range [start, stop) per axis, steps of 1, with
+ * 0 <= start <= stop <= dim: the elements whose index on every axis lies
+ * in its range. The slice's bytes are those elements in row-major order,
+ * packed as raw_data packs them: what the raw_data of a tensor of dims
+ * (stop - start, ...) holding them would be. For the 4- and 2-bit types
+ * (INT4, UINT4, FLOAT4E2M1, INT2, UINT2; two or four elements per byte),
+ * every run of the slice must start and end on a whole byte of the
+ * payload (or end at the tensor's end); otherwise ONNXIO_ERR_SLICE says
+ * which axis breaks it. FLOAT6 types (6 bits) follow the same rule.
+ *
+ * What cannot be sliced (ONNXIO_ERR_SLICE): tensors whose values are not in
+ * raw_data (typed fields such as float_data, STRING tensors), segments,
+ * UNDEFINED or unknown data types. Checksums are not verified (neither an
+ * external "checksum" key nor an archive entry's CRC-32: both cover whole
+ * entries, which a slice does not read). A deflated archive entry is
+ * inflated whole when it is first read (charged to max_expansion).
+ * Hostile files fail as loads do (the same checks of structure, locations,
+ * ranges and sizes, before anything is allocated from a number they
+ * state). */
+
+/* One axis of a slice: the indices start, start + 1, ..., stop - 1. */
+typedef struct onnxio_slice_range {
+    int64_t start;
+    int64_t stop;
+} onnxio_slice_range;
+
+typedef struct onnxio_slice_options {
+    /* sizeof(onnxio_slice_options), or 0 (see "Options"). */
+    size_t struct_size;
+    /* Threads for the reads: 0 = one per core, 1 = serial (every pread on
+     * the calling thread). */
+    int num_threads;
+    /* Directory that external data locations are resolved under. NULL: the
+     * directory of the model file. */
+    const char *base_dir;
+    /* The largest expansion of the structure's parse and of inflated
+     * archive entries, as onnxio_parse_options.max_expansion (0: 100). */
+    uint64_t max_expansion;
+    /* Maximum message nesting depth, as onnxio_parse_options.max_depth. */
+    int max_depth;
+} onnxio_slice_options;
+
+#define ONNXIO_SLICE_OPTIONS_INIT ONNXIO_OPTIONS_INIT_(onnxio_slice_options)
+
+/* What one read did (filled when a read succeeds; members may be added at
+ * the end, and only the members struct_size covers are written; 0 means
+ * this version's layout). */
+typedef struct onnxio_slice_stats {
+    size_t struct_size;
+    /* Bytes of the slice (what was written to the destination). */
+    uint64_t bytes;
+    /* Payload bytes read for it: the bytes of every pread, plus bytes
+     * copied from memory that holds a payload whole (an inflated entry, an
+     * inflated model entry). Structure bytes are not counted. */
+    uint64_t bytes_read;
+    /* Contiguous runs read (one pread each, cut into pieces of 8 MiB
+     * between threads when larger). */
+    uint64_t runs;
+    /* Bytes of the tensor's whole payload. */
+    uint64_t payload_bytes;
+} onnxio_slice_stats;
+
+/* An opened model file: its parsed structure and its data files or archive
+ * entries, opened when first needed. Calls on one handle may come from
+ * several threads (they are serialized). */
+typedef struct onnxio_tensor_file onnxio_tensor_file;
+
+/* Opens the model file `path` (see above) and parses its structure; no
+ * payload is read. A journal left by an interrupted save of `path` is
+ * finished or rolled back first (as onnxio_load_model does). Errors: those
+ * of onnxio_load_model for the file itself (NOT_FOUND, IO, DECODE, DEPTH,
+ * ARCHIVE, EXPANSION, NO_MEMORY), INVALID_ARGUMENT for bad options. *out is
+ * freed with onnxio_tensor_file_close. */
+onnxio_status onnxio_tensor_file_open(const char *path, const onnxio_slice_options *opts, onnxio_tensor_file **out);
+/* NULL is a no-op. */
+void onnxio_tensor_file_close(onnxio_tensor_file *file);
+/* The model's structure, valid until the handle is closed: tensors in
+ * external data (and every tensor of an archive) are still external;
+ * inline raw_data points into the file's mapping (reading it reads those
+ * pages). Must not be modified. */
+const onnxio_ModelProto *onnxio_tensor_file_model(const onnxio_tensor_file *file);
+/* The initializer named `name` (NUL-terminated): the main graph's, else
+ * the first of a subgraph in tree order; NULL when there is none. */
+const onnxio_TensorProto *onnxio_tensor_file_find(const onnxio_tensor_file *file, const char *name);
+
+/* Checks a slice of tensor `t` and gives its size in bytes (*bytes):
+ * `rank` ranges, one per axis (rank == t's dims; 0 for a scalar). Errors
+ * (ONNXIO_ERR_SLICE, naming the tensor, the axis and the values): another
+ * rank, start < 0, stop < start, stop > dim, a packed type whose runs do
+ * not begin and end on whole bytes, a tensor that cannot be sliced (see
+ * above). */
+onnxio_status onnxio_tensor_slice_size(const onnxio_TensorProto *t, const onnxio_slice_range *ranges, size_t rank,
+                                       uint64_t *bytes);
+
+/* Reads the slice `ranges` (`rank` of them) of the tensor `name` into
+ * `dst` (`dst_size` bytes, at least the slice's: onnxio_tensor_slice_size),
+ * or, when dst is NULL, into a new buffer of exactly the slice's size (*out,
+ * one reference; 64-byte aligned). `stats` (optional) says what was read.
+ * Errors: ONNXIO_ERR_NOT_FOUND (no initializer of that name),
+ * ONNXIO_ERR_SLICE (see onnxio_tensor_slice_size),
+ * ONNXIO_ERR_INVALID_ARGUMENT (dst too small, NULL arguments), the external
+ * data errors of onnxio_load_model for the tensor's file or entry (checked
+ * when it is first used), ONNXIO_ERR_IO (a failed or short read),
+ * ONNXIO_ERR_NO_MEMORY. */
+onnxio_status onnxio_tensor_file_read(onnxio_tensor_file *file, const char *name, const onnxio_slice_range *ranges,
+                                      size_t rank, void *dst, uint64_t dst_size, onnxio_buffer **out,
+                                      onnxio_slice_stats *stats);
+
+/* The slice as a view, without copying, when it is one contiguous run of
+ * its payload: *data points at its bytes in a private mapping of the file
+ * (or an inflated entry), *size is their count, and *owner a new reference
+ * that keeps them alive (they stay valid after the handle is closed; the
+ * mapping goes with the last reference). When the slice is not one run,
+ * *data is NULL and nothing else is set (read it with
+ * onnxio_tensor_file_read). See docs/security.md, "no_copy and files that
+ * change". Errors as onnxio_tensor_file_read. */
+onnxio_status onnxio_tensor_file_view(onnxio_tensor_file *file, const char *name, const onnxio_slice_range *ranges,
+                                      size_t rank, const void **data, uint64_t *size, onnxio_buffer **owner);
+
+/* One call: open `path`, read the slice as onnxio_tensor_file_read does,
+ * close. A program that reads several tensors of one file opens it once. */
+onnxio_status onnxio_read_tensor_slice(const char *path, const char *name, const onnxio_slice_range *ranges,
+                                       size_t rank, void *dst, uint64_t dst_size, onnxio_buffer **out,
+                                       const onnxio_slice_options *opts, onnxio_slice_stats *stats);
+
 /* ---- consolidation -------------------------------------------------- */
 
 typedef struct onnxio_consolidate_options {

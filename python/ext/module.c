@@ -1402,9 +1402,17 @@ static PyMethodDef module_methods[] = {
      METH_VARARGS | METH_KEYWORDS, pyonnxio_safetensors_load_into_doc},
     {"_safetensors_save", (PyCFunction)(void (*)(void))pyonnxio_safetensors_save, METH_VARARGS | METH_KEYWORDS,
      pyonnxio_safetensors_save_doc},
+    /* remote sources (remote.c) */
     {"_external_ranges", pyonnxio_remote_external_ranges, METH_VARARGS, pyonnxio_remote_external_ranges_doc},
     {"_set_fetched_payload", pyonnxio_remote_set_payload, METH_VARARGS, pyonnxio_remote_set_payload_doc},
     {"_bytes_are_archive", pyonnxio_remote_is_archive, METH_O, pyonnxio_remote_is_archive_doc},
+    /* tensor slices (slice.c) */
+    {"_tensor_file_open", (PyCFunction)(void (*)(void))pyonnxio_tensor_file_open, METH_VARARGS | METH_KEYWORDS,
+     pyonnxio_tensor_file_open_doc},
+    {"_tensor_file_close", pyonnxio_tensor_file_close, METH_O, pyonnxio_tensor_file_close_doc},
+    {"_tensor_file_info", pyonnxio_tensor_file_info, METH_VARARGS, pyonnxio_tensor_file_info_doc},
+    {"_tensor_file_initializers", pyonnxio_tensor_file_initializers, METH_O, pyonnxio_tensor_file_initializers_doc},
+    {"_tensor_file_read", pyonnxio_tensor_file_read, METH_VARARGS, pyonnxio_tensor_file_read_doc},
     {NULL, NULL, 0, NULL},
 };
 

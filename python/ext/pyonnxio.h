@@ -229,4 +229,20 @@ extern const char pyonnxio_remote_set_payload_doc[];
 PyObject *pyonnxio_remote_is_archive(PyObject *self, PyObject *obj);
 extern const char pyonnxio_remote_is_archive_doc[];
 
+
+/* ---- slice.c ----------------------------------------------------------- */
+
+/* Tensor slices (onnxio.slices): open a model file, look up initializers,
+ * read slices (onnxio_tensor_file_*). */
+extern const char pyonnxio_tensor_file_open_doc[];
+PyObject *pyonnxio_tensor_file_open(PyObject *self, PyObject *args, PyObject *kw);
+extern const char pyonnxio_tensor_file_close_doc[];
+PyObject *pyonnxio_tensor_file_close(PyObject *self, PyObject *cap);
+extern const char pyonnxio_tensor_file_info_doc[];
+PyObject *pyonnxio_tensor_file_info(PyObject *self, PyObject *args);
+extern const char pyonnxio_tensor_file_initializers_doc[];
+PyObject *pyonnxio_tensor_file_initializers(PyObject *self, PyObject *cap);
+extern const char pyonnxio_tensor_file_read_doc[];
+PyObject *pyonnxio_tensor_file_read(PyObject *self, PyObject *args);
+
 #endif

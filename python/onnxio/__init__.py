@@ -117,7 +117,7 @@ __version__ = _onnxio._library_version
 # The onnx package is built with ONNX-ML; onnxio's schema includes onnx-ml.proto.
 ONNX_ML = True
 
-_SUBMODULES = ("helper", "numpy_helper", "external_data_helper", "safetensors",
+_SUBMODULES = ("helper", "numpy_helper", "external_data_helper", "safetensors", "slices",
                # onnx's toolbox on onnxio's messages (they need the onnx package)
                "checker", "shape_inference", "version_converter", "printer", "parser", "inliner", "compose",
                "utils", "reference", "model_container", "defs",
@@ -1174,6 +1174,21 @@ def _function_proto_repr(self) -> str:
 ModelProto.__repr__ = _model_proto_repr  # noqa: F405
 GraphProto.__repr__ = _graph_proto_repr  # noqa: F405
 FunctionProto.__repr__ = _function_proto_repr  # noqa: F405
+
+
+# ---- tensor slices (onnxio.slices) -------------------------------------------------
+
+
+def read_tensor(source, name: str, index=None, *, no_copy: bool = False, num_threads: int = 0, base_dir=None,
+                stats: dict | None = None):
+    """Initializer ``name`` of the model file ``source`` (or its slice
+    ``index``, a numpy basic index with steps of 1) as a numpy array,
+    reading only the slice's bytes: ``onnxio.slices.read_tensor``, whose
+    docstring has the details (``stats={}`` is filled with the bytes read)."""
+    from onnxio import slices
+
+    return slices.read_tensor(source, name, index, no_copy=no_copy, num_threads=num_threads, base_dir=base_dir,
+                              stats=stats)
 
 
 # ---- submodules --------------------------------------------------------------------

@@ -1,0 +1,580 @@
+/* onnxio cat: print a tensor of a model, or a slice of it, or write it as
+ * .npy; onnxio extract: a model keeping only the initializers a pattern
+ * selects. Both read through the library's tensor slices
+ * (onnxio_tensor_file_*): only the bytes asked for are read. */
+#include <errno.h>
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "tensor.h"
+
+static int run_cat(int argc, char **argv);
+static int run_extract(int argc, char **argv);
+
+const cli_verb cli_verb_cat = {
+    "cat",
+    "print a tensor (or a slice of it) of a model, or write it as .npy",
+    "onnxio cat MODEL TENSOR [--slice SPEC] [--output FILE.npy] [--threads N]",
+    "Prints the initializer TENSOR of MODEL (an .onnx file, with or without\n"
+    "external data, or an .onnxz archive), or the slice SPEC of it, reading only\n"
+    "the bytes of the slice (the model is not loaded). First a line with the\n"
+    "name, data type and the slice's shape, then the values as numpy prints\n"
+    "them (nested brackets, every value). Values of types without a C\n"
+    "rendering here (FLOAT8*, 4- and 2-bit types, FLOAT6*) print as the hex of\n"
+    "their bytes.\n"
+    "\n"
+    "SPEC is numpy's basic index, one item per axis separated by commas:\n"
+    "START:STOP (either may be left out; negative counts from the end; clamped\n"
+    "as numpy clamps), an integer I (that axis is dropped), '...' (the axes\n"
+    "not given). Axes not given are whole. Steps are not supported. For 4- and\n"
+    "2-bit types the slice must begin and end on whole bytes.\n"
+    "Example: --slice 0:128,:   --slice -1   --slice ...,0:8\n"
+    "\n"
+    "options:\n"
+    "  --slice SPEC      the part to print or write (default: all of it)\n"
+    "  --output FILE     write it to FILE in numpy's .npy format (version 1.0,\n"
+    "                    C order; numpy.load reads it) instead of printing;\n"
+    "                    types numpy lacks (BFLOAT16, FLOAT8*, 4- and 2-bit,\n"
+    "                    FLOAT6*) are refused: read those with Python's\n"
+    "                    onnxio.read_tensor\n"
+    "  --threads N       threads for the reads (0: one per core, the default)\n"
+    "  --help            show this help\n",
+    run_cat,
+    NULL,
+};
+
+const cli_verb cli_verb_extract = {
+    "extract",
+    "save a model keeping only the initializers that match a pattern",
+    "onnxio extract MODEL OUT --tensors PATTERN[,PATTERN...] [--external-data LOCATION] [--threads N] [--no-fsync]",
+    "Saves MODEL (an .onnx file, with or without external data, or an .onnxz\n"
+    "archive) as OUT with only the initializers of its main graph whose names\n"
+    "match one of the patterns (fnmatch globs: * ? [abc]; comma-separated).\n"
+    "Only the payloads of the selected initializers are read.\n"
+    "\n"
+    "The graph is kept whole (nodes, inputs, outputs, subgraphs, attribute\n"
+    "tensors). Each initializer left out becomes a graph input of its data\n"
+    "type and shape (unless it is one already), so OUT is a valid model whose\n"
+    "missing weights are fed at run time, the way ONNX treats an initializer\n"
+    "that is not in the file. A pattern that matches no initializer is an\n"
+    "error. OUT is written atomically, as `onnxio convert` writes it: ending in\n"
+    "\".onnxz\" as an archive, otherwise inline (or with --external-data).\n"
+    "\n"
+    "options:\n"
+    "  --tensors PATTERNS        the initializers to keep (required)\n"
+    "  --external-data LOCATION  put payloads of at least 1024 bytes in the file\n"
+    "                            LOCATION next to OUT\n"
+    "  --threads N               threads for payload I/O (0: one per core)\n"
+    "  --no-fsync                no fsync, for scratch outputs\n"
+    "  --help                    show this help\n",
+    run_extract,
+    NULL,
+};
+
+static int parse_threads(const cli_verb *verb, const char *text, int *out)
+{
+    *out = 0;
+    if (!text) return -1;
+    char *end;
+    unsigned long long n = strtoull(text, &end, 10);
+    if (text[0] < '0' || text[0] > '9' || *end || n > 1024)
+        return cli_usage_error(verb, "--threads: invalid thread count '%s'", text);
+    *out = (int)n;
+    return -1;
+}
+
+/* ---- the slice spec ----------------------------------------------------------- */
+
+static int parse_int(const char *s, size_t n, int64_t *out)
+{
+    char buf[32];
+    if (n == 0 || n >= sizeof buf) return -1;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    char *end;
+    long long v = strtoll(buf, &end, 10);
+    if (*end || !((buf[0] >= '0' && buf[0] <= '9') || buf[0] == '-')) return -1;
+    *out = v;
+    return 0;
+}
+
+/* SPEC over `dims` (numpy's rules) as ranges and a kept-axis mask. 0, or
+ * -1 after printing why (exit status 1: it is the input that is wrong for
+ * this tensor, or 2 for a malformed spec: *usage). */
+static int parse_spec(const char *spec, const char *tensor, const int64_t *dims, size_t rank, onnxio_slice_range *r,
+                      unsigned char *kept, int *usage)
+{
+    for (size_t i = 0; i < rank; i++) {
+        r[i] = (onnxio_slice_range){0, dims[i]};
+        kept[i] = 1;
+    }
+    *usage = 0;
+    if (!spec || !*spec) return 0;
+    /* Items, and where the ellipsis is. */
+    size_t items = 1, ellipsis = SIZE_MAX;
+    for (const char *p = spec; *p; p++) items += *p == ',';
+    const char *p = spec;
+    size_t given = items;
+    for (size_t i = 0; i < items; i++) {
+        const char *e = strchr(p, ',');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n == 3 && memcmp(p, "...", 3) == 0) {
+            if (ellipsis != SIZE_MAX) {
+                fprintf(stderr, "onnxio: cat: --slice '%s': more than one '...'\n", spec);
+                *usage = 1;
+                return -1;
+            }
+            ellipsis = i;
+            given--;
+        }
+        p = e ? e + 1 : p + n;
+    }
+    if (given > rank) {
+        fprintf(stderr, "onnxio: cat: --slice '%s': %zu items for tensor '%s', which has %zu axes\n", spec, given, tensor,
+                rank);
+        return -1;
+    }
+    p = spec;
+    size_t axis = 0;
+    for (size_t i = 0; i < items; i++) {
+        const char *e = strchr(p, ',');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (i == ellipsis) {
+            axis += rank - given;
+        } else {
+            const char *colon = memchr(p, ':', n);
+            int64_t d = dims[axis];
+            if (colon) {
+                int64_t a = 0, b = d;
+                size_t na = (size_t)(colon - p), nb = n - na - 1;
+                if ((na && parse_int(p, na, &a)) || (nb && parse_int(colon + 1, nb, &b)) || memchr(colon + 1, ':', nb)) {
+                    fprintf(stderr, "onnxio: cat: --slice '%s': item '%.*s' is not START:STOP (steps are not supported)\n",
+                            spec, (int)n, p);
+                    *usage = 1;
+                    return -1;
+                }
+                /* Python's slice.indices for step 1. */
+                if (a < 0) a = a + d < 0 ? 0 : a + d;
+                if (a > d) a = d;
+                if (b < 0) b = b + d < 0 ? 0 : b + d;
+                if (b > d) b = d;
+                if (b < a) b = a;
+                r[axis] = (onnxio_slice_range){a, b};
+            } else {
+                int64_t v;
+                if (parse_int(p, n, &v)) {
+                    fprintf(stderr, "onnxio: cat: --slice '%s': item '%.*s' is not an integer, START:STOP or '...'\n",
+                            spec, (int)n, p);
+                    *usage = 1;
+                    return -1;
+                }
+                if (v < -d || v >= d) {
+                    fprintf(stderr, "onnxio: cat: --slice '%s': index %lld is out of bounds for axis %zu of tensor '%s' "
+                                    "with size %lld\n",
+                            spec, (long long)v, axis, tensor, (long long)d);
+                    return -1;
+                }
+                if (v < 0) v += d;
+                r[axis] = (onnxio_slice_range){v, v + 1};
+                kept[axis] = 0;
+            }
+            axis++;
+        }
+        p = e ? e + 1 : p + n;
+    }
+    return 0;
+}
+
+/* ---- values ------------------------------------------------------------------------- */
+
+static double half_to_double(uint16_t h)
+{
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+    return h & 0x8000 ? -v : v;
+}
+
+static double bf16_to_double(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* Prints element `i` of `data` (little-endian); 0, or -1 for a type with
+ * no rendering here. */
+static int print_value(int32_t dt, const uint8_t *data, uint64_t i)
+{
+    switch (dt) {
+#define CASE_INT(DT, T, FMT)                  \
+    case ONNXIO_TensorProto_DataType_##DT: { \
+        T v;                                  \
+        memcpy(&v, data + i * sizeof v, sizeof v); \
+        printf(FMT, v);                       \
+        return 0;                             \
+    }
+        CASE_INT(INT8, int8_t, "%" PRId8)
+        CASE_INT(UINT8, uint8_t, "%" PRIu8)
+        CASE_INT(INT16, int16_t, "%" PRId16)
+        CASE_INT(UINT16, uint16_t, "%" PRIu16)
+        CASE_INT(INT32, int32_t, "%" PRId32)
+        CASE_INT(UINT32, uint32_t, "%" PRIu32)
+        CASE_INT(INT64, int64_t, "%" PRId64)
+        CASE_INT(UINT64, uint64_t, "%" PRIu64)
+#undef CASE_INT
+    case ONNXIO_TensorProto_DataType_BOOL: printf("%s", data[i] ? "True" : "False"); return 0;
+    case ONNXIO_TensorProto_DataType_FLOAT: {
+        float v;
+        memcpy(&v, data + i * 4, 4);
+        printf("%.8g", v);
+        return 0;
+    }
+    case ONNXIO_TensorProto_DataType_DOUBLE: {
+        double v;
+        memcpy(&v, data + i * 8, 8);
+        printf("%.17g", v);
+        return 0;
+    }
+    case ONNXIO_TensorProto_DataType_FLOAT16:
+    case ONNXIO_TensorProto_DataType_BFLOAT16: {
+        uint16_t h;
+        memcpy(&h, data + i * 2, 2);
+        printf("%.5g", dt == ONNXIO_TensorProto_DataType_FLOAT16 ? half_to_double(h) : bf16_to_double(h));
+        return 0;
+    }
+    case ONNXIO_TensorProto_DataType_COMPLEX64: {
+        float v[2];
+        memcpy(v, data + i * 8, 8);
+        printf("(%.8g%+.8gj)", v[0], v[1]);
+        return 0;
+    }
+    case ONNXIO_TensorProto_DataType_COMPLEX128: {
+        double v[2];
+        memcpy(v, data + i * 16, 16);
+        printf("(%.17g%+.17gj)", v[0], v[1]);
+        return 0;
+    }
+    default: return -1;
+    }
+}
+
+/* numpy's nested brackets over the kept axes `shape` (`rank` of them). */
+static void print_nested(int32_t dt, const uint8_t *data, const int64_t *shape, size_t rank, size_t axis, uint64_t *i)
+{
+    if (axis == rank) {
+        print_value(dt, data, (*i)++);
+        return;
+    }
+    putchar('[');
+    for (int64_t k = 0; k < shape[axis]; k++) {
+        if (k) {
+            if (axis + 1 == rank) putchar(' ');
+            else {
+                putchar('\n');
+                for (size_t s = 0; s <= axis; s++) putchar(' ');
+            }
+        }
+        print_nested(dt, data, shape, rank, axis + 1, i);
+    }
+    putchar(']');
+}
+
+/* The .npy descr of a data type, or NULL when numpy has none. */
+static const char *npy_descr(int32_t dt)
+{
+    switch (dt) {
+    case ONNXIO_TensorProto_DataType_FLOAT: return "<f4";
+    case ONNXIO_TensorProto_DataType_DOUBLE: return "<f8";
+    case ONNXIO_TensorProto_DataType_FLOAT16: return "<f2";
+    case ONNXIO_TensorProto_DataType_INT8: return "|i1";
+    case ONNXIO_TensorProto_DataType_UINT8: return "|u1";
+    case ONNXIO_TensorProto_DataType_INT16: return "<i2";
+    case ONNXIO_TensorProto_DataType_UINT16: return "<u2";
+    case ONNXIO_TensorProto_DataType_INT32: return "<i4";
+    case ONNXIO_TensorProto_DataType_UINT32: return "<u4";
+    case ONNXIO_TensorProto_DataType_INT64: return "<i8";
+    case ONNXIO_TensorProto_DataType_UINT64: return "<u8";
+    case ONNXIO_TensorProto_DataType_BOOL: return "|b1";
+    case ONNXIO_TensorProto_DataType_COMPLEX64: return "<c8";
+    case ONNXIO_TensorProto_DataType_COMPLEX128: return "<c16";
+    default: return NULL;
+    }
+}
+
+/* numpy's .npy format 1.0: magic, version, a little-endian u16 header
+ * length, the header dict padded with spaces and a newline to a multiple of
+ * 64 bytes, then the data. */
+static int write_npy(const char *path, const char *descr, const int64_t *shape, size_t rank, const void *data,
+                     uint64_t size)
+{
+    char dict[4096];
+    int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
+    for (size_t i = 0; i < rank && n < (int)sizeof dict - 64; i++)
+        n += snprintf(dict + n, sizeof dict - (size_t)n, "%lld,%s", (long long)shape[i], i + 1 < rank ? " " : "");
+    if (n >= (int)sizeof dict - 64) return cli_fail_msg("cat", path, "the shape has too many axes for a .npy header");
+    n += snprintf(dict + n, sizeof dict - (size_t)n, "), }");
+    size_t total = 10 + (size_t)n + 1;
+    size_t pad = (64 - total % 64) % 64;
+    FILE *fp = fopen(path, "wb");
+    if (!fp) return cli_fail_msg("cat", path, "%s", strerror(errno));
+    unsigned hl = (unsigned)(n + pad + 1);
+    unsigned char head[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hl & 255), (unsigned char)(hl >> 8)};
+    int ok = fwrite(head, 1, 10, fp) == 10 && fwrite(dict, 1, (size_t)n, fp) == (size_t)n;
+    for (size_t i = 0; ok && i < pad; i++) ok = fputc(' ', fp) != EOF;
+    ok = ok && fputc('\n', fp) != EOF && (size == 0 || fwrite(data, 1, (size_t)size, fp) == size);
+    if (fclose(fp) != 0) ok = 0;
+    if (!ok) return cli_fail_msg("cat", path, "cannot write: %s", strerror(errno));
+    return CLI_EXIT_OK;
+}
+
+static int run_cat(int argc, char **argv)
+{
+    const char *spec = NULL, *output = NULL, *threads_text = NULL;
+    const cli_option opts[] = {{"slice", &spec, NULL}, {"output", &output, NULL}, {"threads", &threads_text, NULL}};
+    char *pos[2];
+    size_t npos;
+    int rc = cli_parse_args(&cli_verb_cat, argc, argv, opts, sizeof opts / sizeof opts[0], pos, 2, 2, &npos);
+    if (rc >= 0) return rc;
+    onnxio_slice_options so = ONNXIO_SLICE_OPTIONS_INIT;
+    if ((rc = parse_threads(&cli_verb_cat, threads_text, &so.num_threads)) >= 0) return rc;
+    const char *model = pos[0], *name = pos[1];
+    onnxio_tensor_file *f;
+    if (onnxio_tensor_file_open(model, &so, &f)) return cli_fail("cat", model);
+    const onnxio_TensorProto *t = onnxio_tensor_file_find(f, name);
+    int status = CLI_EXIT_FAILURE;
+    onnxio_slice_range *r = NULL;
+    unsigned char *kept = NULL;
+    int64_t *shape = NULL;
+    onnxio_buffer *b = NULL;
+    if (!t) {
+        cli_fail_msg("cat", model, "no initializer named '%s'", name);
+        goto done;
+    }
+    size_t rank = t->dims.size;
+    r = malloc((rank ? rank : 1) * sizeof *r);
+    kept = malloc(rank ? rank : 1);
+    shape = malloc((rank ? rank : 1) * sizeof *shape);
+    if (!r || !kept || !shape) {
+        cli_fail_msg("cat", model, "out of memory");
+        goto done;
+    }
+    int usage;
+    if (parse_spec(spec, name, t->dims.data, rank, r, kept, &usage)) {
+        if (usage) status = cli_usage_error(&cli_verb_cat, "invalid --slice");
+        goto done;
+    }
+    size_t kr = 0;
+    for (size_t i = 0; i < rank; i++)
+        if (kept[i]) shape[kr++] = r[i].stop - r[i].start;
+    onnxio_slice_stats st = {sizeof st, 0, 0, 0, 0};
+    if (onnxio_tensor_file_read(f, name, r, rank, NULL, 0, &b, &st)) {
+        cli_fail("cat", model);
+        goto done;
+    }
+    char dtbuf[32];
+    const char *dtn = cli_dtype_name(t->data_type, dtbuf, sizeof dtbuf);
+    if (output) {
+        const char *descr = npy_descr(t->data_type);
+        if (!descr) {
+            cli_fail_msg("cat", output, "%s has no numpy .npy type (numpy reads it only through ml_dtypes): "
+                                        "read it with Python's onnxio.read_tensor", dtn);
+            goto done;
+        }
+        status = write_npy(output, descr, shape, kr, onnxio_buffer_data(b), st.bytes);
+        goto done;
+    }
+    printf("%s: %s [", name, dtn);
+    for (size_t i = 0; i < kr; i++) printf("%s%lld", i ? ", " : "", (long long)shape[i]);
+    printf("]%s%s\n", spec ? " slice " : "", spec ? spec : "");
+    const uint8_t *data = onnxio_buffer_data(b);
+    if (!npy_descr(t->data_type) && t->data_type != ONNXIO_TensorProto_DataType_BFLOAT16) {
+        for (uint64_t i = 0; i < st.bytes; i++) printf("%02x%s", data[i], (i + 1) % 32 == 0 || i + 1 == st.bytes ? "\n" : " ");
+    } else {
+        uint64_t i = 0;
+        print_nested(t->data_type, data, shape, kr, 0, &i);
+        putchar('\n');
+    }
+    status = cli_finish_stdout("cat", CLI_EXIT_OK);
+done:
+    onnxio_buffer_unref(b);
+    free(r);
+    free(kept);
+    free(shape);
+    onnxio_tensor_file_close(f);
+    return status;
+}
+
+/* ---- extract -------------------------------------------------------------------------- */
+
+static int matches(const char *patterns, const char *name, unsigned char *used)
+{
+    int any = 0;
+    size_t k = 0;
+    for (const char *p = patterns; *p; k++) {
+        const char *e = strchr(p, ',');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        char pat[1024];
+        if (n < sizeof pat) {
+            memcpy(pat, p, n);
+            pat[n] = '\0';
+            if (fnmatch(pat, name, 0) == 0) {
+                any = 1;
+                if (used) used[k] = 1;
+            }
+        }
+        p = e ? e + 1 : p + n;
+    }
+    return any;
+}
+
+static int has_input(const onnxio_GraphProto *g, const onnxio_string *name)
+{
+    for (size_t i = 0; i < g->input.size; i++)
+        if (cli_string_cmp(g->input.data[i]->name, *name) == 0) return 1;
+    return 0;
+}
+
+/* An input named after `t`, of its data type and shape. */
+static onnxio_status add_input(onnxio_arena *arena, onnxio_GraphProto *g, const onnxio_TensorProto *t)
+{
+    onnxio_ValueInfoProto *vi = onnxio_list_add(arena, &g->input, &onnxio_desc_ValueInfoProto);
+    onnxio_TypeProto *tp = onnxio_message_new(arena, &onnxio_desc_TypeProto);
+    onnxio_TypeProto_Tensor *tt = onnxio_message_new(arena, &onnxio_desc_TypeProto_Tensor);
+    onnxio_TensorShapeProto *sh = onnxio_message_new(arena, &onnxio_desc_TensorShapeProto);
+    if (!vi || !tp || !tt || !sh) return ONNXIO_ERR_NO_MEMORY;
+    if (onnxio_string_set(arena, &vi->name, t->name.data ? t->name.data : "", t->name.size)) return ONNXIO_ERR_NO_MEMORY;
+    onnxio_set_has(vi, ONNXIO_FIELD_ValueInfoProto_name);
+    vi->type = tp;
+    tp->tensor_type = tt;
+    onnxio_set_has(tp, ONNXIO_FIELD_TypeProto_tensor_type);
+    tt->elem_type = t->data_type;
+    onnxio_set_has(tt, ONNXIO_FIELD_TypeProto_Tensor_elem_type);
+    tt->shape = sh;
+    for (size_t i = 0; i < t->dims.size; i++) {
+        onnxio_TensorShapeProto_Dimension *d = onnxio_list_add(arena, &sh->dim, &onnxio_desc_TensorShapeProto_Dimension);
+        if (!d) return ONNXIO_ERR_NO_MEMORY;
+        d->dim_value = t->dims.data[i];
+        onnxio_set_has(d, ONNXIO_FIELD_TensorShapeProto_Dimension_dim_value);
+    }
+    return ONNXIO_OK;
+}
+
+static int run_extract(int argc, char **argv)
+{
+    const char *patterns = NULL, *location = NULL, *threads_text = NULL;
+    int no_fsync = 0;
+    const cli_option opts[] = {{"tensors", &patterns, NULL},
+                               {"external-data", &location, NULL},
+                               {"threads", &threads_text, NULL},
+                               {"no-fsync", NULL, &no_fsync}};
+    char *pos[2];
+    size_t npos;
+    int rc = cli_parse_args(&cli_verb_extract, argc, argv, opts, sizeof opts / sizeof opts[0], pos, 2, 2, &npos);
+    if (rc >= 0) return rc;
+    if (!patterns || !*patterns) return cli_usage_error(&cli_verb_extract, "--tensors PATTERN is required");
+    onnxio_slice_options so = ONNXIO_SLICE_OPTIONS_INIT;
+    if ((rc = parse_threads(&cli_verb_extract, threads_text, &so.num_threads)) >= 0) return rc;
+    const char *model_path = pos[0], *out_path = pos[1];
+    size_t npat = 1;
+    for (const char *p = patterns; *p; p++) npat += *p == ',';
+    unsigned char *used = calloc(npat, 1);
+    onnxio_arena *arena = onnxio_arena_new();
+    onnxio_tensor_file *f = NULL;
+    int status = CLI_EXIT_FAILURE;
+    if (!used || !arena) {
+        cli_fail_msg("extract", model_path, "out of memory");
+        goto done;
+    }
+    if (onnxio_tensor_file_open(model_path, &so, &f)) {
+        cli_fail("extract", model_path);
+        goto done;
+    }
+    /* A copy of the structure that shares inline payloads (spans into the
+     * file's mapping, which stays open until the save is done). */
+    onnxio_ModelProto *m = onnxio_message_clone(arena, onnxio_tensor_file_model(f));
+    if (!m) {
+        cli_fail("extract", model_path);
+        goto done;
+    }
+    onnxio_GraphProto *g = m->graph;
+    size_t kept = 0;
+    for (size_t i = 0; g && i < g->initializer.size; i++) {
+        onnxio_TensorProto *t = g->initializer.data[i];
+        const char *name = t->name.data ? t->name.data : "";
+        if (!matches(patterns, name, used)) {
+            if (!has_input(g, &t->name) && add_input(arena, g, t)) {
+                cli_fail_msg("extract", model_path, "out of memory");
+                goto done;
+            }
+            continue;
+        }
+        if (onnxio_tensor_is_external(t)) {
+            /* The whole tensor, through the same reads as a slice. */
+            size_t rank = t->dims.size;
+            onnxio_slice_range *r = malloc((rank ? rank : 1) * sizeof *r);
+            if (!r) {
+                cli_fail_msg("extract", model_path, "out of memory");
+                goto done;
+            }
+            for (size_t k = 0; k < rank; k++) r[k] = (onnxio_slice_range){0, t->dims.data[k]};
+            onnxio_buffer *b = NULL;
+            onnxio_status s = onnxio_tensor_file_read(f, name, r, rank, NULL, 0, &b, NULL);
+            free(r);
+            if (s) {
+                cli_fail("extract", model_path);
+                goto done;
+            }
+            onnxio_span_set(&t->raw_data, onnxio_buffer_data(b), onnxio_buffer_size(b), b);
+            onnxio_buffer_unref(b);
+            onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
+            onnxio_field_clear(t, &onnxio_desc_TensorProto.fields[ONNXIO_FIELD_TensorProto_external_data]);
+            t->data_location = ONNXIO_TensorProto_DataLocation_DEFAULT;
+            onnxio_set_has(t, ONNXIO_FIELD_TensorProto_data_location);
+        }
+        g->initializer.data[kept++] = t;
+    }
+    if (g) g->initializer.size = kept;
+    for (size_t k = 0; k < npat; k++)
+        if (!used[k]) {
+            const char *p = patterns;
+            for (size_t j = 0; j < k; j++) p = strchr(p, ',') + 1;
+            const char *e = strchr(p, ',');
+            cli_fail_msg("extract", model_path, "pattern '%.*s' matches no initializer of the main graph",
+                         (int)(e ? (size_t)(e - p) : strlen(p)), p);
+            goto done;
+        }
+    /* Other tensors still external (attributes, subgraphs) are read whole
+     * from beside the model; an archive's cannot be. */
+    if (cli_file_is_archive(model_path) != 1) {
+        char *dir = strdup(model_path);
+        char *slash = dir ? strrchr(dir, '/') : NULL;
+        const char *base = !dir ? NULL : slash ? (slash == dir ? "/" : (*slash = '\0', dir)) : ".";
+        onnxio_parse_options po = ONNXIO_PARSE_OPTIONS_INIT;
+        po.num_threads = so.num_threads;
+        onnxio_status s = base ? onnxio_load_external_data(m, base, &po) : ONNXIO_ERR_NO_MEMORY;
+        free(dir);
+        if (s) {
+            cli_fail("extract", model_path);
+            goto done;
+        }
+    }
+    onnxio_serialize_options wo = ONNXIO_SERIALIZE_OPTIONS_INIT;
+    wo.num_threads = so.num_threads;
+    wo.external_data.location = location;
+    if (no_fsync) wo.fsync = ONNXIO_OFF;
+    if (cli_save_model(m, out_path, &wo)) {
+        cli_fail("extract", out_path);
+        goto done;
+    }
+    status = CLI_EXIT_OK;
+done:
+    onnxio_arena_unref(arena);
+    onnxio_tensor_file_close(f);
+    free(used);
+    return status;
+}

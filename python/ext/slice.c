@@ -1,0 +1,244 @@
+/* slice.c: the extension's entry points for tensor slices (onnxio.slices
+ * calls them). Every rule (bounds, packing, where the bytes are) is the C
+ * library's (src/slice.c); this file converts arguments, releases the GIL
+ * and wraps a slice as a TensorProto whose raw_data holds it, so that
+ * numpy_helper.to_array makes the array. */
+#include "pyonnxio.h"
+
+#define CAPSULE_NAME "onnxio.tensor_file"
+
+static void capsule_free(PyObject *cap)
+{
+    onnxio_tensor_file *f = PyCapsule_GetPointer(cap, CAPSULE_NAME);
+    if (f) onnxio_tensor_file_close(f);
+}
+
+static onnxio_tensor_file *as_file(PyObject *cap)
+{
+    if (!PyCapsule_IsValid(cap, CAPSULE_NAME)) {
+        PyErr_SetString(PyExc_TypeError, "expected an opened tensor file (onnxio._onnxio._tensor_file_open)");
+        return NULL;
+    }
+    onnxio_tensor_file *f = PyCapsule_GetPointer(cap, CAPSULE_NAME);
+    if (!f) PyErr_SetString(PyExc_ValueError, "the tensor file is closed");
+    return f;
+}
+
+const char pyonnxio_tensor_file_open_doc[] =
+    "_tensor_file_open(path, *, num_threads=0, base_dir=None, max_expansion=0) -> capsule\n"
+    "Opens a model file for slices (onnxio_tensor_file_open): its structure is parsed from a private\n"
+    "mapping, no payload is read. The GIL is released.";
+
+PyObject *pyonnxio_tensor_file_open(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"path", "num_threads", "base_dir", "max_expansion", NULL};
+    PyObject *path = NULL, *base = NULL;
+    int threads = 0;
+    unsigned long long expansion = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|$iO&K:_tensor_file_open", kwlist, PyUnicode_FSConverter, &path,
+                                     &threads, PyUnicode_FSConverter, &base, &expansion)) {
+        Py_XDECREF(path);
+        return NULL;
+    }
+    onnxio_slice_options opts = ONNXIO_SLICE_OPTIONS_INIT;
+    opts.num_threads = threads;
+    opts.base_dir = base ? PyBytes_AS_STRING(base) : NULL;
+    opts.max_expansion = expansion;
+    onnxio_tensor_file *f = NULL;
+    onnxio_status s;
+    const char *p = PyBytes_AS_STRING(path);
+    Py_BEGIN_ALLOW_THREADS
+    s = onnxio_tensor_file_open(p, &opts, &f);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(path);
+    Py_XDECREF(base);
+    if (s) return pyonnxio_raise(s);
+    PyObject *cap = PyCapsule_New(f, CAPSULE_NAME, capsule_free);
+    if (!cap) onnxio_tensor_file_close(f);
+    return cap;
+}
+
+const char pyonnxio_tensor_file_close_doc[] =
+    "_tensor_file_close(capsule)\nCloses the file now (views already made keep their mapping).";
+
+PyObject *pyonnxio_tensor_file_close(PyObject *self, PyObject *cap)
+{
+    (void)self;
+    if (PyCapsule_IsValid(cap, CAPSULE_NAME ".closed")) Py_RETURN_NONE; /* closed twice */
+    onnxio_tensor_file *f = as_file(cap);
+    if (!f) return NULL;
+    {
+        /* A capsule's pointer cannot be NULL: the name marks it closed. */
+        onnxio_tensor_file_close(f);
+        PyCapsule_SetDestructor(cap, NULL);
+        PyCapsule_SetName(cap, "onnxio.tensor_file.closed");
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *dims_tuple(const onnxio_TensorProto *t)
+{
+    PyObject *dims = PyTuple_New((Py_ssize_t)t->dims.size);
+    for (size_t i = 0; dims && i < t->dims.size; i++) {
+        PyObject *d = PyLong_FromLongLong((long long)t->dims.data[i]);
+        if (!d) {
+            Py_CLEAR(dims);
+            break;
+        }
+        PyTuple_SET_ITEM(dims, (Py_ssize_t)i, d);
+    }
+    return dims;
+}
+
+static PyObject *tensor_info(const onnxio_TensorProto *t)
+{
+    PyObject *dims = dims_tuple(t);
+    if (!dims) return NULL;
+    PyObject *name = PyUnicode_DecodeUTF8(t->name.data ? t->name.data : "", (Py_ssize_t)t->name.size, "surrogateescape");
+    PyObject *out = name ? Py_BuildValue("(OiO)", name, (int)t->data_type, dims) : NULL;
+    Py_XDECREF(name);
+    Py_DECREF(dims);
+    return out;
+}
+
+const char pyonnxio_tensor_file_info_doc[] =
+    "_tensor_file_info(capsule, name) -> (name, data_type, dims) | None\n"
+    "The initializer `name` (onnxio_tensor_file_find), or None.";
+
+PyObject *pyonnxio_tensor_file_info(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *cap;
+    const char *name;
+    if (!PyArg_ParseTuple(args, "Os:_tensor_file_info", &cap, &name)) return NULL;
+    onnxio_tensor_file *f = as_file(cap);
+    if (!f) return NULL;
+    const onnxio_TensorProto *t = onnxio_tensor_file_find(f, name);
+    if (!t) Py_RETURN_NONE;
+    return tensor_info(t);
+}
+
+const char pyonnxio_tensor_file_initializers_doc[] =
+    "_tensor_file_initializers(capsule) -> [(name, data_type, dims), ...]\n"
+    "The initializers of the main graph, in file order.";
+
+PyObject *pyonnxio_tensor_file_initializers(PyObject *self, PyObject *cap)
+{
+    (void)self;
+    onnxio_tensor_file *f = as_file(cap);
+    if (!f) return NULL;
+    const onnxio_GraphProto *g = onnxio_tensor_file_model(f)->graph;
+    size_t n = g ? g->initializer.size : 0;
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list && i < n; i++) {
+        PyObject *item = tensor_info(g->initializer.data[i]);
+        if (!item) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+    }
+    return list;
+}
+
+/* `seq` of (start, stop) pairs as ranges (PyMem_Malloc'd). 0 or -1. */
+static int ranges_from(PyObject *seq, onnxio_slice_range **out, size_t *rank)
+{
+    PyObject *fast = PySequence_Fast(seq, "ranges must be a sequence of (start, stop)");
+    if (!fast) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    onnxio_slice_range *r = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *r);
+    if (!r) {
+        Py_DECREF(fast);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long long a, b;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "LL;a range is (start, stop)", &a, &b)) {
+            PyMem_Free(r);
+            Py_DECREF(fast);
+            return -1;
+        }
+        r[i].start = a;
+        r[i].stop = b;
+    }
+    Py_DECREF(fast);
+    *out = r;
+    *rank = (size_t)n;
+    return 0;
+}
+
+const char pyonnxio_tensor_file_read_doc[] =
+    "_tensor_file_read(capsule, name, ranges, no_copy=False) -> (tensor, stats, is_view)\n"
+    "Reads the slice `ranges` ((start, stop) per axis) of initializer `name` (onnxio_tensor_file_read; with\n"
+    "no_copy, onnxio_tensor_file_view first: a view of the mapping when the slice is one contiguous run).\n"
+    "`tensor` is a TensorProto of the same data_type whose dims are the ranges' lengths and whose\n"
+    "raw_data is the slice; stats is (bytes, bytes_read, runs, payload_bytes). The GIL is released.";
+
+PyObject *pyonnxio_tensor_file_read(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *cap, *seq;
+    const char *name;
+    int no_copy = 0;
+    if (!PyArg_ParseTuple(args, "OsO|p:_tensor_file_read", &cap, &name, &seq, &no_copy)) return NULL;
+    onnxio_tensor_file *f = as_file(cap);
+    if (!f) return NULL;
+    onnxio_slice_range *ranges;
+    size_t rank;
+    if (ranges_from(seq, &ranges, &rank) < 0) return NULL;
+    const void *view = NULL;
+    uint64_t view_size = 0;
+    onnxio_buffer *b = NULL;
+    onnxio_slice_stats st = {sizeof st, 0, 0, 0, 0};
+    onnxio_status s = ONNXIO_OK;
+    Py_BEGIN_ALLOW_THREADS
+    if (no_copy) s = onnxio_tensor_file_view(f, name, ranges, rank, &view, &view_size, &b);
+    if (!s && !view) s = onnxio_tensor_file_read(f, name, ranges, rank, NULL, 0, &b, &st);
+    Py_END_ALLOW_THREADS
+    if (s) {
+        PyMem_Free(ranges);
+        return pyonnxio_raise(s);
+    }
+    const onnxio_TensorProto *src = onnxio_tensor_file_find(f, name);
+    PyObject *obj = pyonnxio_message_new_root(&onnxio_desc_TensorProto);
+    onnxio_TensorProto *t = obj ? pyonnxio_message_get((PyOnnxioMessage *)obj, 1) : NULL;
+    PyOnnxioMessage *m = (PyOnnxioMessage *)obj;
+    int ok = t != NULL;
+    if (ok) {
+        t->data_type = src->data_type;
+        onnxio_set_has(t, ONNXIO_FIELD_TensorProto_data_type);
+        ok = onnxio_string_set(m->arena, &t->name, src->name.data ? src->name.data : "", src->name.size) == ONNXIO_OK;
+        onnxio_set_has(t, ONNXIO_FIELD_TensorProto_name);
+    }
+    for (size_t i = 0; ok && i < rank; i++) {
+        int64_t *d = onnxio_array_append(m->arena, &t->dims, sizeof *d);
+        if (!d) ok = 0;
+        else *d = ranges[i].stop - ranges[i].start;
+    }
+    PyMem_Free(ranges);
+    if (!ok) {
+        onnxio_buffer_unref(b);
+        Py_XDECREF(obj);
+        return obj ? PyErr_NoMemory() : NULL;
+    }
+    if (view) {
+        onnxio_span_set(&t->raw_data, (uint8_t *)view, (size_t)view_size, b);
+        st.bytes = view_size;
+        uint64_t payload = 0;
+        onnxio_tensor_raw_size(src, &payload);
+        st.payload_bytes = payload;
+        st.runs = 1;
+        st.bytes_read = 0; /* nothing read yet: pages come in as the view is used */
+    } else {
+        onnxio_span_set(&t->raw_data, onnxio_buffer_data(b), onnxio_buffer_size(b), b);
+    }
+    onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
+    onnxio_buffer_unref(b);
+    PyObject *out = Py_BuildValue("(N(KKKK)O)", obj, (unsigned long long)st.bytes, (unsigned long long)st.bytes_read,
+                                  (unsigned long long)st.runs, (unsigned long long)st.payload_bytes,
+                                  view ? Py_True : Py_False);
+    return out;
+}
