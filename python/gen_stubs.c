@@ -122,6 +122,7 @@ static const char *const FUNCTIONS[] = {
     "_check_location", "_external_data_open", "_tensor_raw_size", "_path_is_archive", "_raise_status",
     "_safetensors_load_into", "_safetensors_save", "_library_version",
     "_tensor_file_open", "_tensor_file_close", "_tensor_file_info", "_tensor_file_initializers", "_tensor_file_read",
+    "_save_streaming", "_external_ranges", "_set_fetched_payload", "_bytes_are_archive",
 };
 
 /* "onnx.TensorProto.Segment" -> "TensorProto.Segment" */
