@@ -228,6 +228,11 @@ ONNXIO_API int onnxio_tensor_raw_size(const onnxio_TensorProto *t, uint64_t *byt
     return 1;
 }
 
+const unsigned onnxio__tensor_typed_fields[ONNXIO__TYPED_FIELDS] = {
+    ONNXIO_FIELD_TensorProto_float_data, ONNXIO_FIELD_TensorProto_int32_data,  ONNXIO_FIELD_TensorProto_string_data,
+    ONNXIO_FIELD_TensorProto_int64_data, ONNXIO_FIELD_TensorProto_double_data, ONNXIO_FIELD_TensorProto_uint64_data,
+};
+
 onnxio_status onnxio__check_raw_size(const onnxio_TensorProto *t, uint64_t length, const char *where)
 {
     uint64_t want;

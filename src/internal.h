@@ -541,6 +541,20 @@ static inline bool onnxio__is_external(const onnxio_TensorProto *t)
            t->data_location == ONNXIO_TensorProto_DataLocation_EXTERNAL;
 }
 
+/* The fields of TensorProto that hold its values other than raw_data
+ * (onnx-ml.proto: float_data, int32_data, string_data, int64_data,
+ * double_data, uint64_data), in field-index form; ONNXIO__TYPED_FIELDS of
+ * them. */
+#define ONNXIO__TYPED_FIELDS 6
+extern const unsigned onnxio__tensor_typed_fields[ONNXIO__TYPED_FIELDS];
+
+/* A tensor holding values in one of those fields. */
+static inline bool onnxio__has_typed_data(const onnxio_TensorProto *t)
+{
+    return t->float_data.size || t->int32_data.size || t->string_data.size || t->int64_data.size ||
+           t->double_data.size || t->uint64_data.size;
+}
+
 /* save.c: the save pipeline. `cfg` resolved. */
 onnxio_status onnxio__save_plain(void *msg, const char *path, const onnxio_serialize_options *cfg);
 onnxio_status onnxio__save_external(onnxio_ModelProto *model, const char *path, const onnxio_serialize_options *cfg);

@@ -832,13 +832,9 @@ ONNXIO_API onnxio_status onnxio_safetensors_load_into(onnxio_ModelProto *model, 
     /* Everything is read: only now does the model change. */
     for (size_t i = 0; i < n; i++) {
         onnxio_TensorProto *t = plan[i].init;
-        static const unsigned typed[] = {
-            ONNXIO_FIELD_TensorProto_float_data, ONNXIO_FIELD_TensorProto_int32_data,
-            ONNXIO_FIELD_TensorProto_string_data, ONNXIO_FIELD_TensorProto_int64_data,
-            ONNXIO_FIELD_TensorProto_double_data, ONNXIO_FIELD_TensorProto_uint64_data,
-            ONNXIO_FIELD_TensorProto_external_data, ONNXIO_FIELD_TensorProto_data_location,
-        };
-        for (size_t k = 0; k < sizeof typed / sizeof typed[0]; k++) clear_field(t, typed[k]);
+        for (size_t k = 0; k < ONNXIO__TYPED_FIELDS; k++) clear_field(t, onnxio__tensor_typed_fields[k]);
+        clear_field(t, ONNXIO_FIELD_TensorProto_external_data);
+        clear_field(t, ONNXIO_FIELD_TensorProto_data_location);
         if (!plan[i].src->size)
             onnxio_span_set(&t->raw_data, NULL, 0, NULL);
         else if (cfg.no_copy)

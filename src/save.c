@@ -1002,14 +1002,6 @@ static onnxio_status save_plain_streaming(onnxio_ModelProto *model, const char *
     return onnxio__txn_commit(txn);
 }
 
-/* Whether `t` holds typed data (the repeated fields that carry a payload
- * other than raw_data). */
-static bool has_typed_data(const onnxio_TensorProto *t)
-{
-    return t->float_data.size || t->int32_data.size || t->string_data.size || t->int64_data.size ||
-           t->double_data.size || t->uint64_data.size;
-}
-
 /* The placeholders of the copy: initializers of every graph without a
  * payload. Sized from data_type and dims (onnxio_tensor_raw_size). */
 typedef struct placeholders {
@@ -1031,7 +1023,7 @@ static onnxio_status find_placeholder(onnxio_message *msg, onnxio_message *paren
     }
     if (!parent || parent->desc != &onnxio_desc_GraphProto || via->index != ONNXIO_FIELD_GraphProto_initializer)
         return ONNXIO_OK;
-    if (onnxio__is_external(t) || has_typed_data(t)) return ONNXIO_OK;
+    if (onnxio__is_external(t) || onnxio__has_typed_data(t)) return ONNXIO_OK;
     uint64_t size;
     if (onnxio_tensor_raw_size(t, &size) != 1) {
         char dims[256];
