@@ -13,14 +13,10 @@ from onnxio import _onnxio
 
 
 def _placeholder_types(model) -> dict:
-    """name -> data_type of the main graph's initializers without data (for
-    a clear dtype error before any byte is written)."""
-    out = {}
-    for t in model.graph.initializer:
-        if not (t.HasField("raw_data") or t.float_data or t.int32_data or t.int64_data or t.double_data
-                or t.uint64_data or t.string_data or t.data_location == 1):
-            out[t.name] = t.data_type
-    return out
+    """name -> data_type of the main graph's initializers, for a clear dtype
+    error before any byte is written (which of them are placeholders is the
+    library's rule: it refuses a tensor for any other name)."""
+    return {t.name: t.data_type for t in model.graph.initializer}
 
 
 def _as_bytes(name, value, data_type):
