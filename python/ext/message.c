@@ -833,7 +833,7 @@ static int init_kwargs(PyOnnxioMessage *self, PyObject *kwargs)
         } else if (f->label >= ONNXIO_LABEL_REPEATED) {
             PyObject *container = pyonnxio_repeated_new(self, f);
             if (!container) return -1;
-            PyObject *r = PyObject_CallMethod(container, "extend", "O", value);
+            PyObject *r = PyObject_CallMethod(container, "extend", "(O)", value);
             Py_DECREF(container);
             rc = r ? 0 : -1;
             Py_XDECREF(r);

@@ -368,7 +368,7 @@ static PyObject *repeated_count(Repeated *self, PyObject *value)
 {
     PyObject *list = to_list(self);
     if (!list) return NULL;
-    PyObject *r = PyObject_CallMethod(list, "count", "O", value);
+    PyObject *r = PyObject_CallMethod(list, "count", "(O)", value);
     Py_DECREF(list);
     return r;
 }

@@ -739,3 +739,11 @@ def test_serialize_after_changes_that_resize_lengths_like_onnx():
             step(m)
             out[mod] = [m.SerializeToString(), m.SerializeToString(), m.graph.SerializeToString()]
         assert out[onnxio] == out[onnx], f"step {i}"
+
+
+@pytest.mark.parametrize("kwargs", [{"dims": (1, 2)}, {"dims": range(3)}, {"dims": [4]}])
+def test_constructor_takes_any_iterable_for_repeated_fields_like_onnx(kwargs):
+    """A tuple used to reach extend() as its argument list (TypeError)."""
+    assert onnxio.TensorProto(**kwargs).SerializeToString() == onnx.TensorProto(**kwargs).SerializeToString()
+    n = {"input": ("a", "b")}
+    assert onnxio.NodeProto(**n).SerializeToString() == onnx.NodeProto(**n).SerializeToString()
