@@ -66,14 +66,16 @@ def main():
     limit = int(a.limit_gib * (1 << 30))
     os.makedirs(a.dir, exist_ok=True)
     out = os.path.join(a.dir, "stream.onnx")
+    # The reference first, deleted before the streamed model is written:
+    # the disk need hold only one copy of the bytes.
+    dd = write_fsync(os.path.join(a.dir, "dd.bin"), total, 64 << 20)
+    os.unlink(os.path.join(a.dir, "dd.bin"))
     r = subprocess.run([sys.executable, "-c", CHILD, out, str(n), str(a.tensor_mib), str(limit)],
                        capture_output=True, text=True)
     if r.returncode:
         sys.exit(r.stderr)
     f = r.stdout.split()
     secs, hwm = float(f[1]), int(f[3])
-    dd = write_fsync(os.path.join(a.dir, "dd.bin"), total, 64 << 20)
-    os.unlink(os.path.join(a.dir, "dd.bin"))
     import numpy as np
 
     import onnxio

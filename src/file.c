@@ -60,8 +60,12 @@ onnxio_status onnxio__map_fd(int fd, const char *what, onnxio_buffer **out)
     void *data = NULL;
     if (size) {
         /* Private and writable: a caller that edits a borrowed payload gets
-         * its own copy of that page, never a change to the file. */
-        data = onnxio__sys_mmap(size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd);
+         * its own copy of that page, never a change to the file. Without
+         * reserving swap for the whole file (MAP_NORESERVE): under the
+         * kernel's default overcommit heuristic a private writable mapping
+         * larger than memory is refused (a 32 GiB model on a 24 GiB
+         * machine), though only the pages a caller writes take memory. */
+        data = onnxio__sys_mmap(size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd);
         if (data == MAP_FAILED) {
             int err = errno;
             return onnxio__fail(onnxio__errno_status(err), "cannot map %s: %s", what, strerror(err));

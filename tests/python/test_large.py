@@ -272,3 +272,30 @@ def test_onnx_cannot_save_past_2gib(tmp_path, case):
     assert not (tmp_path / "onnx.onnx").exists()
     with pytest.raises(EncodeError, match=r"^Failed to serialize proto$"):
         model.SerializeToString()
+
+
+def test_no_copy_maps_external_data_larger_than_memory(tmp_path):
+    """A no_copy load maps a data file twice the machine's memory (sparse: no
+    disk): the private writable mapping must not reserve swap for the whole
+    file, or the kernel's default overcommit heuristic refuses it
+    (ENOMEM) though only written pages would take memory."""
+    import onnxio
+
+    with open("/proc/meminfo") as f:
+        mem = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemTotal:"))
+    size = 2 * mem
+    data = tmp_path / "big.bin"
+    with open(data, "wb") as f:
+        f.truncate(size)
+        f.seek(size - 1)
+        f.write(b"\x07")
+    t = TensorProto(name="w", data_type=TensorProto.UINT8, dims=[size], data_location=TensorProto.EXTERNAL)
+    for k, v in (("location", "big.bin"), ("offset", "0"), ("length", str(size))):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    model = helper.make_model(helper.make_graph([], "g", [], [], initializer=[t]))
+    (tmp_path / "m.onnx").write_bytes(model.SerializeToString())
+    m = onnxio.load(str(tmp_path / "m.onnx"), no_copy=True)
+    arr = onnxio.numpy_helper.to_array(m.graph.initializer[0])
+    assert arr.shape == (size,)
+    assert arr[-1] == 7 and arr[0] == 0  # the file's bytes, read through the mapping
