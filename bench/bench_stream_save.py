@@ -66,6 +66,9 @@ def main():
     limit = int(a.limit_gib * (1 << 30))
     os.makedirs(a.dir, exist_ok=True)
     out = os.path.join(a.dir, "stream.onnx")
+    for name in ("stream.onnx", "weights.data", "dd.bin"):  # a failed run's leftovers
+        if os.path.exists(os.path.join(a.dir, name)):
+            os.unlink(os.path.join(a.dir, name))
     # The reference first, deleted before the streamed model is written:
     # the disk need hold only one copy of the bytes.
     dd = write_fsync(os.path.join(a.dir, "dd.bin"), total, 64 << 20)
