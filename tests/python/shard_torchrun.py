@@ -15,7 +15,9 @@ initializer's parts; rank 0 concatenates them along the plan's axis and
 compares them with numpy_helper.to_array of the onnx package's full load
 (np.array_equal; replicated tensors: every rank's copy). The report lists,
 per layout and rank, the bytes read, rchar, the seconds in onnxio.shard and
-the number of mismatches."""
+the number of mismatches. Without a reference nothing is gathered (the
+benchmark); with "evict": true, rank 0 first drops the page cache of every
+file in each model's directory (posix_fadvise DONTNEED: a cold read)."""
 import json
 import os
 import sys
@@ -36,6 +38,17 @@ def rchar() -> int:
         return int(next(line for line in fp if line.startswith("rchar")).split()[1])
 
 
+def evict(directory: str) -> None:
+    for entry in os.scandir(directory):
+        if entry.is_file():
+            fd = os.open(entry.path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+
+
 def main(config_path: str) -> None:
     with open(config_path) as fp:
         config = json.load(fp)
@@ -49,6 +62,8 @@ def main(config_path: str) -> None:
         reference = {t.name: onnx_numpy_helper.to_array(t) for t in onnx.load(config["reference"]).graph.initializer}
     report = {"world_size": world, "layouts": {}}
     for label, path in config["layouts"].items():
+        if rank == 0 and config.get("evict"):
+            evict(os.path.dirname(os.path.abspath(path)))
         dist.barrier()
         stats: dict = {}
         before = rchar()
@@ -59,7 +74,7 @@ def main(config_path: str) -> None:
         axes = config["axes"]
         mismatches = []
         checked = 0
-        for tensor in model.graph.initializer:
+        for tensor in model.graph.initializer if config.get("reference") else ():
             part = np.ascontiguousarray(numpy_helper.to_array(tensor))
             local = torch.from_numpy(part)
             gathered = [torch.empty_like(local) for _ in range(world)]
