@@ -118,6 +118,7 @@ __version__ = _onnxio._library_version
 ONNX_ML = True
 
 _SUBMODULES = ("helper", "numpy_helper", "external_data_helper", "safetensors", "slices",
+               "sharding",
                # onnx's toolbox on onnxio's messages (they need the onnx package)
                "checker", "shape_inference", "version_converter", "printer", "parser", "inliner", "compose",
                "utils", "reference", "model_container", "defs",
@@ -1189,6 +1190,20 @@ def read_tensor(source, name: str, index=None, *, no_copy: bool = False, num_thr
 
     return slices.read_tensor(source, name, index, no_copy=no_copy, num_threads=num_threads, base_dir=base_dir,
                               stats=stats)
+
+
+def shard(model_or_path, rank: int, world_size: int, plan, *, num_threads: int = 0, base_dir=None,
+          stats: dict | None = None, uneven: str = "array_split"):
+    """Rank ``rank``'s model of ``world_size`` for tensor parallelism: the
+    main graph's initializers that ``plan`` (name or fnmatch pattern ->
+    axis or ``"replicate"``; unnamed ones are replicated) splits hold only
+    this rank's part, cut as ``numpy.array_split`` cuts; from a path only
+    those bytes are read. ``onnxio.sharding.shard``, whose docstring has
+    the details (``stats={}`` is filled with the bytes read)."""
+    from onnxio import sharding
+
+    return sharding.shard(model_or_path, rank, world_size, plan, num_threads=num_threads, base_dir=base_dir,
+                          stats=stats, uneven=uneven)
 
 
 # ---- submodules --------------------------------------------------------------------

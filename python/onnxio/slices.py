@@ -89,13 +89,21 @@ class TensorFile:
         """``numpy_helper.to_array(initializer)[index]``, reading only the slice's bytes."""
         from onnxio import numpy_helper
 
+        tensor, kept = self._read_tensor(name, index, no_copy=no_copy, stats=stats)
+        return numpy_helper.to_array(tensor).reshape(kept)
+
+    def _read_tensor(self, name: str, index: Any = None, *, no_copy: bool = False, stats: dict | None = None):
+        """The slice as a TensorProto (``data_type`` and ``name`` of the
+        initializer, ``dims`` the slice's lengths on every axis, ``raw_data``
+        its bytes, packed types packed) and the shape numpy's indexing gives
+        (integer axes dropped); ``stats`` as ``read``. ``onnxio.shard`` puts
+        such payloads into a model without another copy."""
         _, shape = self.info(name)
         ranges, kept = _ranges(index, shape, name)
         tensor, (nbytes, read, runs, payload), view = _C._tensor_file_read(self._handle(), name, ranges, no_copy)
-        array = numpy_helper.to_array(tensor)
         if stats is not None:
             stats.update(bytes=nbytes, bytes_read=read, runs=runs, payload_bytes=payload, view=bool(view))
-        return array.reshape(kept)
+        return tensor, kept
 
 
 def read_tensor(source: str | os.PathLike | TensorFile, name: str, index: Any = None, *, no_copy: bool = False,
