@@ -8,7 +8,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -27,21 +26,10 @@
  * these). Allocations larger than half a block get a block of their own. */
 #define ARENA_MAX_BLOCK ((size_t)64 << 10)
 #define SPANS_PER_CHUNK 256
-/* Once an arena holds this much (a load, a copy of a large tree), its
- * further blocks are mapped on their own in whole huge pages (2 MiB, asked
- * for with MADV_HUGEPAGE): a first parse of the 200k-node model took its
- * 95 MiB of structure in 24,000 page faults (43 ms, 1.14x upb's first
- * parse), and takes it in 50 now (20 ms); freeing unmaps them, so the
- * memory goes back to the system at once. The price: a loop of parses no
- * longer reuses the last tree's memory (warm parse 11 -> 14 ms). */
-#define HUGE_AFTER ((size_t)4 << 20)
-#define HUGE_BLOCK ((size_t)2 << 20)
-#define HUGE_BLOCK_MAX ((size_t)64 << 20)
 
 typedef struct block {
     struct block *next;
-    size_t size;  /* usable bytes after the header */
-    bool mapped;  /* a huge block: mapped, not malloc'd */
+    size_t size; /* usable bytes after the header */
 } block;
 
 typedef struct span_chunk {
@@ -112,8 +100,7 @@ ONNXIO_API void onnxio_arena_unref(onnxio_arena *a)
     }
     for (block *b = a->head, *next; b; b = next) {
         next = b->next;
-        if (b->mapped) onnxio__sys_munmap(b, BLOCK_HEADER + b->size);
-        else onnxio__free(b);
+        onnxio__free(b);
     }
     if (a->total <= SMALL_ARENA) note_freed(a->total);
     onnxio__free(a);
@@ -132,33 +119,14 @@ void *onnxio__arena_grow(onnxio_arena *a, size_t size)
         a->limit_hit = true;
         return NULL;
     }
-    block *nb;
-    bool mapped = false, own_block = size > a->next_block / 2 && a->head;
-    if (a->total >= HUGE_AFTER) {
-        /* A quarter of what the arena holds, in whole huge pages, within
-         * [HUGE_BLOCK, HUGE_BLOCK_MAX]; an allocation of more than half
-         * of that gets a mapping of its own. */
-        size_t bytes = a->total / 4 < HUGE_BLOCK_MAX ? a->total / 4 : HUGE_BLOCK_MAX;
-        bytes = (bytes + HUGE_BLOCK - 1) & ~(HUGE_BLOCK - 1);
-        own_block = size > bytes / 2 && a->head;
-        if (own_block || (a->limit && bytes > a->limit - a->total)) bytes = BLOCK_HEADER + want;
-        nb = onnxio__sys_mmap(bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1);
-        if (nb == MAP_FAILED) return NULL;
-#ifdef MADV_HUGEPAGE
-        if (bytes >= HUGE_BLOCK) madvise(nb, bytes, MADV_HUGEPAGE);
-#endif
-        want = bytes - BLOCK_HEADER;
-        mapped = true;
-    } else if (!(nb = onnxio__malloc(BLOCK_HEADER + want))) {
-        return NULL;
-    }
+    block *nb = onnxio__malloc(BLOCK_HEADER + want);
+    if (!nb) return NULL;
     nb->size = want;
-    nb->mapped = mapped;
     a->total += BLOCK_HEADER + want;
     char *p = (char *)nb + BLOCK_HEADER;
     /* Big allocations get their own block behind the head, so that the
      * head's free space is not wasted. */
-    if (own_block) {
+    if (size > a->next_block / 2 && a->head) {
         nb->next = a->head->next;
         a->head->next = nb;
         return p;
