@@ -12,7 +12,6 @@ import shutil
 import subprocess
 import sys
 
-import ml_dtypes
 import numpy as np
 import onnx
 import pytest
@@ -20,25 +19,14 @@ from onnx import TensorProto, helper, numpy_helper
 
 import onnxio
 from onnxio import numpy_helper as onnxio_numpy_helper
+from sample_tensors import sample_arrays
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RNG = np.random.default_rng(1616)
 
 
 def _arrays():
-    return {
-        "f32": RNG.standard_normal((37, 23)).astype(np.float32),
-        "f16": RNG.standard_normal((64, 48)).astype(np.float16),
-        "bf16": RNG.standard_normal((12, 40)).astype(ml_dtypes.bfloat16),
-        "i64": RNG.integers(-(2**40), 2**40, size=(11,), dtype=np.int64),
-        "i8": RNG.integers(-128, 127, size=(5, 6, 7), dtype=np.int8),
-        "b": RNG.integers(0, 2, size=(9, 4)).astype(bool),
-        "f64": RNG.standard_normal((3, 4, 5, 6)),
-        "scalar": np.array(3.5, dtype=np.float32),
-        "empty": np.zeros((0, 5), dtype=np.uint8),
-        "i4": RNG.integers(-8, 7, size=(8, 6)).astype(ml_dtypes.int4),
-        "big": RNG.standard_normal((256, 96)).astype(np.float32),
-    }
+    return {**sample_arrays(RNG), "big": RNG.standard_normal((256, 96)).astype(np.float32)}
 
 
 @pytest.fixture(scope="module")
