@@ -319,9 +319,12 @@ static onnxio_status read_central(onnxio_archive *a, uint64_t at_, uint64_t cd_e
 
 static onnxio_status overlap(const onnxio_archive *a, const entry *e, const entry *next)
 {
-    return bad(a, "entries '%s' and '%s' overlap (bytes %llu to %llu, and from %llu)", e->pub.name, next->pub.name,
-               (unsigned long long)e->pub.header_offset, (unsigned long long)(e->pub.data_offset + e->pub.compressed_size),
-               (unsigned long long)next->pub.header_offset);
+    /* Only offsets the central directory gives: the same words whether
+     * the local header was read or not (onnxio_archive_open_tail). */
+    return bad(a, "entries '%s' and '%s' overlap (the first, from byte %llu, has %llu bytes of data; the second starts at "
+                  "byte %llu)",
+               e->pub.name, next->pub.name, (unsigned long long)e->pub.header_offset,
+               (unsigned long long)e->pub.compressed_size, (unsigned long long)next->pub.header_offset);
 }
 
 /* Checks an entry's local header against its central header: `p` holds
