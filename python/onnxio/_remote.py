@@ -10,15 +10,34 @@ package as well (s3fs for s3://, aiohttp for http(s)://, gcsfs for gs://).
 What is fetched (every request a byte range, ``fs.cat_file(path, start,
 end)``, on a thread pool of ``num_threads`` threads, 0: 16):
 
-- The model file, whole: one request, or 8 MiB pieces in parallel for a
+- The first 64 bytes (is it an ``.onnxz`` archive: onnxio_detect_format).
+- An ``.onnxz`` archive (larger than 64 KiB + 64 bytes, loaded as a
+  ModelProto, without verify_checksum or progress), structure first: the
+  last 64 KiB, which the library opens (``onnxio_archive_open_tail``:
+  end records, ZIP64 records and central directory validated as a local
+  load does, names, sizes and overlaps checked); when the directory starts
+  earlier the library says from where, and that range is fetched (an
+  archive whose end record is not in the tail is fetched whole and loaded
+  as before). Then the ``__MODEL_PROTO`` entry, parsed; the library
+  resolves every external tensor to its entry (``onnxio_archive_ranges``);
+  ``payload_fn`` is asked for each; only the entries kept are fetched: each
+  entry's span (local header and data, ``onnxio_archive_entry_span``),
+  coalesced as external data is, in parallel, into buffers whose addresses
+  match the file offsets modulo 64 (aligned entries stay aligned); bytes
+  the tail already holds are not fetched again. On arrival the library
+  checks each entry's local header against the central directory, its
+  CRC-32 (``verify_crc``, on by default) and inflates deflated entries
+  (``onnxio_archive_entry_read``); payloads are views of those buffers.
+  Local headers of entries never fetched are never checked (a local load
+  checks them all). A whole load fetches the file plus 64 bytes.
+- Any other model file, whole: one request, or 8 MiB pieces in parallel for a
   larger one, into one 64-byte-aligned buffer. The library parses it from
-  that buffer with ``no_copy``: inline payloads and the stored entries of an
-  ``.onnxz`` archive are views of the fetched bytes, never copied again. A
-  single ``.onnx`` with inline payloads and an ``.onnxz`` archive are thus
-  fetched exactly once, byte for byte (their structure is interleaved with
-  or next to the payloads, and a whole load needs every payload: fetching
-  the file is fetching what is needed; selective reads of such files are
-  left to a later structure-first reader).
+  that buffer with ``no_copy``: inline payloads are views of the fetched
+  bytes, never copied again. A single ``.onnx`` with inline payloads is thus
+  fetched exactly once, byte for byte: its structure interleaves with its
+  payloads, and a structure-first reader would need the parser to skip
+  ``raw_data`` it has not fetched and ask for the next piece of structure
+  (not built: selective loads of such a file fetch it whole).
 - External data: the library lists the external tensors of the parsed
   model with their checked ranges (``onnxio_external_ranges``: the keys
   parsed, the location checked by the same rules as a local load, no
