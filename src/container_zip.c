@@ -21,11 +21,11 @@ typedef struct zip_container {
     uint64_t alignment;
 } zip_container;
 
-static onnxio_status zip_open(onnxio__container *base, const onnxio_TensorProto *t, const onnxio_external_ref *r,
-                              onnxio__budget *budget, onnxio__entry **out)
+/* The entry a tensor's location names ("./" prefixes removed), not the
+ * model's. */
+static onnxio_status resolve(onnxio_archive *a, const onnxio_TensorProto *t, const onnxio_external_ref *r,
+                             const onnxio_archive_entry **out)
 {
-    zip_container *c = (zip_container *)base;
-    onnxio_archive *a = c->archive;
     const char *loc = r->location;
     size_t n = r->location_size;
     /* "./name" is the same entry, as a path would be the same file. */
@@ -40,6 +40,18 @@ static onnxio_status zip_open(onnxio__container *base, const onnxio_TensorProto 
     if (onnxio_archive_entry_is_model(pub))
         return onnxio__fail(ONNXIO_ERR_PATH_SELF, "tensor '%s': external data location '%s' is the model entry itself",
                             onnxio__tensor_name(t), r->location);
+    *out = pub;
+    return ONNXIO_OK;
+}
+
+static onnxio_status zip_open(onnxio__container *base, const onnxio_TensorProto *t, const onnxio_external_ref *r,
+                              onnxio__budget *budget, onnxio__entry **out)
+{
+    zip_container *c = (zip_container *)base;
+    onnxio_archive *a = c->archive;
+    const onnxio_archive_entry *pub;
+    onnxio_status rs = resolve(a, t, r, &pub);
+    if (rs) return rs;
     if ((*out = onnxio__container_find(base, (uint64_t)(uintptr_t)pub, 0))) return ONNXIO_OK;
     zip_entry *z = onnxio__calloc(1, sizeof *z);
     if (!z) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
@@ -89,3 +101,55 @@ onnxio_status onnxio__zip_container(onnxio_archive *archive, const onnxio_parse_
     *out = &c->base;
     return ONNXIO_OK;
 }
+
+/* ---- remote archives (onnxio.h, "remote sources") -------------------- */
+
+typedef struct ranges_ctx {
+    onnxio_archive *archive;
+    onnxio_archive_range *items;
+    size_t count, capacity;
+} ranges_ctx;
+
+static onnxio_status collect(onnxio_message *msg, onnxio_message *parent, const onnxio_field_desc *via, void *ctx)
+{
+    (void)parent;
+    (void)via;
+    ranges_ctx *c = ctx;
+    onnxio_TensorProto *t = (onnxio_TensorProto *)msg;
+    if (!onnxio__is_external(t)) return ONNXIO_OK;
+    onnxio_external_ref r;
+    onnxio_status s = onnxio_external_ref_parse(t, &r);
+    if (s) return s;
+    const onnxio_archive_entry *pub;
+    if ((s = resolve(c->archive, t, &r, &pub))) return s;
+    /* The name in messages is the local load's (zip_open). */
+    char name[300];
+    snprintf(name, sizeof name, "entry '%.200s'", pub->name);
+    uint64_t length = 0;
+    if ((s = onnxio__check_external_range(t, &r, pub->size, name, &length))) return s;
+    if (!onnxio__grow((void **)&c->items, &c->capacity, c->count, sizeof *c->items))
+        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    c->items[c->count++] = (onnxio_archive_range){t, pub, r.offset, length};
+    return ONNXIO_OK;
+}
+
+ONNXIO_API onnxio_status onnxio_archive_ranges(onnxio_archive *archive, onnxio_message *root, onnxio_archive_range **out,
+                                               size_t *count)
+{
+    if (!archive || !root || !out || !count)
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "onnxio_archive_ranges: NULL argument");
+    onnxio__clear_error();
+    *out = NULL;
+    *count = 0;
+    ranges_ctx c = {.archive = archive};
+    onnxio_status s = onnxio__visit(root, &onnxio_desc_TensorProto, collect, &c);
+    if (s) {
+        onnxio__free(c.items);
+        return s;
+    }
+    *out = c.items;
+    *count = c.count;
+    return ONNXIO_OK;
+}
+
+ONNXIO_API void onnxio_archive_ranges_free(onnxio_archive_range *ranges) { onnxio__free(ranges); }

@@ -77,11 +77,20 @@ typedef struct entry {
     uint16_t flags;
     uint64_t central_offset; /* of its central header, and its size */
     uint64_t central_size;
+    /* Archives opened from their tail (onnxio_archive_open_tail): whether
+     * the local header was checked (pub.data_offset is known), the end of
+     * the bytes a reader fetches for the entry, and the entry whose local
+     * header follows it in the file (NULL: the central directory does). */
+    bool checked;
+    uint64_t span_end;
+    const struct entry *next;
 } entry;
 
 struct onnxio_archive {
-    const uint8_t *data;
-    size_t size;
+    const uint8_t *data;  /* the file's bytes from `base` to `size` */
+    uint64_t size;        /* the file's size */
+    uint64_t base;        /* 0, or for an archive opened from its tail the file offset of data[0] */
+    uint64_t need;        /* a read past the tail: the first byte it needs (else UINT64_MAX) */
     onnxio_buffer *owner; /* a reference, or NULL (borrowed) */
     int fd;               /* -1: only in memory */
     int own_fd;           /* fd was opened here */
@@ -94,6 +103,19 @@ struct onnxio_archive {
     uint64_t cd_offset, cd_size;
     uint64_t end_offset;  /* where the end records start */
 };
+
+/* The bytes at file offset `off` (inside the bytes held: see held). */
+static const uint8_t *at(const onnxio_archive *a, uint64_t off) { return a->data + (off - a->base); }
+/* Whether the `n` bytes at `off` are held; if not, records that the read
+ * needs the file from `from` on (an archive opened from its tail). */
+static bool held(onnxio_archive *a, uint64_t off, uint64_t n, uint64_t from)
+{
+    if (off >= a->base && off <= a->size && n <= a->size - off) return true;
+    if (from < a->need) a->need = from;
+    return false;
+}
+/* The status of a read that needs bytes before the tail (a->need). */
+#define NEED_MORE ONNXIO_ERR_ARCHIVE
 
 static onnxio_status bad(const onnxio_archive *a, const char *fmt, ...) ONNXIO_PRINTF(2, 3);
 static onnxio_status bad(const onnxio_archive *a, const char *fmt, ...)
@@ -116,9 +138,9 @@ typedef struct end_info {
 } end_info;
 
 /* Reads the end records whose classic record is at `pos`. */
-static onnxio_status read_end(const onnxio_archive *a, uint64_t pos, end_info *e)
+static onnxio_status read_end(onnxio_archive *a, uint64_t pos, end_info *e)
 {
-    const uint8_t *p = a->data + pos;
+    const uint8_t *p = at(a, pos);
     if (rd16(p + 4) != 0 || rd16(p + 6) != 0 || rd16(p + 8) != rd16(p + 10))
         return bad(a, "the end of central directory record at byte %llu describes a multi-disk archive",
                    (unsigned long long)pos);
@@ -126,23 +148,25 @@ static onnxio_status read_end(const onnxio_archive *a, uint64_t pos, end_info *e
     e->cd_size = rd32(p + 12);
     e->cd_offset = rd32(p + 16);
     e->end_offset = pos;
-    if (pos < LOCATOR64_SIZE || rd32(a->data + pos - LOCATOR64_SIZE) != SIG_LOCATOR64) {
+    if (pos >= LOCATOR64_SIZE && !held(a, pos - LOCATOR64_SIZE, LOCATOR64_SIZE, pos - LOCATOR64_SIZE)) return NEED_MORE;
+    if (pos < LOCATOR64_SIZE || rd32(at(a, pos - LOCATOR64_SIZE)) != SIG_LOCATOR64) {
         if (e->count == 0xFFFF || e->cd_size == 0xFFFFFFFF || e->cd_offset == 0xFFFFFFFF)
             return bad(a, "the end of central directory record at byte %llu needs ZIP64 records, and there are none",
                        (unsigned long long)pos);
         return ONNXIO_OK;
     }
-    const uint8_t *l = a->data + pos - LOCATOR64_SIZE;
+    const uint8_t *l = at(a, pos - LOCATOR64_SIZE);
     uint64_t rec = rd64(l + 8);
     if (rd32(l + 4) != 0 || rd32(l + 16) > 1)
         return bad(a, "the ZIP64 end of central directory locator describes a multi-disk archive");
     /* The record must lie right before its locator: nothing hides between. */
-    if (rec > pos - LOCATOR64_SIZE || pos - LOCATOR64_SIZE - rec < END64_SIZE || rd32(a->data + rec) != SIG_END64 ||
-        rd64(a->data + rec + 4) != pos - LOCATOR64_SIZE - rec - 12)
+    bool before = rec <= pos - LOCATOR64_SIZE && pos - LOCATOR64_SIZE - rec >= END64_SIZE;
+    if (before && !held(a, rec, pos - LOCATOR64_SIZE - rec, rec)) return NEED_MORE;
+    if (!before || rd32(at(a, rec)) != SIG_END64 || rd64(at(a, rec) + 4) != pos - LOCATOR64_SIZE - rec - 12)
         return bad(a, "the ZIP64 end of central directory locator points at byte %llu, where there is no ZIP64 end "
                       "record ending at the locator",
                    (unsigned long long)rec);
-    const uint8_t *r = a->data + rec;
+    const uint8_t *r = at(a, rec);
     if (rd32(r + 16) != 0 || rd32(r + 20) != 0 || rd64(r + 24) != rd64(r + 32))
         return bad(a, "the ZIP64 end of central directory record describes a multi-disk archive");
     uint64_t count = rd64(r + 32), cd_size = rd64(r + 40), cd_offset = rd64(r + 48);
@@ -169,16 +193,19 @@ static int cd_fits(const end_info *e)
  * (its comment reaching the last byte); if none does, the last one whose
  * central directory ends right before it is used: what an interrupted
  * model replacement leaves (docs/onnxz.md, "Replacing the model"). */
-static onnxio_status find_end(const onnxio_archive *a, end_info *e)
+static onnxio_status find_end(onnxio_archive *a, end_info *e)
 {
-    if (a->size < END_SIZE) return bad(a, "%zu bytes are too few for a zip archive", a->size);
+    if (a->size < END_SIZE) return bad(a, "%llu bytes are too few for a zip archive", (unsigned long long)a->size);
     uint64_t lowest = a->size - END_SIZE > MAX_COMMENT ? a->size - END_SIZE - MAX_COMMENT : 0;
     for (uint64_t pos = a->size - END_SIZE + 1; pos-- > lowest;) {
-        const uint8_t *p = a->data + pos;
+        if (!held(a, pos, END_SIZE, lowest)) return NEED_MORE;
+        const uint8_t *p = at(a, pos);
         if (rd32(p) == SIG_END && pos + END_SIZE + rd16(p + 20) == a->size) return read_end(a, pos, e);
     }
+    /* The fallback reads the whole file. */
+    if (!held(a, 0, a->size, 0)) return NEED_MORE;
     for (uint64_t pos = a->size - END_SIZE + 1; pos-- > 0;) {
-        const uint8_t *p = a->data + pos;
+        const uint8_t *p = at(a, pos);
         if (p[0] != 'P' || rd32(p) != SIG_END) continue;
         end_info c;
         if (read_end(a, pos, &c) == ONNXIO_OK && cd_fits(&c)) {
@@ -246,14 +273,15 @@ static int by_name_cmp(const void *x, const void *y)
 
 static int by_offset_cmp(const void *x, const void *y)
 {
-    const entry *p = x, *q = y;
+    const entry *p = *(entry *const *)x, *q = *(entry *const *)y;
     return (p->pub.header_offset > q->pub.header_offset) - (p->pub.header_offset < q->pub.header_offset);
 }
 
 /* Reads one central header at `at` into e (its name copied to *names). */
-static onnxio_status read_central(onnxio_archive *a, uint64_t at, uint64_t cd_end, entry *e, char **names)
+static onnxio_status read_central(onnxio_archive *a, uint64_t at_, uint64_t cd_end, entry *e, char **names)
 {
-    const uint8_t *p = a->data + at;
+    uint64_t at = at_;
+    const uint8_t *p = a->data + (at - a->base);
     if (cd_end - at < CENTRAL_SIZE || rd32(p) != SIG_CENTRAL)
         return bad(a, "no central directory header at byte %llu", (unsigned long long)at);
     uint16_t nlen = rd16(p + 28), xlen = rd16(p + 30), clen = rd16(p + 32);
@@ -289,22 +317,50 @@ static onnxio_status read_central(onnxio_archive *a, uint64_t at, uint64_t cd_en
     return ONNXIO_OK;
 }
 
-/* Checks an entry's local header against its central header. */
-static onnxio_status read_local(onnxio_archive *a, entry *e)
+static onnxio_status overlap(const onnxio_archive *a, const entry *e, const entry *next)
+{
+    /* Only offsets the central directory gives: the same words whether
+     * the local header was read or not (onnxio_archive_open_tail). */
+    return bad(a, "entries '%s' and '%s' overlap (the first, from byte %llu, has %llu bytes of data; the second starts at "
+                  "byte %llu)",
+               e->pub.name, next->pub.name, (unsigned long long)e->pub.header_offset,
+               (unsigned long long)e->pub.compressed_size, (unsigned long long)next->pub.header_offset);
+}
+
+/* Checks an entry's local header against its central header: `p` holds
+ * the file's bytes from the header on, `avail` of them (the whole rest of
+ * the file, or for an archive opened from its tail the entry's span: then
+ * an entry whose header or data reach past it overlaps the next one). */
+static onnxio_status read_local(onnxio_archive *a, entry *e, const uint8_t *p, uint64_t avail)
 {
     const char *name = e->pub.name;
     uint64_t h = e->pub.header_offset;
     if (h > a->cd_offset || a->cd_offset - h < LOCAL_SIZE)
         return bad(a, "entry '%s': its local header offset %llu is not before the central directory", name,
                    (unsigned long long)h);
-    const uint8_t *p = a->data + h;
+    if (!p) {
+        p = at(a, h);
+        avail = a->size - h;
+    }
+    if (avail < LOCAL_SIZE + e->pub.name_size)
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "archive %s: entry '%s': %llu bytes are too few for its local header",
+                            a->what, name, (unsigned long long)avail);
     if (rd32(p) != SIG_LOCAL) return bad(a, "entry '%s': no local header at byte %llu", name, (unsigned long long)h);
     uint16_t flags = rd16(p + 6), method = rd16(p + 8), nlen = rd16(p + 26), xlen = rd16(p + 28);
     uint64_t data = h + LOCAL_SIZE + nlen + xlen;
     if (data > a->cd_offset) return bad(a, "entry '%s': its local header runs into the central directory", name);
-    if (nlen != e->pub.name_size || memcmp(p + LOCAL_SIZE, e->pub.name, nlen) != 0)
-        return bad(a, "entry '%s': its local header at byte %llu names '%.*s'", name, (unsigned long long)h,
-                   (int)(nlen > 200 ? 200 : nlen), (const char *)p + LOCAL_SIZE);
+    if (nlen != e->pub.name_size || memcmp(p + LOCAL_SIZE, e->pub.name, nlen) != 0) {
+        uint64_t shown = nlen > 200 ? 200 : nlen;
+        if (shown > avail - LOCAL_SIZE) shown = avail - LOCAL_SIZE;
+        return bad(a, "entry '%s': its local header at byte %llu names '%.*s'", name, (unsigned long long)h, (int)shown,
+                   (const char *)p + LOCAL_SIZE);
+    }
+    if (data - h > avail) {
+        /* Only past a span: the header reaches into the next entry. */
+        e->pub.data_offset = data;
+        if (!e->next) return bad(a, "entry '%s': its local header runs into the central directory", name);
+        return overlap(a, e, e->next);
+    }
     if (method != e->pub.method || (flags & 0x49) != (e->flags & 0x49))
         return bad(a, "entry '%s': its local header (method %u, flags 0x%x) and central header (method %u, flags 0x%x) disagree",
                    name, method, flags, e->pub.method, e->flags);
@@ -320,6 +376,30 @@ static onnxio_status read_local(onnxio_archive *a, entry *e)
         onnxio_status s = read_extra(a, name, p + LOCAL_SIZE + nlen, xlen, &(uint64_t){0}, &(uint64_t){0}, NULL, 0);
         if (s) return s;
     }
+    if (e->pub.compressed_size > a->cd_offset - data)
+        return bad(a, "entry '%s': its %llu bytes at byte %llu run into the central directory or past the end of the file",
+                   name, (unsigned long long)e->pub.compressed_size, (unsigned long long)data);
+    e->pub.data_offset = data;
+    if (e->pub.compressed_size > avail - (data - h))
+        return e->next ? overlap(a, e, e->next)
+                       : bad(a, "entry '%s': its %llu bytes at byte %llu run into the central directory", name,
+                             (unsigned long long)e->pub.compressed_size, (unsigned long long)data);
+    e->checked = true;
+    return ONNXIO_OK;
+}
+
+/* The checks of read_local that the central header alone allows, with
+ * the smallest local header (no extra field) standing for the real one:
+ * pub.data_offset becomes the lowest offset its data can have. */
+static onnxio_status lower_local(onnxio_archive *a, entry *e)
+{
+    const char *name = e->pub.name;
+    uint64_t h = e->pub.header_offset;
+    if (h > a->cd_offset || a->cd_offset - h < LOCAL_SIZE)
+        return bad(a, "entry '%s': its local header offset %llu is not before the central directory", name,
+                   (unsigned long long)h);
+    uint64_t data = h + LOCAL_SIZE + e->pub.name_size;
+    if (data > a->cd_offset) return bad(a, "entry '%s': its local header runs into the central directory", name);
     if (e->pub.compressed_size > a->cd_offset - data)
         return bad(a, "entry '%s': its %llu bytes at byte %llu run into the central directory or past the end of the file",
                    name, (unsigned long long)e->pub.compressed_size, (unsigned long long)data);
@@ -343,9 +423,13 @@ static onnxio_status read_structure(onnxio_archive *a)
     if (e.count > e.cd_size / CENTRAL_SIZE)
         return bad(a, "the end record says %llu entries, more than a %llu-byte central directory can hold",
                    (unsigned long long)e.count, (unsigned long long)e.cd_size);
+    /* From a tail: the directory (inside the file, as cd_fits says) must be
+     * held before anything is sized from it. */
+    if (!held(a, e.cd_offset, e.cd_size, e.cd_offset)) return NEED_MORE;
     a->count = (size_t)e.count;
     a->entries = onnxio__calloc(a->count ? a->count : 1, sizeof *a->entries);
     a->by_name = onnxio__calloc(a->count ? a->count : 1, sizeof *a->by_name);
+    if (e.cd_size >= SIZE_MAX) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     a->names = onnxio__malloc((size_t)e.cd_size + 1);
     if (!a->entries || !a->by_name || !a->names) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     char *names = a->names;
@@ -370,20 +454,29 @@ static onnxio_status read_structure(onnxio_archive *a)
             if (h < a->size) onnxio__map_willneed(a->data + h, a->size - h < 4096 ? (size_t)(a->size - h) : 4096);
         }
     }
-    for (size_t i = 0; i < a->count && !s; i++) s = read_local(a, &a->entries[i]);
+    /* From a tail, the local headers are not here: each is checked when
+     * its entry's bytes arrive (onnxio_archive_entry_read); until then the
+     * smallest header its central header allows stands for it. */
+    for (size_t i = 0; i < a->count && !s; i++)
+        s = a->base ? lower_local(a, &a->entries[i]) : read_local(a, &a->entries[i], NULL, 0);
     if (mapped) onnxio__map_random(a->data, a->size, false);
     if (s) return s;
     /* No two entries may share bytes. */
-    entry *sorted = onnxio__malloc((a->count ? a->count : 1) * sizeof *sorted);
+    entry **sorted = onnxio__malloc((a->count ? a->count : 1) * sizeof *sorted);
     if (!sorted) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-    memcpy(sorted, a->entries, a->count * sizeof *sorted);
+    for (size_t i = 0; i < a->count; i++) sorted[i] = &a->entries[i];
     qsort(sorted, a->count, sizeof *sorted, by_offset_cmp);
-    for (size_t i = 0; i + 1 < a->count && !s; i++)
-        if (sorted[i].pub.data_offset + sorted[i].pub.compressed_size > sorted[i + 1].pub.header_offset)
-            s = bad(a, "entries '%s' and '%s' overlap (bytes %llu to %llu, and from %llu)", sorted[i].pub.name,
-                    sorted[i + 1].pub.name, (unsigned long long)sorted[i].pub.header_offset,
-                    (unsigned long long)(sorted[i].pub.data_offset + sorted[i].pub.compressed_size),
-                    (unsigned long long)sorted[i + 1].pub.header_offset);
+    for (size_t i = 0; i < a->count && !s; i++) {
+        entry *e = sorted[i], *next = i + 1 < a->count ? sorted[i + 1] : NULL;
+        if (next && e->pub.data_offset + e->pub.compressed_size > next->pub.header_offset) s = overlap(a, e, next);
+        /* What a reader fetches for the entry: its local header (at most
+         * 30 + name + 65535 bytes) and data, never past the next header. */
+        uint64_t end = next ? next->pub.header_offset : a->cd_offset;
+        uint64_t most = e->pub.header_offset + LOCAL_SIZE + e->pub.name_size + 0xFFFF + e->pub.compressed_size;
+        e->span_end = end < most ? end : most;
+        e->next = next;
+        if (a->base) e->pub.data_offset = 0; /* known once checked */
+    }
     onnxio__free(sorted);
     if (s) return s;
     const entry **order = onnxio__malloc((a->count ? a->count : 1) * sizeof *order);
@@ -403,8 +496,15 @@ static onnxio_status read_structure(onnxio_archive *a)
     return ONNXIO_OK;
 }
 
-onnxio_status onnxio__archive_open(const uint8_t *data, size_t size, onnxio_buffer *owner, int fd, const char *what,
-                                   onnxio_archive **out)
+static onnxio_status crc_mismatch(const onnxio_archive *a, const entry *e, uint32_t got);
+static onnxio_status inflate_entry(const onnxio_archive *a, const entry *e, const uint8_t *in, onnxio__budget *budget,
+                                   onnxio_buffer **out);
+
+/* Opens the archive of `file_size` bytes whose bytes from `base` on are
+ * at `data`; *need (when not NULL) says where a read past them would
+ * start (UINT64_MAX: none needed). */
+static onnxio_status open_archive(const uint8_t *data, uint64_t base, uint64_t file_size, onnxio_buffer *owner, int fd,
+                                  const char *what, uint64_t *need, onnxio_archive **out)
 {
     *out = NULL;
     onnxio_archive *a = onnxio__calloc(1, sizeof *a);
@@ -413,15 +513,82 @@ onnxio_status onnxio__archive_open(const uint8_t *data, size_t size, onnxio_buff
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     }
     a->data = data;
-    a->size = size;
+    a->size = file_size;
+    a->base = base;
+    a->need = UINT64_MAX;
     a->owner = onnxio_buffer_ref(owner);
     a->fd = fd;
     onnxio_status s = read_structure(a);
+    uint64_t needed = a->need;
+    if (need) *need = needed;
     if (s) {
         onnxio_archive_close(a);
+        if (needed != UINT64_MAX) {
+            onnxio__clear_error();
+            return ONNXIO_OK;
+        }
         return s;
     }
     *out = a;
+    return ONNXIO_OK;
+}
+
+onnxio_status onnxio__archive_open(const uint8_t *data, size_t size, onnxio_buffer *owner, int fd, const char *what,
+                                   onnxio_archive **out)
+{
+    return open_archive(data, 0, size, owner, fd, what, NULL, out);
+}
+
+ONNXIO_API onnxio_status onnxio_archive_open_tail(const void *tail, size_t tail_size, uint64_t file_size,
+                                                  onnxio_buffer *owner, uint64_t *need, onnxio_archive **out)
+{
+    if (!out || !need || (!tail && tail_size) || tail_size > file_size)
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "archive_open_tail: NULL argument, or a tail longer than the file");
+    onnxio__clear_error();
+    *need = UINT64_MAX;
+    return open_archive(tail, file_size - tail_size, file_size, owner, -1, NULL, need, out);
+}
+
+ONNXIO_API onnxio_status onnxio_archive_entry_span(const onnxio_archive *a, const onnxio_archive_entry *pub,
+                                                   uint64_t *start, uint64_t *end)
+{
+    if (!a || !pub || !start || !end || (const entry *)pub < a->entries || (const entry *)pub >= a->entries + a->count)
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "archive_entry_span: NULL argument or not an entry of the archive");
+    const entry *e = (const entry *)pub;
+    *start = e->pub.header_offset;
+    *end = e->span_end;
+    return ONNXIO_OK;
+}
+
+ONNXIO_API onnxio_status onnxio_archive_entry_read(onnxio_archive *a, const onnxio_archive_entry *pub, const void *bytes,
+                                                   size_t size, bool verify_crc, uint64_t max_expansion,
+                                                   const void **data, onnxio_buffer **inflated)
+{
+    if (!a || !pub || !data || !inflated || (!bytes && size) || (const entry *)pub < a->entries ||
+        (const entry *)pub >= a->entries + a->count)
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "archive_entry_read: NULL argument or not an entry of the archive");
+    onnxio__clear_error();
+    *data = NULL;
+    *inflated = NULL;
+    entry *e = &a->entries[(const entry *)pub - a->entries];
+    if (size < e->span_end - e->pub.header_offset)
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "archive %s: entry '%s': %zu bytes given, its span is %llu", a->what,
+                            e->pub.name, size, (unsigned long long)(e->span_end - e->pub.header_offset));
+    /* Only the span counts: past it lies the next entry. */
+    onnxio_status s = read_local(a, e, bytes, e->span_end - e->pub.header_offset);
+    if (s) return s;
+    const uint8_t *in = (const uint8_t *)bytes + (e->pub.data_offset - e->pub.header_offset);
+    if (e->pub.method == ONNXIO_ARCHIVE_DEFLATED) {
+        onnxio__budget budget = {max_expansion ? max_expansion : ONNXIO_DEFAULT_MAX_EXPANSION, e->pub.compressed_size, 0};
+        if ((s = inflate_entry(a, e, in, &budget, inflated))) return s;
+        *data = onnxio_buffer_data(*inflated);
+        return ONNXIO_OK;
+    }
+    if (verify_crc) {
+        uint32_t crc = onnxio__crc32(0, in, e->pub.size);
+        if (crc != e->pub.crc32) return crc_mismatch(a, e, crc);
+    }
+    *data = in;
     return ONNXIO_OK;
 }
 
@@ -513,7 +680,7 @@ static onnxio_status crc_mismatch(const onnxio_archive *a, const entry *e, uint3
 
 /* Inflates a deflated entry into a new buffer (its CRC-32 checked), the
  * bytes charged to `budget`. */
-static onnxio_status inflate_entry(const onnxio_archive *a, const entry *e, onnxio__budget *budget,
+static onnxio_status inflate_entry(const onnxio_archive *a, const entry *e, const uint8_t *in, onnxio__budget *budget,
                                    onnxio_buffer **out)
 {
     *out = NULL;
@@ -538,7 +705,6 @@ static onnxio_status inflate_entry(const onnxio_archive *a, const entry *e, onnx
         onnxio_buffer_unref(b);
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "cannot start inflating entry '%s'", name);
     }
-    const uint8_t *in = a->data + e->pub.data_offset;
     uint8_t *dst = onnxio_buffer_data(b);
     uint64_t in_left = csize, out_done = 0;
     uint8_t spare;
@@ -592,7 +758,7 @@ onnxio_status onnxio__archive_entry_bytes(onnxio_archive *a, const onnxio_archiv
 {
     const entry *e = (const entry *)pub;
     if (e->pub.method == ONNXIO_ARCHIVE_DEFLATED) {
-        onnxio_status s = inflate_entry(a, e, budget, owner);
+        onnxio_status s = inflate_entry(a, e, a->data + e->pub.data_offset, budget, owner);
         if (s) return s;
         *data = onnxio_buffer_data(*owner);
         return ONNXIO_OK;

@@ -773,6 +773,77 @@ bool onnxio_archive_entry_is_model(const onnxio_archive_entry *e);
  * the no_copy load's alignment option. */
 bool onnxio_archive_entry_borrowable(const onnxio_archive_entry *e, uint64_t alignment);
 
+/* Structure-first reading (remote sources, issue 16: a front end that
+ * fetches byte ranges itself, python/onnxio/_remote.py). The front end
+ * fetches the last bytes of the file (e.g. 64 KiB) and opens the archive
+ * from them; the library validates the end records, the ZIP64 records and
+ * the central directory as onnxio_archive_open does, and asks for more
+ * when they start before the tail. Each entry's local header is checked
+ * when the front end hands over the entry's bytes
+ * (onnxio_archive_entry_read), against its central header and the entries
+ * around it; until then the checks that need it use the smallest local
+ * header the central header allows (30 bytes + the name: every overlap
+ * and size check of onnxio_archive_open that the central directory can
+ * decide is made at open). Entries the front end never fetches never have
+ * their local header checked. */
+
+/* Opens the archive of `file_size` bytes from its last `tail_size` bytes
+ * at `tail` (`owner`, may be NULL, gets a reference; otherwise the caller
+ * keeps them alive until the archive is closed). When the end records or
+ * the central directory start before the tail (or the end record must be
+ * searched for in the whole file: docs/onnxz.md, "Finding the end
+ * record"), returns ONNXIO_OK with *out NULL and *need the file offset
+ * from which the bytes are needed (always inside the file, and only after
+ * the records that point there were checked): open again with the tail
+ * from *need. Otherwise *need is UINT64_MAX and *out the archive, or the
+ * error onnxio_archive_open gives. With the whole file as the tail, every
+ * local header is checked at open, as onnxio_archive_open_bytes does. In
+ * an archive opened from a shorter tail, an entry's data_offset is 0 until
+ * onnxio_archive_entry_read has checked it. */
+onnxio_status onnxio_archive_open_tail(const void *tail, size_t tail_size, uint64_t file_size, onnxio_buffer *owner,
+                                       uint64_t *need, onnxio_archive **out);
+/* The file's bytes [*start, *end) a reader fetches to read entry `e`: its
+ * local header and its data (at most 30 + name + 65535 + compressed size
+ * bytes, and never past the next entry's local header or the central
+ * directory). ONNXIO_ERR_INVALID_ARGUMENT if `e` is not the archive's. */
+onnxio_status onnxio_archive_entry_span(const onnxio_archive *archive, const onnxio_archive_entry *e, uint64_t *start,
+                                        uint64_t *end);
+/* Reads entry `e` from `bytes`, the file's bytes from its span's start
+ * (`size` at least the span's length; bytes past the span are ignored):
+ * its local header is checked against its central header (name, method,
+ * flags, CRC-32 and sizes, the data inside the span: ONNXIO_ERR_ARCHIVE,
+ * an entry whose header or data reach past the span overlapping the next
+ * entry), e->data_offset set, then its data: a stored entry's CRC-32 is
+ * checked when `verify_crc` (ONNXIO_ERR_CHECKSUM) and *data points into
+ * `bytes` (*inflated NULL); a deflated entry is inflated into *inflated (a
+ * new buffer, CRC-32 always checked; refused past max_expansion times its
+ * compressed size plus ONNXIO_EXPANSION_ALLOWANCE, 0: the default) and
+ * *data points at its bytes. e->size bytes at *data either way. */
+onnxio_status onnxio_archive_entry_read(onnxio_archive *archive, const onnxio_archive_entry *e, const void *bytes,
+                                        size_t size, bool verify_crc, uint64_t max_expansion, const void **data,
+                                        onnxio_buffer **inflated);
+
+/* One external payload of a model read from an archive: the entry and the
+ * checked range inside its uncompressed bytes. */
+typedef struct onnxio_archive_range {
+    onnxio_TensorProto *tensor; /* a tensor of the tree (data_location EXTERNAL) */
+    const onnxio_archive_entry *entry;
+    uint64_t offset; /* the payload is the entry's bytes [offset, offset + length) */
+    uint64_t length;
+} onnxio_archive_range;
+
+/* Lists every tensor under `root` (as onnxio_external_ranges walks them)
+ * whose data is external, resolved in `archive` by a load's rules: the
+ * keys parsed (ONNXIO_ERR_EXTERNAL_DATA, ONNXIO_ERR_PATH_ABSOLUTE,
+ * ONNXIO_ERR_PATH_PARENT), the location (leading "./" removed) an entry
+ * (ONNXIO_ERR_EXTERNAL_DATA) other than the model (ONNXIO_ERR_PATH_SELF),
+ * the range inside the entry's uncompressed size and the length what the
+ * type and shape need (ONNXIO_ERR_EXTERNAL_RANGE, ONNXIO_ERR_EXTERNAL_DATA).
+ * *out (free with onnxio_archive_ranges_free; NULL when *count is 0). */
+onnxio_status onnxio_archive_ranges(onnxio_archive *archive, onnxio_message *root, onnxio_archive_range **out,
+                                    size_t *count);
+void onnxio_archive_ranges_free(onnxio_archive_range *ranges);
+
 /* Saves `model` as an .onnxz archive at `path`, whatever its extension,
  * atomically (temporary file, fsync, rename). Every tensor anywhere in the
  * model (initializers, attributes, sparse tensors, functions) whose loaded

@@ -1406,6 +1406,10 @@ static PyMethodDef module_methods[] = {
     {"_external_ranges", pyonnxio_remote_external_ranges, METH_VARARGS, pyonnxio_remote_external_ranges_doc},
     {"_set_fetched_payload", pyonnxio_remote_set_payload, METH_VARARGS, pyonnxio_remote_set_payload_doc},
     {"_bytes_are_archive", pyonnxio_remote_is_archive, METH_O, pyonnxio_remote_is_archive_doc},
+    {"_archive_open_tail", pyonnxio_remote_archive_open_tail, METH_VARARGS, pyonnxio_remote_archive_open_tail_doc},
+    {"_archive_entries", pyonnxio_remote_archive_entries, METH_O, pyonnxio_remote_archive_entries_doc},
+    {"_archive_entry_read", pyonnxio_remote_archive_read, METH_VARARGS, pyonnxio_remote_archive_read_doc},
+    {"_archive_ranges", pyonnxio_remote_archive_ranges, METH_VARARGS, pyonnxio_remote_archive_ranges_doc},
     /* tensor slices (slice.c) */
     {"_tensor_file_open", (PyCFunction)(void (*)(void))pyonnxio_tensor_file_open, METH_VARARGS | METH_KEYWORDS,
      pyonnxio_tensor_file_open_doc},

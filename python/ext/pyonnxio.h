@@ -228,6 +228,14 @@ extern const char pyonnxio_remote_set_payload_doc[];
 /* _bytes_are_archive (METH_O). */
 PyObject *pyonnxio_remote_is_archive(PyObject *self, PyObject *obj);
 extern const char pyonnxio_remote_is_archive_doc[];
+PyObject *pyonnxio_remote_archive_open_tail(PyObject *self, PyObject *args);
+PyObject *pyonnxio_remote_archive_entries(PyObject *self, PyObject *cap);
+PyObject *pyonnxio_remote_archive_read(PyObject *self, PyObject *args);
+PyObject *pyonnxio_remote_archive_ranges(PyObject *self, PyObject *args);
+extern const char pyonnxio_remote_archive_open_tail_doc[];
+extern const char pyonnxio_remote_archive_entries_doc[];
+extern const char pyonnxio_remote_archive_read_doc[];
+extern const char pyonnxio_remote_archive_ranges_doc[];
 
 
 /* ---- slice.c ----------------------------------------------------------- */

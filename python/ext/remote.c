@@ -124,3 +124,152 @@ PyObject *pyonnxio_remote_is_archive(PyObject *self, PyObject *obj)
     PyBuffer_Release(&view);
     return PyBool_FromLong(f == ONNXIO_FORMAT_ARCHIVE);
 }
+
+/* ---- .onnxz archives, structure first --------------------------------- */
+
+/* An opened archive: a capsule that closes it. */
+#define ARCHIVE_CAPSULE "onnxio.remote_archive"
+
+static void archive_capsule_free(PyObject *cap)
+{
+    onnxio_archive_close(PyCapsule_GetPointer(cap, ARCHIVE_CAPSULE));
+}
+
+static onnxio_archive *archive_of(PyObject *cap)
+{
+    return PyCapsule_GetPointer(cap, ARCHIVE_CAPSULE); /* NULL with ValueError when not one */
+}
+
+const char pyonnxio_remote_archive_open_tail_doc[] =
+    "_archive_open_tail(tail, file_size) -> archive capsule, or int\n"
+    "Opens the .onnxz archive of `file_size` bytes from its last len(tail) bytes\n"
+    "(onnxio_archive_open_tail): the end records and the central directory validated by the library.\n"
+    "An int: the file offset from which the bytes are needed (open again with the tail from there).\n"
+    "Raises ArchiveError as a local load does.";
+
+PyObject *pyonnxio_remote_archive_open_tail(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *tail;
+    unsigned long long file_size;
+    if (!PyArg_ParseTuple(args, "OK:_archive_open_tail", &tail, &file_size)) return NULL;
+    onnxio_buffer *b = pyonnxio_buffer_for_object(tail);
+    if (!b) return NULL;
+    uint64_t need = UINT64_MAX;
+    onnxio_archive *a = NULL;
+    onnxio_status s = onnxio_archive_open_tail(onnxio_buffer_data(b), onnxio_buffer_size(b), file_size, b, &need, &a);
+    onnxio_buffer_unref(b);
+    if (s) return pyonnxio_raise(s);
+    if (!a) return PyLong_FromUnsignedLongLong(need);
+    PyObject *cap = PyCapsule_New(a, ARCHIVE_CAPSULE, archive_capsule_free);
+    if (!cap) onnxio_archive_close(a);
+    return cap;
+}
+
+const char pyonnxio_remote_archive_entries_doc[] =
+    "_archive_entries(archive) -> [(name, span_start, span_end, size, method, is_model), ...]\n"
+    "The entries in central-directory order, each with the file range a reader fetches to read it\n"
+    "(onnxio_archive_entry_span).";
+
+PyObject *pyonnxio_remote_archive_entries(PyObject *self, PyObject *cap)
+{
+    (void)self;
+    onnxio_archive *a = archive_of(cap);
+    if (!a) return NULL;
+    size_t n = onnxio_archive_entry_count(a);
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list && i < n; i++) {
+        const onnxio_archive_entry *e = onnxio_archive_entry_at(a, i);
+        uint64_t start = 0, end = 0;
+        onnxio_archive_entry_span(a, e, &start, &end);
+        PyObject *item = Py_BuildValue("(NKKKIN)", PyUnicode_DecodeUTF8(e->name, (Py_ssize_t)e->name_size, "surrogateescape"),
+                                       (unsigned long long)start, (unsigned long long)end, (unsigned long long)e->size,
+                                       (unsigned)e->method, PyBool_FromLong(onnxio_archive_entry_is_model(e)));
+        if (!item) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+    }
+    return list;
+}
+
+const char pyonnxio_remote_archive_read_doc[] =
+    "_archive_entry_read(archive, index, span_bytes, verify_crc, max_expansion) -> buffer\n"
+    "Checks entry `index`'s local header in `span_bytes` (the file's bytes of its span) and returns\n"
+    "its uncompressed bytes (onnxio_archive_entry_read): a memoryview into span_bytes for a stored\n"
+    "entry (CRC-32 checked when verify_crc), a new buffer for a deflated one. The GIL is released.";
+
+PyObject *pyonnxio_remote_archive_read(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *cap, *bytes;
+    Py_ssize_t index;
+    int verify;
+    unsigned long long max_expansion;
+    if (!PyArg_ParseTuple(args, "OnOpK:_archive_entry_read", &cap, &index, &bytes, &verify, &max_expansion)) return NULL;
+    onnxio_archive *a = archive_of(cap);
+    if (!a) return NULL;
+    const onnxio_archive_entry *e = index >= 0 ? onnxio_archive_entry_at(a, (size_t)index) : NULL;
+    if (!e) {
+        PyErr_SetString(PyExc_IndexError, "no such entry");
+        return NULL;
+    }
+    onnxio_buffer *b = pyonnxio_buffer_for_object(bytes);
+    if (!b) return NULL;
+    const void *data = NULL;
+    onnxio_buffer *inflated = NULL;
+    onnxio_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = onnxio_archive_entry_read(a, e, onnxio_buffer_data(b), onnxio_buffer_size(b), verify != 0, max_expansion, &data,
+                                  &inflated);
+    Py_END_ALLOW_THREADS
+    if (s) {
+        onnxio_buffer_unref(b);
+        return pyonnxio_raise(s);
+    }
+    onnxio_span span = {(uint8_t *)(uintptr_t)data, (size_t)e->size, inflated ? inflated : b};
+    PyObject *view = pyonnxio_payload_view(&span);
+    onnxio_buffer_unref(inflated);
+    onnxio_buffer_unref(b);
+    return view;
+}
+
+const char pyonnxio_remote_archive_ranges_doc[] =
+    "_archive_ranges(archive, message) -> [(tensor, entry_name, offset, length), ...]\n"
+    "Every external tensor under `message` resolved to its entry, its range checked by the library\n"
+    "(onnxio_archive_ranges). Raises ExternalDataError as a local load of the archive does.";
+
+PyObject *pyonnxio_remote_archive_ranges(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *cap, *obj;
+    if (!PyArg_ParseTuple(args, "OO:_archive_ranges", &cap, &obj)) return NULL;
+    onnxio_archive *a = archive_of(cap);
+    if (!a) return NULL;
+    if (!pyonnxio_message_desc_of(obj)) {
+        PyErr_Format(PyExc_TypeError, "message must be an onnxio message, not %.200s", Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    PyOnnxioMessage *m = (PyOnnxioMessage *)obj;
+    onnxio_message *root = pyonnxio_message_get(m, 0);
+    if (!root) {
+        if (PyErr_Occurred()) return NULL;
+        return PyList_New(0);
+    }
+    onnxio_archive_range *ranges = NULL;
+    size_t count = 0;
+    onnxio_status s = onnxio_archive_ranges(a, root, &ranges, &count);
+    if (s) return pyonnxio_raise(s);
+    PyObject *list = PyList_New((Py_ssize_t)count);
+    for (size_t i = 0; list && i < count; i++) {
+        const onnxio_archive_range *r = &ranges[i];
+        PyObject *t = pyonnxio_message_wrap(m->arena, r->tensor);
+        PyObject *item = t ? Py_BuildValue("(NNKK)", t,
+                                           PyUnicode_DecodeUTF8(r->entry->name, (Py_ssize_t)r->entry->name_size,
+                                                                "surrogateescape"),
+                                           (unsigned long long)r->offset, (unsigned long long)r->length)
+                           : NULL;
+        if (!item) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+    }
+    onnxio_archive_ranges_free(ranges);
+    return list;
+}

@@ -10,15 +10,34 @@ package as well (s3fs for s3://, aiohttp for http(s)://, gcsfs for gs://).
 What is fetched (every request a byte range, ``fs.cat_file(path, start,
 end)``, on a thread pool of ``num_threads`` threads, 0: 16):
 
-- The model file, whole: one request, or 8 MiB pieces in parallel for a
+- The first 64 bytes (is it an ``.onnxz`` archive: onnxio_detect_format).
+- An ``.onnxz`` archive (larger than 64 KiB + 64 bytes, loaded as a
+  ModelProto, without verify_checksum or progress), structure first: the
+  last 64 KiB, which the library opens (``onnxio_archive_open_tail``:
+  end records, ZIP64 records and central directory validated as a local
+  load does, names, sizes and overlaps checked); when the directory starts
+  earlier the library says from where, and that range is fetched (an
+  archive whose end record is not in the tail is fetched whole and loaded
+  as before). Then the ``__MODEL_PROTO`` entry, parsed; the library
+  resolves every external tensor to its entry (``onnxio_archive_ranges``);
+  ``payload_fn`` is asked for each; only the entries kept are fetched: each
+  entry's span (local header and data, ``onnxio_archive_entry_span``),
+  coalesced as external data is, in parallel, into buffers whose addresses
+  match the file offsets modulo 64 (aligned entries stay aligned); bytes
+  the tail already holds are not fetched again. On arrival the library
+  checks each entry's local header against the central directory, its
+  CRC-32 (``verify_crc``, on by default) and inflates deflated entries
+  (``onnxio_archive_entry_read``); payloads are views of those buffers.
+  Local headers of entries never fetched are never checked (a local load
+  checks them all). A whole load fetches the file plus 64 bytes.
+- Any other model file, whole: one request, or 8 MiB pieces in parallel for a
   larger one, into one 64-byte-aligned buffer. The library parses it from
-  that buffer with ``no_copy``: inline payloads and the stored entries of an
-  ``.onnxz`` archive are views of the fetched bytes, never copied again. A
-  single ``.onnx`` with inline payloads and an ``.onnxz`` archive are thus
-  fetched exactly once, byte for byte (their structure is interleaved with
-  or next to the payloads, and a whole load needs every payload: fetching
-  the file is fetching what is needed; selective reads of such files are
-  left to a later structure-first reader).
+  that buffer with ``no_copy``: inline payloads are views of the fetched
+  bytes, never copied again. A single ``.onnx`` with inline payloads is thus
+  fetched exactly once, byte for byte: its structure interleaves with its
+  payloads, and a structure-first reader would need the parser to skip
+  ``raw_data`` it has not fetched and ask for the next piece of structure
+  (not built: selective loads of such a file fetch it whole).
 - External data: the library lists the external tensors of the parsed
   model with their checked ranges (``onnxio_external_ranges``: the keys
   parsed, the location checked by the same rules as a local load, no
@@ -248,6 +267,111 @@ def fetch_external(model, fs, base: str, fetcher: _Fetcher, payload_fn=None, mod
         _onnxio._set_fetched_payload(tensor, view)
 
 
+_TAIL = 64 << 10          # the first request for an archive's end records and directory
+_HEAD = 64                # bytes that tell an archive (onnxio_detect_format)
+# Options the structure-first archive reader takes; others (verify_checksum:
+# SHA-1 of whole entries, progress) load the archive fetched whole.
+_ARCHIVE_OPTIONS = {"num_threads", "payload_fn", "verify_crc", "max_expansion", "skip_raw_data", "load_external_data",
+                    "max_depth", "raw_data_threshold", "alignment"}
+
+
+def _aligned_at(size: int, offset: int):
+    """A writable buffer of `size` bytes whose address is `offset` modulo
+    64: the file's aligned offsets land on aligned addresses."""
+    import numpy as np
+
+    raw = np.empty(size + _ALIGN, dtype=np.uint8)
+    start = (offset - raw.ctypes.data) % _ALIGN
+    return raw[start:start + size]
+
+
+def _load_archive(fetcher: _Fetcher, path: str, size: int, cls, load_external_data: bool, kwargs: dict):
+    """Structure first (module doc): the end records and the central
+    directory from the tail, the model entry, then the entries the load
+    needs. None when the archive must be read whole (the library asks for
+    the file from byte 0: no end record in the tail)."""
+    verify_crc = kwargs.get("verify_crc")
+    verify_crc = True if verify_crc is None else bool(verify_crc)
+    max_expansion = kwargs.get("max_expansion") or 0
+    start = max(0, size - _TAIL)
+    tail = _aligned_at(size - start, start)
+    fetcher.fetch([(path, start, size, tail)])
+    while True:
+        archive = _onnxio._archive_open_tail(tail, size)
+        if not isinstance(archive, int):
+            break
+        need = archive                # checked by the library: inside the file, before the tail
+        if need <= 0:
+            return None, tail
+        more = _aligned_at(size - need, need)
+        fetcher.fetch([(path, need, start, more[:start - need])])
+        more[start - need:] = tail
+        tail, start = more, need
+    entries = _onnxio._archive_entries(archive)
+    index = {e[0]: i for i, e in enumerate(entries)}
+
+    def read(runs_of):
+        """Fetches the spans of the entries `runs_of` (indexes), coalesced,
+        in parallel; returns {index: uncompressed bytes}, each checked."""
+        spans = sorted((entries[i][1], entries[i][2] - entries[i][1], i) for i in set(runs_of))
+        jobs, placed = [], []
+        copies = []
+        for run_start, run_end, members, _useful in _coalesce([(a, n) for a, n, _i in spans]):
+            buf = _aligned_at(run_end - run_start, run_start)
+            # What the tail holds is not fetched again.
+            cut = min(run_end, max(run_start, start))
+            if cut > run_start:
+                jobs.append((path, run_start, cut, buf[:cut - run_start]))
+            if cut < run_end:
+                copies.append((buf[cut - run_start:], tail[cut - start:run_end - start]))
+            placed.append((run_start, buf))
+        fetcher.fetch(jobs)
+        for dst, src in copies:
+            dst[:] = src
+        out = {}
+        k = 0
+        for a, n, i in spans:
+            while not (placed[k][0] <= a < placed[k][0] + len(placed[k][1])):
+                k += 1
+            run_start, buf = placed[k]
+            out[i] = _onnxio._archive_entry_read(archive, i, buf[a - run_start:a - run_start + n], verify_crc,
+                                                 max_expansion)
+        return out
+
+    model_index = next(i for i, e in enumerate(entries) if e[5])
+    model_bytes = read([model_index])[model_index]
+    opts = {k: v for k, v in kwargs.items() if k not in ("verify_crc", "load_external_data")}
+    model = _onnxio._load_bytes(model_bytes, cls, no_copy=True, load_external_data=False, **opts)
+    if not load_external_data or kwargs.get("load_external_data") is False:
+        return model, None
+    ranges = _onnxio._archive_ranges(archive, model)
+    if not ranges or kwargs.get("skip_raw_data"):
+        return model, None
+    payload_fn = kwargs.get("payload_fn")
+    wanted = []                  # (tensor, entry index, offset, length, destination or None)
+    for tensor, name, offset, length in ranges:
+        dest = None
+        if payload_fn is not None:
+            r = payload_fn(tensor, length, True)
+            if r is False:
+                continue
+            if r is not None and r is not True:
+                dest = memoryview(r).cast("B")
+                if dest.readonly or dest.nbytes < length:
+                    raise ValueError(f"payload_fn for tensor {tensor.name!r} returned a buffer that is read-only "
+                                     f"or smaller than {length} bytes")
+                dest = dest[:length]
+        wanted.append((tensor, index[name], offset, length, dest))
+    data = read([w[1] for w in wanted])
+    for tensor, i, offset, length, dest in wanted:
+        view = data[i][offset:offset + length]
+        if dest is not None:
+            dest[:] = view
+            view = dest
+        _onnxio._set_fetched_payload(tensor, view)
+    return model, None
+
+
 def load(cls, f, load_external_data: bool, kwargs: dict):
     """onnxio.load / load_model / load_tensor of a URL or an fsspec file
     object (see the module doc)."""
@@ -259,7 +383,20 @@ def load(cls, f, load_external_data: bool, kwargs: dict):
     payload_fn = kwargs.get("payload_fn")
     fetcher = _Fetcher(fs, threads)
     size = _size(fs, path)
-    buf = fetcher.whole(path, size)
+    buf = _aligned(size)
+    head = min(size, _HEAD)
+    fetcher.fetch([(path, 0, head, buf[:head])])
+    if cls is _onnxio.ModelProto and size > _TAIL + _HEAD and _onnxio._bytes_are_archive(buf[:head]) \
+            and all(k in _ARCHIVE_OPTIONS or not v for k, v in kwargs.items()):
+        model, tail = _load_archive(fetcher, path, size, cls, load_external_data, kwargs)
+        if model is not None:
+            return model
+        # The whole file after all: what the tail holds is not fetched again.
+        start = size - len(tail)
+        fetcher.fetch([(path, head, start, buf[head:start])])
+        buf[start:] = tail
+    else:
+        fetcher.fetch([(path, head, size, buf[head:])])
     if cls is not _onnxio.ModelProto:
         kwargs.pop("load_external_data", None)
         kwargs.pop("payload_fn", None)

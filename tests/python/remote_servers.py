@@ -88,8 +88,8 @@ class RangeHTTPServer(_Server, _Counter):
                     self.send_header("Content-Range", f"bytes {start}-{end - 1}/{len(data)}")
                 self.end_headers()
                 if send_body:
+                    outer.add(end - start)  # before the body: a client never sees bytes not yet counted
                     self.wfile.write(memoryview(data)[start:end])
-                    outer.add(end - start)
 
             def do_HEAD(self):  # noqa: N802
                 self._head(False)
@@ -130,9 +130,9 @@ class CountingProxy(_Server, _Counter):
                                                        resp.getheader("Content-Length") or 0))
                 self.end_headers()
                 if self.command != "HEAD":
-                    self.wfile.write(data)
                     if self.command == "GET":
-                        outer.add(len(data))
+                        outer.add(len(data))  # before the body, as above
+                    self.wfile.write(data)
                 conn.close()
 
             do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = _forward  # noqa: N815

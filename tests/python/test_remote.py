@@ -98,9 +98,9 @@ def test_http_equals_local_and_bytes_bounded(http, files, layout):
     assert got.SerializeToString() == _local(d, layout)
     needed = _needed(d, layout)
     assert http.served >= needed  # every needed byte came over the wire
-    if layout in ("ext", "pertensor"):
+    if layout in ("ext", "pertensor", "onnxz"):  # .onnxz: structure first, then the entries
         assert http.served <= 1.05 * needed, (http.served, needed)
-    else:  # inline payloads and .onnxz: the file, fetched once
+    else:  # inline payloads: the file, fetched once
         assert http.served == needed, (http.served, needed)
 
 
@@ -267,7 +267,7 @@ def test_s3_equals_local_and_bytes_bounded(s3, files, layout):
     assert got.SerializeToString() == _local(d, layout)
     needed = _needed(d, layout)
     assert s3.served >= needed
-    if layout in ("ext", "pertensor"):
+    if layout in ("ext", "pertensor", "onnxz"):
         assert s3.served <= 1.05 * needed, (s3.served, needed)
     else:
         assert s3.served == needed, (s3.served, needed)
@@ -284,3 +284,110 @@ def test_s3_file_object_and_errors(s3, files):
         onnxio.load("s3://models/missing.onnx")
     with pytest.raises((FileNotFoundError, OSError)):
         onnxio.load("s3://no-such-bucket/model.onnx")
+
+
+# ---- .onnxz structure first ------------------------------------------------------------
+
+
+def _zip_layout(data: bytes):
+    """{name: (local header offset, end of its data)} and the start of the
+    central directory, by Python's zipfile (the independent reference)."""
+    import io
+    import struct
+    import zipfile
+
+    z = zipfile.ZipFile(io.BytesIO(data))
+    out = {}
+    for info in z.infolist():
+        nlen, xlen = struct.unpack("<HH", data[info.header_offset + 26:info.header_offset + 30])
+        start = info.header_offset + 30 + nlen + xlen
+        out[info.filename] = (info.header_offset, start + info.compress_size)
+    return out, z.start_dir
+
+
+def _selective_bound(data: bytes, keep_entries) -> int:
+    """Bytes a load keeping only `keep_entries` needs: the tail (at most
+    64 KiB, or the central directory and end records when larger), the
+    model entry and each kept entry (local header and data), and the 64
+    bytes that tell an archive."""
+    layout, cd = _zip_layout(data)
+    tail_start = min(cd, max(0, len(data) - (64 << 10)))
+    need = set()
+    for name in ["__MODEL_PROTO", *keep_entries]:
+        a, b = layout[name]
+        need.update(range(a, min(b, tail_start)))
+    return 64 + (len(data) - tail_start) + len(need)
+
+
+@pytest.mark.parametrize("where", ["http", "s3"])
+def test_onnxz_selective_fetches_structure_and_kept(request, files, where):
+    server = request.getfixturevalue(where)
+    d, data = files
+    url = f"{server.url}/m/model.onnxz" if where == "http" else "s3://models/model.onnxz"
+    keep = {"w1"}
+    fn = lambda t, size, external: t.name in keep or not external  # noqa: E731
+    server.reset()
+    got = onnxio.load(url, payload_fn=fn)
+    served = server.served
+    local = onnxio.load(os.path.join(d, "model.onnxz"), payload_fn=fn)
+    assert got.SerializeToString() == local.SerializeToString()
+    bound = _selective_bound(data["model.onnxz"], keep)
+    payload = 4 * 70000
+    assert payload <= served <= bound + 1024, (served, bound)
+    assert served < len(data["model.onnxz"]) / 2  # w3 (1 MB) and the others never fetched
+
+
+def _archive(tmp_path, n=3, size=40000):
+    rng = np.random.default_rng(5)
+    inits = [numpy_helper.from_array(rng.standard_normal(size).astype(np.float32), f"t{i}") for i in range(n)]
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])], initializer=inits)
+    p = str(tmp_path / "a.onnxz")
+    onnxio.save(onnxio.from_onnx(helper.make_model(graph)), p)
+    return bytearray(open(p, "rb").read())
+
+
+def _hostile_archives(tmp_path):
+    import struct
+
+    good = _archive(tmp_path)
+    layout, cd = _zip_layout(bytes(good))
+    out = {}
+    out["truncated_cd"] = bytes(good[:cd + 30]) + bytes(good[-22:])  # the end record points past its directory
+    bad = bytearray(good)                                             # a '..' entry name (central and local)
+    for at in (bad.find(b"t1", cd), layout["t1"][0] + 30):
+        bad[at:at + 2] = b".."
+    out["dotdot"] = bytes(bad)
+    bad = bytearray(good)                                             # t1's sizes (both headers) reach into t2
+    for at in (bad.find(b"t1", cd) - 46 + 20, layout["t1"][0] + 18):
+        size = struct.unpack_from("<I", bad, at)[0] + 300
+        struct.pack_into("<II", bad, at, size, size)
+    out["overlap"] = bytes(bad)
+    bad = bytearray(good)                                             # a flipped byte in t1's data
+    bad[layout["t1"][1] - 10] ^= 0xFF
+    out["crc"] = bytes(bad)
+    return out
+
+
+def test_onnxz_hostile_remote_errors_equal_local(tmp_path):
+    pytest.importorskip("aiohttp")
+    cases = _hostile_archives(tmp_path)
+    server = RangeHTTPServer({f"/{k}.onnxz": v for k, v in cases.items()})
+    try:
+        for name, data in cases.items():
+            local = tmp_path / f"{name}.onnxz"
+            local.write_bytes(data)
+            with pytest.raises(Exception) as want:
+                onnxio.load(str(local), verify_crc=True)
+            server.reset()
+            with pytest.raises(type(want.value)) as got:
+                onnxio.load(f"{server.url}/{name}.onnxz")
+            # the same error: the class, and the message after the archive's name
+            import re
+
+            strip = lambda e: re.sub(r"^archive \S+: ", "", str(e))  # noqa: E731
+            assert strip(got.value) == strip(want.value), (name, got.value, want.value)
+            assert server.served <= len(data) + 64, name  # never more than the file (and its first 64 bytes)
+    finally:
+        server.stop()
