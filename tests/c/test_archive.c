@@ -1057,6 +1057,95 @@ static void test_hostile(const char *dir)
 
 /* Archives built from scratch (zbuild): deflate, ZIP64 extra fields, and
  * external data keys that do not fit their entries. */
+/* Opens `d` (n bytes) from its last `t` bytes as a range reader does:
+ * asking again from *need while the library says so, each time from an
+ * earlier byte (at most 4 rounds). NULL on error. */
+static onnxio_archive *open_from_tail(const uint8_t *d, size_t n, size_t t, onnxio_status *st)
+{
+    uint64_t from = n - t, need = 0;
+    for (int round = 0; round < 4; round++) {
+        onnxio_archive *ar = NULL;
+        *st = onnxio_archive_open_tail(d + from, n - (size_t)from, n, NULL, &need, &ar);
+        if (*st || ar) return ar;
+        if (!CHECK_MSG(need < from, "tail from %llu: asked for more from %llu, inside what it had",
+                       (unsigned long long)from, (unsigned long long)need))
+            return NULL;
+        from = need;
+    }
+    CHECK_MSG(0, "tail of %zu: still asking for more after 4 rounds", t);
+    return NULL;
+}
+
+/* Structure-first reading (onnxio_archive_open_tail, _entry_span,
+ * _entry_read: what remote loads use) against onnxio_archive_open_bytes of
+ * the whole file: every tail size gives the same entries, and each entry
+ * read from its span alone gives the bytes the whole-file open points at;
+ * a flipped payload byte fails the CRC; a truncated file never opens. */
+static void test_open_tail(const char *dir)
+{
+    tu_begin("archive: opened from its tail, entries read from their spans");
+    size_t n = 0;
+    uint8_t *d = small_archive(dir, &n);
+    onnxio_archive *ref = NULL;
+    if (!CHECK(d) || !CHECK_STATUS(onnxio_archive_open_bytes(d, n, NULL, &ref), ONNXIO_OK)) {
+        free(d);
+        return;
+    }
+    size_t count = onnxio_archive_entry_count(ref);
+    for (size_t t = 1; t <= n; t += (t < 200 || n - t < 200) ? 1 : 61) {
+        onnxio_status st;
+        onnxio_archive *ar = open_from_tail(d, n, t, &st);
+        if (!CHECK_MSG(st == ONNXIO_OK && ar, "tail of %zu bytes: %s (%s)", t, onnxio_status_name(st), onnxio_last_error())) {
+            onnxio_archive_close(ar);
+            continue;
+        }
+        CHECK_EQ_INT(onnxio_archive_entry_count(ar), count);
+        for (size_t i = 0; i < count && i < onnxio_archive_entry_count(ar); i++) {
+            const onnxio_archive_entry *e = onnxio_archive_entry_at(ar, i), *r = onnxio_archive_entry_at(ref, i);
+            CHECK_MSG(strcmp(e->name, r->name) == 0 && e->size == r->size && e->crc32 == r->crc32 &&
+                          e->header_offset == r->header_offset,
+                      "tail of %zu: entry %zu differs", t, i);
+            uint64_t a = 0, b = 0;
+            if (!CHECK_STATUS(onnxio_archive_entry_span(ar, e, &a, &b), ONNXIO_OK) ||
+                !CHECK_MSG(a <= b && b <= n && a == r->header_offset && b >= r->data_offset + r->compressed_size,
+                           "tail of %zu: entry %zu's span [%llu, %llu)", t, i, (unsigned long long)a, (unsigned long long)b))
+                continue;
+            /* the span's bytes alone, in memory of their own (ASan sees any read past them) */
+            uint8_t *piece = malloc((size_t)(b - a) ? (size_t)(b - a) : 1);
+            memcpy(piece, d + a, (size_t)(b - a));
+            const void *data = NULL;
+            onnxio_buffer *inflated = NULL;
+            if (CHECK_STATUS(onnxio_archive_entry_read(ar, e, piece, (size_t)(b - a), true, 0, &data, &inflated), ONNXIO_OK))
+                CHECK_MSG(memcmp(data, d + r->data_offset, (size_t)r->size) == 0, "tail of %zu: entry %zu's bytes", t, i);
+            onnxio_buffer_unref(inflated);
+            if (i == 0 && r->size > 0 && t == n / 2) { /* a flipped payload byte: the CRC says so */
+                piece[r->data_offset - a] ^= 0x40;
+                CHECK_STATUS(onnxio_archive_entry_read(ar, e, piece, (size_t)(b - a), true, 0, &data, &inflated),
+                             ONNXIO_ERR_CHECKSUM);
+                onnxio_buffer_unref(inflated);
+                inflated = NULL;
+                /* a span cut short */
+                piece[r->data_offset - a] ^= 0x40;
+                CHECK_MSG(onnxio_archive_entry_read(ar, e, piece, (size_t)(b - a) - 1, true, 0, &data, &inflated) != ONNXIO_OK,
+                          "an entry read from one byte less than its span succeeded");
+                onnxio_buffer_unref(inflated);
+            }
+            free(piece);
+        }
+        onnxio_archive_close(ar);
+    }
+    /* a file cut anywhere, read whole as its own tail, never opens */
+    for (size_t cut = 4; cut < n; cut += (cut < 64 || n - cut < 128) ? 1 : 97) {
+        uint64_t need = 0;
+        onnxio_archive *ar = NULL;
+        onnxio_status st = onnxio_archive_open_tail(d, cut, cut, NULL, &need, &ar);
+        CHECK_MSG(st == ONNXIO_ERR_ARCHIVE && !ar, "cut to %zu bytes: %s", cut, onnxio_status_name(st));
+        onnxio_archive_close(ar);
+    }
+    onnxio_archive_close(ref);
+    free(d);
+}
+
 static void test_scratch(const char *dir)
 {
     tu_begin("archive: archives built from scratch");
@@ -1532,6 +1621,7 @@ int main(int argc, char **argv)
     test_no_copy(dir);
     test_crc(dir);
     test_hostile(dir);
+    test_open_tail(dir);
     test_scratch(dir);
     test_subrange_crc();
     test_crc_libraries();
