@@ -101,6 +101,15 @@ const cli_verb cli_verb_convert = {
     CONVERT_HELP_2,
 };
 
+/* The usage error for the first option given (given[i]) that does not
+ * apply to `what`, or -1 when none is. */
+static int refuse_options(const char *const *names, const int *given, size_t n, const char *what)
+{
+    for (size_t i = 0; i < n; i++)
+        if (given[i]) return cli_usage_error(&cli_verb_convert, "--%s does not apply to %s", names[i], what);
+    return -1;
+}
+
 /* The directory part of `path` ("." when there is none), resolved. NULL
  * when it does not resolve. */
 static char *resolved_dir(const char *path)
@@ -244,12 +253,9 @@ static int run_convert(int argc, char **argv)
                                               "weights"};
         const int given[] = {location != NULL, per_tensor, max_file_text != NULL, checksum, convert_attribute,
                              inline_data, threshold_text != NULL, alignment_text != NULL, weights != NULL};
-        for (size_t i = 0; i < sizeof given / sizeof given[0]; i++)
-            if (given[i])
-                return cli_usage_error(&cli_verb_convert,
-                                       "--%s does not apply to a .safetensors OUT (it holds every initializer's "
-                                       "data and nothing else)",
-                                       refused[i]);
+        int rc = refuse_options(refused, given, sizeof given / sizeof given[0],
+                                "a .safetensors OUT (it holds every initializer's data and nothing else)");
+        if (rc >= 0) return rc;
     }
     if (weights && weights[0] == '\0')
         return cli_usage_error(&cli_verb_convert, "--weights needs a file name");
@@ -261,12 +267,10 @@ static int run_convert(int argc, char **argv)
                                               "checksum", "convert-attribute", "inline"};
         const int given[] = {location != NULL, per_tensor, max_file_text != NULL, checksum, convert_attribute,
                              inline_data};
-        for (size_t i = 0; i < sizeof given / sizeof given[0]; i++)
-            if (given[i])
-                return cli_usage_error(&cli_verb_convert,
-                                       "--%s does not apply to an .onnxz output (an archive holds every "
-                                       "payload of at least --size-threshold bytes, from any tensor)",
-                                       refused[i]);
+        int rc = refuse_options(refused, given, sizeof given / sizeof given[0],
+                                "an .onnxz output (an archive holds every payload of at least --size-threshold "
+                                "bytes, from any tensor)");
+        if (rc >= 0) return rc;
     }
     if (location && per_tensor)
         return cli_usage_error(&cli_verb_convert, "--external-data and --one-file-per-tensor exclude each other");
