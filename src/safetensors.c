@@ -740,15 +740,25 @@ static void clear_field(onnxio_TensorProto *t, unsigned index)
     onnxio_field_clear(t, &onnxio_desc_TensorProto.fields[index]);
 }
 
+/* The caller's options (NULL: the defaults) read into *cfg, and the
+ * checks both entry points make. */
+static onnxio_status read_options(const onnxio_safetensors_options *opts, const char *path, const char *who,
+                                  onnxio_safetensors_options *cfg)
+{
+    onnxio_status s = onnxio__copy_options(cfg, sizeof *cfg, opts, "onnxio_safetensors_options");
+    if (s) return s;
+    if (!path) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "%s: path is NULL", who);
+    if (cfg->num_threads < 0)
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "onnxio_safetensors_options: num_threads is negative");
+    return ONNXIO_OK;
+}
+
 ONNXIO_API onnxio_status onnxio_safetensors_load_into(onnxio_ModelProto *model, const char *path,
                                                       const onnxio_safetensors_options *opts)
 {
     onnxio_safetensors_options cfg;
-    onnxio_status s = onnxio__copy_options(&cfg, sizeof cfg, opts, "onnxio_safetensors_options");
+    onnxio_status s = read_options(opts, path, "onnxio_safetensors_load_into", &cfg);
     if (s) return s;
-    if (!path) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "onnxio_safetensors_load_into: path is NULL");
-    if (cfg.num_threads < 0)
-        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "onnxio_safetensors_options: num_threads is negative");
     if (cfg.name_count && !cfg.names)
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "onnxio_safetensors_options: names is NULL");
     init_index ix;
@@ -987,11 +997,8 @@ ONNXIO_API onnxio_status onnxio_safetensors_save(onnxio_ModelProto *model, const
                                                  const onnxio_safetensors_options *opts)
 {
     onnxio_safetensors_options cfg;
-    onnxio_status s = onnxio__copy_options(&cfg, sizeof cfg, opts, "onnxio_safetensors_options");
+    onnxio_status s = read_options(opts, path, "onnxio_safetensors_save", &cfg);
     if (s) return s;
-    if (!path) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "onnxio_safetensors_save: path is NULL");
-    if (cfg.num_threads < 0)
-        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "onnxio_safetensors_options: num_threads is negative");
     if ((cfg.name_count && !cfg.names) || (cfg.metadata_count && !cfg.metadata))
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "onnxio_safetensors_options: names or metadata is NULL");
     init_index ix;
