@@ -88,6 +88,14 @@ onnxio_status onnxio__zip_container(onnxio_archive *archive, const onnxio_parse_
 onnxio_status onnxio__load_external_payloads(onnxio_message *root, onnxio__container *c,
                                              const onnxio_parse_options *opts, onnxio__budget *budget);
 
+/* load.c: calls fn for every tensor under `root` whose data is external
+ * (data_location EXTERNAL), with its external_data keys parsed
+ * (onnxio_external_ref_parse's errors stop the walk); the first status
+ * fn returns other than ONNXIO_OK stops it too. */
+onnxio_status onnxio__visit_external(onnxio_message *root,
+                                     onnxio_status (*fn)(void *ctx, onnxio_TensorProto *t, const onnxio_external_ref *r),
+                                     void *ctx);
+
 /* load.c: checks tensor `t`'s range `r` against an entry of `size` bytes
  * named `name` (for messages): offset and length (the rest of it when
  * absent) inside it, the length what the tensor's type and shape need.

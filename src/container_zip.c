@@ -110,16 +110,11 @@ typedef struct ranges_ctx {
     size_t count, capacity;
 } ranges_ctx;
 
-static onnxio_status collect(onnxio_message *msg, onnxio_message *parent, const onnxio_field_desc *via, void *ctx)
+static onnxio_status collect(void *ctx, onnxio_TensorProto *t, const onnxio_external_ref *rp)
 {
-    (void)parent;
-    (void)via;
     ranges_ctx *c = ctx;
-    onnxio_TensorProto *t = (onnxio_TensorProto *)msg;
-    if (!onnxio__is_external(t)) return ONNXIO_OK;
-    onnxio_external_ref r;
-    onnxio_status s = onnxio_external_ref_parse(t, &r);
-    if (s) return s;
+    onnxio_external_ref r = *rp;
+    onnxio_status s;
     const onnxio_archive_entry *pub;
     if ((s = resolve(c->archive, t, &r, &pub))) return s;
     /* The name in messages is the local load's (zip_open). */
@@ -142,7 +137,7 @@ ONNXIO_API onnxio_status onnxio_archive_ranges(onnxio_archive *archive, onnxio_m
     *out = NULL;
     *count = 0;
     ranges_ctx c = {.archive = archive};
-    onnxio_status s = onnxio__visit(root, &onnxio_desc_TensorProto, collect, &c);
+    onnxio_status s = onnxio__visit_external(root, collect, &c);
     if (s) {
         onnxio__free(c.items);
         return s;

@@ -71,16 +71,37 @@ static onnxio_status check_sha1(onnxio__entry *e, const onnxio_TensorProto *t, c
     return ONNXIO_OK;
 }
 
-static onnxio_status collect(onnxio_message *msg, onnxio_message *parent, const onnxio_field_desc *via, void *ctx)
+typedef struct external_visit {
+    onnxio_status (*fn)(void *ctx, onnxio_TensorProto *t, const onnxio_external_ref *r);
+    void *ctx;
+} external_visit;
+
+static onnxio_status visit_external_one(onnxio_message *msg, onnxio_message *parent, const onnxio_field_desc *via,
+                                        void *ctx)
 {
     (void)parent;
     (void)via;
-    load_ctx *c = ctx;
+    external_visit *v = ctx;
     onnxio_TensorProto *t = (onnxio_TensorProto *)msg;
     if (!onnxio__is_external(t)) return ONNXIO_OK;
     onnxio_external_ref r;
     onnxio_status s = onnxio_external_ref_parse(t, &r);
-    if (s) return s;
+    return s ? s : v->fn(v->ctx, t, &r);
+}
+
+onnxio_status onnxio__visit_external(onnxio_message *root,
+                                     onnxio_status (*fn)(void *ctx, onnxio_TensorProto *t, const onnxio_external_ref *r),
+                                     void *ctx)
+{
+    external_visit v = {fn, ctx};
+    return onnxio__visit(root, &onnxio_desc_TensorProto, visit_external_one, &v);
+}
+
+static onnxio_status collect(void *ctx, onnxio_TensorProto *t, const onnxio_external_ref *rp)
+{
+    load_ctx *c = ctx;
+    onnxio_external_ref r = *rp;
+    onnxio_status s;
     onnxio__entry *e;
     if ((s = c->c->open(c->c, t, &r, c->budget, &e))) return s;
     uint64_t length = 0;
@@ -97,7 +118,7 @@ onnxio_status onnxio__load_external_payloads(onnxio_message *root, onnxio__conta
                                              const onnxio_parse_options *opts, onnxio__budget *budget)
 {
     load_ctx c = {container, opts, budget, NULL, 0, 0};
-    onnxio_status s = onnxio__visit(root, &onnxio_desc_TensorProto, collect, &c);
+    onnxio_status s = onnxio__visit_external(root, collect, &c);
     if (s || c.count == 0) {
         onnxio__free(c.items);
         return s;

@@ -15,16 +15,11 @@ typedef struct ranges_ctx {
     char name[256]; /* the location, NUL-terminated and cut, for messages */
 } ranges_ctx;
 
-static onnxio_status collect(onnxio_message *msg, onnxio_message *parent, const onnxio_field_desc *via, void *ctx)
+static onnxio_status collect(void *ctx, onnxio_TensorProto *t, const onnxio_external_ref *rp)
 {
-    (void)parent;
-    (void)via;
     ranges_ctx *c = ctx;
-    onnxio_TensorProto *t = (onnxio_TensorProto *)msg;
-    if (!onnxio__is_external(t)) return ONNXIO_OK;
-    onnxio_external_ref r;
-    onnxio_status s = onnxio_external_ref_parse(t, &r);
-    if (s) return s;
+    onnxio_external_ref r = *rp;
+    onnxio_status s;
     uint64_t size = 0;
     if ((s = c->size_fn(c->user, r.location, r.location_size, &size))) return s;
     size_t n = r.location_size < sizeof c->name - 1 ? r.location_size : sizeof c->name - 1;
@@ -46,7 +41,7 @@ ONNXIO_API onnxio_status onnxio_external_ranges(onnxio_message *root, onnxio_loc
     *out = NULL;
     *count = 0;
     ranges_ctx c = {.size_fn = size_fn, .user = ctx};
-    onnxio_status s = onnxio__visit(root, &onnxio_desc_TensorProto, collect, &c);
+    onnxio_status s = onnxio__visit_external(root, collect, &c);
     if (s) {
         onnxio__free(c.items);
         return s;
