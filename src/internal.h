@@ -551,8 +551,11 @@ extern const unsigned onnxio__tensor_typed_fields[ONNXIO__TYPED_FIELDS];
 /* A tensor holding values in one of those fields. */
 static inline bool onnxio__has_typed_data(const onnxio_TensorProto *t)
 {
-    return t->float_data.size || t->int32_data.size || t->string_data.size || t->int64_data.size ||
-           t->double_data.size || t->uint64_data.size;
+    for (size_t i = 0; i < ONNXIO__TYPED_FIELDS; i++) {
+        const onnxio_field_desc *f = &onnxio_desc_TensorProto.fields[onnxio__tensor_typed_fields[i]];
+        if (((const onnxio__array *)onnxio__member(t, f))->size) return true;
+    }
+    return false;
 }
 
 /* save.c: the save pipeline. `cfg` resolved. */

@@ -1103,6 +1103,20 @@ static PyObject *mod_payload_view(PyObject *self, PyObject *obj)
     return pyonnxio_payload_view(&t->raw_data);
 }
 
+/* Makes all of `b` tensor `m`'s raw_data (present), taking over the
+ * caller's reference to `b`; None, or NULL with an exception set. */
+static PyObject *set_payload(PyOnnxioMessage *m, onnxio_buffer *b)
+{
+    onnxio_TensorProto *t = pyonnxio_message_get(m, 1);
+    if (t) {
+        onnxio_span_set(&t->raw_data, onnxio_buffer_data(b), onnxio_buffer_size(b), b);
+        onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
+    }
+    onnxio_buffer_unref(b);
+    if (!t) return NULL;
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(set_raw_data_doc,
              "_set_raw_data(tensor, obj)\n"
              "Sets tensor.raw_data from any buffer-protocol object (C-contiguous or not) and marks it present.\n"
@@ -1142,15 +1156,7 @@ static PyObject *mod_set_raw_data(PyObject *self, PyObject *args)
             return NULL;
         }
     }
-    onnxio_TensorProto *t = pyonnxio_message_get(m, 1);
-    if (!t) {
-        onnxio_buffer_unref(b);
-        return NULL;
-    }
-    onnxio_span_set(&t->raw_data, onnxio_buffer_data(b), onnxio_buffer_size(b), b);
-    onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
-    onnxio_buffer_unref(b);
-    Py_RETURN_NONE;
+    return set_payload(m, b);
 }
 
 PyDoc_STRVAR(share_raw_data_doc,
@@ -1174,15 +1180,7 @@ static PyObject *mod_share_raw_data(PyObject *self, PyObject *args)
     if (!m) return NULL;
     onnxio_buffer *b = buffer_for_object(data, 0);
     if (!b) return NULL;
-    onnxio_TensorProto *t = pyonnxio_message_get(m, 1);
-    if (!t) {
-        onnxio_buffer_unref(b);
-        return NULL;
-    }
-    onnxio_span_set(&t->raw_data, onnxio_buffer_data(b), onnxio_buffer_size(b), b);
-    onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
-    onnxio_buffer_unref(b);
-    Py_RETURN_NONE;
+    return set_payload(m, b);
 }
 
 /* ---- tree queries ----------------------------------------------------------- */

@@ -79,6 +79,25 @@ _ALIGN = 64
 _DEFAULT_THREADS = 16
 
 
+
+def _ask_payload_fn(payload_fn, tensor, length):
+    """What ``payload_fn`` says of an external payload of ``length`` bytes:
+    False (not fetched), None (fetched into a buffer of the load's own), or
+    a writable byte view of ``length`` bytes of the caller's buffer to fetch
+    it into."""
+    if payload_fn is None:
+        return None
+    r = payload_fn(tensor, length, True)
+    if r is False:
+        return False
+    if r is None or r is True:
+        return None
+    view = memoryview(r).cast("B")
+    if view.readonly or view.nbytes < length:
+        raise ValueError(f"payload_fn for tensor {tensor.name!r} returned a buffer that is read-only "
+                         f"or smaller than {length} bytes")
+    return view[:length]
+
 def is_url(f) -> bool:
     return isinstance(f, str) and _URL.match(f) is not None
 
@@ -233,20 +252,15 @@ def fetch_external(model, fs, base: str, fetcher: _Fetcher, payload_fn=None, mod
     if verify_checksum:
         raise ValueError("verify_checksum is not supported for remote external data (it needs every data "
                          "file whole); load without it")
-    placed = []                 # (tensor, dest) fetched straight into a payload_fn buffer
+    placed = []                 # (tensor, path, offset, length, view) fetched straight into a payload_fn buffer
     wanted: dict = {}           # path -> {(offset, length): [tensor, ...]}
     for tensor, location, offset, length in ranges:
-        if payload_fn is not None:
-            r = payload_fn(tensor, length, True)
-            if r is False:
-                continue
-            if r is not None and r is not True:
-                view = memoryview(r).cast("B")
-                if view.readonly or view.nbytes < length:
-                    raise ValueError(f"payload_fn for tensor {tensor.name!r} returned a buffer that is read-only "
-                                     f"or smaller than {length} bytes")
-                placed.append((tensor, path_of(location), offset, length, r, view[:length]))
-                continue
+        dest = _ask_payload_fn(payload_fn, tensor, length)
+        if dest is False:
+            continue
+        if dest is not None:
+            placed.append((tensor, path_of(location), offset, length, dest))
+            continue
         wanted.setdefault(path_of(location), {}).setdefault((offset, length), []).append(tensor)
 
     jobs = []
@@ -258,12 +272,12 @@ def fetch_external(model, fs, base: str, fetcher: _Fetcher, payload_fn=None, mod
             for off, length in members:
                 for tensor in by_range[(off, length)]:
                     sets.append((tensor, buf, off - start, length))
-    for tensor, path, offset, length, _obj, view in placed:
+    for tensor, path, offset, length, view in placed:
         jobs.append((path, offset, offset + length, view))
     fetcher.fetch(jobs)
     for tensor, buf, at, length in sets:
         _onnxio._set_fetched_payload(tensor, buf[at:at + length])
-    for tensor, _path, _offset, length, obj, view in placed:
+    for tensor, _path, _offset, _length, view in placed:
         _onnxio._set_fetched_payload(tensor, view)
 
 
@@ -350,17 +364,9 @@ def _load_archive(fetcher: _Fetcher, path: str, size: int, cls, load_external_da
     payload_fn = kwargs.get("payload_fn")
     wanted = []                  # (tensor, entry index, offset, length, destination or None)
     for tensor, name, offset, length in ranges:
-        dest = None
-        if payload_fn is not None:
-            r = payload_fn(tensor, length, True)
-            if r is False:
-                continue
-            if r is not None and r is not True:
-                dest = memoryview(r).cast("B")
-                if dest.readonly or dest.nbytes < length:
-                    raise ValueError(f"payload_fn for tensor {tensor.name!r} returned a buffer that is read-only "
-                                     f"or smaller than {length} bytes")
-                dest = dest[:length]
+        dest = _ask_payload_fn(payload_fn, tensor, length)
+        if dest is False:
+            continue
         wanted.append((tensor, index[name], offset, length, dest))
     data = read([w[1] for w in wanted])
     for tensor, i, offset, length, dest in wanted:

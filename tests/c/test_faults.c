@@ -48,12 +48,7 @@ static onnxio_TensorProto *add_tensor(onnxio_arena *a, onnxio_GraphProto *g, con
     *(int64_t *)onnxio_array_append(a, &t->dims, sizeof(int64_t)) = n;
     t->data_type = ONNXIO_TensorProto_DataType_FLOAT;
     onnxio_set_has(t, ONNXIO_FIELD_TensorProto_data_type);
-    size_t bytes = (size_t)n * 4;
-    uint8_t *p = malloc(bytes ? bytes : 1);
-    for (size_t k = 0; k < bytes; k++) p[k] = (uint8_t)(k * 13 + seed * 101 + (k >> 9));
-    onnxio_span_copy_from(&t->raw_data, p, bytes);
-    onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
-    free(p);
+    tu_set_pattern_raw_data(t, (size_t)n * 4, seed);
     return t;
 }
 

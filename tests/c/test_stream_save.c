@@ -28,13 +28,7 @@ static onnxio_TensorProto *add_tensor(onnxio_arena *a, onnxio_GraphProto *g, con
     t->data_type = data_type;
     onnxio_set_has(t, ONNXIO_FIELD_TensorProto_data_type);
     uint64_t bytes = 0;
-    if (onnxio_tensor_raw_size(t, &bytes) == 1) {
-        uint8_t *p = malloc(bytes ? bytes : 1);
-        for (uint64_t k = 0; k < bytes; k++) p[k] = (uint8_t)(k * 13 + seed * 101 + (k >> 9));
-        onnxio_span_copy_from(&t->raw_data, p, bytes);
-        onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
-        free(p);
-    }
+    if (onnxio_tensor_raw_size(t, &bytes) == 1) tu_set_pattern_raw_data(t, (size_t)bytes, seed);
     return t;
 }
 

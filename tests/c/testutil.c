@@ -454,6 +454,15 @@ void tu_set_string(onnxio_arena *a, void *msg, onnxio_string *s, unsigned index,
     onnxio_set_has(msg, index);
 }
 
+void tu_set_pattern_raw_data(onnxio_TensorProto *t, size_t bytes, unsigned seed)
+{
+    uint8_t *p = malloc(bytes ? bytes : 1);
+    for (size_t k = 0; k < bytes; k++) p[k] = (uint8_t)(k * 13 + seed * 101 + (k >> 9));
+    onnxio_span_copy_from(&t->raw_data, p, bytes);
+    onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
+    free(p);
+}
+
 onnxio_ModelProto *tu_model_of_initializers(onnxio_arena *a, size_t n, const int64_t *counts, int data_type,
                                             size_t elem_size, unsigned seed)
 {

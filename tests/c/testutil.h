@@ -102,6 +102,9 @@ void tu_bytes_free(tu_bytes *b);
 /* Sets the string field `s` of `msg` to `value` (copied into `a`) and marks
  * the field present (`index`: its ONNXIO_FIELD_* index). */
 void tu_set_string(onnxio_arena *a, void *msg, onnxio_string *s, unsigned index, const char *value);
+/* Sets t->raw_data (present) to `bytes` bytes of a pattern: byte k is
+ * (k*13 + seed*101 + k/512) mod 256. */
+void tu_set_pattern_raw_data(onnxio_TensorProto *t, size_t bytes, unsigned seed);
 /* A model (ir_version 8, graph "g") of `n` initializers w0, w1, ... of
  * `data_type` (an element of `elem_size` bytes), tensor i of counts[i]
  * elements in one dimension, its raw_data byte k being (k*7 + seed*13 + i)

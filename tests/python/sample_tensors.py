@@ -2,8 +2,13 @@
 import of tests/python, as datafiles is): every kind of element the
 payload readers handle, including bfloat16, packed int4, a scalar and an
 empty tensor."""
+import os
+
 import ml_dtypes
 import numpy as np
+import onnx
+
+import onnxio
 
 
 def sample_arrays(rng: np.random.Generator) -> dict:
@@ -19,3 +24,18 @@ def sample_arrays(rng: np.random.Generator) -> dict:
         "empty": np.zeros((0, 5), dtype=np.uint8),
         "i4": rng.integers(-8, 7, size=(8, 6)).astype(ml_dtypes.int4),
     }
+
+
+def save_layouts(model, d) -> dict:
+    """`model` (an onnx ModelProto) saved in the directory `d` as one .onnx
+    file (by onnx), as .onnx + one external data file with every tensor
+    external (by onnx), and as an .onnxz archive (by onnxio): the paths by
+    layout name, "single", "external" and "onnxz"."""
+    single = str(d / "m.onnx")
+    onnx.save(model, single)
+    os.mkdir(d / "ext")
+    external = str(d / "ext" / "m.onnx")
+    onnx.save(model, external, save_as_external_data=True, location="m.data", size_threshold=0)
+    archive = str(d / "m.onnxz")
+    onnxio.save(onnxio.load(single), archive)
+    return {"single": single, "external": external, "onnxz": archive}

@@ -19,7 +19,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import onnxio
 from onnxio import numpy_helper as onnxio_numpy_helper
-from sample_tensors import sample_arrays
+from sample_tensors import sample_arrays, save_layouts
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RNG = np.random.default_rng(1616)
@@ -42,16 +42,10 @@ def layouts(tmp_path_factory):
     graph = helper.make_graph([helper.make_node("Constant", [], ["c"], value=const)], "g", [],
                               [helper.make_tensor_value_info("c", TensorProto.FLOAT, [700])], inits)
     model = helper.make_model(graph)
-    single = str(d / "m.onnx")
-    onnx.save(model, single)
-    os.mkdir(d / "ext")
-    external = str(d / "ext" / "m.onnx")
-    onnx.save(model, external, save_as_external_data=True, location="m.data", size_threshold=0)
-    archive = str(d / "m.onnxz")
-    onnxio.save(onnxio.load(single), archive)
-    full = onnx.load(single)
+    paths = save_layouts(model, d)
+    full = onnx.load(paths["single"])
     ref = {t.name: numpy_helper.to_array(t) for t in full.graph.initializer}
-    return {"single": single, "external": external, "onnxz": archive}, ref
+    return paths, ref
 
 
 LAYOUTS = ["single", "external", "onnxz"]

@@ -15,7 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import onnxio
 from onnxio.slices import TensorFile
-from sample_tensors import sample_arrays
+from sample_tensors import sample_arrays, save_layouts
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLI = os.environ.get("ONNXIO_CLI", os.path.join(REPO, "build", "onnxio"))
@@ -38,15 +38,9 @@ def layouts(tmp_path_factory):
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])], inits)
     model = helper.make_model(graph)
-    single = str(d / "m.onnx")
-    onnx.save(model, single)
-    os.mkdir(d / "ext")
-    external = str(d / "ext" / "m.onnx")
-    onnx.save(model, external, save_as_external_data=True, location="m.data", size_threshold=0)
-    archive = str(d / "m.onnxz")
-    onnxio.save(onnxio.load(single), archive)
-    ref = {t.name: numpy_helper.to_array(t) for t in onnx.load(single).graph.initializer}
-    return {"single": single, "external": external, "onnxz": archive}, ref
+    paths = save_layouts(model, d)
+    ref = {t.name: numpy_helper.to_array(t) for t in onnx.load(paths["single"]).graph.initializer}
+    return paths, ref
 
 
 def _random_index(rng, shape):
