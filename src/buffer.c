@@ -82,6 +82,11 @@ ONNXIO_API onnxio_buffer *onnxio_buffer_ref(onnxio_buffer *b)
     return b;
 }
 
+void onnxio__buffer_ref_n(onnxio_buffer *b, size_t n)
+{
+    if (b && n) atomic_fetch_add_explicit(&b->refs, n, memory_order_relaxed);
+}
+
 ONNXIO_API void onnxio_buffer_unref(onnxio_buffer *b)
 {
     if (!b || atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1) return;

@@ -35,7 +35,11 @@
  * next element asked for, 2.9 ms with the 32nd ahead). */
 #define ONNXIO__PREFETCH_AHEAD 32
 #define ONNXIO__PREFETCH_MESSAGE(T, m)                                         \
-    for (size_t l_ = 0; l_ < sizeof(onnxio_##T); l_ += 64) ONNXIO_PREFETCH((const char *)(m) + l_)
+    do {                                                                       \
+        for (size_t l_ = 0; l_ < sizeof(onnxio_##T); l_ += 64) ONNXIO_PREFETCH((const char *)(m) + l_); \
+        /* a struct 16-byte aligned may end on one line more */                \
+        ONNXIO_PREFETCH((const char *)(m) + sizeof(onnxio_##T) - 1);           \
+    } while (0)
 
 
 /* ---- os.c: the OS layer ---------------------------------------------- */
@@ -252,7 +256,28 @@ static inline char *onnxio__arena_strndup(onnxio_arena *arena, const void *data,
 {
     char *p = onnxio__arena_bytes(arena, size + 1);
     if (!p) return NULL;
-    if (size) memcpy(p, data, size);
+    const char *q = data;
+    /* Names are short: up to 16 bytes are copied inline, as two
+     * overlapping words, rather than by a call to memcpy. */
+    if (size >= 8 && size <= 16) {
+        uint64_t a, b;
+        memcpy(&a, q, 8);
+        memcpy(&b, q + size - 8, 8);
+        memcpy(p, &a, 8);
+        memcpy(p + size - 8, &b, 8);
+    } else if (size >= 4 && size < 8) {
+        uint32_t a, b;
+        memcpy(&a, q, 4);
+        memcpy(&b, q + size - 4, 4);
+        memcpy(p, &a, 4);
+        memcpy(p + size - 4, &b, 4);
+    } else if (size && size < 4) {
+        p[0] = q[0];
+        p[size / 2] = q[size / 2];
+        p[size - 1] = q[size - 1];
+    } else if (size) {
+        memcpy(p, data, size);
+    }
     p[size] = '\0';
     return p;
 }
@@ -305,6 +330,8 @@ typedef struct onnxio__array {
     size_t size;
     size_t capacity;
 } onnxio__array;
+/* buffer.c: adds `n` references at once (a copy's deferred references). */
+void onnxio__buffer_ref_n(onnxio_buffer *b, size_t n);
 /* Makes room for `extra` more elements of `elem_size`; NULL when out of memory. */
 void *onnxio__array_reserve(onnxio_arena *arena, onnxio__array *a, size_t elem_size, size_t extra);
 /* Size in bytes of one element of a repeated field. */

@@ -1066,6 +1066,9 @@ static void test_deep_trees(void)
     onnxio_TypeProto *copy = onnxio_message_new(arena, &onnxio_desc_TypeProto);
     CHECK_STATUS(onnxio_message_merge(arena, copy, deep), ONNXIO_ERR_DEPTH);
     CHECK(onnxio_message_clone(arena, deep) == NULL);
+    /* What the failed merge left in `copy` is its own: clearing it must
+     * leave the source whole. */
+    onnxio_message_clear(copy);
     CHECK_EQ_INT(onnxio_message_equal(deep, deep2), 1);
     onnxio_TypeProto *leaf = NULL;
     onnxio_TypeProto *deep3 = deep_typeproto(arena, 40000, &leaf);
