@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -52,12 +53,23 @@ ONNXIO_API onnxio_buffer *onnxio_buffer_new(size_t size, size_t alignment)
     onnxio_buffer *b = onnxio__malloc(sizeof *b);
     if (!b) return NULL;
     void *data = NULL;
-    if (size >= LARGE_BLOCK && alignment <= 4096) {
-        data = onnxio__sys_mmap(size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1);
-        if (data == MAP_FAILED) {
+    if (size >= LARGE_BLOCK && alignment <= 4096 && size <= SIZE_MAX - LARGE_BLOCK) {
+        /* Mapped with LARGE_BLOCK to spare and trimmed to start on a huge
+         * page boundary: only the whole huge pages inside a mapping get
+         * huge pages, and a mapping at any page boundary lost up to one
+         * (the first) to 4 KiB pages. The tail stays in 4 KiB pages, so
+         * that the block costs no more memory than its size. */
+        uint8_t *raw = onnxio__sys_mmap(size + LARGE_BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1);
+        if (raw == MAP_FAILED) {
             onnxio__free(b);
             return NULL;
         }
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        uint8_t *start = (uint8_t *)(((uintptr_t)raw + LARGE_BLOCK - 1) & ~(uintptr_t)(LARGE_BLOCK - 1));
+        uint8_t *end = start + ((size + page - 1) & ~(page - 1));
+        if (start > raw) onnxio__sys_munmap(raw, (size_t)(start - raw));
+        if (raw + size + LARGE_BLOCK > end) onnxio__sys_munmap(end, (size_t)(raw + size + LARGE_BLOCK - end));
+        data = start;
 #ifdef MADV_HUGEPAGE
         madvise(data, size, MADV_HUGEPAGE);
 #endif

@@ -321,8 +321,6 @@ static inline int copy_string(onnxio_arena *arena, onnxio_string *d, const onnxi
     for (size_t i_ = 0; i_ < s->F.size; i_++) {                                \
         if (i_ + ONNXIO__PREFETCH_AHEAD < s->F.size)                           \
             ONNXIO__PREFETCH_MESSAGE(T, s->F.data[i_ + ONNXIO__PREFETCH_AHEAD]); \
-        if (i_ + ONNXIO__PREFETCH_AHEAD / 2 < s->F.size)                       \
-            prefetch_fields_##T(s->F.data[i_ + ONNXIO__PREFETCH_AHEAD / 2]);   \
         onnxio_status st_ = clone_##T(g, s->F.data[i_], depth + 1, &d->F.data[i_]); \
         if (st_) return st_;                                                   \
     }
@@ -372,41 +370,6 @@ static void clone_failed(onnxio_message *d)
     static onnxio_status clone_##M(mg *g, const onnxio_##M *s, int depth, onnxio_##M **out);
 #include "schema_messages.h"
 
-/* Prefetches what the fields of `m` point to (a struct prefetched earlier):
- * a repeated message field's loop calls it for the element
- * ONNXIO__PREFETCH_AHEAD / 2 ahead, so that strings and arrays are in
- * cache when that element is cloned. */
-#define PF_NONE_(M, F, N, T)
-#define PF_DATA_(M, F, N, T) ONNXIO_PREFETCH(m->F.data);
-#define PF_PTR_(M, F, N, T) ONNXIO_PREFETCH(m->F);
-#define PF_OPTIONAL_INT32 PF_NONE_
-#define PF_OPTIONAL_ENUM PF_NONE_
-#define PF_OPTIONAL_INT64 PF_NONE_
-#define PF_OPTIONAL_FLOAT PF_NONE_
-#define PF_ONEOF_INT64 PF_NONE_
-#define PF_OPTIONAL_RAW PF_NONE_
-#define PF_OPTIONAL_STRING PF_DATA_
-#define PF_OPTIONAL_BYTES PF_DATA_
-#define PF_ONEOF_STRING PF_DATA_
-#define PF_OPTIONAL_MESSAGE PF_PTR_
-#define PF_ONEOF_MESSAGE PF_PTR_
-#define PF_REPEATED_STRING PF_DATA_
-#define PF_REPEATED_BYTES PF_DATA_
-#define PF_REPEATED_MESSAGE PF_DATA_
-#define PF_REPEATED_INT64 PF_DATA_
-#define PF_REPEATED_FLOAT PF_DATA_
-#define PF_PACKED_INT32 PF_DATA_
-#define PF_PACKED_INT64 PF_DATA_
-#define PF_PACKED_UINT64 PF_DATA_
-#define PF_PACKED_FLOAT PF_DATA_
-#define PF_PACKED_DOUBLE PF_DATA_
-#define ONNXIO_MESSAGE(M, FULL) \
-    static inline void prefetch_fields_##M(const onnxio_##M *m) \
-    {                                                                          \
-        (void)m;
-#define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T) PF_##LABEL##_##KIND(M, F, N, T)
-#define ONNXIO_END_MESSAGE(M) }
-#include "schema_messages.h"
 
 #define ONNXIO_MESSAGE(M, FULL)                                                \
     static onnxio_status clone_fields_##M(mg *g, onnxio_##M *d, const onnxio_##M *s, int depth) \

@@ -8,6 +8,13 @@
 
 #include "internal.h"
 
+/* A buffer that payloads are carved from, each piece aligned as the
+ * options ask; it lives as long as one of its tensors holds it. */
+typedef struct slab {
+    onnxio_buffer *buffer; /* a reference, or NULL */
+    size_t used, size;
+} slab;
+
 typedef struct pending {
     onnxio_TensorProto *tensor;
     onnxio__payload_src src; /* holds a reference to src.owner */
@@ -33,8 +40,8 @@ struct onnxio__payloads {
     size_t count, capacity;
     shared *table; /* open addressing, a power of two slots (or none) */
     size_t table_count, table_capacity;
-    onnxio_buffer *slab; /* small payloads are carved from it (a reference) */
-    size_t slab_used;
+    slab small;  /* payloads under the raw_data threshold */
+    slab medium; /* payloads from MEDIUM_MIN to under MEDIUM_MAX */
     /* The operation's progress (NULL: none): every payload is remembered
      * and placed by onnxio__payloads_resolve, so that the total is known
      * before any byte moves; bytes that move on no pool job count here. */
@@ -48,6 +55,17 @@ struct onnxio__payloads {
 #define SLAB_SIZE ((size_t)64 * 1024)
 /* Past this alignment a piece gets a buffer of its own. */
 #define SLAB_MAX_ALIGNMENT 64
+/* Payloads this large and smaller than a huge page (read by a pool job)
+ * share slabs that grow from MEDIUM_SLAB to MEDIUM_SLAB_MAX: such slabs are
+ * mapped on huge page boundaries with huge pages asked for (buffer.c), where
+ * a buffer each was 4 KiB pages. A 0.5 GiB model with 128 weights of 1.2 MB
+ * took 37,000 fewer page faults to load. The slab's unused tail costs
+ * address space only; at most one huge page of it is ever touched. */
+#define MEDIUM_MIN ((size_t)256 << 10)
+#define MEDIUM_MAX ((size_t)2 << 20)
+#define MEDIUM_SLAB ((size_t)4 << 20)
+#define MEDIUM_SLAB_MAX ((size_t)32 << 20)
+#define MEDIUM_MAX_ALIGNMENT 4096
 
 onnxio_status onnxio__payloads_new(const onnxio_parse_options *opts, onnxio__pool *pool, onnxio__budget *budget,
                                    onnxio__payloads **out)
@@ -75,27 +93,41 @@ void onnxio__payloads_free(onnxio__payloads *p)
     for (size_t i = 0; i < p->table_capacity; i++) onnxio_buffer_unref(p->table[i].owner);
     onnxio__free(p->table);
     onnxio__free(p->items);
-    onnxio_buffer_unref(p->slab);
+    onnxio_buffer_unref(p->small.buffer);
+    onnxio_buffer_unref(p->medium.buffer);
     onnxio__free(p);
 }
 
-/* A copy of a small payload into the current slab (a new one when it is
- * full); the span takes its own reference to the slab. */
-static onnxio_status slab_copy(onnxio__payloads *p, onnxio_span *span, const void *data, size_t size)
+/* `size` bytes of slab `sl`, aligned as the options ask (a new slab of
+ * `grow` times the last one's size, from `first` to `most`, when they do
+ * not fit); NULL when out of memory. The caller takes its own reference to
+ * sl->buffer for the piece. */
+static uint8_t *slab_take(onnxio__payloads *p, slab *sl, size_t size, size_t first, size_t most)
 {
     size_t align = p->alignment ? (size_t)p->alignment : 64;
-    size_t at = (p->slab_used + align - 1) & ~(align - 1);
-    if (!p->slab || at + size > SLAB_SIZE) {
-        onnxio_buffer *b = onnxio_buffer_new(SLAB_SIZE, align);
-        if (!b) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory for a %zu-byte payload", size);
-        onnxio_buffer_unref(p->slab);
-        p->slab = b;
+    size_t at = (sl->used + align - 1) & ~(align - 1);
+    if (!sl->buffer || at > sl->size || size > sl->size - at) {
+        size_t want = sl->buffer ? sl->size * 2 : first;
+        if (want > most) want = most;
+        onnxio_buffer *b = onnxio_buffer_new(want, align);
+        if (!b) return NULL;
+        onnxio_buffer_unref(sl->buffer);
+        sl->buffer = b;
+        sl->size = want;
         at = 0;
     }
-    uint8_t *dst = onnxio_buffer_data(p->slab) + at;
+    sl->used = at + size;
+    return onnxio_buffer_data(sl->buffer) + at;
+}
+
+/* A copy of a small payload into the current small slab; the span takes
+ * its own reference to the slab. */
+static onnxio_status slab_copy(onnxio__payloads *p, onnxio_span *span, const void *data, size_t size)
+{
+    uint8_t *dst = slab_take(p, &p->small, size, SLAB_SIZE, SLAB_SIZE);
+    if (!dst) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory for a %zu-byte payload", size);
     if (size) memcpy(dst, data, size);
-    p->slab_used = at + size;
-    onnxio_span_set(span, dst, size, p->slab);
+    onnxio_span_set(span, dst, size, p->small.buffer);
     return ONNXIO_OK;
 }
 
@@ -232,12 +264,20 @@ static onnxio_status place(onnxio__payloads *p, onnxio_TensorProto *t, const onn
         if (src->size > SIZE_MAX)
             return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "tensor '%s': %llu bytes do not fit in memory", onnxio__tensor_name(t),
                                 (unsigned long long)src->size);
-        onnxio_buffer *b = onnxio_buffer_new((size_t)src->size, (size_t)p->alignment);
-        if (!b)
-            return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "tensor '%s': out of memory for %llu bytes", onnxio__tensor_name(t),
-                                (unsigned long long)src->size);
-        onnxio_span_set(span, onnxio_buffer_data(b), (size_t)src->size, b);
-        onnxio_buffer_unref(b);
+        if (src->size >= MEDIUM_MIN && src->size < MEDIUM_MAX && p->alignment <= MEDIUM_MAX_ALIGNMENT) {
+            uint8_t *dst = slab_take(p, &p->medium, (size_t)src->size, MEDIUM_SLAB, MEDIUM_SLAB_MAX);
+            if (!dst)
+                return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "tensor '%s': out of memory for %llu bytes",
+                                    onnxio__tensor_name(t), (unsigned long long)src->size);
+            onnxio_span_set(span, dst, (size_t)src->size, p->medium.buffer);
+        } else {
+            onnxio_buffer *b = onnxio_buffer_new((size_t)src->size, (size_t)p->alignment);
+            if (!b)
+                return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "tensor '%s': out of memory for %llu bytes",
+                                    onnxio__tensor_name(t), (unsigned long long)src->size);
+            onnxio_span_set(span, onnxio_buffer_data(b), (size_t)src->size, b);
+            onnxio_buffer_unref(b);
+        }
         loaded(t, src);
         share_add(p, src, span);
         return fill(p, t, src, span->data, span->owner);

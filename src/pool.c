@@ -50,7 +50,7 @@ int onnxio__num_threads(int requested)
 
 /* Bytes moved between CRC updates: small enough that they are still in
  * the cache when the CRC reads them. */
-#define CRC_STEP (1u << 20)
+#define CRC_STEP (128u << 10)
 
 static onnxio_status run_job(const onnxio__job *j, char *error, size_t error_size)
 {
@@ -203,6 +203,13 @@ onnxio_status onnxio__pool_add(onnxio__pool *p, const onnxio__job *job)
     if (job->size == 0) {
         if (job->crc) job->crc[0] = 0;
         return ONNXIO_OK;
+    }
+    /* Reported before the job is queued, so that the first call says 0
+     * bytes done: once the job is queued a worker may finish a piece of
+     * it before this thread reports. */
+    if (p->progress && !p->status) {
+        onnxio_status s = report(p, p->threads > 1);
+        if (s) return onnxio__fail(s, "%s", p->error);
     }
     if (p->threads <= 1) {
         if (p->status) return p->status;

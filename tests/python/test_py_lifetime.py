@@ -258,3 +258,31 @@ def test_gil_check_is_not_vacuous():
     # A call that holds the GIL throughout (a C loop over a big buffer) lets the other thread make no progress.
     buf = bytes(64 << 20)
     assert not _progress_during(lambda: buf.count(b"\1"), attempts=20)
+
+
+def test_payload_blocks_and_slabs():
+    """Where a copy load puts payloads (docs/memory.md): one of 2 MiB or more
+    starts on a huge page boundary; those from 256 KiB to under 2 MiB are
+    carved from one slab that starts on one; a view of a slab-mate kept
+    after the model is dropped stays right. Values against numpy's arrays."""
+    MiB = 1 << 20
+    rng = np.random.default_rng(7)
+    sizes = {"big0": 3 * MiB, "mid0": MiB, "big1": 5 * MiB // 2, "mid1": 300 << 10, "mid2": MiB + 4, "small": 100 << 10}
+    arrays = {k: rng.integers(0, 255, n, dtype=np.uint8) for k, n in sizes.items()}
+    g = oh.make_graph([], "g", [], [], [onh.from_array(a, k) for k, a in arrays.items()])
+    m = onnxio.load(oh.make_model(g).SerializeToString())
+    addr = {}
+    for t in m.graph.initializer:
+        v = _onnxio._payload_view(t)
+        assert bytes(v) == arrays[t.name].tobytes(), t.name
+        addr[t.name] = np.frombuffer(v, np.uint8).ctypes.data
+    for k in ("big0", "big1"):
+        assert addr[k] % (2 * MiB) == 0, k
+    mids = sorted(addr[k] for k in ("mid0", "mid1", "mid2"))
+    assert mids[0] % (2 * MiB) == 0
+    assert mids[-1] + MiB + 4 - mids[0] <= 4 * MiB  # one 4 MiB slab
+    kept = onnxio.numpy_helper.to_array(m.graph.initializer[3])
+    assert kept.ctypes.data == addr["mid1"]  # a view of the slab
+    del m
+    gc.collect()
+    np.testing.assert_array_equal(kept, arrays["mid1"])
