@@ -49,6 +49,14 @@ limits are write() of the same number of bytes from one 8 MiB buffer, with
 and without fsync. Structure: the RSS growth of onnxio.load(path,
 skip_raw_data=True) of the single file.
 
+On a VM with free page reporting (its state is printed first), memory a
+process frees goes back to the hypervisor, and the next process that
+touches fresh memory pays a fault in the host for it: copies into new
+memory then vary by 2-10x between children. Raising
+/sys/module/page_reporting/parameters/min_free_ms (where the kernel has it)
+for the run keeps freed memory in the guest, as on a machine without a
+hypervisor; BENCHMARKS.md says which runs did.
+
 The figures are medians of --repeats children per operation and state (the
 repeats interleaved: round 1 of everything, then round 2, ...). GiB/s is
 payload bytes / s. Ratios: "/cat" against cat of the same files in the same
@@ -109,6 +117,25 @@ STATES = ("warm", "cold")
 
 
 # ---- the child ----------------------------------------------------------------
+
+def page_reporting():
+    """The VM's free page reporting, when the kernel has it: freed memory
+    handed back to the hypervisor, whose first touch after that costs a
+    fault in the host (up to ~1 s a GiB on this project's VMs). None on
+    machines without it."""
+    base = "/sys/module/page_reporting/parameters/"
+    try:
+        with open(base + "page_reporting_order") as f:
+            order = int(f.read())
+    except OSError:
+        return None
+    try:
+        with open(base + "min_free_ms") as f:
+            min_free_ms = int(f.read())
+    except OSError:
+        min_free_ms = None
+    return {"order": order, "min_free_ms": min_free_ms}
+
 
 def _status_kib(field):
     with open("/proc/self/status") as f:
@@ -566,6 +593,10 @@ def main():
           f"{os.cpu_count()} cores, Python {platform.python_version()}")
     if not have_fincore:
         print("eviction NOT verified: fincore (util-linux) is not installed")
+    reporting = page_reporting()
+    if reporting:
+        print(f"free page reporting: freed blocks of 2^{reporting['order']} pages go back to the hypervisor after "
+              f"{reporting['min_free_ms']} ms free; fresh memory then costs host faults on first touch")
     results = {}
     t0 = time.perf_counter()
     for gib in sizes:
@@ -589,6 +620,7 @@ def main():
                                 else sys.executable, os.path.relpath(__file__, ROOT), *sys.argv[1:]]),
            "date": datetime.datetime.now().isoformat(timespec="seconds"), "cores": os.cpu_count(),
            "machine": platform.platform(), "versions": versions, "eviction_verified": have_fincore,
+           "page_reporting": reporting,
            "repeats": args.repeats, "seconds": time.perf_counter() - t0, "sizes": results,
            "targets": [{"target": lab, "value": v, "limit": lim, "verdict": ver} for lab, v, lim, ver in targets]}
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
