@@ -170,10 +170,10 @@ bench/out/pb_bench: bench/pb_bench.cc bench/out/pb/onnx-ml.pb.cc
 	$(CXX) -O2 -std=c++17 -Ibench/out/pb -o $@ bench/pb_bench.cc bench/out/pb/onnx-ml.pb.cc \
 	  -lprotobuf -pthread
 
-bench/out/onnxio_bench: bench/onnxio_bench.c $(BENCH_BUILD)/libonnxio.a
+bench/out/onnxio_bench: bench/onnxio_bench.c tests/c/testutil.c $(BENCH_BUILD)/libonnxio.a
 	@mkdir -p bench/out
-	$(CC) -O2 -std=c11 -Wall -Wextra -Wpedantic -Iinclude -I$(BENCH_BUILD)/include -o $@ $< \
-	  $(BENCH_BUILD)/libonnxio.a $(BENCH_LIBS)
+	$(CC) -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wpedantic -Iinclude -I$(BENCH_BUILD)/include -Itests/c -o $@ $< \
+	  tests/c/testutil.c $(BENCH_BUILD)/libonnxio.a $(BENCH_LIBS)
 
 models: .cache/models/gpt2.onnx .cache/models/gpt2_external/gpt2.onnx .cache/models/many_nodes.onnx
 
