@@ -274,6 +274,13 @@ void onnxio__map_random(const void *p, size_t size, bool random)
     advise(p, size, random ? MADV_RANDOM : MADV_NORMAL);
 }
 
+void onnxio__map_drop(const void *p, size_t size)
+{
+    uintptr_t start = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
+    uintptr_t end = ((uintptr_t)p + size) & ~(uintptr_t)4095;
+    if (p && end > start) (void)madvise((void *)start, end - start, MADV_DONTNEED);
+}
+
 void onnxio__map_willneed(const void *p, size_t size)
 {
     advise(p, size, MADV_WILLNEED);
