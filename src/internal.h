@@ -87,11 +87,11 @@ void onnxio__map_random(const void *p, size_t size, bool random);
 /* Asks the kernel to read a range of a file mapping into the page cache
  * now, without waiting for it (MADV_WILLNEED). Both act on the whole pages
  * that hold the range. */
+void onnxio__map_willneed(const void *p, size_t size);
 /* Unmaps the whole pages inside [p, p + size) of a private file mapping
  * that was never written (MADV_DONTNEED): the pages stay in the page cache,
  * and a later access maps them again with the file's bytes. */
 void onnxio__map_drop(const void *p, size_t size);
-void onnxio__map_willneed(const void *p, size_t size);
 
 /* The status for an errno: NOT_FOUND (ENOENT, ENOTDIR), NO_MEMORY, else IO. */
 onnxio_status onnxio__errno_status(int err);

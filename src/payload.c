@@ -98,9 +98,9 @@ void onnxio__payloads_free(onnxio__payloads *p)
     onnxio__free(p);
 }
 
-/* `size` bytes of slab `sl`, aligned as the options ask (a new slab of
- * `grow` times the last one's size, from `first` to `most`, when they do
- * not fit); NULL when out of memory. The caller takes its own reference to
+/* `size` bytes of slab `sl`, aligned as the options ask (when they do not
+ * fit, a new slab: `first` bytes, then twice the last one's size up to
+ * `most`); NULL when out of memory. The caller takes its own reference to
  * sl->buffer for the piece. */
 static uint8_t *slab_take(onnxio__payloads *p, slab *sl, size_t size, size_t first, size_t most)
 {
@@ -264,20 +264,20 @@ static onnxio_status place(onnxio__payloads *p, onnxio_TensorProto *t, const onn
         if (src->size > SIZE_MAX)
             return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "tensor '%s': %llu bytes do not fit in memory", onnxio__tensor_name(t),
                                 (unsigned long long)src->size);
+        onnxio_buffer *own = NULL, *owner;
+        uint8_t *dst;
         if (src->size >= MEDIUM_MIN && src->size < MEDIUM_MAX && p->alignment <= MEDIUM_MAX_ALIGNMENT) {
-            uint8_t *dst = slab_take(p, &p->medium, (size_t)src->size, MEDIUM_SLAB, MEDIUM_SLAB_MAX);
-            if (!dst)
-                return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "tensor '%s': out of memory for %llu bytes",
-                                    onnxio__tensor_name(t), (unsigned long long)src->size);
-            onnxio_span_set(span, dst, (size_t)src->size, p->medium.buffer);
+            dst = slab_take(p, &p->medium, (size_t)src->size, MEDIUM_SLAB, MEDIUM_SLAB_MAX);
+            owner = p->medium.buffer;
         } else {
-            onnxio_buffer *b = onnxio_buffer_new((size_t)src->size, (size_t)p->alignment);
-            if (!b)
-                return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "tensor '%s': out of memory for %llu bytes",
-                                    onnxio__tensor_name(t), (unsigned long long)src->size);
-            onnxio_span_set(span, onnxio_buffer_data(b), (size_t)src->size, b);
-            onnxio_buffer_unref(b);
+            owner = own = onnxio_buffer_new((size_t)src->size, (size_t)p->alignment);
+            dst = onnxio_buffer_data(own);
         }
+        if (!dst)
+            return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "tensor '%s': out of memory for %llu bytes", onnxio__tensor_name(t),
+                                (unsigned long long)src->size);
+        onnxio_span_set(span, dst, (size_t)src->size, owner);
+        onnxio_buffer_unref(own);
         loaded(t, src);
         share_add(p, src, span);
         return fill(p, t, src, span->data, span->owner);

@@ -306,60 +306,8 @@ static void next_load(const char *name)
 
 /* ---- snapshots of the output directory ---------------------------------------- */
 
-typedef struct snapshot {
-    tu_strlist names;
-    uint8_t **bytes;
-    size_t *sizes;
-} snapshot;
-
-static void snap(snapshot *s)
-{
-    memset(s, 0, sizeof *s);
-    tu_list_dir(W.out, &s->names);
-    s->bytes = calloc(s->names.size + 1, sizeof *s->bytes);
-    s->sizes = calloc(s->names.size + 1, sizeof *s->sizes);
-    for (size_t i = 0; i < s->names.size; i++) {
-        char *p = out_path(s->names.items[i]);
-        s->bytes[i] = tu_read_file(p, &s->sizes[i]);
-        free(p);
-    }
-}
-
-static void snap_free(snapshot *s)
-{
-    for (size_t i = 0; i < s->names.size; i++) free(s->bytes[i]);
-    free(s->bytes);
-    free(s->sizes);
-    tu_strlist_free(&s->names);
-}
-
-/* Whether W.out holds exactly what `s` recorded; *why says what differs. */
-static bool same_as(const snapshot *s, char *why, size_t why_size)
-{
-    snapshot now;
-    snap(&now);
-    bool same = now.names.size == s->names.size;
-    if (!same) snprintf(why, why_size, "%zu files instead of %zu", now.names.size, s->names.size);
-    for (size_t i = 0; same && i < s->names.size; i++) {
-        if (strcmp(now.names.items[i], s->names.items[i]) != 0) {
-            snprintf(why, why_size, "'%s' instead of '%s'", now.names.items[i], s->names.items[i]);
-            same = false;
-        } else if (now.sizes[i] != s->sizes[i] || memcmp(now.bytes[i], s->bytes[i], s->sizes[i]) != 0) {
-            snprintf(why, why_size, "'%s' changed", s->names.items[i]);
-            same = false;
-        }
-    }
-    if (!same && now.names.size != s->names.size) {
-        size_t at = strlen(why);
-        for (size_t i = 0; i < now.names.size && at + 2 < why_size; i++)
-            at += (size_t)snprintf(why + at, why_size - at, " %s", now.names.items[i]);
-    }
-    snap_free(&now);
-    return same;
-}
-
 /* Puts W.out back to `s`: other files removed, recorded ones rewritten. */
-static void restore(const snapshot *s)
+static void restore(const tu_snapshot *s)
 {
     tu_strlist now = {0};
     tu_list_dir(W.out, &now);
@@ -403,8 +351,8 @@ static long total_points;
 /* Fails each counted operation of `mask` in turn while `sc` runs. */
 static void sweep(const scenario *sc, unsigned mask, const char *kind)
 {
-    snapshot before, after;
-    snap(&before);
+    tu_snapshot before, after;
+    tu_snapshot_take(W.out, &before);
     long live0 = onnxio__alloc_live();
     onnxio__fault_set(mask, 0, false, false);
     onnxio_status s = sc->run();
@@ -415,7 +363,7 @@ static void sweep(const scenario *sc, unsigned mask, const char *kind)
               onnxio__alloc_live() - live0);
     /* What a successful run leaves (a save of the same model gives the
      * same bytes; a replacement appends). */
-    snap(&after);
+    tu_snapshot_take(W.out, &after);
     restore(&before);
     long failed_cleanly = 0, succeeded = 0;
     for (long i = 1; i <= n; i++) {
@@ -437,10 +385,10 @@ static void sweep(const scenario *sc, unsigned mask, const char *kind)
                       onnxio_status_name(s));
             /* The outputs are as they were; or, past the commit point (the
              * message says so), the new ones once the next load has run. */
-            bool ok = !sc->writes || same_as(&before, why, sizeof why);
+            bool ok = !sc->writes || tu_snapshot_matches(W.out, &before, why, sizeof why);
             if (!ok && strstr(message, "committed")) {
                 next_load(sc->writes);
-                ok = same_as(&after, why, sizeof why);
+                ok = tu_snapshot_matches(W.out, &after, why, sizeof why);
             }
             CHECK_MSG(ok, "%s, %s point %ld failed (%s) but the outputs changed: %s", sc->name, kind, i, message, why);
         } else {
@@ -448,10 +396,10 @@ static void sweep(const scenario *sc, unsigned mask, const char *kind)
              * the result must still be right. A journal whose removal
              * failed is removed by the next load. */
             succeeded++;
-            bool ok = !sc->writes || same_as(&after, why, sizeof why);
+            bool ok = !sc->writes || tu_snapshot_matches(W.out, &after, why, sizeof why);
             if (!ok && op == ONNXIO__OP_UNLINK) {
                 next_load(sc->writes);
-                ok = same_as(&after, why, sizeof why);
+                ok = tu_snapshot_matches(W.out, &after, why, sizeof why);
             }
             CHECK_MSG(ok, "%s, %s point %ld: ignored, but the outputs are wrong: %s", sc->name, kind, i, why);
         }
@@ -463,8 +411,8 @@ static void sweep(const scenario *sc, unsigned mask, const char *kind)
     restore(&before);
     total_points += n;
     tu_note("%-58s %-6s %5ld points: %ld clean errors, %ld tolerated", sc->name, kind, n, failed_cleanly, succeeded);
-    snap_free(&before);
-    snap_free(&after);
+    tu_snapshot_free(&before);
+    tu_snapshot_free(&after);
 }
 
 /* ---- crash points of the save protocol ---------------------------------------------- */
@@ -481,13 +429,13 @@ static void crash_sweep(const char *what, const char *name, const onnxio_seriali
     tu_remove_tree(W.out);
     mkdir(W.out, 0777);
     CHECK_STATUS(onnxio_save_model(new_m, path, opts), ONNXIO_OK);
-    snapshot new_files;
-    snap(&new_files);
+    tu_snapshot new_files;
+    tu_snapshot_take(W.out, &new_files);
     tu_remove_tree(W.out);
     mkdir(W.out, 0777);
     CHECK_STATUS(onnxio_save_model(old_m, path, opts), ONNXIO_OK);
-    snapshot old_files;
-    snap(&old_files);
+    tu_snapshot old_files;
+    tu_snapshot_take(W.out, &old_files);
     onnxio__fault_set(MUTATING_OPS, 0, false, false);
     CHECK_STATUS(onnxio_save_model(new_m, path, opts), ONNXIO_OK);
     long n = onnxio__fault_counted();
@@ -519,7 +467,7 @@ static void crash_sweep(const char *what, const char *name, const onnxio_seriali
         CHECK_MSG(is_old || is_new, "%s, crash point %ld: the model loaded is neither the old one nor the new one", what,
                   i);
         char why[512] = "";
-        bool files_ok = is_new ? same_as(&new_files, why, sizeof why) : same_as(&old_files, why, sizeof why);
+        bool files_ok = is_new ? tu_snapshot_matches(W.out, &new_files, why, sizeof why) : tu_snapshot_matches(W.out, &old_files, why, sizeof why);
         CHECK_MSG(files_ok, "%s, crash point %ld: after the next load the files are not the %s ones: %s", what, i,
                   is_new ? "new" : "old", why);
         saw_old += is_old && !is_new;
@@ -528,8 +476,8 @@ static void crash_sweep(const char *what, const char *name, const onnxio_seriali
     }
     total_points += n + 1;
     tu_note("%-58s %5ld crash points: old model %ld times, new %ld times", what, n + 1, saw_old, saw_new);
-    snap_free(&old_files);
-    snap_free(&new_files);
+    tu_snapshot_free(&old_files);
+    tu_snapshot_free(&new_files);
     free(path);
 }
 

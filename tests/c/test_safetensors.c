@@ -353,6 +353,15 @@ static void test_mutations(void)
     tu_end();
 }
 
+/* No temporary file of a save is left in W. */
+static void check_no_temporary_left(void)
+{
+    tu_strlist l = {0};
+    tu_list_dir(W, &l);
+    for (size_t i = 0; i < l.size; i++) CHECK_MSG(strstr(l.items[i], "tmp") == NULL, "left behind: %s", l.items[i]);
+    tu_strlist_free(&l);
+}
+
 static void test_save(void)
 {
     tu_begin("save: read back, typed fields, refused saves keep the old file");
@@ -433,10 +442,7 @@ static void test_save(void)
     size_t size2;
     uint8_t *file2 = tu_read_file(path, &size2);
     CHECK_BYTES(file2, size2, file, size);
-    tu_strlist l = {0};
-    tu_list_dir(W, &l);
-    for (size_t i = 0; i < l.size; i++) CHECK_MSG(strstr(l.items[i], "tmp") == NULL, "left behind: %s", l.items[i]);
-    tu_strlist_free(&l);
+    check_no_temporary_left();
     free(file2);
     free(file);
     free(path);
@@ -506,10 +512,7 @@ static void test_faults(void)
         tu_note("%s: %ld operations, %ld failures injected cleanly", which == 0 ? "load copy" : which == 1 ? "load no_copy" : "save", n, failed);
         CHECK(failed > 0);
     }
-    tu_strlist l = {0};
-    tu_list_dir(W, &l);
-    for (size_t i = 0; i < l.size; i++) CHECK_MSG(strstr(l.items[i], "tmp") == NULL, "left behind: %s", l.items[i]);
-    tu_strlist_free(&l);
+    check_no_temporary_left();
     free(old);
     free(path);
     onnxio_arena_unref(a);

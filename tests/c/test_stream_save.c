@@ -138,62 +138,17 @@ static void streaming_make(streaming *st, onnxio_ModelProto *full)
 
 /* ---- files ---------------------------------------------------------------- */
 
-typedef struct snapshot {
-    tu_strlist names;
-    uint8_t **bytes;
-    size_t *sizes;
-} snapshot;
-
-static void snap(const char *dir, snapshot *s)
+/* A load of `model`, its result dropped: it finishes or undoes a save that
+ * died (the load's recovery). */
+static void next_load(const char *model)
 {
-    memset(s, 0, sizeof *s);
-    tu_list_dir(dir, &s->names);
-    s->bytes = calloc(s->names.size + 1, sizeof *s->bytes);
-    s->sizes = calloc(s->names.size + 1, sizeof *s->sizes);
-    for (size_t i = 0; i < s->names.size; i++) {
-        char *p = tu_path_join(dir, s->names.items[i]);
-        s->bytes[i] = tu_read_file(p, &s->sizes[i]);
-        free(p);
-    }
+    onnxio_arena *b = onnxio_arena_new();
+    onnxio_ModelProto *m;
+    onnxio_load_model(model, NULL, b, &m);
+    onnxio_arena_unref(b);
 }
 
-static void snap_free(snapshot *s)
-{
-    for (size_t i = 0; i < s->names.size; i++) free(s->bytes[i]);
-    free(s->bytes);
-    free(s->sizes);
-    tu_strlist_free(&s->names);
-}
-
-static bool same_snap(const snapshot *a, const snapshot *b, char *why, size_t n)
-{
-    if (a->names.size != b->names.size) {
-        snprintf(why, n, "%zu files instead of %zu", a->names.size, b->names.size);
-        return false;
-    }
-    for (size_t i = 0; i < a->names.size; i++) {
-        if (strcmp(a->names.items[i], b->names.items[i]) != 0) {
-            snprintf(why, n, "'%s' instead of '%s'", a->names.items[i], b->names.items[i]);
-            return false;
-        }
-        if (a->sizes[i] != b->sizes[i] || memcmp(a->bytes[i], b->bytes[i], a->sizes[i]) != 0) {
-            snprintf(why, n, "'%s' differs", a->names.items[i]);
-            return false;
-        }
-    }
-    return true;
-}
-
-static bool dir_is(const char *dir, const snapshot *want, char *why, size_t n)
-{
-    snapshot now;
-    snap(dir, &now);
-    bool ok = same_snap(&now, want, why, n);
-    snap_free(&now);
-    return ok;
-}
-
-static void restore(const char *dir, const snapshot *s)
+static void restore(const char *dir, const tu_snapshot *s)
 {
     tu_remove_tree(dir);
     mkdir(dir, 0777);
@@ -269,12 +224,12 @@ static void test_identical(void)
         streaming_make(&st, full);
         CHECK_STATUS(onnxio_save_streaming(st.structure, pb, source_fn, &st.src, &ls[k].opts), ONNXIO_OK);
         CHECK_EQ_U64(st.src.next, st.src.count);
-        snapshot sa, sb;
-        snap(dir_a, &sa);
-        snap(dir_b, &sb);
+        tu_snapshot sa, sb;
+        tu_snapshot_take(dir_a, &sa);
+        tu_snapshot_take(dir_b, &sb);
         char why[256] = "";
         CHECK_MSG(sa.names.size >= 1, "nothing saved");
-        CHECK_MSG(same_snap(&sb, &sa, why, sizeof why), "%s", why);
+        CHECK_MSG(tu_snapshot_same(&sb, &sa, why, sizeof why), "%s", why);
         /* The structure is not modified: its placeholders still have no
          * raw_data. */
         CHECK(!onnxio_has(st.structure->graph->initializer.data[0], ONNXIO_FIELD_TensorProto_raw_data));
@@ -286,8 +241,8 @@ static void test_identical(void)
         CHECK_STATUS(onnxio_load_model(pb, &po, b, &back), ONNXIO_OK);
         CHECK(back && tu_equal_as_loaded(back, full));
         onnxio_arena_unref(b);
-        snap_free(&sa);
-        snap_free(&sb);
+        tu_snapshot_free(&sa);
+        tu_snapshot_free(&sb);
         onnxio_arena_unref(st.arena);
         free(pa);
         free(pb);
@@ -323,8 +278,8 @@ static void test_errors(void)
         char *p = tu_path_join(dir, ls[k].file);
         CHECK_STATUS(onnxio_save_model(old_m, p, &ls[k].opts), ONNXIO_OK);
         free(p);
-        snapshot old;
-        snap(dir, &old);
+        tu_snapshot old;
+        tu_snapshot_take(dir, &old);
         for (int c = 0; c < 7; c++) {
             streaming st;
             streaming_make(&st, full);
@@ -373,10 +328,10 @@ static void test_errors(void)
             CHECK_MSG(strstr(onnxio_last_error(), want) != NULL, "case %d: the message does not name '%s': %s", c,
                       want, onnxio_last_error());
             char why[256] = "";
-            CHECK_MSG(dir_is(dir, &old, why, sizeof why), "case %d: %s", c, why);
+            CHECK_MSG(tu_snapshot_matches(dir, &old, why, sizeof why), "case %d: %s", c, why);
             onnxio_arena_unref(st.arena);
         }
-        snap_free(&old);
+        tu_snapshot_free(&old);
         tu_end();
     }
     /* Arguments, and a target that is not a regular file. */
@@ -415,12 +370,12 @@ static void test_faults(void)
         mkdir(dir, 0777);
         char *p = tu_path_join(dir, ls[k].file);
         CHECK_STATUS(onnxio_save_model(full, p, &ls[k].opts), ONNXIO_OK);
-        snapshot new_files;
-        snap(dir, &new_files);
-        restore(dir, &(snapshot){0});
+        tu_snapshot new_files;
+        tu_snapshot_take(dir, &new_files);
+        restore(dir, &(tu_snapshot){0});
         CHECK_STATUS(onnxio_save_model(old_m, p, &ls[k].opts), ONNXIO_OK);
-        snapshot old;
-        snap(dir, &old);
+        tu_snapshot old;
+        tu_snapshot_take(dir, &old);
         streaming st;
         streaming_make(&st, full);
         st.src.next = 0;
@@ -444,24 +399,18 @@ static void test_faults(void)
             if (s) {
                 clean++;
                 CHECK_MSG(onnxio_last_error()[0] != '\0', "point %ld: no message", i);
-                bool ok = dir_is(dir, &old, why, sizeof why);
+                bool ok = tu_snapshot_matches(dir, &old, why, sizeof why);
                 if (!ok && strstr(onnxio_last_error(), "committed")) {
-                    onnxio_arena *b = onnxio_arena_new();
-                    onnxio_ModelProto *m;
-                    onnxio_load_model(p, NULL, b, &m); /* finishes the committed save */
-                    onnxio_arena_unref(b);
-                    ok = dir_is(dir, &new_files, why, sizeof why);
+                    next_load(p); /* finishes the committed save */
+                    ok = tu_snapshot_matches(dir, &new_files, why, sizeof why);
                 }
                 CHECK_MSG(ok, "point %ld failed (%s) but the files changed: %s", i, onnxio_last_error(), why);
             } else {
                 tolerated++;
-                bool ok = dir_is(dir, &new_files, why, sizeof why);
+                bool ok = tu_snapshot_matches(dir, &new_files, why, sizeof why);
                 if (!ok) { /* a journal whose removal failed: the next load removes it */
-                    onnxio_arena *b = onnxio_arena_new();
-                    onnxio_ModelProto *m;
-                    onnxio_load_model(p, NULL, b, &m);
-                    onnxio_arena_unref(b);
-                    ok = dir_is(dir, &new_files, why, sizeof why);
+                    next_load(p);
+                    ok = tu_snapshot_matches(dir, &new_files, why, sizeof why);
                 }
                 CHECK_MSG(ok, "point %ld tolerated, but the files are wrong: %s", i, why);
             }
@@ -498,7 +447,7 @@ static void test_faults(void)
             CHECK_MSG(s == ONNXIO_OK, "crash point %ld: the next load fails: %s", i, onnxio_last_error());
             bool is_new = back && tu_equal_as_loaded(back, full), is_old = back && tu_equal_as_loaded(back, old_m);
             char why[256] = "";
-            bool files_ok = is_new ? dir_is(dir, &new_files, why, sizeof why) : dir_is(dir, &old, why, sizeof why);
+            bool files_ok = tu_snapshot_matches(dir, is_new ? &new_files : &old, why, sizeof why);
             CHECK_MSG(is_new || is_old, "crash point %ld: neither the old model nor the new one", i);
             CHECK_MSG(files_ok, "crash point %ld: the files are not the %s ones: %s", i, is_new ? "new" : "old", why);
             saw_old += is_old;
@@ -508,8 +457,8 @@ static void test_faults(void)
         tu_note("%ld crash points: old %ld, new %ld", m_count, saw_old, saw_new);
         CHECK(saw_old > 0 && saw_new > 0);
         onnxio_arena_unref(st.arena);
-        snap_free(&old);
-        snap_free(&new_files);
+        tu_snapshot_free(&old);
+        tu_snapshot_free(&new_files);
         free(p);
         tu_end();
     }

@@ -344,6 +344,57 @@ void tu_list_dir(const char *dir, tu_strlist *out)
     if (out->size > first) qsort(out->items + first, out->size - first, sizeof *out->items, cmp_str);
 }
 
+void tu_snapshot_take(const char *dir, tu_snapshot *s)
+{
+    memset(s, 0, sizeof *s);
+    tu_list_dir(dir, &s->names);
+    s->bytes = calloc(s->names.size + 1, sizeof *s->bytes);
+    s->sizes = calloc(s->names.size + 1, sizeof *s->sizes);
+    for (size_t i = 0; i < s->names.size; i++) {
+        char *p = tu_path_join(dir, s->names.items[i]);
+        s->bytes[i] = tu_read_file(p, &s->sizes[i]);
+        free(p);
+    }
+}
+
+void tu_snapshot_free(tu_snapshot *s)
+{
+    for (size_t i = 0; i < s->names.size; i++) free(s->bytes[i]);
+    free(s->bytes);
+    free(s->sizes);
+    tu_strlist_free(&s->names);
+}
+
+bool tu_snapshot_same(const tu_snapshot *a, const tu_snapshot *b, char *why, size_t why_size)
+{
+    if (a->names.size != b->names.size) {
+        size_t at = (size_t)snprintf(why, why_size, "%zu files instead of %zu:", a->names.size, b->names.size);
+        for (size_t i = 0; i < a->names.size && at + 2 < why_size; i++)
+            at += (size_t)snprintf(why + at, why_size - at, " %s", a->names.items[i]);
+        return false;
+    }
+    for (size_t i = 0; i < a->names.size; i++) {
+        if (strcmp(a->names.items[i], b->names.items[i]) != 0) {
+            snprintf(why, why_size, "'%s' instead of '%s'", a->names.items[i], b->names.items[i]);
+            return false;
+        }
+        if (a->sizes[i] != b->sizes[i] || memcmp(a->bytes[i], b->bytes[i], a->sizes[i]) != 0) {
+            snprintf(why, why_size, "'%s' differs", a->names.items[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
+bool tu_snapshot_matches(const char *dir, const tu_snapshot *want, char *why, size_t why_size)
+{
+    tu_snapshot now;
+    tu_snapshot_take(dir, &now);
+    bool same = tu_snapshot_same(&now, want, why, why_size);
+    tu_snapshot_free(&now);
+    return same;
+}
+
 char *tu_make_temp_dir(const char *prefix)
 {
     const char *tmp = getenv("TMPDIR");

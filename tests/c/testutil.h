@@ -172,6 +172,21 @@ void tu_find_files(const char *root, const char *suffix, tu_strlist *out);
  * and "..". */
 void tu_list_dir(const char *dir, tu_strlist *out);
 
+/* The files of a directory and their bytes (sorted by name), to check that
+ * an operation left it as it was or as it should be. */
+typedef struct tu_snapshot {
+    tu_strlist names;
+    uint8_t **bytes;
+    size_t *sizes;
+} tu_snapshot;
+void tu_snapshot_take(const char *dir, tu_snapshot *s);
+void tu_snapshot_free(tu_snapshot *s);
+/* Whether `a` and `b` hold the same names and bytes; when not, *why says
+ * what differs (and, when the counts differ, lists a's names). */
+bool tu_snapshot_same(const tu_snapshot *a, const tu_snapshot *b, char *why, size_t why_size);
+/* Whether `dir` holds exactly what `want` recorded. */
+bool tu_snapshot_matches(const char *dir, const tu_snapshot *want, char *why, size_t why_size);
+
 /* A new empty directory under $TMPDIR or /tmp (malloc'd path); aborts the
  * test when it cannot be made. */
 char *tu_make_temp_dir(const char *prefix);
