@@ -8,8 +8,10 @@
 #include "wire.h"
 
 /* Reading ahead of the parse in a file mapping (onnxio__decode_config.
- * mapped): the mapping is set to random access, so a fault reads only its
- * page, and the parse asks for the bytes ahead of it itself, a window at a
+ * mapped): for a no_copy load the mapping is set to random access, so a
+ * fault reads only its page (a copy load reads the whole file, and its
+ * mapping faults whole 2 MiB folios: onnxio__map_whole), and the parse
+ * asks for the bytes ahead of it itself, a window at a
  * time, once it is within half a window of the end of what it asked for.
  * The window doubles while the parse reads on (structure), from
  * READ_AHEAD_MIN to READ_AHEAD_MAX, and starts again at the minimum after a

@@ -34,6 +34,14 @@ static onnxio_status progress_end(progress_scope *ps, onnxio_status s)
     return s;
 }
 
+/* Whether a load with these options reads every byte of its file: a copy
+ * load that keeps every payload (no payload_fn to skip or place some, no
+ * skip_raw_data). */
+static bool reads_whole(const onnxio_parse_options *opts)
+{
+    return !opts->no_copy && !opts->skip_raw_data && !opts->payload_fn;
+}
+
 static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxio_buffer *owner, int fd, bool mapped,
                                  const onnxio_parse_options *opts, onnxio_arena *arena, onnxio__budget *budget,
                                  bool *saw_external)
@@ -60,7 +68,11 @@ static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxi
         .mapped = mapped && data && size,
         .saw_external = saw_external,
     };
-    if (cfg.mapped) onnxio__map_random(data, size, true);
+    /* A load that copies every payload out of a file reads all of it;
+     * otherwise only the structure is read (decode.c reads ahead of the
+     * parse itself). */
+    if (cfg.mapped && cfg.fd >= 0 && reads_whole(opts)) onnxio__map_whole(data, size);
+    else if (cfg.mapped) onnxio__map_random(data, size, true);
     s = onnxio__decode(&cfg, msg, data, size);
     if (cfg.mapped) onnxio__map_random(data, size, false);
     /* The payloads' total is known; a model with external tensors adds
@@ -136,7 +148,7 @@ static onnxio_status load_archive(const uint8_t *data, size_t size, onnxio_buffe
                                   void **out)
 {
     onnxio_archive *a;
-    onnxio_status s = onnxio__archive_open(data, size, owner, fd, what, &a);
+    onnxio_status s = onnxio__archive_open(data, size, owner, fd, what, fd >= 0 && reads_whole(cfg), &a);
     if (s) return s;
     const onnxio_archive_entry *me = onnxio__archive_model(a);
     const uint8_t *model_data;

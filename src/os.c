@@ -274,6 +274,14 @@ void onnxio__map_random(const void *p, size_t size, bool random)
     advise(p, size, random ? MADV_RANDOM : MADV_NORMAL);
 }
 
+void onnxio__map_whole(const void *p, size_t size)
+{
+    advise(p, size, MADV_NORMAL);
+#ifdef MADV_HUGEPAGE
+    advise(p, size, MADV_HUGEPAGE);
+#endif
+}
+
 void onnxio__map_drop(const void *p, size_t size)
 {
     uintptr_t start = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;

@@ -131,7 +131,7 @@ ONNXIO_API onnxio_status onnxio_tensor_file_open(const char *path, const onnxio_
     onnxio__map_random(data, size, true);
     onnxio_buffer *owner = f->map;
     if (onnxio_detect_format(data, size) == ONNXIO_FORMAT_ARCHIVE) {
-        if ((s = onnxio__archive_open(data, size, f->map, f->fd, path, &f->archive))) goto fail;
+        if ((s = onnxio__archive_open(data, size, f->map, f->fd, path, false, &f->archive))) goto fail;
         const onnxio_archive_entry *me = onnxio__archive_model(f->archive);
         f->budget.input += me->compressed_size;
         if ((s = onnxio__archive_entry_bytes(f->archive, me, false, &f->budget, &data, &f->model_owner))) goto fail;

@@ -93,6 +93,7 @@ struct onnxio_archive {
     uint64_t need;        /* a read past the tail: the first byte it needs (else UINT64_MAX) */
     onnxio_buffer *owner; /* a reference, or NULL (borrowed) */
     int fd;               /* -1: only in memory */
+    bool whole;           /* every entry will be read (onnxio__archive_open) */
     int own_fd;           /* fd was opened here */
     char *what;           /* the file named in errors */
     entry *entries;
@@ -445,8 +446,16 @@ static onnxio_status read_structure(onnxio_archive *a)
      * file: in a file mapping, the kernel's read-around of each header's
      * fault (8 MiB here) read much of the payloads that a no_copy load
      * never touches. So the mapping is set to random access and the pages
-     * of the headers are asked for at once, then read. */
+     * of the headers are asked for at once, then read. A load that reads
+     * every entry reads whole folios instead: 4 KiB folios at each header
+     * made the kernel read the entries around them in 4 KiB folios too (a
+     * cold copy load of a 0.5 GiB archive: 0.253 s, 0.189 s with whole
+     * folios; `cat` 0.157 s). */
     bool mapped = a->fd >= 0 && a->size;
+    if (mapped && a->whole) {
+        onnxio__map_whole(a->data, a->size);
+        mapped = false;
+    }
     if (mapped) {
         onnxio__map_random(a->data, a->size, true);
         for (size_t i = 0; i < a->count; i++) {
@@ -504,7 +513,7 @@ static onnxio_status inflate_entry(const onnxio_archive *a, const entry *e, cons
  * at `data`; *need (when not NULL) says where a read past them would
  * start (UINT64_MAX: none needed). */
 static onnxio_status open_archive(const uint8_t *data, uint64_t base, uint64_t file_size, onnxio_buffer *owner, int fd,
-                                  const char *what, uint64_t *need, onnxio_archive **out)
+                                  const char *what, bool whole, uint64_t *need, onnxio_archive **out)
 {
     *out = NULL;
     onnxio_archive *a = onnxio__calloc(1, sizeof *a);
@@ -518,6 +527,7 @@ static onnxio_status open_archive(const uint8_t *data, uint64_t base, uint64_t f
     a->need = UINT64_MAX;
     a->owner = onnxio_buffer_ref(owner);
     a->fd = fd;
+    a->whole = whole;
     onnxio_status s = read_structure(a);
     uint64_t needed = a->need;
     if (need) *need = needed;
@@ -534,9 +544,9 @@ static onnxio_status open_archive(const uint8_t *data, uint64_t base, uint64_t f
 }
 
 onnxio_status onnxio__archive_open(const uint8_t *data, size_t size, onnxio_buffer *owner, int fd, const char *what,
-                                   onnxio_archive **out)
+                                   bool whole, onnxio_archive **out)
 {
-    return open_archive(data, 0, size, owner, fd, what, NULL, out);
+    return open_archive(data, 0, size, owner, fd, what, whole, NULL, out);
 }
 
 ONNXIO_API onnxio_status onnxio_archive_open_tail(const void *tail, size_t tail_size, uint64_t file_size,
@@ -546,7 +556,7 @@ ONNXIO_API onnxio_status onnxio_archive_open_tail(const void *tail, size_t tail_
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "archive_open_tail: NULL argument, or a tail longer than the file");
     onnxio__clear_error();
     *need = UINT64_MAX;
-    return open_archive(tail, file_size - tail_size, file_size, owner, -1, NULL, need, out);
+    return open_archive(tail, file_size - tail_size, file_size, owner, -1, NULL, false, need, out);
 }
 
 ONNXIO_API onnxio_status onnxio_archive_entry_span(const onnxio_archive *a, const onnxio_archive_entry *pub,
@@ -597,7 +607,7 @@ ONNXIO_API onnxio_status onnxio_archive_open_bytes(const void *data, size_t size
 {
     if (!out || (!data && size)) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "archive_open_bytes: NULL argument");
     onnxio__clear_error();
-    return onnxio__archive_open(data, size, owner, -1, NULL, out);
+    return onnxio__archive_open(data, size, owner, -1, NULL, false, out);
 }
 
 ONNXIO_API onnxio_status onnxio_archive_open(const char *path, onnxio_archive **out)
@@ -609,7 +619,7 @@ ONNXIO_API onnxio_status onnxio_archive_open(const char *path, onnxio_archive **
     int fd;
     onnxio_status s = onnxio__map_file(path, &map, &fd);
     if (s) return s;
-    s = onnxio__archive_open(onnxio_buffer_data(map), onnxio_buffer_size(map), map, fd, path, out);
+    s = onnxio__archive_open(onnxio_buffer_data(map), onnxio_buffer_size(map), map, fd, path, false, out);
     onnxio_buffer_unref(map);
     if (s) onnxio__close(fd);
     else (*out)->own_fd = 1;
@@ -1015,7 +1025,7 @@ ONNXIO_API onnxio_status onnxio_archive_replace_model(const char *path, onnxio_M
         goto done;
     }
     if ((s = onnxio__map_fd(fd, path, &map))) goto done;
-    if ((s = onnxio__archive_open(onnxio_buffer_data(map), onnxio_buffer_size(map), map, fd, path, &a))) goto done;
+    if ((s = onnxio__archive_open(onnxio_buffer_data(map), onnxio_buffer_size(map), map, fd, path, false, &a))) goto done;
     if ((s = check_refs(a, model))) goto done;
     if ((s = onnxio__serialize(model, cfg.max_depth, &model_buf))) goto done;
     m.name = MODEL_ENTRY;
