@@ -2,6 +2,7 @@
  * options, for a quick look on the user's own files and machine. The
  * comparison with libprotobuf and the onnx package is bench/bench.py. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "summary.h"
 #include "walk.h"
 
 static int run_bench(int argc, char **argv);
@@ -21,11 +23,17 @@ static int run_bench(int argc, char **argv);
 const cli_verb cli_verb_bench = {
     "bench",
     "Time loading (and saving) a model: median, fastest and slowest run.",
-    "onnxio bench MODEL [--threads N] [--no-copy] [--repeat N] [--save] [--external-data LOCATION]",
+    "onnxio bench MODEL [--threads N] [--no-copy] [--repeat N] [--cold] [--save] [--external-data LOCATION]",
     "Loads MODEL N times (external data included) and prints the median, the\n"
     "fastest and the slowest load in seconds, with the bytes loaded per second.\n"
     "The file is read once before timing, so the figures are with it in the\n"
-    "page cache; freeing a loaded model is not timed. With --save, the model is\n"
+    "page cache; freeing a loaded model is not timed. With --cold, the model's\n"
+    "files (the model, and its external data files) are dropped from the page\n"
+    "cache before each load (posix_fadvise DONTNEED, after a sync), and each\n"
+    "load follows a read(2) of the same files, dropped from the cache the same\n"
+    "way, in 1 MiB calls: the reference, printed with the load's median over\n"
+    "its median (pages another process keeps in memory, or that it keeps\n"
+    "dirty, stay cached: the figures then say less). With --save, the model is\n"
     "then saved N times to a temporary directory (under $TMPDIR, else /tmp;\n"
     "removed afterwards) the way the library saves: a temporary file, fsync,\n"
     "rename.\n"
@@ -36,6 +44,8 @@ const cli_verb cli_verb_bench = {
     "  --no-copy                   load with no_copy: payloads stay in the file's\n"
     "                              memory mapping instead of being copied\n"
     "  --repeat N                  runs of each step (default 5, at most 1000)\n"
+    "  --cold                      time loads from storage, not the page cache,\n"
+    "                              against reading the same files\n"
     "  --save                      also time saving the model as one file\n"
     "  --external-data LOCATION    also time saving it with payloads of 1024\n"
     "                              bytes or more in the data file LOCATION (a\n"
@@ -61,11 +71,17 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Sorts `v` and prints one result line. */
-static void report(const char *what, double *v, int n, uint64_t bytes)
+/* Sorts `v` and returns its median. */
+static double median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
-    double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Sorts `v`, prints one result line and returns the median. */
+static double report(const char *what, double *v, int n, uint64_t bytes)
+{
+    double med = median(v, n);
     char rate[40] = "";
     if (med > 0 && bytes > 0) {
         char hs[32];
@@ -73,6 +89,7 @@ static void report(const char *what, double *v, int n, uint64_t bytes)
     }
     printf("%-34s median %.4f s  (fastest %.4f s, slowest %.4f s, %d runs%s)\n", what, med, v[0],
            v[n - 1], n, rate);
+    return med;
 }
 
 typedef struct payload_count {
@@ -103,6 +120,124 @@ static void warm_file(const char *path)
     free(buf);
     if (f)
         fclose(f);
+}
+
+/* The files a cold run drops from the page cache and reads: open
+ * descriptors, with the names they are printed by. */
+typedef struct bench_files {
+    int fd[64];
+    char *name[64];
+    size_t count;
+} bench_files;
+
+static int add_file(bench_files *f, int fd, const char *dir, const char *name, size_t name_size)
+{
+    if (f->count == sizeof f->fd / sizeof f->fd[0]) {
+        close(fd);
+        return 0; /* the first 64 files: enough for a measurement */
+    }
+    size_t d = dir ? strlen(dir) + 1 : 0;
+    char *p = malloc(d + name_size + 1);
+    if (!p) {
+        close(fd);
+        return -1;
+    }
+    if (dir) {
+        memcpy(p, dir, d - 1);
+        p[d - 1] = '/';
+    }
+    memcpy(p + d, name, name_size);
+    p[d + name_size] = '\0';
+    f->fd[f->count] = fd;
+    f->name[f->count++] = p;
+    return 0;
+}
+
+static void free_files(bench_files *f)
+{
+    for (size_t i = 0; i < f->count; i++) {
+        close(f->fd[i]);
+        free(f->name[i]);
+    }
+    f->count = 0;
+}
+
+/* The files a load of the model at `path` reads: the model, and the
+ * external data files it names that are there, opened as the library opens
+ * them (an archive is one file). -1 when the model does not load or when
+ * out of memory (the reason printed). */
+static int model_files(const char *path, bench_files *files)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        cli_fail_msg("bench", path, "%s", strerror(errno));
+        return -1;
+    }
+    if (add_file(files, fd, NULL, path, strlen(path)) != 0) {
+        cli_fail_msg("bench", path, "out of memory");
+        return -1;
+    }
+    onnxio_parse_options po = {0};
+    po.load_external_data = ONNXIO_OFF;
+    po.skip_raw_data = true;
+    po.no_copy = true;
+    onnxio_arena *arena = onnxio_arena_new();
+    onnxio_ModelProto *model = NULL;
+    cli_summary sum;
+    int rc = -1;
+    if (!arena) {
+        cli_fail_msg("bench", path, "out of memory");
+    } else if (cli_load_model(path, &po, arena, &model) != ONNXIO_OK) {
+        cli_fail("bench", path);
+    } else if (cli_summarize(model, path, &sum) != 0) {
+        cli_summary_free(&sum);
+        cli_fail_msg("bench", path, "out of memory");
+    } else {
+        const char *slash = strrchr(path, '/');
+        char *dir = strndup(slash ? path : ".", !slash ? 1 : slash == path ? 1 : (size_t)(slash - path));
+        rc = dir ? 0 : -1;
+        for (size_t i = 0; rc == 0 && !sum.in_archive && i < sum.ext_count; i++) {
+            const cli_external_file *f = &sum.ext[i];
+            char *loc = f->exists ? strndup(f->location.data, f->location.size) : NULL;
+            uint64_t size;
+            if (f->exists && !loc)
+                rc = -1;
+            else if (loc && onnxio_external_data_open(dir, loc, ONNXIO_OPEN_READ, &fd, &size) == ONNXIO_OK)
+                rc = add_file(files, fd, dir, f->location.data, f->location.size);
+            free(loc);
+        }
+        if (rc != 0)
+            cli_fail_msg("bench", path, "out of memory");
+        free(dir);
+        cli_summary_free(&sum);
+    }
+    onnxio_arena_unref(arena);
+    return rc;
+}
+
+/* Drops the files' pages from the page cache (clean pages only: the caller
+ * syncs first). */
+static void evict(const bench_files *files)
+{
+    for (size_t i = 0; i < files->count; i++)
+        (void)posix_fadvise(files->fd[i], 0, 0, POSIX_FADV_DONTNEED);
+}
+
+/* Reads the files through in 1 MiB read(2) calls: the reference of a cold
+ * load. Returns the seconds, or a negative value when a read fails. */
+static double time_read(const bench_files *files, char *buf, size_t size)
+{
+    double t0 = now();
+    for (size_t i = 0; i < files->count; i++) {
+        ssize_t n;
+        if (lseek(files->fd[i], 0, SEEK_SET) != 0)
+            return -1;
+        while ((n = read(files->fd[i], buf, size)) > 0)
+            ;
+        if (n < 0)
+            return -1;
+    }
+    return now() - t0;
 }
 
 static int parse_count(const char *text, long min, long max, long *out)
@@ -156,12 +291,13 @@ static int time_saves(onnxio_ModelProto *model, const char *dir, const char *loc
 static int run_bench(int argc, char **argv)
 {
     const char *threads_text = NULL, *repeat_text = NULL, *location = NULL;
-    int no_copy = 0, save = 0;
+    int no_copy = 0, save = 0, cold = 0;
     const cli_option opts[] = {
         {"threads", &threads_text, NULL},
         {"repeat", &repeat_text, NULL},
         {"external-data", &location, NULL},
         {"no-copy", NULL, &no_copy},
+        {"cold", NULL, &cold},
         {"save", NULL, &save},
     };
     char *pos[1];
@@ -215,7 +351,34 @@ static int run_bench(int argc, char **argv)
            (unsigned long long)pc.tensors, cli_human_size(onnxio_arena_used(arena), hs3, sizeof hs3));
     onnxio_arena_unref(arena);
 
+    /* Cold: the files, the reference reads' buffer and their times. */
+    bench_files files = {.count = 0};
+    enum { READ_CHUNK = 1 << 20 };
+    char *read_buf = NULL;
+    double *read_v = NULL;
+    if (rc < 0 && cold) {
+        if (model_files(in, &files) != 0)
+            rc = CLI_EXIT_FAILURE;
+        else if (!(read_buf = malloc(READ_CHUNK)) || !(read_v = calloc((size_t)repeat, sizeof *read_v)))
+            rc = cli_fail_msg("bench", in, "out of memory");
+        else {
+            printf("cold: before each run, the page cache of %zu file%s dropped:", files.count,
+                   files.count == 1 ? "" : "s");
+            for (size_t i = 0; i < files.count; i++)
+                printf(" %s", files.name[i]);
+            printf("\n");
+            sync();
+        }
+    }
     for (long r = 0; r < repeat && rc < 0; r++) {
+        if (cold) {
+            evict(&files);
+            if ((read_v[r] = time_read(&files, read_buf, READ_CHUNK)) < 0) {
+                rc = cli_fail_msg("bench", in, "cannot read the model's files: %s", strerror(errno));
+                break;
+            }
+            evict(&files);
+        }
         onnxio_arena *a = onnxio_arena_new();
         onnxio_ModelProto *m = NULL;
         if (!a) {
@@ -231,9 +394,25 @@ static int run_bench(int argc, char **argv)
     }
     if (rc < 0) {
         char label[80];
-        snprintf(label, sizeof label, "load (%s, num_threads %ld):", no_copy ? "no_copy" : "copy", threads);
-        report(label, v, (int)repeat, no_copy ? 0 : pc.bytes);
+        uint64_t file_bytes = 0;
+        struct stat fst;
+        for (size_t i = 0; i < files.count; i++)
+            if (fstat(files.fd[i], &fst) == 0)
+                file_bytes += (uint64_t)fst.st_size;
+        if (cold)
+            report("read(2) of the same files, cold:", read_v, (int)repeat, file_bytes);
+        snprintf(label, sizeof label, "load (%s, num_threads %ld%s):", no_copy ? "no_copy" : "copy", threads,
+                 cold ? ", cold" : "");
+        double load_median = report(label, v, (int)repeat, no_copy ? 0 : pc.bytes);
+        if (cold) {
+            double read_median = median(read_v, (int)repeat);
+            if (read_median > 0)
+                printf("load / read: %.3f (medians)\n", load_median / read_median);
+        }
     }
+    free_files(&files);
+    free(read_buf);
+    free(read_v);
 
     if (rc < 0 && (save || location)) {
         /* Saved from a copy-mode load so that the payloads do not depend on

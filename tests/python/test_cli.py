@@ -751,3 +751,50 @@ def test_stdout_write_error(synthetic):
                            stderr=subprocess.PIPE, timeout=60)
     assert p.returncode == 1
     assert p.stderr.decode().startswith("onnxio: print: ")
+
+
+# ---- bench --cold ------------------------------------------------------
+
+
+def bench_cold_lines(path):
+    out = run_ok("bench", path, "--cold", "--repeat", "2").decode()
+    lines = {line.split(":", 1)[0]: line for line in out.splitlines()}
+    return out, lines
+
+
+def test_bench_cold_external_data(synthetic, tmp_path):
+    """--cold drops and reads the files onnx wrote for the model (the model
+    and its data file, no other), and loads the payloads onnx counts."""
+    m = onnx.load(str(synthetic))
+    ext = tmp_path / "ext" / "model.onnx"
+    ext.parent.mkdir()
+    onnx.save_model(m, str(ext), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="weights.bin", size_threshold=1024)
+    written = sorted(p.name for p in ext.parent.iterdir())
+    assert written == ["model.onnx", "weights.bin"]
+    out, lines = bench_cold_lines(ext)
+    listed = lines["cold"].split("dropped:", 1)[1].split()
+    assert sorted(Path(p).name for p in listed) == written
+    assert all(Path(p).resolve().parent == ext.parent.resolve() for p in listed)
+    raw = [t for t in onnx.load(str(ext)).graph.initializer if t.raw_data]
+    assert f"in {len(raw)} tensor payloads" in out
+    assert lines["read(2) of the same files, cold"].count("2 runs") == 1
+    assert "cold" in lines["load (copy, num_threads 0, cold)"]
+    assert float(lines["load / read"].split()[-2]) > 0
+
+
+def test_bench_cold_archive_is_one_file(synthetic, tmp_path):
+    archive = tmp_path / "model.onnxz"
+    run_ok("convert", synthetic, archive)
+    _, lines = bench_cold_lines(archive)
+    assert lines["cold"].split("dropped:", 1)[1].split() == [str(archive)]
+
+
+def test_bench_cold_missing_data_file(synthetic, tmp_path):
+    """A data file that is not there is left out of the list, and the load
+    itself then fails as any load does."""
+    m = onnx.load(str(synthetic))
+    ext = tmp_path / "model.onnx"
+    onnx.save_model(m, str(ext), save_as_external_data=True, location="gone.bin", size_threshold=1024)
+    (tmp_path / "gone.bin").unlink()
+    assert_failure(*run("bench", ext, "--cold", "--repeat", "1"), "bench", ext)
