@@ -4,15 +4,7 @@
  * move payloads, and onnxio__pool_finish has the calling thread help with
  * what is left and then waits. Large jobs are cut into pieces so that one
  * big tensor still spreads over every thread. A pool of one thread runs
- * each job when it is added: nothing is queued, nothing is started.
- *
- * Lanes: each thread works through a contiguous run of the queue (its
- * lane), in order, and a thread with nothing left takes the second half of
- * the longest lane. Jobs are queued in file order, so every thread reads
- * one sequential stream and the kernel's read-ahead keeps up with each:
- * with the 8 MiB pieces handed out in turn, two threads' reads alternated
- * and a cold 0.5 GiB file took 1.6x `cat` in a read loop; two halves read
- * in 1 MiB preads took 1.06x. */
+ * each job when it is added: nothing is queued, nothing is started. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -27,35 +19,13 @@
  * costing one lock round trip per 8 MiB. */
 #define PIECE_SIZE ONNXIO__CRC_PIECE
 #define MAX_THREADS 64
-/* The size of one read(2) call of a read job: small enough that the
- * kernel's asynchronous read-ahead runs ahead of the copy (cold files), and
- * that the CRC of what was read is computed while it is still in cache. */
-#define READ_STEP (1u << 20)
-
-/* A thread's run of the queue: jobs[lo, hi), taken from lo. */
-typedef struct lane {
-    size_t lo, hi;
-} lane;
-
-struct onnxio__pool;
-typedef struct worker_arg {
-    struct onnxio__pool *pool;
-    int index; /* its lane; the calling thread's is 0 */
-} worker_arg;
 
 struct onnxio__pool {
     pthread_mutex_t lock;
     pthread_cond_t wake;     /* workers: a job was added or the pool is closing */
     pthread_cond_t idle;     /* finish: a worker finished its job */
     onnxio__job *jobs;
-    size_t count, capacity, running;
-    /* jobs[next, count) belong to no lane yet while tail < 0; otherwise
-     * lane `tail` ends at count and grows with every job queued. */
-    size_t next;
-    int tail;
-    size_t left;             /* queued jobs not taken yet */
-    lane lanes[MAX_THREADS];
-    worker_arg args[MAX_THREADS];
+    size_t count, capacity, next, running;
     int threads;             /* wanted, counting the calling thread */
     int started;             /* workers started so far */
     int closing;
@@ -100,7 +70,7 @@ static onnxio_status run_job(const onnxio__job *j, char *error, size_t error_siz
     }
     int reading = j->kind == ONNXIO__JOB_PREAD;
     if (j->crc && !reading) crc = onnxio__crc32(0, j->src, j->size);
-    uint64_t step = reading ? READ_STEP : (1u << 30);
+    uint64_t step = j->crc && reading ? CRC_STEP : (1u << 30);
     for (uint64_t done = 0; done < j->size;) {
         uint64_t want = j->size - done;
         size_t n1 = want > step ? (size_t)step : (size_t)want;
@@ -146,50 +116,13 @@ static onnxio_status report(onnxio__pool *p, bool threaded)
     return s;
 }
 
-/* The next job for the thread of lane `i` (the lock held): from its own
- * lane; else the jobs no lane has yet, which become its lane; else the
- * second half of the longest lane (the tail moving with it). */
-static bool take(onnxio__pool *p, int i, onnxio__job *out)
-{
-    lane *mine = &p->lanes[i];
-    if (mine->lo == mine->hi) {
-        if (p->tail < 0 && p->next < p->count) {
-            *mine = (lane){p->next, p->count};
-            p->next = p->count;
-            p->tail = i;
-        } else {
-            int longest = -1;
-            size_t most = 0;
-            for (int k = 0; k < p->threads; k++)
-                if (p->lanes[k].hi - p->lanes[k].lo > most) {
-                    most = p->lanes[k].hi - p->lanes[k].lo;
-                    longest = k;
-                }
-            if (longest < 0) return false;
-            lane *l = &p->lanes[longest];
-            size_t mid = l->lo + most / 2;
-            if (p->tail == i) { /* its empty lane stops growing */
-                p->tail = -1;
-                p->next = p->count;
-            }
-            *mine = (lane){mid, l->hi};
-            l->hi = mid;
-            if (p->tail == longest) p->tail = i;
-        }
-    }
-    *out = p->jobs[mine->lo++];
-    p->left--;
-    return true;
-}
-
 /* Takes and runs jobs until none is left; the lock is held on entry and
- * exit. `i`: the thread's lane; 0 is the thread that made the pool, which
- * reports progress after each job it ran. */
-static void drain(onnxio__pool *p, int i)
+ * exit. `caller`: the thread that made the pool, which reports progress
+ * after each job it ran. */
+static void drain(onnxio__pool *p, bool caller)
 {
-    bool caller = i == 0;
-    onnxio__job j;
-    while (take(p, i, &j)) {
+    while (p->next < p->count) {
+        onnxio__job j = p->jobs[p->next++];
         p->running++;
         pthread_mutex_unlock(&p->lock);
         char error[512];
@@ -204,17 +137,16 @@ static void drain(onnxio__pool *p, int i)
         }
         p->running--;
         /* With progress, finish wakes after every job to report it. */
-        if ((p->running == 0 && p->left == 0) || p->progress) pthread_cond_broadcast(&p->idle);
+        if ((p->running == 0 && p->next == p->count) || p->progress) pthread_cond_broadcast(&p->idle);
     }
 }
 
 static void *worker(void *arg)
 {
-    worker_arg *a = arg;
-    onnxio__pool *p = a->pool;
+    onnxio__pool *p = arg;
     pthread_mutex_lock(&p->lock);
     for (;;) {
-        drain(p, a->index);
+        drain(p, false);
         if (p->closing) break;
         pthread_cond_wait(&p->wake, &p->lock);
     }
@@ -228,7 +160,6 @@ onnxio_status onnxio__pool_new(int num_threads, onnxio__pool **out)
     if (!p) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     p->threads = onnxio__num_threads(num_threads);
     p->progress = onnxio__progress_now();
-    p->tail = -1;
     if (p->threads > 1) {
         pthread_mutex_init(&p->lock, NULL);
         pthread_cond_init(&p->wake, NULL);
@@ -243,8 +174,6 @@ static onnxio_status push(onnxio__pool *p, const onnxio__job *j)
     if (!onnxio__grow((void **)&p->jobs, &p->capacity, p->count, sizeof *p->jobs))
         return ONNXIO_ERR_NO_MEMORY;
     p->jobs[p->count++] = *j;
-    if (p->tail >= 0) p->lanes[p->tail].hi = p->count;
-    p->left++;
     return ONNXIO_OK;
 }
 
@@ -319,9 +248,7 @@ onnxio_status onnxio__pool_add(onnxio__pool *p, const onnxio__job *job)
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
         while (p->started < p->threads - 1) {
-            worker_arg *a = &p->args[p->started + 1];
-            *a = (worker_arg){p, p->started + 1};
-            if (pthread_create(&p->workers[p->started], NULL, worker, a) != 0) break;
+            if (pthread_create(&p->workers[p->started], NULL, worker, p) != 0) break;
             p->started++;
         }
         pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -340,7 +267,7 @@ onnxio_status onnxio__pool_finish(onnxio__pool *p)
     onnxio_status s;
     if (p->threads > 1) {
         pthread_mutex_lock(&p->lock);
-        drain(p, 0);
+        drain(p, true);
         while (p->running) {
             pthread_cond_wait(&p->idle, &p->lock);
             if (p->progress) {

@@ -1,9 +1,8 @@
 /* The thread pool (src/pool.c): every job's bytes moved exactly where they
  * belong, and every CRC piece equal to zlib's crc32 of its bytes, for 1 to
  * 8 threads, with jobs queued in two batches (the second while the workers
- * already split the first into lanes), copies and preads mixed, sizes from
- * 1 byte to several pieces. The reference is the source bytes themselves
- * and zlib. */
+ * already run the first), copies and preads mixed, sizes from 1 byte to
+ * several pieces. The reference is the source bytes themselves and zlib. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
