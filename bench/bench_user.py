@@ -58,7 +58,8 @@ for the run keeps freed memory in the guest, as on a machine without a
 hypervisor; BENCHMARKS.md says which runs did.
 
 The figures are medians of --repeats children per operation and state (the
-repeats interleaved: round 1 of everything, then round 2, ...). GiB/s is
+repeats interleaved: round 1 of everything, then round 2, ..., each round
+in its own shuffled order, from a fixed seed). GiB/s is
 payload bytes / s. Ratios: "/cat" against cat of the same files in the same
 state, "/ext" against onnxio copy of the external data layout in the same
 state. Then the targets of issue 14 print PASS or MISS (or "not measured").
@@ -72,6 +73,7 @@ import json
 import mmap
 import os
 import platform
+import random
 import shutil
 import statistics
 import subprocess
@@ -83,6 +85,7 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import make_llm  # noqa: E402  (stdlib and numpy only at import)
 
 OUT_JSON = os.path.join(ROOT, "bench", "out", "bench_user.json")
+SEED_ORDER = 14
 CHART = os.path.join(ROOT, "docs", "bench_user.png")
 CHUNK = 8 << 20
 TWO_GIB = 2**31
@@ -356,8 +359,15 @@ def measure_size(gib, args, log):
     n = len(jobs) * args.repeats
     i = 0
     t_start = time.perf_counter()
+    # Each round in its own order (a fixed seed): a child that runs right
+    # after one that freed much memory pays the host's faults for it
+    # (free page reporting), and in a fixed order that was always the
+    # same layout (.onnx, after "read into new memory" of .onnxz).
+    order = random.Random(SEED_ORDER)
     for r in range(args.repeats):
-        for kind, key, state, spec in jobs:
+        round_jobs = list(jobs)
+        order.shuffle(round_jobs)
+        for kind, key, state, spec in round_jobs:
             i += 1
             if kind == "save":
                 shutil.rmtree(scratch, ignore_errors=True)
