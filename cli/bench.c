@@ -130,24 +130,23 @@ typedef struct bench_files {
     size_t count;
 } bench_files;
 
-static int add_file(bench_files *f, int fd, const char *dir, const char *name, size_t name_size)
+/* Adds the open file `fd`, printed as `prefix` followed by `name`
+ * (name_size bytes); -1 when out of memory (fd is closed). */
+static int add_file(bench_files *f, int fd, const char *prefix, const char *name, size_t name_size)
 {
     if (f->count == sizeof f->fd / sizeof f->fd[0]) {
         close(fd);
         return 0; /* the first 64 files: enough for a measurement */
     }
-    size_t d = dir ? strlen(dir) + 1 : 0;
-    char *p = malloc(d + name_size + 1);
+    size_t n = strlen(prefix);
+    char *p = malloc(n + name_size + 1);
     if (!p) {
         close(fd);
         return -1;
     }
-    if (dir) {
-        memcpy(p, dir, d - 1);
-        p[d - 1] = '/';
-    }
-    memcpy(p + d, name, name_size);
-    p[d + name_size] = '\0';
+    memcpy(p, prefix, n);
+    memcpy(p + n, name, name_size);
+    p[n + name_size] = '\0';
     f->fd[f->count] = fd;
     f->name[f->count++] = p;
     return 0;
@@ -173,7 +172,7 @@ static int model_files(const char *path, bench_files *files)
         cli_fail_msg("bench", path, "%s", strerror(errno));
         return -1;
     }
-    if (add_file(files, fd, NULL, path, strlen(path)) != 0) {
+    if (add_file(files, fd, "", path, strlen(path)) != 0) {
         cli_fail_msg("bench", path, "out of memory");
         return -1;
     }
@@ -193,18 +192,18 @@ static int model_files(const char *path, bench_files *files)
         cli_summary_free(&sum);
         cli_fail_msg("bench", path, "out of memory");
     } else {
+        /* Printed as the model's directory, then the location. */
         const char *slash = strrchr(path, '/');
-        char *dir = strndup(slash ? path : ".", !slash ? 1 : slash == path ? 1 : (size_t)(slash - path));
+        char *dir = slash ? strndup(path, (size_t)(slash - path) + 1) : strdup("./");
         rc = dir ? 0 : -1;
         for (size_t i = 0; rc == 0 && !sum.in_archive && i < sum.ext_count; i++) {
             const cli_external_file *f = &sum.ext[i];
-            char *loc = f->exists ? strndup(f->location.data, f->location.size) : NULL;
             uint64_t size;
-            if (f->exists && !loc)
-                rc = -1;
-            else if (loc && onnxio_external_data_open(dir, loc, ONNXIO_OPEN_READ, &fd, &size) == ONNXIO_OK)
+            onnxio_status st = f->exists ? cli_open_external(path, f->location, &fd, &size) : ONNXIO_ERR_NOT_FOUND;
+            if (st == ONNXIO_OK)
                 rc = add_file(files, fd, dir, f->location.data, f->location.size);
-            free(loc);
+            else if (st == ONNXIO_ERR_NO_MEMORY)
+                rc = -1;
         }
         if (rc != 0)
             cli_fail_msg("bench", path, "out of memory");
@@ -394,13 +393,14 @@ static int run_bench(int argc, char **argv)
     }
     if (rc < 0) {
         char label[80];
-        uint64_t file_bytes = 0;
-        struct stat fst;
-        for (size_t i = 0; i < files.count; i++)
-            if (fstat(files.fd[i], &fst) == 0)
-                file_bytes += (uint64_t)fst.st_size;
-        if (cold)
+        if (cold) {
+            uint64_t file_bytes = 0;
+            struct stat fst;
+            for (size_t i = 0; i < files.count; i++)
+                if (fstat(files.fd[i], &fst) == 0)
+                    file_bytes += (uint64_t)fst.st_size;
             report("read(2) of the same files, cold:", read_v, (int)repeat, file_bytes);
+        }
         snprintf(label, sizeof label, "load (%s, num_threads %ld%s):", no_copy ? "no_copy" : "copy", threads,
                  cold ? ", cold" : "");
         double load_median = report(label, v, (int)repeat, no_copy ? 0 : pc.bytes);

@@ -41,30 +41,35 @@ static int find_entry(cli_external_file *f, const onnxio_archive *archive)
     return 0;
 }
 
-/* Opens the data file the way a load would (onnxio_external_data_open:
- * beneath the model's directory, no symlink leading out, regular files
- * only), for its size; nothing is read. */
-static int open_location(cli_external_file *f, const char *model_path)
+onnxio_status cli_open_external(const char *model_path, onnxio_string location, int *fd, uint64_t *size)
 {
     const char *slash = strrchr(model_path, '/');
     size_t dir_len = !slash ? 0 : slash == model_path ? 1 : (size_t)(slash - model_path);
     char *dir = malloc(dir_len + 2);
-    char *location = malloc(f->location.size + 1);
-    if (!dir || !location) {
-        free(dir);
-        free(location);
-        return -1;
+    char *loc = malloc(location.size + 1);
+    onnxio_status st = ONNXIO_ERR_NO_MEMORY;
+    if (dir && loc) {
+        if (dir_len)
+            memcpy(dir, model_path, dir_len);
+        else
+            dir[dir_len++] = '.';
+        dir[dir_len] = '\0';
+        memcpy(loc, location.data, location.size);
+        loc[location.size] = '\0';
+        st = onnxio_external_data_open(dir, loc, ONNXIO_OPEN_READ, fd, size);
     }
-    if (dir_len)
-        memcpy(dir, model_path, dir_len);
-    else
-        dir[dir_len++] = '.';
-    dir[dir_len] = '\0';
-    memcpy(location, f->location.data, f->location.size);
-    location[f->location.size] = '\0';
+    free(dir);
+    free(loc);
+    return st;
+}
+
+/* Opens the data file the way a load would, for its size; nothing is
+ * read. */
+static int open_location(cli_external_file *f, const char *model_path)
+{
     int fd = -1;
     uint64_t size = 0;
-    onnxio_status st = onnxio_external_data_open(dir, location, ONNXIO_OPEN_READ, &fd, &size);
+    onnxio_status st = cli_open_external(model_path, f->location, &fd, &size);
     int rc = 0;
     if (st == ONNXIO_OK) {
         close(fd);
@@ -75,8 +80,6 @@ static int open_location(cli_external_file *f, const char *model_path)
     } else if (st != ONNXIO_ERR_NOT_FOUND && !(f->refused = last_error_copy())) {
         rc = -1;
     }
-    free(dir);
-    free(location);
     return rc;
 }
 

@@ -92,6 +92,12 @@ typedef struct cli_summary {
     cli_strmap init_names;
 } cli_summary;
 
+/* Opens the external data file `location` of the model at `model_path` as
+ * a load opens it (onnxio_external_data_open in the model's directory:
+ * beneath it, no symlink leading out, regular files only): its status, and
+ * on success *fd and *size. ONNXIO_ERR_NO_MEMORY when out of memory. */
+onnxio_status cli_open_external(const char *model_path, onnxio_string location, int *fd, uint64_t *size);
+
 /* Fills `s` for `model`, loaded from `model_path` (external data files are
  * opened in its directory as the library opens them, for their sizes;
  * nothing is read from them). Returns 0, or -1 when out of memory. */

@@ -8,10 +8,10 @@
 #include "wire.h"
 
 /* Reading ahead of the parse in a file mapping (onnxio__decode_config.
- * mapped): for a no_copy load the mapping is set to random access, so a
- * fault reads only its page (a copy load reads the whole file, and its
- * mapping faults whole 2 MiB folios: onnxio__map_whole), and the parse
- * asks for the bytes ahead of it itself, a window at a
+ * mapped): the mapping is set to random access, so a fault reads only its
+ * page (unless the load reads the whole file: then a fault reads the 2 MiB
+ * folio around it, onnxio__map_whole in model.c), and the parse asks for
+ * the bytes ahead of it itself, a window at a
  * time, once it is within half a window of the end of what it asked for.
  * The window doubles while the parse reads on (structure), from
  * READ_AHEAD_MIN to READ_AHEAD_MAX, and starts again at the minimum after a

@@ -90,7 +90,7 @@ void onnxio__map_random(const void *p, size_t size, bool random);
  * that follow then find large folios: a fault that reads only its page
  * leaves 4 KiB folios among them, and the kernel's read-ahead falls back
  * to 4 KiB folios around each (a cold 0.5 GiB single-file copy load took
- * 0.236 s instead of 0.196, `cat` 0.161). Only for files of at most
+ * 0.279 s instead of 0.208, `cat` 0.166). Only for files of at most
  * ONNXIO__WHOLE_MAX bytes: where tensors are far apart, the folios read
  * around their headers are islands that break the payload reads'
  * read-ahead in the same way, and a parse that waits for each 2 MiB read

@@ -34,13 +34,13 @@ static onnxio_status progress_end(progress_scope *ps, onnxio_status s)
     return s;
 }
 
-/* Whether a load with these options of a file of `size` bytes maps it to
- * be read whole (onnxio__map_whole): a copy load that keeps every payload
- * (no payload_fn to skip or place some, no skip_raw_data), of a file of at
- * most ONNXIO__WHOLE_MAX bytes. */
-static bool reads_whole(const onnxio_parse_options *opts, size_t size)
+/* Whether a load with these options of the file `fd` (-1: bytes in
+ * memory) of `size` bytes maps it to be read whole (onnxio__map_whole): a
+ * copy load of a file of at most ONNXIO__WHOLE_MAX bytes that keeps every
+ * payload (no payload_fn to skip or place some, no skip_raw_data). */
+static bool reads_whole(const onnxio_parse_options *opts, int fd, size_t size)
 {
-    return !opts->no_copy && !opts->skip_raw_data && !opts->payload_fn && size <= ONNXIO__WHOLE_MAX;
+    return fd >= 0 && !opts->no_copy && !opts->skip_raw_data && !opts->payload_fn && size <= ONNXIO__WHOLE_MAX;
 }
 
 static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxio_buffer *owner, int fd, bool mapped,
@@ -72,7 +72,7 @@ static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxi
     /* A load that copies every payload out of a file reads all of it;
      * otherwise only the structure is read (decode.c reads ahead of the
      * parse itself). */
-    if (cfg.mapped && cfg.fd >= 0 && reads_whole(opts, size)) onnxio__map_whole(data, size);
+    if (cfg.mapped && reads_whole(opts, cfg.fd, size)) onnxio__map_whole(data, size);
     else if (cfg.mapped) onnxio__map_random(data, size, true);
     s = onnxio__decode(&cfg, msg, data, size);
     if (cfg.mapped) onnxio__map_random(data, size, false);
@@ -149,7 +149,7 @@ static onnxio_status load_archive(const uint8_t *data, size_t size, onnxio_buffe
                                   void **out)
 {
     onnxio_archive *a;
-    onnxio_status s = onnxio__archive_open(data, size, owner, fd, what, fd >= 0 && reads_whole(cfg, size), &a);
+    onnxio_status s = onnxio__archive_open(data, size, owner, fd, what, reads_whole(cfg, fd, size), &a);
     if (s) return s;
     const onnxio_archive_entry *me = onnxio__archive_model(a);
     const uint8_t *model_data;

@@ -33,7 +33,7 @@ static void run(int threads, const uint8_t *src, int fd, uint64_t total, const c
     CHECK_STATUS(onnxio__pool_new(threads, &pool), ONNXIO_OK);
     uint64_t off = 0;
     for (size_t k = 0; k < njobs && pool; k++) {
-        /* Half-way through, give the workers time to take lanes. */
+        /* Half-way through, give the workers time to start. */
         if (k == njobs / 2) nanosleep(&(struct timespec){0, 2000000}, NULL);
         uint64_t n = sizes[k % NSIZES];
         at[k] = off;
