@@ -75,6 +75,17 @@ int onnxio__sys_fchmod(int fd, mode_t mode);
 int onnxio__sys_flock(int fd, int op); /* EINTR retried */
 void *onnxio__sys_mmap(size_t size, int prot, int flags, int fd);
 int onnxio__sys_munmap(void *p, size_t size);
+/* How many bytes of [offset, offset + size) of `fd` are in the page
+ * cache, in whole pages (cachestat(2), Linux 6.5): 0, or -1 with errno
+ * (ENOSYS: the kernel cannot tell). */
+int onnxio__sys_cached(int fd, uint64_t offset, uint64_t size, uint64_t *cached);
+/* A second descriptor of the file `fd` has open, opened read-only with
+ * O_DIRECT (through /proc/self/fd, so that it is the same file even if
+ * its name changed), and the alignments direct reads of it need (statx's
+ * STATX_DIOALIGN: the buffer address, and the file offset and length):
+ * the descriptor, or -1 with errno when the system, the file system or
+ * the file cannot read directly. */
+int onnxio__sys_open_direct(int fd, uint32_t *mem_align, uint32_t *offset_align);
 /* The address of `symbol` in the shared library `library` (dlopen with
  * RTLD_NOW | RTLD_LOCAL, never closed), or NULL when it cannot be had: the
  * library or symbol missing, or a statically linked program, which has no
@@ -385,6 +396,9 @@ typedef struct onnxio__job {
     /* Not payload bytes: a job the progress of the operation does not
      * count (CRC jobs are never counted). */
     bool not_payload;
+    /* Set by the pool (onnxio__pool_read_direct): the direct descriptor
+     * of fd that a read reads through when its range is not cached. */
+    struct onnxio__direct *direct;
 } onnxio__job;
 #define ONNXIO__CRC_PIECE (8u << 20)
 /* Pieces (crc slots) of a CRC job of `size` bytes. */
@@ -425,6 +439,13 @@ onnxio_status onnxio__pool_new(int num_threads, onnxio__pool **out);
  * valid until onnxio__pool_finish. After a failure, later jobs are dropped
  * and the failure is returned. */
 onnxio_status onnxio__pool_add(onnxio__pool *pool, const onnxio__job *job);
+/* Lets the pool read PREAD jobs' ranges that the page cache does not hold
+ * with direct I/O (O_DIRECT): the device writes them into the job's
+ * memory, with no page-cache copy in between (docs/design.md, "Cold
+ * reads"). For copy loads: the bytes read this way are not left in the
+ * page cache. Ranges mostly cached, and files or systems that cannot read
+ * directly, are read as before. Call before the first job is added. */
+void onnxio__pool_read_direct(onnxio__pool *pool, bool on);
 /* Runs one job now on the calling thread (last error set on failure). */
 onnxio_status onnxio__job_run(const onnxio__job *job);
 /* Runs what is left (the calling thread helps), waits for every job, frees

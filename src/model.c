@@ -37,7 +37,11 @@ static onnxio_status progress_end(progress_scope *ps, onnxio_status s)
 /* Whether a load with these options of the file `fd` (-1: bytes in
  * memory) of `size` bytes maps it to be read whole (onnxio__map_whole): a
  * copy load of a file of at most ONNXIO__WHOLE_MAX bytes that keeps every
- * payload (no payload_fn to skip or place some, no skip_raw_data). */
+ * payload (no payload_fn to skip or place some, no skip_raw_data). With
+ * direct reads too: the pool then reads directly only the payload ranges
+ * that the parse's folios left mostly uncached (a cold 0.5 GiB `.onnx`:
+ * 0.199-0.228 s, against 0.224-0.256 s with the parse faulting single
+ * pages). */
 static bool reads_whole(const onnxio_parse_options *opts, int fd, size_t size)
 {
     return fd >= 0 && !opts->no_copy && !opts->skip_raw_data && !opts->payload_fn && size <= ONNXIO__WHOLE_MAX;

@@ -70,6 +70,9 @@ onnxio_status onnxio__parse_config(const onnxio_parse_options *opts, onnxio_pars
      * over the mapping with no_copy. */
     if (cfg->verify_crc == ONNXIO_DEFAULT) cfg->verify_crc = cfg->no_copy ? ONNXIO_OFF : ONNXIO_ON;
     if (cfg->skip_raw_data) cfg->payload_fn = NULL;
+    /* Direct reads only where payloads are copied (no_copy maps the file). */
+    if (cfg->direct_io == ONNXIO_DEFAULT) cfg->direct_io = ONNXIO_ON;
+    if (cfg->no_copy) cfg->direct_io = ONNXIO_OFF;
     return ONNXIO_OK;
 }
 

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -245,6 +246,66 @@ void *onnxio__sys_mmap(size_t size, int prot, int flags, int fd)
 int onnxio__sys_munmap(void *p, size_t size)
 {
     return munmap(p, size);
+}
+
+/* cachestat(2) (Linux 6.5): the page-cache state of a range of a file.
+ * glibc has no wrapper; the number is the same on every architecture. */
+#ifdef __linux__
+#include <sys/syscall.h>
+#ifndef SYS_cachestat
+#define SYS_cachestat 451
+#endif
+struct onnxio__cachestat_range {
+    uint64_t off, len;
+};
+struct onnxio__cachestat {
+    uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+};
+#endif
+
+int onnxio__sys_cached(int fd, uint64_t offset, uint64_t size, uint64_t *cached)
+{
+#ifdef __linux__
+    struct onnxio__cachestat_range r = {offset, size};
+    struct onnxio__cachestat cs;
+    if (syscall(SYS_cachestat, fd, &r, &cs, 0) != 0) return -1;
+    long page = sysconf(_SC_PAGESIZE);
+    *cached = cs.nr_cache * (uint64_t)(page > 0 ? page : 4096);
+    return 0;
+#else
+    (void)fd, (void)offset, (void)size, (void)cached;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+int onnxio__sys_open_direct(int fd, uint32_t *mem_align, uint32_t *offset_align)
+{
+#if defined(__linux__) && defined(O_DIRECT) && defined(STATX_DIOALIGN)
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    int dfd = onnxio__sys_openat(AT_FDCWD, path, O_RDONLY | O_DIRECT | O_NOCTTY | O_NONBLOCK, 0);
+    if (dfd < 0) return -1;
+    struct statx sx;
+    struct stat a, b;
+    /* The same file (the link names what fd has open), and direct I/O
+     * alignment known: a file system that cannot say refuses nothing at
+     * open but may fail the reads. */
+    if (statx(dfd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) != 0 || !(sx.stx_mask & STATX_DIOALIGN) ||
+        !sx.stx_dio_mem_align || !sx.stx_dio_offset_align || fstat(fd, &a) != 0 || fstat(dfd, &b) != 0 ||
+        a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+        close(dfd);
+        errno = EINVAL;
+        return -1;
+    }
+    *mem_align = sx.stx_dio_mem_align;
+    *offset_align = sx.stx_dio_offset_align;
+    return dfd;
+#else
+    (void)fd, (void)mem_align, (void)offset_align;
+    errno = ENOSYS;
+    return -1;
+#endif
 }
 
 /* Set by the linker in a dynamically linked program; 0 in a static one. */

@@ -78,6 +78,7 @@ onnxio_status onnxio__payloads_new(const onnxio_parse_options *opts, onnxio__poo
     p->threshold = opts->raw_data_threshold;
     p->alignment = opts->alignment;
     p->progress = onnxio__progress_now();
+    onnxio__pool_read_direct(pool, opts->direct_io == ONNXIO_ON);
     if (!opts->skip_raw_data) {
         p->fn = opts->payload_fn;
         p->ctx = opts->payload_ctx;

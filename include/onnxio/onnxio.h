@@ -385,6 +385,15 @@ typedef struct onnxio_parse_options {
      * after the structure is parsed, not during the parse. */
     onnxio_progress_fn progress;
     void *progress_user;
+    /* Copy loads: read payload ranges that the page cache does not hold
+     * with direct I/O (O_DIRECT, Linux), from the device into the payload
+     * memory with no page-cache copy in between. DEFAULT and ON: on; the
+     * file's pages read this way are then not cached for a later load, and
+     * ranges at least half cached are read from the cache as before. OFF:
+     * every read goes through the page cache. Files on a file system that
+     * cannot read directly are read through the page cache either way.
+     * docs/design.md, "Cold reads". */
+    onnxio_toggle direct_io;
 } onnxio_parse_options;
 
 #define ONNXIO_PARSE_OPTIONS_INIT ONNXIO_OPTIONS_INIT_(onnxio_parse_options)

@@ -75,6 +75,126 @@ static void run(int threads, const uint8_t *src, int fd, uint64_t total, const c
     free(dst);
 }
 
+/* Drops the file's pages from the page cache. */
+static void evict(int fd)
+{
+    (void)fdatasync(fd);
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+}
+
+/* Direct reads (pool.c, onnxio__pool_read_direct) of a file evicted from
+ * the page cache: jobs whose file offset and memory address agree modulo
+ * 512 (read straight into place, their unaligned ends through the bounce
+ * buffer), jobs where they do not (through the bounce buffer), jobs of one
+ * byte to several pieces, with CRCs; every byte against the source, every
+ * CRC against zlib, nothing written outside the jobs, and the file left
+ * out of the page cache (the proof that the reads went around it). */
+static void run_direct(int threads, const uint8_t *src, int fd, uint64_t total, const char *what)
+{
+    enum { SHIFTS = 3 };
+    /* Destination offset = file offset + shift: 0 keeps them congruent,
+     * 64 and 1 do not. */
+    static const uint64_t shift[SHIFTS] = {0, 64, 1};
+    uint8_t *dst = NULL;
+    if (posix_memalign((void **)&dst, 4096, total + 8192) != 0) return;
+    for (int sh = 0; sh < SHIFTS; sh++) {
+        memset(dst, 0xAA, total + 8192);
+        evict(fd);
+        uint64_t cached_before = 0;
+        bool can_tell = onnxio__sys_cached(fd, 0, total, &cached_before) == 0;
+        onnxio__pool *pool = NULL;
+        CHECK_STATUS(onnxio__pool_new(threads, &pool), ONNXIO_OK);
+        if (!pool) break;
+        onnxio__pool_read_direct(pool, true);
+        size_t njobs = 0;
+        uint64_t at[64], len[64];
+        uint32_t *crcs[64] = {0};
+        /* Jobs with gaps between them (the gaps must stay 0xAA): odd
+         * offsets, 512-aligned ones, and a 4 KiB-aligned run of pieces. */
+        uint64_t off = 7;
+        for (size_t k = 0; k < NSIZES * 2 && njobs < 64; k++) {
+            uint64_t n = sizes[k % NSIZES];
+            if (k % 3 == 1) off = (off + 511) & ~(uint64_t)511;
+            if (k % 3 == 2) off = (off + 4095) & ~(uint64_t)4095;
+            if (off + n + 3 > total) break;
+            at[njobs] = off;
+            len[njobs] = n;
+            crcs[njobs] = k % 2 ? calloc(onnxio__crc_pieces(n), sizeof **crcs) : NULL;
+            onnxio__job job = {.kind = ONNXIO__JOB_PREAD, .fd = fd, .offset = off, .dst = dst + off + shift[sh],
+                               .size = n, .what = what, .crc = crcs[njobs]};
+            CHECK_STATUS(onnxio__pool_add(pool, &job), ONNXIO_OK);
+            njobs++;
+            off += n + 3 + k * 97;
+        }
+        CHECK_STATUS(onnxio__pool_finish(pool), ONNXIO_OK);
+        uint64_t end = 0;
+        for (size_t k = 0; k < njobs; k++) {
+            CHECK_MSG(memcmp(dst + at[k] + shift[sh], src + at[k], (size_t)len[k]) == 0,
+                      "threads %d, shift %llu: job %zu (%llu bytes at %llu) read exactly", threads,
+                      (unsigned long long)shift[sh], k, (unsigned long long)len[k], (unsigned long long)at[k]);
+            bool gap = true;
+            for (uint64_t i = end; i < at[k]; i++) gap &= dst[i + shift[sh]] == 0xAA;
+            CHECK_MSG(gap, "threads %d, shift %llu: nothing written before job %zu", threads,
+                      (unsigned long long)shift[sh], k);
+            end = at[k] + len[k];
+            if (crcs[k]) {
+                CHECK_MSG(onnxio__crc_join(crcs[k], len[k]) == (uint32_t)crc32(0, src + at[k], (uInt)len[k]),
+                          "threads %d, shift %llu: job %zu, CRC equals zlib's", threads, (unsigned long long)shift[sh], k);
+                free(crcs[k]);
+            }
+        }
+        bool tail = true;
+        for (uint64_t i = end + shift[sh]; i < total + 8192; i++) tail &= dst[i] == 0xAA;
+        CHECK_MSG(tail, "threads %d, shift %llu: nothing written after the last job", threads,
+                  (unsigned long long)shift[sh]);
+        uint64_t cached = 0;
+        if (can_tell && cached_before < total / 4 && onnxio__sys_cached(fd, 0, total, &cached) == 0) {
+            int probe;
+            uint32_t ma, oa;
+            if ((probe = onnxio__sys_open_direct(fd, &ma, &oa)) >= 0) {
+                onnxio__close(probe);
+                CHECK_MSG(cached < total / 4, "threads %d, shift %llu: the reads left the file uncached (%llu of %llu bytes cached)",
+                          threads, (unsigned long long)shift[sh], (unsigned long long)cached, (unsigned long long)total);
+            } else if (threads == 1 && sh == 0) {
+                tu_note("this file system cannot read %s directly: the reads went through the page cache", what);
+            }
+        } else if (threads == 1 && sh == 0) {
+            tu_note("the kernel cannot say what is cached (no cachestat): direct reads are off");
+        }
+    }
+    free(dst);
+}
+
+/* A failed direct read fails the pool with the file and range named; a
+ * job past the end of the file says the file is shorter. */
+static void direct_failures(int fd, uint64_t total, const char *what)
+{
+    uint8_t *dst = malloc(4 * MIB);
+    evict(fd);
+    onnxio__pool *pool = NULL;
+    CHECK_STATUS(onnxio__pool_new(2, &pool), ONNXIO_OK);
+    onnxio__pool_read_direct(pool, true);
+    onnxio__fault_set(1u << ONNXIO__OP_READ, 1, false, true);
+    onnxio__job job = {.kind = ONNXIO__JOB_PREAD, .fd = fd, .offset = 4096, .dst = dst, .size = 2 * MIB, .what = what};
+    onnxio_status s = onnxio__pool_add(pool, &job);
+    onnxio_status s2 = onnxio__pool_finish(pool);
+    onnxio__fault_set(0, 0, false, false);
+    CHECK_STATUS(s ? s : s2, ONNXIO_ERR_IO);
+    CHECK_MSG(strstr(onnxio_last_error(), what) && strstr(onnxio_last_error(), "offset 4096"),
+              "the read failure names the file and offset: %s", onnxio_last_error());
+
+    evict(fd);
+    CHECK_STATUS(onnxio__pool_new(2, &pool), ONNXIO_OK);
+    onnxio__pool_read_direct(pool, true);
+    job.offset = total - MIB;
+    s = onnxio__pool_add(pool, &job);
+    s2 = onnxio__pool_finish(pool);
+    CHECK_STATUS(s ? s : s2, ONNXIO_ERR_IO);
+    CHECK_MSG(strstr(onnxio_last_error(), "shorter"), "a read past the end says the file is shorter: %s",
+              onnxio_last_error());
+    free(dst);
+}
+
 int main(void)
 {
     char *dir = tu_make_temp_dir("onnxio-test-pool");
@@ -92,6 +212,12 @@ int main(void)
     tu_begin("pool: copies and preads of 1 byte to several pieces, queued in two batches, on 1 to 8 threads");
     CHECK(fd >= 0);
     for (int threads = 1; fd >= 0 && threads <= 8; threads++) run(threads, src, fd, total, "source.bin");
+    tu_end();
+    tu_begin("pool: direct reads of a file out of the page cache, in place and through the bounce buffer, on 1 to 4 threads");
+    for (int threads = 1; fd >= 0 && threads <= 4; threads++) run_direct(threads, src, fd, total, "source.bin");
+    tu_end();
+    tu_begin("pool: direct read failures");
+    if (fd >= 0) direct_failures(fd, total, "source.bin");
     tu_end();
     onnxio__close(fd);
     free(src);
