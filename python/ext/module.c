@@ -10,7 +10,7 @@
  *
  *   parse:     raw_data_threshold, alignment, num_threads, no_copy,
  *              load_external_data, base_dir, skip_raw_data, max_depth,
- *              payload_fn, verify_checksum, verify_crc, max_expansion
+ *              payload_fn, verify_checksum, verify_crc, max_expansion, direct_io
  *   serialize: raw_data_threshold, alignment, num_threads, location,
  *              size_threshold, all_tensors_to_one_file, convert_attribute,
  *              max_file_size, checksum, max_depth
@@ -457,13 +457,14 @@ typedef struct {
 
 #define PARSE_KWLIST \
     "no_copy", "num_threads", "load_external_data", "base_dir", "skip_raw_data", "max_depth", "verify_checksum", \
-        "raw_data_threshold", "alignment", "payload_fn", "verify_crc", "max_expansion", "progress"
-#define PARSE_FORMAT "pO&O&O&pO&pO&O&OO&O&O"
+        "raw_data_threshold", "alignment", "payload_fn", "verify_crc", "max_expansion", "progress", "direct_io"
+#define PARSE_FORMAT "pO&O&O&pO&pO&O&OO&O&OO&"
 #define PARSE_ARGS(c) \
     &b_no_copy, conv_int, &(c)->opts.num_threads, conv_toggle, &(c)->opts.load_external_data, conv_opt_path, \
         &(c)->base_dir, &b_skip, conv_depth, &(c)->opts.max_depth, &b_verify, conv_u64, \
         &(c)->opts.raw_data_threshold, conv_u64, &(c)->opts.alignment, &payload_fn, \
-        conv_toggle, &(c)->opts.verify_crc, conv_u64, &(c)->opts.max_expansion, &progress_fn
+        conv_toggle, &(c)->opts.verify_crc, conv_u64, &(c)->opts.max_expansion, &progress_fn, conv_toggle, \
+        &(c)->opts.direct_io
 #define PARSE_LOCALS \
     int b_no_copy = 0, b_skip = 0, b_verify = 0; \
     PyObject *payload_fn = Py_None, *progress_fn = Py_None
@@ -586,7 +587,8 @@ static int parse_call_end(parse_call *c, onnxio_status s)
 PyDoc_STRVAR(load_file_doc,
              "_load_file(path, cls, *, no_copy=False, num_threads=0, load_external_data=None, base_dir=None,\n"
              "           skip_raw_data=False, max_depth=0, verify_checksum=False, raw_data_threshold=0,\n"
-             "           alignment=0, payload_fn=None, verify_crc=None, max_expansion=0, progress=None)\n"
+             "           alignment=0, payload_fn=None, verify_crc=None, max_expansion=0, progress=None,\n"
+             "           direct_io=None)\n"
              "Loads a file holding one message of class `cls` (onnxio_load_model for ModelProto, with external\n"
              "data; onnxio_load_file otherwise). A ModelProto file may be an .onnxz archive (recognized by its\n"
              "first bytes); verify_crc (None: the library's default, on for copy loads) checks its entries'\n"

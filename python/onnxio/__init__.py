@@ -334,13 +334,19 @@ class ParseOptions(TensorBufferOptions):
         ``2**64 - 1``: no limit. Past it the load raises DecodeError before
         allocating more: it stops zip bombs, overlapping external data
         ranges and floods of empty messages.
+    direct_io: copy loads read the payload ranges that the page cache does
+        not hold with direct I/O (O_DIRECT, Linux): from the device into the
+        payload memory, with no page-cache copy in between, and those pages
+        are then not cached for a later load (``onnxio_parse_options.direct_io``).
+        None (the default) and True: on; False: every read goes through the
+        page cache.
     """
 
     __slots__ = ("num_threads", "no_copy", "load_external_data", "base_dir", "skip_raw_data", "max_depth",
-                 "payload_fn", "verify_checksum", "verify_crc", "max_expansion")
+                 "payload_fn", "verify_checksum", "verify_crc", "max_expansion", "direct_io")
     _defaults = {"num_threads": 0, "no_copy": False, "load_external_data": None, "base_dir": None,
                  "skip_raw_data": False, "max_depth": 0, "payload_fn": None, "verify_checksum": False,
-                 "verify_crc": None, "max_expansion": 0}
+                 "verify_crc": None, "max_expansion": 0, "direct_io": None}
 
     def _kwargs(self) -> dict:
         return {n: getattr(self, n) for n in self._all_defaults()}
@@ -658,6 +664,7 @@ def load_model(
     max_expansion: int = 0,
     options: ParseOptions | None = None,
     progress=None,
+    direct_io: bool | None = None,
 ) -> ModelProto:  # noqa: F405
     """Loads a ModelProto, as ``onnx.load_model``.
 
@@ -679,7 +686,7 @@ def load_model(
             only when ``base_dir`` is given.
         no_copy, num_threads, base_dir, skip_raw_data, verify_checksum,
         max_depth, raw_data_threshold, alignment, payload_fn, verify_crc,
-        max_expansion: see ``ParseOptions``. With ``no_copy``, payloads point into the file's
+        max_expansion, direct_io: see ``ParseOptions``. With ``no_copy``, payloads point into the file's
             memory mapping (or into ``f`` when it is bytes-like, which then
             stays alive and, if it is a bytearray, cannot be resized while
             the model uses it).
@@ -708,7 +715,7 @@ def load_model(
                                          skip_raw_data=skip_raw_data, verify_checksum=verify_checksum,
                                          max_depth=max_depth, raw_data_threshold=raw_data_threshold,
                                          alignment=alignment, payload_fn=payload_fn, verify_crc=verify_crc,
-                                         max_expansion=max_expansion))
+                                         max_expansion=max_expansion, direct_io=direct_io))
     return _with_progress(progress, "loading", f, kwargs,
                           lambda: _load(ModelProto, f, format, load_external_data, kwargs))  # noqa: F405
 
@@ -730,6 +737,7 @@ def load_model_from_string(
     max_expansion: int = 0,
     options: ParseOptions | None = None,
     progress=None,
+    direct_io: bool | None = None,
 ) -> ModelProto:  # noqa: F405
     """Parses a serialized ModelProto from a bytes-like object, as
     ``onnx.load_model_from_string``. External data is read only when
@@ -742,7 +750,7 @@ def load_model_from_string(
                                          skip_raw_data=skip_raw_data, verify_checksum=verify_checksum,
                                          max_depth=max_depth, raw_data_threshold=raw_data_threshold,
                                          alignment=alignment, payload_fn=payload_fn, verify_crc=verify_crc,
-                                         max_expansion=max_expansion))
+                                         max_expansion=max_expansion, direct_io=direct_io))
     if format != _DEFAULT_FORMAT:
         return _parse_text(format, s, ModelProto)  # noqa: F405
     if isinstance(s, str):

@@ -286,7 +286,7 @@ _HEAD = 64                # bytes that tell an archive (onnxio_detect_format)
 # Options the structure-first archive reader takes; others (verify_checksum:
 # SHA-1 of whole entries, progress) load the archive fetched whole.
 _ARCHIVE_OPTIONS = {"num_threads", "payload_fn", "verify_crc", "max_expansion", "skip_raw_data", "load_external_data",
-                    "max_depth", "raw_data_threshold", "alignment"}
+                    "max_depth", "raw_data_threshold", "alignment", "direct_io"}
 
 
 def _aligned_at(size: int, offset: int):

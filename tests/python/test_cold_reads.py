@@ -105,3 +105,80 @@ def test_no_copy_load_reads_the_structure_not_the_payloads(tmp_path, big_model, 
     m = onnxio.load(path, no_copy=True)
     for t, want in zip(m.graph.initializer, big_model.graph.initializer):
         np.testing.assert_array_equal(numpy_helper.to_array(t), numpy_helper.to_array(want))
+
+
+def _can_read_directly(path):
+    """Whether this kernel and file system can do what direct_io needs:
+    cachestat(2) (Linux 6.5) and O_DIRECT opens of the file."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        class Range(ctypes.Structure):
+            _fields_ = [("off", ctypes.c_uint64), ("len", ctypes.c_uint64)]
+        stat = (ctypes.c_uint64 * 5)()
+        if libc.syscall(ctypes.c_long(451), fd, ctypes.byref(Range(0, 0)), stat, 0) != 0:
+            return False
+    finally:
+        os.close(fd)
+    try:
+        os.close(os.open(path, os.O_RDONLY | getattr(os, "O_DIRECT", 0)))
+    except OSError:
+        return False
+    return hasattr(os, "O_DIRECT")
+
+
+@pytest.mark.parametrize("layout", ["onnx", "external", "onnxz"])
+def test_cold_copy_load_reads_around_the_page_cache(tmp_path, big_model, layout):
+    """A copy load of evicted files reads the payloads directly (direct_io,
+    the default): the values are numpy's, and the payload pages are not
+    left in the page cache; with direct_io=False the same load leaves them
+    cached. External data lies at 4 KiB-aligned offsets (read in place); a
+    single .onnx has its payloads where protobuf put them (read through the
+    bounce buffer); an archive's CRC-32s are checked as it reads. A single
+    file or archive of at most 1 GiB is read whole by the parse itself
+    (onnxio__map_whole), so for those the load here has a payload callback
+    (which loads every payload): the file is then mapped for its structure
+    only, as a larger one is, and the pool reads the payloads."""
+    kwargs = {}
+    if layout == "external":
+        path = str(tmp_path / "model.onnx")
+        onnxio.save_model(big_model, path, save_as_external_data=True, location="model.onnx.data")
+        data = str(tmp_path / "model.onnx.data")
+    else:
+        path = data = str(tmp_path / f"model.{layout}")
+        onnxio.save_model(big_model, path)
+        kwargs["payload_fn"] = lambda tensor, size, external: None
+    if not _can_read_directly(data):
+        pytest.skip("no cachestat(2) or no O_DIRECT on this file system: direct_io reads through the cache")
+    pages = (os.path.getsize(data) + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+    want = [numpy_helper.to_array(t) for t in big_model.graph.initializer]
+    resident = {}
+    for direct in (True, False):
+        _evict(path)
+        _evict(data)
+        if _resident_pages(data) > 0:
+            pytest.skip("the page cache kept the file after posix_fadvise(DONTNEED): nothing to measure")
+        m = onnxio.load(path, direct_io=direct, **kwargs)
+        resident[direct] = _resident_pages(data)
+        for t, w in zip(m.graph.initializer, want):
+            np.testing.assert_array_equal(numpy_helper.to_array(t), w)
+        del m
+    # What stays cached with direct reads is what the parse read: the
+    # structure, a page or a read-ahead window around each tensor header.
+    assert resident[True] <= 0.25 * pages, resident
+    assert resident[False] >= 0.9 * pages, resident
+
+
+def test_cold_copy_load_of_a_small_file_is_read_whole(tmp_path, big_model):
+    """The other side of the test above: without a payload callback, a
+    single file of at most 1 GiB is read by the parse through the page
+    cache (its faults read whole folios, and the kernel reads ahead), and
+    the values are still numpy's."""
+    path = str(tmp_path / "model.onnx")
+    onnxio.save_model(big_model, path)
+    _evict(path)
+    if _resident_pages(path) > 0:
+        pytest.skip("the page cache kept the file after posix_fadvise(DONTNEED): nothing to measure")
+    m = onnxio.load(path)
+    for t, w in zip(m.graph.initializer, big_model.graph.initializer):
+        np.testing.assert_array_equal(numpy_helper.to_array(t), numpy_helper.to_array(w))
