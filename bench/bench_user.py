@@ -30,8 +30,10 @@ the cache state asked for:
 Then one operation is timed (time.perf_counter around it):
   read loop         readinto() of 8 MiB at a time into one reused buffer, file after file
   cat               `cat FILES > /dev/null` (a child process)
-  onnxio copy       onnxio.load(path): payloads copied, threads default (one per core);
-                    "1t": num_threads=1. .onnxz copy loads check CRC-32 (the default)
+  onnxio copy       onnxio.load(path): payloads copied, threads default (one per core,
+                    two per core while reads wait on the device), ranges the page cache
+                    does not hold read directly (direct_io); "1t": num_threads=1;
+                    "buffered": direct_io=False. .onnxz copy loads check CRC-32 (the default)
   onnxio no_copy+touch  onnxio.load(path, no_copy=True), then one byte of every
                     4096 of every initializer read through numpy_helper.to_array (a view)
   onnx              onnx.load(path) (upb); single files only below 2 GiB (protobuf's limit)
@@ -104,6 +106,7 @@ LOADS = [
     ("read into new memory", ["onnx", "ext", "onnxz", "safetensors"]),
     ("onnxio copy", ["onnx", "ext", "onnxz"]),
     ("onnxio copy 1t", ["onnx", "ext", "onnxz"]),
+    ("onnxio copy buffered", ["onnx", "ext", "onnxz"]),
     ("onnxio no_copy+touch", ["onnx", "ext", "onnxz"]),
     ("onnx", ["onnx", "ext"]),
     ("onnx_ir lazy+touch", ["onnx", "ext"]),
@@ -198,6 +201,8 @@ def child(spec):
             op = lambda: onnxio.load(path)  # noqa: E731
         elif method == "onnxio copy 1t":
             op = lambda: onnxio.load(path, num_threads=1)  # noqa: E731
+        elif method == "onnxio copy buffered":
+            op = lambda: onnxio.load(path, direct_io=False)  # noqa: E731
         elif method == "onnxio no_copy+touch":
             def op():
                 m = onnxio.load(path, no_copy=True)
