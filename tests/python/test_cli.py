@@ -798,3 +798,24 @@ def test_bench_cold_missing_data_file(synthetic, tmp_path):
     onnx.save_model(m, str(ext), save_as_external_data=True, location="gone.bin", size_threshold=1024)
     (tmp_path / "gone.bin").unlink()
     assert_failure(*run("bench", ext, "--cold", "--repeat", "1"), "bench", ext)
+
+
+def test_bench_warm_reads_every_file_first(synthetic, tmp_path):
+    """Without --cold, bench reads the model and its external data files
+    into the page cache before timing (a copy load reads cold ranges
+    directly and would leave them out of it), and --no-direct-io is taken
+    and named in the load's line."""
+    from test_cold_reads import _evict, _resident_pages
+    m = onnx.load(str(synthetic))
+    ext = tmp_path / "model.onnx"
+    onnx.save_model(m, str(ext), save_as_external_data=True, location="weights.bin", size_threshold=1024)
+    data = tmp_path / "weights.bin"
+    _evict(str(data))
+    if _resident_pages(str(data)) > 0:
+        pytest.skip("the page cache kept the file after posix_fadvise(DONTNEED)")
+    out = run_ok("bench", ext, "--repeat", "1").decode()
+    pages = (data.stat().st_size + 4095) // 4096
+    assert _resident_pages(str(data)) == pages
+    assert "load (copy, num_threads 0):" in out
+    out = run_ok("bench", ext, "--repeat", "1", "--no-direct-io").decode()
+    assert "load (copy, num_threads 0, direct_io off):" in out
