@@ -341,9 +341,12 @@ onnxio_status onnxio__pool_add(onnxio__pool *p, const onnxio__job *in)
 {
     onnxio__job with = *in;
     const onnxio__job *job = &with;
-    with.direct = p->direct && in->kind == ONNXIO__JOB_PREAD ? direct_of(p, in->fd) : NULL;
+    /* Only a job mostly out of the page cache may read directly: a warm
+     * load opens no second descriptor and starts no extra thread. */
+    bool is_cold = p->direct && in->kind == ONNXIO__JOB_PREAD && in->size && cold(in->fd, in->offset, in->size);
+    with.direct = is_cold ? direct_of(p, in->fd) : NULL;
     int wanted = p->threads;
-    if (with.direct && p->threads > 1 && cold(in->fd, in->offset, in->size)) p->threads_now = p->io_threads;
+    if (with.direct && p->threads > 1) p->threads_now = p->io_threads;
     if (p->threads_now > wanted) wanted = p->threads_now;
     if (job->size == 0) {
         if (job->crc) job->crc[0] = 0;
