@@ -321,8 +321,8 @@ static onnxio__job piece_of(const onnxio__job *job, uint64_t at, uint64_t step)
 
 void onnxio__pool_read_direct(onnxio__pool *p, bool on) { p->direct = on; }
 
-/* The direct descriptor of `fd` (opened on its first read; one whose open
- * failed is remembered with dfd -1), or NULL. */
+/* The direct descriptor of `fd` (opened for its first cold job; one whose
+ * open failed is remembered with dfd -1), or NULL. */
 static struct onnxio__direct *direct_of(onnxio__pool *p, int fd)
 {
     struct onnxio__direct *d = p->directs;
