@@ -112,6 +112,11 @@ void onnxio__map_whole(const void *p, size_t size);
  * now, without waiting for it (MADV_WILLNEED). Both act on the whole pages
  * that hold the range. */
 void onnxio__map_willneed(const void *p, size_t size);
+/* Faults in, writable, the whole pages inside [p, p + size) of memory
+ * about to be written (MADV_POPULATE_WRITE, Linux 5.14): new memory is
+ * zeroed here, on the calling thread, instead of inside the read that
+ * fills it. It only moves work, so a failure is ignored. */
+void onnxio__map_populate(void *p, size_t size);
 /* Unmaps the whole pages inside [p, p + size) of a private file mapping
  * that was never written (MADV_DONTNEED): the pages stay in the page cache,
  * and a later access maps them again with the file's bytes. */

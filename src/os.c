@@ -350,6 +350,17 @@ void onnxio__map_drop(const void *p, size_t size)
     if (p && end > start) (void)madvise((void *)start, end - start, MADV_DONTNEED);
 }
 
+void onnxio__map_populate(void *p, size_t size)
+{
+#ifdef MADV_POPULATE_WRITE
+    uintptr_t start = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
+    uintptr_t end = ((uintptr_t)p + size) & ~(uintptr_t)4095;
+    if (p && end > start) (void)madvise((void *)start, end - start, MADV_POPULATE_WRITE);
+#else
+    (void)p, (void)size;
+#endif
+}
+
 void onnxio__map_willneed(const void *p, size_t size)
 {
     advise(p, size, MADV_WILLNEED);

@@ -404,6 +404,13 @@ onnxio_status onnxio__pool_add(onnxio__pool *p, const onnxio__job *in)
     }
     if (!s) pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->lock);
+    /* A direct read pins its destination, faulting (and zeroing) new
+     * memory page by page before the device is asked. This thread faults
+     * it in meanwhile, while the workers wait on the device: a cold 0.5
+     * GiB load, fresh processes, medians of 9: .onnx 0.181 s against
+     * 0.199, external data 0.176 against 0.185, .onnxz 0.186 against
+     * 0.209; 3.5 GiB .onnx 1.32 against 1.42 s. */
+    if (!s && with.direct) onnxio__map_populate(with.dst, (size_t)with.size);
     if (!s && p->progress) s = report(p, true);
     if (s == ONNXIO_ERR_NO_MEMORY) return onnxio__fail(s, "out of memory for the job list");
     if (s) return onnxio__fail(s, "%s", p->error);
