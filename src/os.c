@@ -343,19 +343,23 @@ void onnxio__map_whole(const void *p, size_t size)
 #endif
 }
 
-void onnxio__map_drop(const void *p, size_t size)
+/* madvise on the whole pages inside [p, p + size). */
+static void advise_inside(const void *p, size_t size, int advice)
 {
     uintptr_t start = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
     uintptr_t end = ((uintptr_t)p + size) & ~(uintptr_t)4095;
-    if (p && end > start) (void)madvise((void *)start, end - start, MADV_DONTNEED);
+    if (p && end > start) (void)madvise((void *)start, end - start, advice);
+}
+
+void onnxio__map_drop(const void *p, size_t size)
+{
+    advise_inside(p, size, MADV_DONTNEED);
 }
 
 void onnxio__map_populate(void *p, size_t size)
 {
 #ifdef MADV_POPULATE_WRITE
-    uintptr_t start = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
-    uintptr_t end = ((uintptr_t)p + size) & ~(uintptr_t)4095;
-    if (p && end > start) (void)madvise((void *)start, end - start, MADV_POPULATE_WRITE);
+    advise_inside(p, size, MADV_POPULATE_WRITE);
 #else
     (void)p, (void)size;
 #endif

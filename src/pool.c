@@ -56,7 +56,7 @@ struct onnxio__pool {
      * warm copies, which use the cores, stay at `threads` (0.042 s with 2
      * threads, 0.052-0.057 s with 3 or 4). */
     int io_threads;
-    int threads_now;         /* io_threads once a direct read was queued, else 0 */
+    bool reading_direct;     /* a job that reads directly was queued */
     int started;             /* workers started so far */
     int closing;
     pthread_t workers[MAX_THREADS];
@@ -151,6 +151,14 @@ static int read_direct(onnxio__pool *p, int slot, const onnxio__job *j)
     return r;
 }
 
+/* The message of a failed read or write job: `why`, or errno's text. */
+static onnxio_status io_error(const onnxio__job *j, bool reading, const char *why, char *error, size_t error_size)
+{
+    snprintf(error, error_size, "cannot %s %llu bytes at offset %llu of %s: %s", reading ? "read" : "write",
+             (unsigned long long)j->size, (unsigned long long)j->offset, j->what, why ? why : strerror(errno));
+    return ONNXIO_ERR_IO;
+}
+
 static onnxio_status run_job(onnxio__pool *p, int slot, const onnxio__job *j, char *error, size_t error_size)
 {
     uint32_t crc = 0;
@@ -171,17 +179,9 @@ static onnxio_status run_job(onnxio__pool *p, int slot, const onnxio__job *j, ch
     if (reading && p && p->direct) {
         errno = 0;
         int r = read_direct(p, slot, j);
-        if (r < 0) {
-            snprintf(error, error_size, "cannot read %llu bytes at offset %llu of %s: %s", (unsigned long long)j->size,
-                     (unsigned long long)j->offset, j->what, strerror(errno));
-            return ONNXIO_ERR_IO;
-        }
+        if (r < 0) return io_error(j, true, NULL, error, error_size);
         if (r == 0) {
-            if (j->crc) {
-                for (uint64_t at = 0; at < j->size; at += CRC_STEP)
-                    crc = onnxio__crc32(crc, j->dst + at, j->size - at < CRC_STEP ? (size_t)(j->size - at) : CRC_STEP);
-                *j->crc = crc;
-            }
+            if (j->crc) *j->crc = onnxio__crc32(0, j->dst, j->size);
             return ONNXIO_OK;
         }
     }
@@ -194,13 +194,12 @@ static onnxio_status run_job(onnxio__pool *p, int slot, const onnxio__job *j, ch
         ssize_t n = reading ? onnxio__sys_pread(j->fd, j->dst + done, n1, (uint64_t)at)
                             : onnxio__sys_pwrite(j->fd, j->src + done, n1, (uint64_t)at);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            snprintf(error, error_size, "cannot %s %llu bytes at offset %llu of %s: %s", reading ? "read" : "write",
-                     (unsigned long long)j->size, (unsigned long long)j->offset, j->what,
-                     n < 0 ? strerror(errno)
-                           : reading ? "the file is shorter than expected (changed while loading?)" : "no progress");
-            return ONNXIO_ERR_IO;
-        }
+        if (n <= 0)
+            return io_error(j, reading,
+                            n < 0     ? NULL
+                            : reading ? "the file is shorter than expected (changed while loading?)"
+                                      : "no progress",
+                            error, error_size);
         if (j->crc && reading) crc = onnxio__crc32(crc, j->dst + done, (size_t)n);
         done += (uint64_t)n;
     }
@@ -345,9 +344,8 @@ onnxio_status onnxio__pool_add(onnxio__pool *p, const onnxio__job *in)
      * load opens no second descriptor and starts no extra thread. */
     bool is_cold = p->direct && in->kind == ONNXIO__JOB_PREAD && in->size && cold(in->fd, in->offset, in->size);
     with.direct = is_cold ? direct_of(p, in->fd) : NULL;
-    int wanted = p->threads;
-    if (with.direct && p->threads > 1) p->threads_now = p->io_threads;
-    if (p->threads_now > wanted) wanted = p->threads_now;
+    if (with.direct) p->reading_direct = true;
+    int wanted = p->reading_direct ? p->io_threads : p->threads;
     if (job->size == 0) {
         if (job->crc) job->crc[0] = 0;
         return ONNXIO_OK;
