@@ -1,6 +1,7 @@
 /* Refcounted byte buffers that own tensor payloads (docs/design.md "Memory
- * model"): a malloc'd block, a memory-mapped file, or foreign memory with a
- * release callback. Spans point into them and hold one reference each. */
+ * model"): a malloc'd block, a memory-mapped file, a view of a part of a
+ * block, or foreign memory with a release callback. Spans point into them
+ * and hold one reference each. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,13 @@ static void release_unmap(void *ctx, void *data, size_t size)
 {
     (void)ctx;
     onnxio__sys_munmap(data, size);
+}
+
+/* A view (onnxio__buffer_view): its pages go back, then its parent. */
+static void release_view(void *ctx, void *data, size_t size)
+{
+    onnxio__map_drop(data, size);
+    onnxio_buffer_unref(ctx);
 }
 
 /* Payload blocks this large are mapped on their own and asked for huge
@@ -88,6 +96,12 @@ ONNXIO_API onnxio_buffer *onnxio_buffer_wrap(void *data, size_t size, onnxio_rel
     return b ? init(b, data, size, release, ctx) : NULL;
 }
 
+onnxio_buffer *onnxio__buffer_view(onnxio_buffer *parent, uint8_t *data, size_t size)
+{
+    onnxio_buffer *b = onnxio__malloc(sizeof *b);
+    return b ? init(b, data, size, release_view, onnxio_buffer_ref(parent)) : NULL;
+}
+
 ONNXIO_API onnxio_buffer *onnxio_buffer_ref(onnxio_buffer *b)
 {
     if (b) atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
@@ -110,7 +124,7 @@ ONNXIO_API uint8_t *onnxio_buffer_data(const onnxio_buffer *b) { return b ? b->d
 ONNXIO_API size_t onnxio_buffer_size(const onnxio_buffer *b) { return b ? b->size : 0; }
 ONNXIO_API int onnxio_buffer_is_allocated(const onnxio_buffer *b)
 {
-    return b && (b->release == release_free || b->release == release_unmap);
+    return b && (b->release == release_free || b->release == release_unmap || b->release == release_view);
 }
 ONNXIO_API size_t onnxio_buffer_refcount(const onnxio_buffer *b) { return b ? atomic_load(&b->refs) : 0; }
 

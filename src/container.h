@@ -21,10 +21,17 @@ typedef struct onnxio__entry {
     const uint8_t *data;     /* the bytes in memory (a mapping, an inflated copy), or NULL */
     onnxio_buffer *owner;    /* keeps `data` alive (NULL: the caller's bytes) */
     bool borrow;             /* no_copy may point payloads into `data` (else they are copied) */
+    /* `data` is this load's own copy of the bytes (an archive read whole,
+     * onnxio__archive_read), held by `owner` alone: a copy load too takes
+     * it as the payload of the first tensor that is the whole entry,
+     * instead of copying it again (`adopted` once taken). */
+    bool owned, adopted;
     int fd;                  /* the same bytes in a file, read with pread (-1: none) */
     uint64_t offset;         /* where they start in fd */
     bool has_crc;            /* the bytes must have this CRC-32 (zip entries) */
     uint32_t crc32;
+    bool crc_done;           /* their CRC-32 is known already: crc_got (computed as they were read) */
+    uint32_t crc_got;
     /* The load pipeline's state for this entry. */
     bool read;               /* a loaded payload comes from it */
     uint32_t *crc_pieces;    /* its CRC-32, piece by piece (see onnxio__job.crc) */
@@ -73,9 +80,32 @@ onnxio_status onnxio__dir_container(const char *base_dir, const char *model_path
 /* The entries of an opened archive (container_zip.c); the archive must
  * outlive the container. Stored entries are read from the archive's file
  * or mapping (borrowed with no_copy when their address is a multiple of
- * opts->alignment), deflated ones inflated once. */
-onnxio_status onnxio__zip_container(onnxio_archive *archive, const onnxio_parse_options *opts,
+ * opts->alignment), deflated ones inflated once. `read`: the archive is
+ * one that onnxio__archive_read made: each stored entry is owned (see
+ * onnxio__entry), its CRC-32 known from the reads where they allowed it
+ * (onnxio__archive_known_crc), and held by a view of the
+ * archive's bytes (onnxio__buffer_view), so that its memory goes with its
+ * tensor; when the container closes, the bytes of the archive that no
+ * tensor took (local headers, the model entry, the central directory,
+ * entries copied or not loaded) are given back. */
+onnxio_status onnxio__zip_container(onnxio_archive *archive, const onnxio_parse_options *opts, bool read,
                                     onnxio__container **out);
+
+/* A cold copy load of an .onnxz archive (docs/design.md, "Cold reads"):
+ * the file `fd` of `size` bytes (`what` names it) read whole into one new
+ * buffer, laid out as the file, by the pool with direct reads (the tail
+ * first, for the central directory; then the rest in reads that start at
+ * the entries' local headers, rounded down to 4 KiB, so that each is
+ * aligned for O_DIRECT and in place), the CRC-32 of every read computed as
+ * it lands; then the archive validated from those bytes, and each stored
+ * entry's CRC-32 derived from the reads' (onnxio__archive_set_crc), to be
+ * checked when the load reads the entry, as any load checks it.
+ * *out: the archive over the buffer, for onnxio__zip_container(..., true);
+ * NULL when the tail does not describe an archive (the caller's usual
+ * path then says what is wrong). Not for a load with progress (its total
+ * is the payload bytes, known only once the model is parsed). */
+onnxio_status onnxio__archive_read(int fd, uint64_t size, const char *what, const onnxio_parse_options *opts,
+                                   onnxio_archive **out);
 
 /* The load pipeline (load.c): every tensor under `root` whose data is
  * external is checked against its entry (location, range, type and shape)

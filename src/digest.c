@@ -74,6 +74,11 @@ uint32_t onnxio__crc_join(const uint32_t *pieces, uint64_t size)
     return crc;
 }
 
+uint32_t onnxio__crc_combine(uint32_t crc1, uint32_t crc2, uint64_t size2)
+{
+    return (uint32_t)crc32_combine(crc1, crc2, (z_off_t)size2);
+}
+
 /* ---- SHA-1 ------------------------------------------------------------- */
 
 /* libcrypto's low-level SHA-1 (the same assembly as its EVP interface),

@@ -117,9 +117,11 @@ void onnxio__map_willneed(const void *p, size_t size);
  * zeroed here, on the calling thread, instead of inside the read that
  * fills it. It only moves work, so a failure is ignored. */
 void onnxio__map_populate(void *p, size_t size);
-/* Unmaps the whole pages inside [p, p + size) of a private file mapping
- * that was never written (MADV_DONTNEED): the pages stay in the page cache,
- * and a later access maps them again with the file's bytes. */
+/* Gives back the whole pages inside [p, p + size) (MADV_DONTNEED). Of a
+ * private file mapping that was never written, the pages stay in the page
+ * cache, and a later access maps them again with the file's bytes; of
+ * private anonymous memory (onnxio__buffer_view), they are freed, and a
+ * later access would see zeros. */
 void onnxio__map_drop(const void *p, size_t size);
 
 /* The status for an errno: NOT_FOUND (ENOENT, ENOTDIR), NO_MEMORY, else IO. */
@@ -365,6 +367,14 @@ typedef struct onnxio__array {
 } onnxio__array;
 /* buffer.c: adds `n` references at once (a copy's deferred references). */
 void onnxio__buffer_ref_n(onnxio_buffer *b, size_t n);
+/* buffer.c: a buffer of the `size` bytes at `data` inside `parent`, memory
+ * from onnxio_buffer_new (private, writable: onnxio_buffer_is_allocated is
+ * 1), holding a reference to `parent`. With its last reference the whole
+ * pages inside its bytes are given back (onnxio__map_drop), then its
+ * reference to `parent`: a payload that is a view of a larger block frees
+ * its memory when it goes, as a block of its own would. NULL when out of
+ * memory. */
+onnxio_buffer *onnxio__buffer_view(onnxio_buffer *parent, uint8_t *data, size_t size);
 /* Makes room for `extra` more elements of `elem_size`; NULL when out of memory. */
 void *onnxio__array_reserve(onnxio_arena *arena, onnxio__array *a, size_t elem_size, size_t extra);
 /* Size in bytes of one element of a repeated field. */
@@ -427,6 +437,10 @@ void onnxio__sha1_abort(onnxio__sha1 *h);
 onnxio_status onnxio__sha1_hex(const void *data, uint64_t size, char hex[41]);
 /* The SHA-1 of `size` bytes at `offset` of `fd`, read in 1 MiB pieces. */
 onnxio_status onnxio__sha1_fd(int fd, uint64_t offset, uint64_t size, const char *what, char hex[41]);
+/* The CRC-32 of A || B from crc1 = CRC-32(A) and crc2 = CRC-32(B) of
+ * size2 bytes (zlib's crc32_combine). It is linear: CRC-32(A || B) =
+ * onnxio__crc_combine(CRC-32(A), 0, |B|) ^ CRC-32(B). */
+uint32_t onnxio__crc_combine(uint32_t crc1, uint32_t crc2, uint64_t size2);
 /* The CRC-32 of `size` bytes from the CRCs of their pieces. */
 uint32_t onnxio__crc_join(const uint32_t *pieces, uint64_t size);
 /* The CRC-32 of `size` bytes at `data`, continuing `crc` (0 to start):
@@ -451,6 +465,11 @@ onnxio_status onnxio__pool_add(onnxio__pool *pool, const onnxio__job *job);
  * page cache. Ranges mostly cached, and files or systems that cannot read
  * directly, are read as before. Call before the first job is added. */
 void onnxio__pool_read_direct(onnxio__pool *pool, bool on);
+/* The rule for "cold" (pool.c): fewer than half of the pages of the range
+ * are in the page cache (false when the kernel cannot tell). A cold range
+ * is read directly; a cold .onnxz archive is read whole
+ * (onnxio__archive_read). */
+bool onnxio__file_cold(int fd, uint64_t offset, uint64_t size);
 /* Runs one job now on the calling thread (last error set on failure). */
 onnxio_status onnxio__job_run(const onnxio__job *job);
 /* Runs what is left (the calling thread helps), waits for every job, frees
@@ -476,6 +495,7 @@ typedef struct onnxio__payload_src {
     bool external;        /* from an external data file: loading clears data_location/external_data */
     const char *what;     /* file named in read errors (NULL: the tensor name) */
     bool copy;            /* copy even with no_copy (bytes not aligned for borrowing) */
+    bool owned;           /* the bytes are this load's own (container.h, onnxio__entry.owned): taken, not copied, by a copy load too */
     onnxio__crc_slots *crc; /* compute the CRC-32 of the bytes as they are copied (NULL: no) */
     /* The container entry the bytes come from (NULL: inline): with no_copy,
      * payloads loaded from the same entry, offset and size share one
@@ -660,6 +680,12 @@ onnxio_status onnxio__archive_open(const uint8_t *data, size_t size, onnxio_buff
  * `budget` (CRC-32 checked). *owner is a new reference to what holds them. */
 onnxio_status onnxio__archive_entry_bytes(onnxio_archive *a, const onnxio_archive_entry *e, bool verify_crc,
                                          onnxio__budget *budget, const uint8_t **data, onnxio_buffer **owner);
+/* Records the CRC-32 of entry `e`'s bytes as they were read into the
+ * archive's memory (onnxio__archive_read), so that a check of it compares
+ * this instead of reading them again (onnxio__archive_entry_bytes, the
+ * load pipeline); onnxio__archive_known_crc gives it back (false: none). */
+void onnxio__archive_set_crc(onnxio_archive *a, const onnxio_archive_entry *e, uint32_t crc);
+bool onnxio__archive_known_crc(const onnxio_archive *a, const onnxio_archive_entry *e, uint32_t *crc);
 const onnxio_archive_entry *onnxio__archive_model(const onnxio_archive *a);
 const onnxio_archive_entry *onnxio__archive_find_n(const onnxio_archive *a, const char *name, size_t n);
 const char *onnxio__archive_what(const onnxio_archive *a);

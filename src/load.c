@@ -10,7 +10,8 @@
  *      to the same entry, offset and length share one buffer; every byte
  *      allocated is charged to the load's expansion budget;
  *   3. the CRC-32 of every entry that has one (zip) is computed as its bytes
- *      are copied, or from its mapping, and checked. */
+ *      are copied, or from its mapping, or was as they were read (an
+ *      archive read whole), and checked. */
 #include <string.h>
 
 #include "container.h"
@@ -142,9 +143,16 @@ onnxio_status onnxio__load_external_payloads(onnxio_message *root, onnxio__conta
             .share = e,
             .share_offset = it->offset,
         };
+        /* This load's own copy of an entry is the payload of the first
+         * tensor that is all of it; any other gets a copy (as protobuf
+         * gives every tensor bytes of its own). */
+        if (e->owned && !e->adopted && it->offset == 0 && it->length == e->size) {
+            src.owned = true;
+            e->adopted = true;
+        }
         /* A payload that is its whole entry gets the entry's CRC-32 as it
          * is copied; the others are checked from the mapping below. */
-        if (verify && e->has_crc && !e->crc_pieces && it->offset == 0 && it->length == e->size) {
+        if (verify && e->has_crc && !e->crc_done && !e->crc_pieces && it->offset == 0 && it->length == e->size) {
             if (!(e->crc_pieces = onnxio__calloc(onnxio__crc_pieces(e->size), sizeof *e->crc_pieces))) {
                 s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
                 break;
@@ -163,7 +171,7 @@ onnxio_status onnxio__load_external_payloads(onnxio_message *root, onnxio__conta
         if (!onnxio__is_external(c.items[i].tensor)) c.items[i].entry->read = true;
     for (size_t i = 0; !s && verify && i < c.count; i++) {
         onnxio__entry *e = c.items[i].entry;
-        if (!e->read || !e->has_crc || e->slots.filled || !e->data) continue;
+        if (!e->read || !e->has_crc || e->crc_done || e->slots.filled || !e->data) continue;
         onnxio__free(e->crc_pieces);
         if (!(e->crc_pieces = onnxio__calloc(onnxio__crc_pieces(e->size), sizeof *e->crc_pieces))) {
             s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
@@ -180,8 +188,8 @@ onnxio_status onnxio__load_external_payloads(onnxio_message *root, onnxio__conta
     onnxio__payloads_free(payloads);
     for (size_t i = 0; !s && verify && i < c.count; i++) {
         onnxio__entry *e = c.items[i].entry;
-        if (!e->read || !e->has_crc || !e->slots.filled) continue;
-        uint32_t crc = onnxio__crc_join(e->crc_pieces, e->size);
+        if (!e->read || !e->has_crc || (!e->slots.filled && !e->crc_done)) continue;
+        uint32_t crc = e->crc_done ? e->crc_got : onnxio__crc_join(e->crc_pieces, e->size);
         if (crc != e->crc32)
             s = onnxio__fail(ONNXIO_ERR_CHECKSUM, "%s has CRC-32 %08x, its header says %08x", e->name, crc, e->crc32);
         e->has_crc = false; /* checked once, also for the items that share it */

@@ -248,7 +248,7 @@ static onnxio_status place(onnxio__payloads *p, onnxio_TensorProto *t, const onn
         loaded(t, src);
         return ONNXIO_OK;
     }
-    if (p->no_copy && src->data && !src->copy) {
+    if ((p->no_copy || src->owned) && src->data && !src->copy) {
         onnxio_span_set(span, (uint8_t *)src->data, (size_t)src->size, src->owner);
         loaded(t, src);
         return count(p, src);

@@ -87,9 +87,7 @@ int onnxio__num_threads(int requested)
  * the cache when the CRC reads them. */
 #define CRC_STEP (1u << 20)
 
-/* Whether fewer than half of the pages of the range are in the page
- * cache (false when the kernel cannot tell). */
-static bool cold(int fd, uint64_t offset, uint64_t size)
+bool onnxio__file_cold(int fd, uint64_t offset, uint64_t size)
 {
     uint64_t cached;
     return onnxio__sys_cached(fd, offset, size, &cached) == 0 && cached < size / 2;
@@ -124,7 +122,7 @@ static int bounce_read(struct onnxio__direct *d, uint8_t *bounce, uint8_t *dst, 
 static int read_direct(onnxio__pool *p, int slot, const onnxio__job *j)
 {
     struct onnxio__direct *d = j->direct;
-    if (!d || atomic_load_explicit(&d->off, memory_order_relaxed) || !cold(j->fd, j->offset, j->size)) return 1;
+    if (!d || atomic_load_explicit(&d->off, memory_order_relaxed) || !onnxio__file_cold(j->fd, j->offset, j->size)) return 1;
     if (!p->bounce[slot] && !(p->bounce[slot] = onnxio_buffer_new(BOUNCE_SIZE, 4096))) return 1;
     uint8_t *bounce = onnxio_buffer_data(p->bounce[slot]);
     uint64_t a = d->offset_align, end = j->offset + j->size;
@@ -342,7 +340,7 @@ onnxio_status onnxio__pool_add(onnxio__pool *p, const onnxio__job *in)
     const onnxio__job *job = &with;
     /* Only a job mostly out of the page cache may read directly: a warm
      * load opens no second descriptor and starts no extra thread. */
-    bool is_cold = p->direct && in->kind == ONNXIO__JOB_PREAD && in->size && cold(in->fd, in->offset, in->size);
+    bool is_cold = p->direct && in->kind == ONNXIO__JOB_PREAD && in->size && onnxio__file_cold(in->fd, in->offset, in->size);
     with.direct = is_cold ? direct_of(p, in->fd) : NULL;
     if (with.direct) p->reading_direct = true;
     int wanted = p->reading_direct ? p->io_threads : p->threads;

@@ -302,7 +302,7 @@ static onnxio_status locate(onnxio_tensor_file *f, const onnxio_TensorProto *t, 
         po.no_copy = true; /* data files are mapped too, for views; reads are preads */
         po.alignment = 1;
         if (f->archive) {
-            s = onnxio__zip_container(f->archive, &po, &f->container);
+            s = onnxio__zip_container(f->archive, &po, false, &f->container);
         } else {
             char *dir = f->opts.base_dir ? NULL : onnxio__dirname(f->path);
             if (!f->opts.base_dir && !dir) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");

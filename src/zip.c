@@ -84,6 +84,9 @@ typedef struct entry {
     bool checked;
     uint64_t span_end;
     const struct entry *next;
+    /* onnxio__archive_set_crc: the CRC-32 of the bytes as read. */
+    bool crc_known;
+    uint32_t crc_read;
 } entry;
 
 struct onnxio_archive {
@@ -776,11 +779,26 @@ onnxio_status onnxio__archive_entry_bytes(onnxio_archive *a, const onnxio_archiv
     }
     *data = a->data + e->pub.data_offset;
     if (verify_crc) {
-        uint32_t crc = onnxio__crc32(0, *data, e->pub.size);
+        uint32_t crc = e->crc_known ? e->crc_read : onnxio__crc32(0, *data, e->pub.size);
         if (crc != e->pub.crc32) return crc_mismatch(a, e, crc);
     }
     *owner = onnxio_buffer_ref(a->owner);
     return ONNXIO_OK;
+}
+
+void onnxio__archive_set_crc(onnxio_archive *a, const onnxio_archive_entry *pub, uint32_t crc)
+{
+    entry *e = &a->entries[(const entry *)pub - a->entries];
+    e->crc_known = true;
+    e->crc_read = crc;
+}
+
+bool onnxio__archive_known_crc(const onnxio_archive *a, const onnxio_archive_entry *pub, uint32_t *crc)
+{
+    const entry *e = (const entry *)pub;
+    (void)a;
+    *crc = e->crc_read;
+    return e->crc_known;
 }
 
 const onnxio_archive_entry *onnxio__archive_model(const onnxio_archive *a) { return &a->entries[a->model].pub; }
@@ -993,7 +1011,7 @@ static onnxio_status check_refs(onnxio_archive *a, onnxio_ModelProto *model)
     if (s) return s;
     opts.skip_raw_data = true;
     onnxio__container *c;
-    if ((s = onnxio__zip_container(a, &opts, &c))) return s;
+    if ((s = onnxio__zip_container(a, &opts, false, &c))) return s;
     onnxio__budget budget = {UINT64_MAX, 0, 0};
     s = onnxio__load_external_payloads(&model->base, c, &opts, &budget);
     onnxio__container_close(c);

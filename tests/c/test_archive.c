@@ -7,6 +7,8 @@
  *
  * Everything runs in fresh temporary directories; the test must also pass
  * under ASan/UBSan with leak detection. */
+#include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +17,7 @@
 #include <dlfcn.h>
 #include <zlib.h>
 
-#include "internal.h" /* onnxio__crc32 and its two libraries */
+#include "container.h" /* onnxio__crc32 and its two libraries, onnxio__archive_read */
 #include "testutil.h"
 
 /* ---- payloads -------------------------------------------------------------- */
@@ -222,6 +224,52 @@ static void external_model_bytes(const char *location, const char *offset, const
 
 /* ---- loading ---------------------------------------------------------------- */
 
+/* Drops a file's pages from the page cache: a copy load of an archive
+ * that is cold reads it whole (onnxio__archive_read). */
+static void evict_path(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return;
+    (void)fdatasync(fd);
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+}
+
+/* Whether the kernel says that fewer than half of the file's pages are
+ * cached (the library's rule for a cold file; false when it cannot tell). */
+static bool file_cold(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    struct stat st;
+    bool cold = fd >= 0 && fstat(fd, &st) == 0 && onnxio__file_cold(fd, 0, (uint64_t)st.st_size);
+    if (fd >= 0) close(fd);
+    return cold;
+}
+
+/* Bytes of the file in the page cache (cachestat), or UINT64_MAX when the
+ * kernel cannot tell. */
+static uint64_t file_cached(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    struct stat st;
+    uint64_t cached = UINT64_MAX;
+    if (fd >= 0 && fstat(fd, &st) == 0 && onnxio__sys_cached(fd, 0, (uint64_t)st.st_size, &cached) != 0) cached = UINT64_MAX;
+    if (fd >= 0) close(fd);
+    return cached;
+}
+
+/* Whether the file can be read with O_DIRECT here (not on tmpfs). */
+static bool file_direct(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    uint32_t ma, oa;
+    int dfd = fd >= 0 ? onnxio__sys_open_direct(fd, &ma, &oa) : -1;
+    if (dfd >= 0) close(dfd);
+    if (fd >= 0) close(fd);
+    return dfd >= 0;
+}
+
+
 static onnxio_parse_options popts(bool no_copy, int threads, onnxio_toggle verify)
 {
     onnxio_parse_options o;
@@ -277,12 +325,15 @@ static void expect_file(const char *what, const char *dir, const uint8_t *d, siz
         free(path);
         return;
     }
-    for (int mode = 0; mode < 2; mode++) {
+    /* mode 2: a copy load of the file evicted from the page cache, which
+     * reads it whole before it validates it (onnxio__archive_read). */
+    for (int mode = 0; mode < 3; mode++) {
         onnxio_parse_options o = popts(mode == 1, 1, ONNXIO_DEFAULT);
         onnxio_arena *a = onnxio_arena_new();
         onnxio_ModelProto *m = NULL;
+        if (mode == 2) evict_path(path);
         onnxio_status st = onnxio_load_model(path, &o, a, &m);
-        CHECK_MSG(st == want, "%s (file, %s): gave %s, want %s (\"%s\")", what, mode ? "no_copy" : "copy",
+        CHECK_MSG(st == want, "%s (file, %s): gave %s, want %s (\"%s\")", what, mode == 1 ? "no_copy" : mode ? "copy, cold" : "copy",
                   onnxio_status_name(st), onnxio_status_name(want), onnxio_last_error());
         if (st != ONNXIO_OK) CHECK_MSG(onnxio_last_error()[0] != '\0', "%s: empty error message (file)", what);
         onnxio_arena_unref(a);
@@ -702,19 +753,28 @@ static void crc_case(const char *what, const char *path, bool no_copy, int threa
                      const char *needle)
 {
     onnxio_parse_options o = popts(no_copy, threads, verify);
-    onnxio_arena *la = onnxio_arena_new();
+    onnxio_arena *la = NULL;
     onnxio_ModelProto *lm = NULL;
-    onnxio_status st = onnxio_load_model(path, &o, la, &lm);
-    CHECK_MSG(st == want, "%s (%s, %d threads, verify %d): gave %s, want %s (\"%s\")", what, no_copy ? "no_copy" : "copy",
-              threads, (int)verify, onnxio_status_name(st), onnxio_status_name(want), onnxio_last_error());
-    if (st != ONNXIO_OK && needle)
-        CHECK_MSG(strstr(onnxio_last_error(), needle) != NULL, "%s: message \"%s\" does not name '%s'", what,
-                  onnxio_last_error(), needle);
-    if (st != ONNXIO_OK) CHECK(lm == NULL);
+    onnxio_status st;
+    /* The file in the page cache, then evicted (a copy load then reads it
+     * whole: onnxio__archive_read, the CRC-32s from its reads). */
+    for (int cold = 0; cold < 2; cold++) {
+        if (cold) evict_path(path);
+        la = onnxio_arena_new();
+        lm = NULL;
+        st = onnxio_load_model(path, &o, la, &lm);
+        CHECK_MSG(st == want, "%s (%s%s, %d threads, verify %d): gave %s, want %s (\"%s\")", what,
+                  no_copy ? "no_copy" : "copy", cold ? ", cold" : "", threads, (int)verify, onnxio_status_name(st),
+                  onnxio_status_name(want), onnxio_last_error());
+        if (st != ONNXIO_OK && needle)
+            CHECK_MSG(strstr(onnxio_last_error(), needle) != NULL, "%s: message \"%s\" does not name '%s'", what,
+                      onnxio_last_error(), needle);
+        if (st != ONNXIO_OK) CHECK(lm == NULL);
+        onnxio_arena_unref(la);
+    }
     /* from bytes too */
     size_t n = 0;
     uint8_t *d = tu_read_file(path, &n);
-    onnxio_arena_unref(la);
     la = onnxio_arena_new();
     lm = NULL;
     st = onnxio_load_model_from_bytes(d, n, NULL, &o, la, &lm);
@@ -1610,6 +1670,223 @@ static void test_crc_libraries(void)
     tu_end();
 }
 
+
+/* ---- cold copy loads: the archive read whole ------------------------------------ */
+
+/* RssAnon of this process in bytes (0 when /proc cannot say). */
+static uint64_t rss_anon(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    uint64_t kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "RssAnon: %llu", (unsigned long long *)&kib) == 1) break;
+    if (f) fclose(f);
+    return kib * 1024;
+}
+
+/* onnxio__archive_read on archives of two writers (onnxio's, 64-byte
+ * aligned entries with padding in the local headers; tu_zip_build's, no
+ * padding, a deflated entry, entries of 0 bytes to 9 MiB, some sharing a
+ * 4 KiB block): the bytes it holds are the file's, every stored entry's
+ * CRC-32 it derived from its reads equals zlib's of the entry's bytes,
+ * and the entries laid out for it (the data running to the next read) have
+ * one, on 1 to 4 threads, the file cached or not. */
+static void check_read_whole(const char *what, const char *path, const char *big_entry)
+{
+    size_t n = 0;
+    uint8_t *file = tu_read_file(path, &n);
+    if (!CHECK(file)) return;
+    for (int threads = 1; threads <= 4; threads *= 2)
+        for (int cold = 0; cold < 2; cold++) {
+            if (cold) evict_path(path);
+            int fd = open(path, O_RDONLY);
+            onnxio_parse_options o = popts(false, threads, ONNXIO_ON);
+            o.direct_io = ONNXIO_ON;
+            onnxio_archive *a = NULL;
+            CHECK_STATUS(onnxio__archive_read(fd, n, path, &o, &a), ONNXIO_OK);
+            close(fd);
+            if (!CHECK_MSG(a, "%s: read whole (%d threads)", what, threads)) continue;
+            CHECK_MSG(memcmp(onnxio__archive_data(a), file, n) == 0, "%s, %d threads%s: the bytes read are the file's", what,
+                      threads, cold ? ", cold" : "");
+            size_t known = 0;
+            for (size_t i = 0; i < onnxio_archive_entry_count(a); i++) {
+                const onnxio_archive_entry *e = onnxio_archive_entry_at(a, i);
+                uint32_t crc;
+                if (!onnxio__archive_known_crc(a, e, &crc)) {
+                    CHECK_MSG(!big_entry || strcmp(e->name, big_entry) != 0, "%s: entry '%s' has its CRC-32 from the reads",
+                              what, e->name);
+                    continue;
+                }
+                known++;
+                CHECK_MSG(e->method == ONNXIO_ARCHIVE_STORED, "%s: only stored entries", what);
+                uint32_t want = (uint32_t)crc32(0, file + e->data_offset, (uInt)e->size);
+                CHECK_MSG(crc == want && crc == e->crc32, "%s, %d threads: entry '%s' (%llu bytes at %llu): CRC-32 %08x from the reads, zlib's %08x",
+                          what, threads, e->name, (unsigned long long)e->size, (unsigned long long)e->data_offset, crc, want);
+            }
+            CHECK_MSG(known > 0, "%s: some CRC-32s come from the reads", what);
+            onnxio_archive_close(a);
+        }
+    free(file);
+}
+
+static void test_read_whole(const char *dir)
+{
+    tu_begin("archive: read whole, CRC-32s from the reads");
+    onnxio_arena *a = onnxio_arena_new();
+    onnxio_ModelProto *m = build_model(a, "whole");
+    char *path = tu_path_join(dir, "whole.onnxz");
+    save_ok(m, path, 2, 0);
+    check_read_whole("onnxio's archive", path, "alpha");
+    /* Another writer's: unaligned, a deflated entry, empty and one-byte
+     * entries, neighbours in one 4 KiB block, a 9 MiB entry that spans two
+     * CRC pieces and ends mid-block. */
+    static const size_t sizes[] = {0, 1, 511, 4096, 5000, 70001, BIG_SIZE};
+    uint8_t *big = malloc(BIG_SIZE);
+    fill_pattern(big, BIG_SIZE, 77);
+    tu_zsrc e[9];
+    char names[9][16];
+    size_t k = 0;
+    for (; k < sizeof sizes / sizeof sizes[0]; k++) {
+        snprintf(names[k], sizeof names[k], "e%zu", k);
+        e[k] = (tu_zsrc){names[k], big + k * 13, sizes[k] - (sizes[k] == BIG_SIZE ? 13 * k : 0), 0, 0};
+    }
+    e[k++] = (tu_zsrc){"deflated", big, 300000, 1, 0};
+    onnxio_buffer *mb = NULL;
+    external_model_bytes("e4", "0", "5000", 5000, &mb);
+    e[k++] = (tu_zsrc){"__MODEL_PROTO", onnxio_buffer_data(mb), onnxio_buffer_size(mb), 0, 0};
+    tu_bytes b = {0};
+    tu_zip_build(&b, e, k);
+    char *other = tu_path_join(dir, "other.onnxz");
+    CHECK(tu_write_file(other, b.data, b.size));
+    check_read_whole("another writer's archive", other, "e6");
+    /* A copy load of it, cold, gives the entry's bytes. */
+    evict_path(other);
+    onnxio_parse_options o = popts(false, 2, ONNXIO_DEFAULT);
+    onnxio_arena *la = onnxio_arena_new();
+    onnxio_ModelProto *lm = NULL;
+    if (CHECK_STATUS(onnxio_load_model(other, &o, la, &lm), ONNXIO_OK) && CHECK(lm->graph && lm->graph->initializer.size == 1)) {
+        onnxio_TensorProto *t = lm->graph->initializer.data[0];
+        CHECK(t->raw_data.size == 5000 && memcmp(t->raw_data.data, big + 4 * 13, 5000) == 0);
+    }
+    onnxio_arena_unref(la);
+    tu_bytes_free(&b);
+    onnxio_buffer_unref(mb);
+    free(big);
+    unlink(other);
+    unlink(path);
+    free(other);
+    free(path);
+    onnxio_arena_unref(a);
+    tu_end();
+}
+
+/* A copy load of an archive that is not in the page cache reads the file
+ * whole, directly, into one buffer laid out as the file
+ * (onnxio__archive_read), and each tensor takes its entry's bytes there:
+ * the payloads are the model's, 64-byte aligned, writable, the file is
+ * left out of the page cache (the reads went around it), a tensor's memory
+ * goes when the tensor does, and two tensors of one entry do not share
+ * bytes. */
+static void test_cold_read(const char *dir)
+{
+    tu_begin("archive: a cold copy load reads the file whole");
+    onnxio_arena *a = onnxio_arena_new();
+    onnxio_ModelProto *m = build_model(a, "cold");
+    char *path = tu_path_join(dir, "cold.onnxz");
+    save_ok(m, path, 2, 0);
+    evict_path(path);
+    bool cold = file_cold(path), direct = file_direct(path);
+    if (!cold) tu_note("the page cache keeps %s after posix_fadvise(DONTNEED), or cannot say: loads here are warm", path);
+    else if (!direct) tu_note("no O_DIRECT on this file system: the archive is read whole through the page cache");
+    struct stat st;
+    CHECK(stat(path, &st) == 0);
+    onnxio_archive *ar = NULL;
+    CHECK_STATUS(onnxio_archive_open(path, &ar), ONNXIO_OK);
+    const onnxio_archive_entry *ea = ar ? onnxio_archive_find(ar, "alpha") : NULL, *eb = ar ? onnxio_archive_find(ar, "bravo") : NULL;
+    for (int threads = 1; threads <= 4; threads *= 2) {
+        evict_path(path);
+        onnxio_parse_options o = popts(false, threads, ONNXIO_DEFAULT);
+        onnxio_arena *la = onnxio_arena_new();
+        onnxio_ModelProto *lm = NULL;
+        char *what = tu_strdup_printf("cold copy load, %d threads", threads);
+        if (CHECK_STATUS(onnxio_load_model(path, &o, la, &lm), ONNXIO_OK)) {
+            check_payloads(lm, what);
+            for (size_t i = 0; i < N_PAYLOADS; i++) {
+                onnxio_TensorProto *t = find_tensor(lm, payloads[i].name);
+                if (!t || !payloads[i].entry) continue;
+                CHECK_MSG((uintptr_t)t->raw_data.data % 64 == 0 && onnxio_buffer_is_allocated(t->raw_data.owner),
+                          "%s: '%s' is 64-byte aligned and the load's own memory", what, payloads[i].name);
+            }
+            /* Laid out as the file: two payloads lie as far apart in
+             * memory as in the file. */
+            onnxio_TensorProto *ta = find_tensor(lm, "alpha"), *tb = find_tensor(lm, "bravo");
+            if (cold && CHECK(ea && eb && ta && tb))
+                CHECK_MSG(tb->raw_data.data - ta->raw_data.data == (ptrdiff_t)(eb->data_offset - ea->data_offset),
+                          "%s: 'alpha' and 'bravo' lie in one buffer laid out as the file", what);
+            uint64_t cached = file_cached(path);
+            if (cold && direct && cached != UINT64_MAX)
+                CHECK_MSG(cached < (uint64_t)st.st_size / 4, "%s: the file stays out of the page cache (%llu of %llu bytes cached)",
+                          what, (unsigned long long)cached, (unsigned long long)st.st_size);
+        }
+        free(what);
+        onnxio_arena_unref(la);
+    }
+    onnxio_archive_close(ar);
+    /* A tensor's memory goes with it: the 9 MiB of 'alpha'. */
+    evict_path(path);
+    onnxio_arena *la = onnxio_arena_new();
+    onnxio_ModelProto *lm = NULL;
+    onnxio_parse_options o = popts(false, 2, ONNXIO_DEFAULT);
+    if (CHECK_STATUS(onnxio_load_model(path, &o, la, &lm), ONNXIO_OK)) {
+        onnxio_TensorProto *t = find_tensor(lm, "alpha");
+        uint64_t before = rss_anon();
+        if (CHECK(t) && before) {
+            /* every page of it resident first */
+            volatile uint8_t sum = 0;
+            for (size_t i = 0; i < t->raw_data.size; i += 4096) sum = (uint8_t)(sum + t->raw_data.data[i]);
+            before = rss_anon();
+            onnxio_span_clear(&t->raw_data);
+            uint64_t after = rss_anon();
+            CHECK_MSG(after + 8 * 1024 * 1024 <= before, "clearing 'alpha' (9 MiB) gives its memory back: RssAnon %llu -> %llu",
+                      (unsigned long long)before, (unsigned long long)after);
+        }
+    }
+    onnxio_arena_unref(la);
+    /* Two tensors of one entry: the model replaced by one where 'alpha2'
+     * names entry 'alpha' too; each gets the bytes, not the same bytes. */
+    o = popts(true, 1, ONNXIO_DEFAULT);
+    o.load_external_data = ONNXIO_OFF;
+    la = onnxio_arena_new();
+    lm = NULL;
+    if (CHECK_STATUS(onnxio_load_model(path, &o, la, &lm), ONNXIO_OK)) {
+        onnxio_TensorProto *t = find_tensor(lm, "alpha");
+        onnxio_TensorProto *t2 = onnxio_list_add(la, &lm->graph->initializer, &onnxio_desc_TensorProto);
+        CHECK_STATUS(onnxio_message_copy(la, t2, t), ONNXIO_OK);
+        tu_set_string(la, t2, &t2->name, ONNXIO_FIELD_TensorProto_name, "alpha2");
+        onnxio_serialize_options so = ONNXIO_SERIALIZE_OPTIONS_INIT;
+        CHECK_STATUS(onnxio_archive_replace_model(path, lm, &so), ONNXIO_OK);
+    }
+    onnxio_arena_unref(la);
+    evict_path(path);
+    la = onnxio_arena_new();
+    lm = NULL;
+    o = popts(false, 2, ONNXIO_DEFAULT);
+    if (CHECK_STATUS(onnxio_load_model(path, &o, la, &lm), ONNXIO_OK)) {
+        onnxio_TensorProto *t = find_tensor(lm, "alpha"), *t2 = find_tensor(lm, "alpha2");
+        if (CHECK(t && t2)) {
+            CHECK(t->raw_data.size == BIG_SIZE && memcmp(t->raw_data.data, payloads[0].data, BIG_SIZE) == 0);
+            CHECK(t2->raw_data.size == BIG_SIZE && memcmp(t2->raw_data.data, payloads[0].data, BIG_SIZE) == 0);
+            CHECK_MSG(t->raw_data.data != t2->raw_data.data, "two tensors of one entry have bytes of their own");
+        }
+    }
+    onnxio_arena_unref(la);
+    unlink(path);
+    free(path);
+    onnxio_arena_unref(a);
+    tu_end();
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -1620,6 +1897,8 @@ int main(int argc, char **argv)
     test_alignment(dir);
     test_no_copy(dir);
     test_crc(dir);
+    test_read_whole(dir);
+    test_cold_read(dir);
     test_hostile(dir);
     test_open_tail(dir);
     test_scratch(dir);
