@@ -527,6 +527,12 @@ def check(results, sizes):
         sa, sb = med(a, "load", f"onnxio copy | {layout}", "cold"), med(b, "load", f"onnxio copy | {layout}", "cold")
         pa, pb = a["manifest"]["payload_bytes"] / 2**30, b["manifest"]["payload_bytes"] / 2**30
         add(label.replace(">= 16", f"{max(big):g}"), (sb / pb) / (sa / pa) if sa and sb else None, 1.2)
+        # The storage's own ratio, for reading the one above: cat of the
+        # same files at the same two sizes (no target).
+        ca, cb = med(a, "load", f"cat | {layout}", "cold"), med(b, "load", f"cat | {layout}", "cold")
+        if ca and cb:
+            lines.append((f"  (cat {LAYOUT_LABEL[layout]}: s/GiB at {max(big):g} GiB / at 0.5 GiB, the storage's own)",
+                          (cb / pb) / (ca / pa), None, "reference"))
     return lines
 
 

@@ -100,6 +100,38 @@ onnxio_status onnxio__map_file(const char *path, onnxio_buffer **out, int *fd_ou
     return ONNXIO_OK;
 }
 
+onnxio_status onnxio__read_whole(int fd, uint64_t size, const char *what, const onnxio_parse_options *opts,
+                                 onnxio_buffer **out)
+{
+    *out = NULL;
+    if (size > SIZE_MAX - ONNXIO__IN_PLACE_SLACK)
+        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "%s: %llu bytes do not fit in memory", what, (unsigned long long)size);
+    /* Page-aligned, as the file's offsets: every read is in place; the
+     * slack after the file is room for payloads to move right. */
+    onnxio_buffer *b = onnxio_buffer_new((size_t)size + ONNXIO__IN_PLACE_SLACK, 4096);
+    if (!b) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory for the %llu bytes of %s", (unsigned long long)size, what);
+    /* One stream of 8 MiB reads, on the calling thread: the device gets
+     * the file in order (the block layer splits each read into requests
+     * it sends together). A cold 0.5 GiB file on this project's VM: 0.218
+     * s, against 0.24-0.29 s with 2 to 8 threads (with or without the
+     * destination faulted in ahead), `cat` 0.26 s. */
+    onnxio__pool *pool;
+    onnxio_status s = onnxio__pool_new(1, &pool);
+    if (!s) {
+        onnxio__pool_read_direct(pool, opts->direct_io == ONNXIO_ON);
+        onnxio__job job = {.kind = ONNXIO__JOB_PREAD, .fd = fd, .dst = onnxio_buffer_data(b), .size = size, .what = what};
+        s = onnxio__pool_add(pool, &job);
+        onnxio_status s2 = onnxio__pool_finish(pool);
+        if (!s) s = s2;
+    }
+    if (s) {
+        onnxio_buffer_unref(b);
+        return s;
+    }
+    *out = b;
+    return ONNXIO_OK;
+}
+
 onnxio_status onnxio__write_all(int fd, const void *data, size_t size, const char *what)
 {
     const uint8_t *p = data;

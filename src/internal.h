@@ -389,6 +389,7 @@ typedef enum onnxio__job_kind {
     ONNXIO__JOB_PREAD,  /* read `size` bytes at `offset` of `fd` into dst */
     ONNXIO__JOB_PWRITE, /* write `size` bytes from src at `offset` of `fd` */
     ONNXIO__JOB_CRC,    /* only the CRC-32 of src (crc must be set) */
+    ONNXIO__JOB_MOVE,   /* memmove(dst, src, size), then rest (below): the ranges may overlap, so it is never cut in pieces (no crc) */
 } onnxio__job_kind;
 typedef struct onnxio__job {
     onnxio__job_kind kind;
@@ -414,6 +415,10 @@ typedef struct onnxio__job {
     /* Set by the pool (onnxio__pool_read_direct): the direct descriptor
      * of fd that a read reads through when its range is not cached. */
     struct onnxio__direct *direct;
+    /* MOVE: then rest_size bytes from rest to rest_dst (after the move). */
+    const uint8_t *rest;
+    uint8_t *rest_dst;
+    uint64_t rest_size;
 } onnxio__job;
 #define ONNXIO__CRC_PIECE (8u << 20)
 /* Pieces (crc slots) of a CRC job of `size` bytes. */
@@ -511,7 +516,19 @@ onnxio_status onnxio__payloads_new(const onnxio_parse_options *opts, onnxio__poo
 /* Loads one payload into `tensor`, or, with a payload callback, remembers
  * it for onnxio__payloads_resolve. */
 onnxio_status onnxio__payload_take(onnxio__payloads *p, onnxio_TensorProto *tensor, const onnxio__payload_src *src);
-/* Asks the payload callback about every remembered payload and places it. */
+/* In-place mode, for a copy load whose input `input` is its own copy of
+ * the whole file (onnxio__read_whole), without payload or progress
+ * callbacks: the large payloads stay in it, each moved by a few bytes to
+ * be aligned as the load's alignment (at most 64) says, and each tensor
+ * holds a view of its bytes (onnxio__buffer_view); when the payloads are
+ * freed, the pages of the input that no tensor holds are given back. A
+ * payload that would move more than 4 KiB gets a block of its own. */
+void onnxio__payloads_in_place(onnxio__payloads *p, onnxio_buffer *input);
+/* Bytes past the end of the file that an in-place input has (zeros): room
+ * for the last payloads to move right. */
+#define ONNXIO__IN_PLACE_SLACK ((size_t)8192)
+/* Places what waits for the end of the parse (in-place payloads), and asks
+ * the payload callback about every remembered payload and places it. */
 onnxio_status onnxio__payloads_resolve(onnxio__payloads *p);
 void onnxio__payloads_free(onnxio__payloads *p);
 
@@ -578,6 +595,13 @@ onnxio_status onnxio__sink_flush(onnxio__sink *sink);
  * blocking. With fd_out, the open descriptor is returned too (the caller
  * closes it); otherwise it is closed. */
 onnxio_status onnxio__map_file(const char *path, onnxio_buffer **out, int *fd_out);
+/* Reads the whole file `fd` of `size` bytes (`what` names it) into a new
+ * buffer, in order on the calling thread, directly where it is not cached
+ * (opts->direct_io; in place: the buffer is laid out as the file): a cold
+ * copy load of a single file (model.c), parsed from that buffer in
+ * in-place mode (onnxio__payloads_in_place). */
+onnxio_status onnxio__read_whole(int fd, uint64_t size, const char *what, const onnxio_parse_options *opts,
+                                 onnxio_buffer **out);
 /* Maps the whole open file `fd` private (as onnxio__map_file); `what`
  * names it in errors. The caller keeps and closes fd. */
 onnxio_status onnxio__map_fd(int fd, const char *what, onnxio_buffer **out);

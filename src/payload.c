@@ -20,6 +20,13 @@ typedef struct pending {
     onnxio__payload_src src; /* holds a reference to src.owner */
 } pending;
 
+/* A payload left where it is in the load's own input (in-place mode,
+ * onnxio__payloads_in_place): placed once the parse is over. */
+typedef struct in_place {
+    onnxio_TensorProto *tensor;
+    onnxio__payload_src src;
+} in_place;
+
 /* A payload placed for an entry range, for the tensors that share it. */
 typedef struct shared {
     const void *entry;
@@ -46,6 +53,15 @@ struct onnxio__payloads {
      * and placed by onnxio__payloads_resolve, so that the total is known
      * before any byte moves; bytes that move on no pool job count here. */
     onnxio__progress *progress;
+    /* In-place mode: the input, this load's own (NULL: off); the large
+     * payloads found in it, in input order; the ranges of it that tensors
+     * hold (views), in order, to give back the rest when done. */
+    onnxio_buffer *whole;
+    in_place *stay;
+    size_t stay_count, stay_capacity;
+    uint8_t **kept; /* pairs: start, end */
+    size_t kept_count;
+    uint8_t *side;  /* the bytes the moves left behind, saved (place_in_place) */
 };
 
 /* Small payloads (under the raw_data threshold, copied during the parse)
@@ -87,9 +103,28 @@ onnxio_status onnxio__payloads_new(const onnxio_parse_options *opts, onnxio__poo
     return ONNXIO_OK;
 }
 
+void onnxio__payloads_in_place(onnxio__payloads *p, onnxio_buffer *input) { p->whole = input; }
+
+/* In-place mode, once every move and copy is done: the pages of the input
+ * that no tensor holds go back. */
+static void give_back_rest(onnxio__payloads *p)
+{
+    if (!p->whole) return;
+    uint8_t *at = onnxio_buffer_data(p->whole), *end = at + onnxio_buffer_size(p->whole);
+    for (size_t i = 0; i <= p->kept_count; i++) {
+        uint8_t *next = i < p->kept_count ? p->kept[2 * i] : end;
+        if (next > at) onnxio__map_drop(at, (size_t)(next - at));
+        if (i < p->kept_count && p->kept[2 * i + 1] > at) at = p->kept[2 * i + 1];
+    }
+}
+
 void onnxio__payloads_free(onnxio__payloads *p)
 {
     if (!p) return;
+    give_back_rest(p);
+    onnxio__free(p->side);
+    onnxio__free(p->stay);
+    onnxio__free(p->kept);
     for (size_t i = 0; i < p->count; i++) onnxio_buffer_unref(p->items[i].src.owner);
     for (size_t i = 0; i < p->table_capacity; i++) onnxio_buffer_unref(p->table[i].owner);
     onnxio__free(p->table);
@@ -293,8 +328,27 @@ static onnxio_status place(onnxio__payloads *p, onnxio_TensorProto *t, const onn
     return count(p, src);
 }
 
+/* Whether `src` is a large payload of the load's own input (in-place mode). */
+static bool stays(const onnxio__payloads *p, const onnxio__payload_src *src)
+{
+    if (!p->whole || src->external || !src->data || src->size < p->threshold) return false;
+    const uint8_t *b = onnxio_buffer_data(p->whole);
+    return src->data >= b && src->size <= onnxio_buffer_size(p->whole) - (size_t)(src->data - b);
+}
+
 onnxio_status onnxio__payload_take(onnxio__payloads *p, onnxio_TensorProto *t, const onnxio__payload_src *src)
 {
+    if (stays(p, src)) {
+        /* Placed when the parse is over (onnxio__payloads_resolve). Until
+         * then it looks like a skipped payload. */
+        if (!onnxio__grow((void **)&p->stay, &p->stay_capacity, p->stay_count, sizeof *p->stay))
+            return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+        p->stay[p->stay_count++] = (in_place){t, *src};
+        onnxio_span_clear(&t->raw_data);
+        t->raw_data.size = (size_t)src->size;
+        onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
+        return ONNXIO_OK;
+    }
     if (!p->fn && !p->progress) return place(p, t, src, ONNXIO_PAYLOAD_LOAD, NULL, NULL);
     /* The callback sees the whole tensor, so it runs after the parse. Until
      * then an inline payload looks like a skipped one. */
@@ -313,9 +367,144 @@ onnxio_status onnxio__payload_take(onnxio__payloads *p, onnxio_TensorProto *t, c
     return ONNXIO_OK;
 }
 
+/* In-place mode: every large payload of the input is made aligned where
+ * it is (onnxio__payloads_in_place), and its tensor holds a view of it.
+ *
+ * In input order, each payload moves left to the aligned address below it
+ * (less than `alignment` bytes, into the tags, lengths and names before it,
+ * all parsed by now) when no earlier payload's new place reaches there;
+ * else right, to the first aligned address past the earlier payload's new
+ * end (into the bytes after it, and the slack after the file,
+ * ONNXIO__IN_PLACE_SLACK). So the new places never overlap, and a right
+ * move can push the next payloads right too (tensors with short names side
+ * by side); a payload that would move more than IN_PLACE_SHIFT_MAX bytes
+ * gets a block of its own instead (a copy).
+ *
+ * A payload's bytes that its new place does not cover (the `shift` bytes
+ * it leaves behind) may be where another payload moves to: they are saved
+ * first, and each move then reads only inside its own new place. So no
+ * move reads what another writes, and the moves run in parallel on the
+ * pool, each as one job (one cut in pieces would overwrite its own
+ * source). The copies are made before any move, one at a time, and the
+ * pages they leave are given back at once. */
+#define IN_PLACE_SHIFT_MAX ((size_t)4096)
+
+typedef struct in_place_plan {
+    uint8_t *dst;  /* NULL: a copy */
+    size_t saved;  /* offset of its saved bytes in the side buffer */
+} in_place_plan;
+
+/* A payload of the input copied into a block of its own, the pages of its
+ * bytes in the input given back as it goes. */
+static onnxio_status copy_out(onnxio__payloads *p, in_place *q)
+{
+    size_t n = (size_t)q->src.size;
+    onnxio_status s = onnxio__budget_take(p->budget, n, onnxio__tensor_name(q->tensor));
+    if (s) return s;
+    onnxio_buffer *b = onnxio_buffer_new(n, (size_t)p->alignment);
+    if (!b)
+        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "tensor '%s': out of memory for %zu bytes", onnxio__tensor_name(q->tensor), n);
+    uint8_t *to = onnxio_buffer_data(b);
+    for (size_t at = 0; at < n; at += ONNXIO__CRC_PIECE) {
+        size_t k = n - at < ONNXIO__CRC_PIECE ? n - at : ONNXIO__CRC_PIECE;
+        memcpy(to + at, q->src.data + at, k);
+        onnxio__map_drop(q->src.data + at, k);
+    }
+    onnxio_span_set(&q->tensor->raw_data, to, n, b);
+    onnxio_buffer_unref(b);
+    loaded(q->tensor, &q->src);
+    onnxio__progress_add(p->progress, n);
+    return ONNXIO_OK;
+}
+
+static onnxio_status place_in_place(onnxio__payloads *p)
+{
+    uint8_t *base = onnxio_buffer_data(p->whole), *limit = base + onnxio_buffer_size(p->whole);
+    uintptr_t align = p->alignment ? (uintptr_t)p->alignment : 64;
+    size_t count = p->stay_count, side_size = 0;
+    /* The saved bytes: at most a 64th of the input (and 1 MiB) in all. */
+    size_t side_max = onnxio_buffer_size(p->whole) / 64 > ((size_t)1 << 20) ? onnxio_buffer_size(p->whole) / 64 : (size_t)1 << 20;
+    in_place_plan *plan = onnxio__calloc(count, sizeof *plan);
+    p->kept = onnxio__malloc(2 * count * sizeof *p->kept);
+    if (!plan || !p->kept) {
+        onnxio__free(plan);
+        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    }
+    /* Where each payload goes. */
+    uint8_t *cursor = base, *prev_src_end = base;
+    for (size_t i = 0; i < count; i++) {
+        uint8_t *src = (uint8_t *)p->stay[i].src.data;
+        size_t n = (size_t)p->stay[i].src.size;
+        /* not after the one before (a field read twice): a copy */
+        if (src < prev_src_end) continue;
+        prev_src_end = src + n;
+        uint8_t *left = src - (uintptr_t)src % align;
+        uint8_t *dst = left >= cursor ? left : (uint8_t *)(((uintptr_t)cursor + align - 1) & ~(align - 1));
+        size_t shift = (size_t)(dst > src ? dst - src : src - dst), keep = shift < n ? shift : n;
+        if (shift > IN_PLACE_SHIFT_MAX || dst > limit || (size_t)(limit - dst) < n || keep > side_max - side_size) continue;
+        plan[i] = (in_place_plan){dst, side_size};
+        side_size += keep;
+        cursor = dst + n;
+    }
+    uint8_t *side = side_size ? onnxio__malloc(side_size) : NULL;
+    onnxio_status s = side_size && !side ? onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory") : ONNXIO_OK;
+    /* Before any move: the bytes each leaves behind saved, the copies made. */
+    for (size_t i = 0; !s && i < count; i++) {
+        in_place *q = &p->stay[i];
+        uint8_t *src = (uint8_t *)q->src.data, *dst = plan[i].dst;
+        size_t n = (size_t)q->src.size;
+        if (!dst) {
+            s = copy_out(p, q);
+            continue;
+        }
+        size_t shift = (size_t)(dst > src ? dst - src : src - dst), keep = shift < n ? shift : n;
+        /* moving left, its last bytes; right, its first */
+        if (keep) memcpy(side + plan[i].saved, dst < src ? src + n - keep : src, keep);
+    }
+    /* The moves. */
+    for (size_t i = 0; !s && i < count; i++) {
+        in_place *q = &p->stay[i];
+        uint8_t *src = (uint8_t *)q->src.data, *dst = plan[i].dst;
+        size_t n = (size_t)q->src.size;
+        if (!dst) continue;
+        size_t shift = (size_t)(dst > src ? dst - src : src - dst), keep = shift < n ? shift : n;
+        if (keep == n) {
+            if (n) memcpy(dst, side + plan[i].saved, n); /* its new place is clear of every source */
+        } else if (shift) {
+            /* Left: dst[0, n - shift) = src[0, n - shift), then the saved
+             * last bytes; right: dst[shift, n) = src[shift, n), then the
+             * saved first bytes. Either reads only inside [dst, dst + n). */
+            onnxio__job job = {.kind = ONNXIO__JOB_MOVE,
+                               .dst = dst < src ? dst : dst + shift,
+                               .src = dst < src ? src : src + shift,
+                               .size = n - shift,
+                               .rest = side + plan[i].saved,
+                               .rest_dst = dst < src ? dst + n - shift : dst,
+                               .rest_size = shift,
+                               .what = onnxio__tensor_name(q->tensor)};
+            s = onnxio__pool_add(p->pool, &job);
+        }
+        if (!s) onnxio__progress_add(p->progress, shift ? 0 : n);
+        onnxio_buffer *view = s ? NULL : onnxio__buffer_view(p->whole, dst, n);
+        if (!s && !view) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+        if (s) break;
+        onnxio_span_set(&q->tensor->raw_data, dst, n, view);
+        onnxio_buffer_unref(view);
+        loaded(q->tensor, &q->src);
+        p->kept[2 * p->kept_count] = dst;
+        p->kept[2 * p->kept_count + 1] = dst + n;
+        p->kept_count++;
+    }
+    onnxio__free(plan);
+    p->side = side; /* read by the moves: freed with the payloads, after the pool */
+    p->stay_count = 0;
+    return s;
+}
+
 onnxio_status onnxio__payloads_resolve(onnxio__payloads *p)
 {
-    onnxio_status s = ONNXIO_OK;
+    onnxio_status s = p->stay_count ? place_in_place(p) : ONNXIO_OK;
+    if (s) return s;
     size_t i = 0;
     for (; i < p->count && !s; i++) {
         pending *q = &p->items[i];

@@ -160,6 +160,11 @@ static onnxio_status io_error(const onnxio__job *j, bool reading, const char *wh
 static onnxio_status run_job(onnxio__pool *p, int slot, const onnxio__job *j, char *error, size_t error_size)
 {
     uint32_t crc = 0;
+    if (j->kind == ONNXIO__JOB_MOVE) {
+        memmove(j->dst, j->src, (size_t)j->size);
+        if (j->rest_size) memcpy(j->rest_dst, j->rest, (size_t)j->rest_size);
+        return ONNXIO_OK;
+    }
     if (j->kind == ONNXIO__JOB_COPY || j->kind == ONNXIO__JOB_CRC) {
         if (!j->crc) {
             memcpy(j->dst, j->src, (size_t)j->size);
@@ -360,7 +365,7 @@ onnxio_status onnxio__pool_add(onnxio__pool *p, const onnxio__job *in)
         onnxio_status s = ONNXIO_OK;
         /* Cut as on the workers: a CRC piece is the same whatever the count
          * (and progress is reported after each piece). */
-        uint64_t step = job->crc || p->progress ? PIECE_SIZE : job->size;
+        uint64_t step = (job->crc || p->progress) && job->kind != ONNXIO__JOB_MOVE ? PIECE_SIZE : job->size;
         for (uint64_t at = 0; !s && at < job->size; at += step) {
             onnxio__job piece = piece_of(job, at, step);
             char error[512];
@@ -379,8 +384,9 @@ onnxio_status onnxio__pool_add(onnxio__pool *p, const onnxio__job *in)
     pthread_mutex_lock(&p->lock);
     onnxio_status s = p->status;
     if (!s && job->keep) s = keep(p, job->keep);
-    for (uint64_t at = 0; !s && at < job->size; at += PIECE_SIZE) {
-        onnxio__job piece = piece_of(job, at, PIECE_SIZE);
+    uint64_t step = job->kind == ONNXIO__JOB_MOVE ? job->size : PIECE_SIZE;
+    for (uint64_t at = 0; !s && at < job->size; at += step) {
+        onnxio__job piece = piece_of(job, at, step);
         s = push(p, &piece);
     }
     /* Workers start with the first job, so a load without large payloads

@@ -389,7 +389,11 @@ typedef struct onnxio_parse_options {
      * with direct I/O (O_DIRECT, Linux), from the device into the payload
      * memory with no page-cache copy in between. DEFAULT and ON: on; the
      * file's pages read this way are then not cached for a later load, and
-     * ranges at least half cached are read from the cache as before. OFF:
+     * ranges at least half cached are read from the cache as before. A
+     * file mostly out of the page cache, when it is an .onnxz archive or a
+     * single file of at most 1 GiB (and the load has no payload or progress
+     * callback), is read whole this way into memory laid out as the file,
+     * each payload then taken where it landed (docs/memory.md). OFF:
      * every read goes through the page cache. Files on a file system that
      * cannot read directly are read through the page cache either way.
      * docs/design.md, "Cold reads". */

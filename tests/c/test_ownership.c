@@ -6,10 +6,15 @@
  * must hold are known without asking onnxio's own encoder. Whether a
  * mapping is really released is read from /proc/self/maps, not from the
  * library. */
+#include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "internal.h" /* onnxio__file_cold: whether a load reads the file whole */
 #include "testutil.h"
 
 #define NT 6
@@ -424,6 +429,190 @@ static void test_replaced_while_queued(const char *dir)
     tu_end();
 }
 
+
+/* ---- a cold copy load of a single file: the payloads stay where they were read ---- */
+
+/* One tensor of the hand-made model: its name's length (0: no name, so that
+ * the bytes around the payload are few), its payload's size, and where that
+ * lies in the file. */
+typedef struct placed {
+    size_t name_len, size;
+    uint64_t offset;
+} placed;
+
+static uint8_t in_place_pattern(size_t k, size_t i) { return (uint8_t)(i * 13 + k * 57 + (i >> 9)); }
+
+/* A length as a 3-byte varint (protobuf readers take a varint padded with
+ * continuation bytes), so that every header's size is known in advance. */
+static void varint3(tu_bytes *b, size_t v)
+{
+    tu_bytes_byte(b, (uint8_t)(0x80 | (v & 0x7F)));
+    tu_bytes_byte(b, (uint8_t)(0x80 | ((v >> 7) & 0x7F)));
+    tu_bytes_byte(b, (uint8_t)(v >> 14));
+}
+
+/* The model: ir_version, then a graph of these tensors. A tensor's bytes
+ * before its payload are 8, and 2 + the name's length with a name; each
+ * payload's size is grown by up to 63 bytes so that the next payload
+ * starts at the offset modulo 64 wanted. */
+static tu_bytes in_place_model(placed *t, size_t n, const unsigned *want_mod64)
+{
+    tu_bytes graph = {0}, model = {0};
+    uint64_t pos = 2 + 1 + 4; /* ir_version tag and value; the graph's tag and 4-byte length */
+    for (size_t k = 0; k < n; k++) {
+        size_t hdr = 1 + 3 + (t[k].name_len ? 2 + t[k].name_len : 0) + 1 + 3;
+        t[k].offset = pos + hdr;
+        CHECK(t[k].offset % 64 == want_mod64[k]);
+        if (k + 1 < n) {
+            size_t next_hdr = 1 + 3 + (t[k + 1].name_len ? 2 + t[k + 1].name_len : 0) + 1 + 3;
+            uint64_t at = t[k].offset + t[k].size + next_hdr;
+            t[k].size += (size_t)((want_mod64[k + 1] + 64 - at % 64) % 64);
+        }
+        tu_bytes tb = {0};
+        if (t[k].name_len) {
+            char name[128];
+            memset(name, 'a' + (int)(k % 26), t[k].name_len);
+            tu_bytes_tag(&tb, 8, 2);
+            tu_bytes_varint(&tb, t[k].name_len);
+            tu_bytes_put(&tb, name, t[k].name_len);
+        }
+        uint8_t *raw = malloc(t[k].size);
+        for (size_t i = 0; i < t[k].size; i++) raw[i] = in_place_pattern(k, i);
+        tu_bytes_tag(&tb, 9, 2);
+        varint3(&tb, t[k].size);
+        tu_bytes_put(&tb, raw, t[k].size);
+        free(raw);
+        tu_bytes_tag(&graph, 5, 2);
+        varint3(&graph, tb.size);
+        tu_bytes_put(&graph, tb.data, tb.size);
+        pos += 1 + 3 + tb.size;
+        tu_bytes_free(&tb);
+    }
+    tu_bytes_tag(&model, 1, 0);
+    tu_bytes_varint(&model, 10);
+    tu_bytes_tag(&model, 7, 2);
+    tu_bytes_byte(&model, (uint8_t)(0x80 | (graph.size & 0x7F)));
+    tu_bytes_byte(&model, (uint8_t)(0x80 | ((graph.size >> 7) & 0x7F)));
+    tu_bytes_byte(&model, (uint8_t)(0x80 | ((graph.size >> 14) & 0x7F)));
+    tu_bytes_byte(&model, (uint8_t)(graph.size >> 21));
+    tu_bytes_put(&model, graph.data, graph.size);
+    tu_bytes_free(&graph);
+    return model;
+}
+
+/* Loads the model warm and cold (evicted first) on 0 to 2 threads: every
+ * tensor has its bytes, 64-byte aligned, in the load's own memory; cold
+ * (read whole), a payload is either in the file's buffer, within 4 KiB of
+ * its place in the file, after the one before it there (no two overlap),
+ * or a copy elsewhere. *copies and *stayed count them in the last cold
+ * load (0 and 0 when the file could not be evicted). */
+static void check_in_place(const char *what, const char *dir, const placed *t, size_t n, const tu_bytes *in,
+                           size_t *copies, size_t *stayed)
+{
+    char *path = tu_path_join(dir, "in_place.onnx");
+    CHECK(tu_write_file(path, in->data, in->size));
+    *copies = *stayed = 0;
+    for (int threads = 0; threads <= 2; threads++)
+        for (int cold = 0; cold < 2; cold++) {
+            int fd = open(path, O_RDONLY);
+            if (cold) {
+                (void)fdatasync(fd);
+                (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+            }
+            bool whole = cold && onnxio__file_cold(fd, 0, in->size);
+            close(fd);
+            if (cold && !whole && threads == 0)
+                tu_note("%s: the page cache keeps %s after posix_fadvise(DONTNEED): not read whole here", what, path);
+            onnxio_arena *a = onnxio_arena_new();
+            onnxio_ModelProto *m = NULL;
+            onnxio_parse_options o = ONNXIO_PARSE_OPTIONS_INIT;
+            o.num_threads = threads;
+            if (!CHECK_STATUS(onnxio_load_model(path, &o, a, &m), ONNXIO_OK) || !CHECK(m->graph->initializer.size == n)) {
+                onnxio_arena_unref(a);
+                continue;
+            }
+            /* The file's buffer: where the payload that moved least lies,
+             * less its offset (a payload moves by less than 4 KiB). */
+            const uint8_t *base = NULL;
+            if (whole) {
+                int64_t best = INT64_MAX;
+                for (size_t k = 0; k < n; k++) {
+                    const uint8_t *b = m->graph->initializer.data[k]->raw_data.data - t[k].offset;
+                    int64_t votes = 0;
+                    for (size_t j = 0; j < n; j++) {
+                        ptrdiff_t d = m->graph->initializer.data[j]->raw_data.data - (b + t[j].offset);
+                        votes += d > -4096 && d < 4096;
+                    }
+                    if (-votes < best) best = -votes, base = b;
+                }
+            }
+            size_t c = 0, st = 0;
+            const uint8_t *last_end = NULL;
+            for (size_t k = 0; k < n; k++) {
+                const onnxio_TensorProto *x = m->graph->initializer.data[k];
+                bool same = x->raw_data.size == t[k].size;
+                for (size_t i = 0; same && i < t[k].size; i++) same = x->raw_data.data[i] == in_place_pattern(k, i);
+                CHECK_MSG(same, "%s, %s, %d threads: tensor %zu has its bytes", what, cold ? "cold" : "warm", threads, k);
+                CHECK_MSG((uintptr_t)x->raw_data.data % 64 == 0 && onnxio_buffer_is_allocated(x->raw_data.owner),
+                          "%s, %s, %d threads: tensor %zu is 64-byte aligned, in the load's own memory", what,
+                          cold ? "cold" : "warm", threads, k);
+                if (!whole) continue;
+                ptrdiff_t d = x->raw_data.data - (base + t[k].offset);
+                if (d <= -4096 || d >= 4096) {
+                    c++;
+                    continue;
+                }
+                st++;
+                CHECK_MSG(!last_end || x->raw_data.data >= last_end, "%s, %d threads: tensor %zu lies after the one before it",
+                          what, threads, k);
+                last_end = x->raw_data.data + x->raw_data.size;
+            }
+            if (whole) *copies = c, *stayed = st;
+            onnxio_arena_unref(a);
+        }
+    unlink(path);
+    free(path);
+}
+
+static void test_cold_in_place(const char *dir)
+{
+    tu_begin("a cold copy load of a single file: payloads aligned where they were read");
+    /* Offsets modulo 64 and names that make each move: 0 aligned; 1 left
+     * (62 bytes before it, 30 needed); 2 right (8 before it, 56 needed);
+     * 3 left into the bytes 2 left (58 before it, 8 taken by 2, 20 needed);
+     * 4 right; 5 pushed right by 4; 6 left; 7 right; 8 already aligned but
+     * pushed by 7; 9 the last, right into the slack past the file's end. */
+    placed t[] = {{47, 20000, 0}, {60, 30000, 0}, {0, 40000, 0},  {46, 50000, 0}, {0, 60000, 0},
+                  {0, 70000, 0},  {50, 1500000, 0}, {20, 25000, 0}, {10, 35000, 0}, {0, 20000, 0}};
+    const unsigned mod64[] = {0, 30, 56, 20, 50, 3, 40, 45, 0, 44};
+    size_t n = sizeof t / sizeof t[0], copies, stayed;
+    tu_bytes in = in_place_model(t, n, mod64);
+    check_in_place("mixed", dir, t, n, &in, &copies, &stayed);
+    if (stayed) CHECK_MSG(copies == 0 && stayed == n, "mixed: every payload stays in the file's buffer (%zu copies)", copies);
+    tu_bytes_free(&in);
+    /* 400 payloads of about 1.1 KiB side by side with 8 bytes between them,
+     * at offsets modulo 64 that a generator picks: each move right pushes the
+     * next ones further (by about 24 bytes a payload on average), until one
+     * would move more than 4 KiB and is copied instead. */
+    enum { RUN = 400 };
+    placed *r = calloc(RUN, sizeof *r);
+    unsigned *rm = calloc(RUN, sizeof *rm);
+    uint32_t x = 12345;
+    for (size_t k = 0; k < RUN; k++) {
+        x = x * 1103515245u + 12345u;
+        r[k] = (placed){0, 1100, 0};
+        rm[k] = (x >> 16) % 64;
+    }
+    r[0].name_len = 47, rm[0] = 0;
+    in = in_place_model(r, RUN, rm);
+    check_in_place("side by side", dir, r, RUN, &in, &copies, &stayed);
+    if (stayed) CHECK_MSG(copies > 0 && stayed > RUN / 2, "side by side: %zu copies, %zu stayed", copies, stayed);
+    tu_bytes_free(&in);
+    free(r);
+    free(rm);
+    tu_end();
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -433,6 +622,7 @@ int main(int argc, char **argv)
     test_callback();
     test_consolidate();
     test_replaced_while_queued(dir);
+    test_cold_in_place(dir);
     tu_remove_tree(dir);
     free(dir);
     return tu_finish();
