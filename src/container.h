@@ -93,11 +93,12 @@ onnxio_status onnxio__zip_container(onnxio_archive *archive, const onnxio_parse_
 
 /* A cold copy load of an .onnxz archive (docs/design.md, "Cold reads"):
  * the file `fd` of `size` bytes (`what` names it) read whole into one new
- * buffer, laid out as the file, by the pool with direct reads (the tail
- * first, for the central directory; then the rest in reads that start at
+ * buffer, laid out as the file, with direct reads (the tail first, for
+ * the central directory; then the rest, planned as reads that start at
  * the entries' local headers, rounded down to 4 KiB, so that each is
- * aligned for O_DIRECT and in place), the CRC-32 of every read computed as
- * it lands; then the archive validated from those bytes, and each stored
+ * aligned for O_DIRECT and in place: see onnxio__archive_one_read_max),
+ * the CRC-32 of every planned read computed; then the archive validated
+ * from those bytes, and each stored
  * entry's CRC-32 derived from the reads' (onnxio__archive_set_crc), to be
  * checked when the load reads the entry, as any load checks it.
  * *out: the archive over the buffer, for onnxio__zip_container(..., true);
@@ -106,6 +107,11 @@ onnxio_status onnxio__zip_container(onnxio_archive *archive, const onnxio_parse_
  * is the payload bytes, known only once the model is parsed). */
 onnxio_status onnxio__archive_read(int fd, uint64_t size, const char *what, const onnxio_parse_options *opts,
                                    onnxio_archive **out);
+/* Up to this many bytes before its tail, onnxio__archive_read reads an
+ * archive in one read and computes the CRC-32s after; above, in 8 MiB
+ * pieces on the pool, each CRC-32 as its piece lands. ONNXIO__WHOLE_MAX;
+ * tests lower it to take the second way on small archives. */
+extern uint64_t onnxio__archive_one_read_max;
 
 /* The load pipeline (load.c): every tensor under `root` whose data is
  * external is checked against its entry (location, range, type and shape)

@@ -215,6 +215,8 @@ ONNXIO_API void onnxio_archive_ranges_free(onnxio_archive_range *ranges) { onnxi
  * 512 here), so that each is read in place. */
 #define READ_ALIGN ((uint64_t)4096)
 
+uint64_t onnxio__archive_one_read_max = ONNXIO__WHOLE_MAX;
+
 /* One read of the plan: [start, end) of the file into the same offsets of
  * the buffer, the CRC-32 of each pool piece of it in crc[]. */
 typedef struct planned {
@@ -329,16 +331,27 @@ onnxio_status onnxio__archive_read(int fd, uint64_t size, const char *what, cons
         if (!(crcs = onnxio__calloc(pieces ? pieces : 1, sizeof *crcs))) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     }
     onnxio_archive_close(tail);
-    if (!s && !(s = onnxio__pool_new(opts->num_threads, &pool))) {
-        onnxio__pool_read_direct(pool, opts->direct_io == ONNXIO_ON);
-        for (size_t i = 0, at = 0; !s && i < count; i++) {
-            reads[i].crc = crcs + at;
-            at += onnxio__crc_pieces(reads[i].end - reads[i].start);
-            onnxio__job job = {.kind = ONNXIO__JOB_PREAD, .fd = fd, .offset = reads[i].start,
-                               .dst = bytes + reads[i].start, .size = reads[i].end - reads[i].start, .what = what,
-                               .crc = verify ? reads[i].crc : NULL};
-            s = onnxio__pool_add(pool, &job);
-        }
+    /* Up to ONNXIO__WHOLE_MAX (onnxio__archive_one_read_max), everything
+     * before the tail in one read
+     * (onnxio__read_into, as a single file is read), then the CRC-32 of
+     * each planned read on the pool, from memory. Above, the planned reads
+     * on the pool, in 8 MiB pieces, each piece's CRC-32 computed as it
+     * lands. Cold archives, fresh processes: 0.5 GiB, medians of 11, 0.250
+     * s in one read against 0.251 s on the pool in C, and 0.255 s against
+     * 0.276-0.288 s through the Python package (`cat` 0.257 s); 3.5 GiB,
+     * medians of 6, 2.16 s against 1.84 s (`cat` 2.08 s). */
+    if (!s) s = onnxio__pool_new(opts->num_threads, &pool);
+    bool one_read = from <= onnxio__archive_one_read_max;
+    if (!s && one_read) s = onnxio__read_into(fd, 0, from, bytes, what, opts->direct_io == ONNXIO_ON);
+    if (!s) onnxio__pool_read_direct(pool, opts->direct_io == ONNXIO_ON);
+    for (size_t i = 0, slot = 0; !s && i < count; i++) {
+        reads[i].crc = crcs + slot;
+        slot += onnxio__crc_pieces(reads[i].end - reads[i].start);
+        onnxio__job job = {.kind = one_read ? ONNXIO__JOB_CRC : ONNXIO__JOB_PREAD, .fd = fd, .offset = reads[i].start,
+                           .size = reads[i].end - reads[i].start, .what = what, .crc = verify ? reads[i].crc : NULL};
+        if (one_read) job.src = bytes + reads[i].start, job.not_payload = true;
+        else job.dst = bytes + reads[i].start;
+        if (!one_read || verify) s = onnxio__pool_add(pool, &job);
     }
     onnxio_status s2 = onnxio__pool_finish(pool);
     if (!s) s = s2;

@@ -595,10 +595,17 @@ onnxio_status onnxio__sink_flush(onnxio__sink *sink);
  * blocking. With fd_out, the open descriptor is returned too (the caller
  * closes it); otherwise it is closed. */
 onnxio_status onnxio__map_file(const char *path, onnxio_buffer **out, int *fd_out);
-/* Reads the whole file `fd` of `size` bytes (`what` names it) into a new
- * buffer, in order on the calling thread, directly where it is not cached
- * (opts->direct_io; in place: the buffer is laid out as the file): a cold
- * copy load of a single file (model.c), parsed from that buffer in
+/* Reads `size` bytes at `offset` of the file `fd` into `dst` in one read
+ * on the calling thread (preads of up to 1 GiB: the kernel splits each
+ * into requests it sends all at once), with direct I/O where the range is
+ * not cached and `direct` (`what` names the file in errors). Reading a
+ * whole cold 0.5 GiB file so took 0.22 s here, against 0.30-0.32 s in 8
+ * MiB reads one after another, 0.28 s in 32 MiB reads, 0.25 s in 128 MiB
+ * reads, 0.24-0.31 s in 8 MiB reads on 2 to 8 threads, and `cat` 0.26 s. */
+onnxio_status onnxio__read_into(int fd, uint64_t offset, uint64_t size, uint8_t *dst, const char *what, bool direct);
+/* The whole file `fd` of `size` bytes read so (onnxio__read_into) into a
+ * new buffer laid out as the file, with ONNXIO__IN_PLACE_SLACK bytes more:
+ * a cold copy load of a single file (model.c), parsed from that buffer in
  * in-place mode (onnxio__payloads_in_place). */
 onnxio_status onnxio__read_whole(int fd, uint64_t size, const char *what, const onnxio_parse_options *opts,
                                  onnxio_buffer **out);
