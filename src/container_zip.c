@@ -65,25 +65,7 @@ static onnxio_status zip_open(onnxio__container *base, const onnxio_TensorProto 
     z->e.size = pub->size;
     z->e.fd = -1;
     budget->input += pub->compressed_size;
-    if (pub->method == ONNXIO_ARCHIVE_STORED && c->read) {
-        /* Read whole: the bytes are this load's, their CRC-32 most often
-         * known; a view of them is what the tensor that takes them holds. */
-        uint8_t *data = (uint8_t *)onnxio__archive_data(a) + pub->data_offset;
-        onnxio_buffer *view = NULL;
-        if (!onnxio__grow((void **)&c->views, &c->view_capacity, c->view_count, sizeof *c->views) ||
-            !(view = onnxio__buffer_view(onnxio__archive_owner(a), data, (size_t)pub->size))) {
-            onnxio__free(z);
-            return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-        }
-        c->views[c->view_count++] = view;
-        z->e.data = data;
-        z->e.owner = view;
-        z->e.borrow = (uintptr_t)data % c->alignment == 0;
-        z->e.owned = true;
-        z->e.has_crc = true;
-        z->e.crc32 = pub->crc32;
-        z->e.crc_done = onnxio__archive_known_crc(a, pub, &z->e.crc_got);
-    } else if (pub->method == ONNXIO_ARCHIVE_STORED) {
+    if (pub->method == ONNXIO_ARCHIVE_STORED) {
         /* Stored: the bytes are the archive's, in its file and memory. */
         z->e.data = onnxio__archive_data(a) + pub->data_offset;
         z->e.owner = onnxio__archive_owner(a);
@@ -92,6 +74,21 @@ static onnxio_status zip_open(onnxio__container *base, const onnxio_TensorProto 
         z->e.borrow = (uintptr_t)z->e.data % c->alignment == 0;
         z->e.has_crc = true;
         z->e.crc32 = pub->crc32;
+        if (c->read) {
+            /* Read whole (the archive is in memory only): the bytes are
+             * this load's, their CRC-32 most often known; a view of them
+             * is what the tensor that takes them holds. */
+            onnxio_buffer *view = NULL;
+            if (!onnxio__grow((void **)&c->views, &c->view_capacity, c->view_count, sizeof *c->views) ||
+                !(view = onnxio__buffer_view(z->e.owner, (uint8_t *)z->e.data, (size_t)pub->size))) {
+                onnxio__free(z);
+                return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+            }
+            c->views[c->view_count++] = view;
+            z->e.owner = view;
+            z->e.owned = true;
+            z->e.crc_done = onnxio__archive_known_crc(a, pub, &z->e.crc_got);
+        }
     } else {
         /* Deflated: inflated once (its CRC-32 checked on the way), and its
          * payloads copied out of that buffer or sharing it. */
@@ -133,12 +130,15 @@ static void zip_finish(onnxio__container *base)
             else onnxio_buffer_unref(c->views[i]); /* gives its own pages back */
         }
         if (kept) qsort(c->views, kept, sizeof *c->views, view_cmp);
-        for (size_t i = 0; i <= kept; i++) {
-            const uint8_t *next = i < kept ? onnxio_buffer_data(c->views[i]) : end;
-            if (next > at) onnxio__map_drop(at, (size_t)(next - at));
-            if (i < kept && onnxio_buffer_data(c->views[i]) + onnxio_buffer_size(c->views[i]) > at)
-                at = onnxio_buffer_data(c->views[i]) + onnxio_buffer_size(c->views[i]);
+        /* Their ranges, in address order. */
+        uint8_t **ranges = onnxio__malloc((kept ? 2 * kept : 1) * sizeof *ranges);
+        for (size_t i = 0; ranges && i < kept; i++) {
+            ranges[2 * i] = onnxio_buffer_data(c->views[i]);
+            ranges[2 * i + 1] = ranges[2 * i] + onnxio_buffer_size(c->views[i]);
         }
+        /* Out of memory: nothing is given back before the tensors go. */
+        if (ranges) onnxio__map_keep_only(at, end, ranges, kept);
+        onnxio__free(ranges);
         for (size_t i = 0; i < kept; i++) onnxio_buffer_unref(c->views[i]);
     }
     onnxio__free(c->views);

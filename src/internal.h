@@ -123,6 +123,11 @@ void onnxio__map_populate(void *p, size_t size);
  * private anonymous memory (onnxio__buffer_view), they are freed, and a
  * later access would see zeros. */
 void onnxio__map_drop(const void *p, size_t size);
+/* Gives back (onnxio__map_drop) every page of [start, end) outside the `n`
+ * ranges [kept[2i], kept[2i + 1]), which are in address order and do not
+ * overlap: what a buffer read whole holds beyond the payloads tensors
+ * took from it (an archive's or a single file's, docs/memory.md). */
+void onnxio__map_keep_only(const uint8_t *start, const uint8_t *end, uint8_t *const *kept, size_t n);
 
 /* The status for an errno: NOT_FOUND (ENOENT, ENOTDIR), NO_MEMORY, else IO. */
 onnxio_status onnxio__errno_status(int err);

@@ -47,6 +47,16 @@ static bool reads_whole(const onnxio_parse_options *opts, int fd, size_t size)
     return fd >= 0 && !opts->no_copy && !opts->skip_raw_data && !opts->payload_fn && size <= ONNXIO__WHOLE_MAX;
 }
 
+/* What both cold whole reads below need: a copy load of the file `fd` that
+ * keeps every payload, with direct reads on, no progress callback (its
+ * total is the payload bytes, known only once the model is parsed), the
+ * file mostly out of the page cache. */
+static bool cold_whole(const onnxio_parse_options *opts, int fd, size_t size)
+{
+    return fd >= 0 && !opts->no_copy && !opts->skip_raw_data && !opts->payload_fn && !opts->progress &&
+           opts->direct_io == ONNXIO_ON && onnxio__file_cold(fd, 0, size);
+}
+
 static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxio_buffer *owner, int fd, bool mapped,
                                  bool in_place, const onnxio_parse_options *opts, onnxio_arena *arena,
                                  onnxio__budget *budget, bool *saw_external)
@@ -149,9 +159,8 @@ static onnxio_status load_from(onnxio__container *c, onnxio_message *root, const
 /* Whether a load with these options of the single file `fd` of `size`
  * bytes reads it whole into memory with direct reads first
  * (onnxio__read_whole) and parses it there, its payloads made aligned in
- * place (onnxio__payloads_in_place): a copy load of a file it would map
- * whole (reads_whole), direct reads on, no progress callback, an alignment
- * of at most 64, the file mostly out of the page cache. The device writes
+ * place (onnxio__payloads_in_place): cold_whole, a file of at most
+ * ONNXIO__WHOLE_MAX bytes, an alignment of at most 64. The device writes
  * every byte where it stays, and each payload moves by a few bytes in
  * memory: a cold 0.5 GiB .onnx took 0.293 s mapped whole and 0.248 s so
  * (the moves on 2 cores 0.02 s of it), `cat` 0.259 s. Above
@@ -159,25 +168,20 @@ static onnxio_status load_from(onnxio__container *c, onnxio_message *root, const
  * reads save (3.5 and 16 GiB loads already run at 0.6-0.75x `cat`). */
 static bool reads_file_whole(const onnxio_parse_options *opts, int fd, size_t size)
 {
-    return reads_whole(opts, fd, size) && !opts->progress && opts->direct_io == ONNXIO_ON && opts->alignment <= 64 &&
-           onnxio__file_cold(fd, 0, size);
+    return size <= ONNXIO__WHOLE_MAX && opts->alignment <= 64 && cold_whole(opts, fd, size);
 }
 
 /* Whether a load with these options of the archive file `fd` of `size`
  * bytes reads it whole into memory with direct reads first
- * (onnxio__archive_read): a copy load that keeps every payload, direct
- * reads on, the file mostly out of the page cache. Its entries are 64-byte
- * aligned in the file, so in a buffer laid out as the file each payload
- * is in place, aligned, and the device writes it there: a cold 0.5 GiB
- * archive took 0.308 s read entry by entry and 0.249 s so, `cat` 0.259 s.
- * A warm
- * archive is read as before, entry by entry out of the page cache; so is a
- * load with progress, whose total (the payload bytes) is known only once
- * the model is parsed. */
+ * (onnxio__archive_read): cold_whole, external data loaded. Its entries
+ * are 64-byte aligned in the file, so in a buffer laid out as the file
+ * each payload is in place, aligned, and the device writes it there: a
+ * cold 0.5 GiB archive took 0.308 s read entry by entry and 0.249 s so,
+ * `cat` 0.259 s. A warm archive is read as before, entry by entry out of
+ * the page cache. */
 static bool reads_archive_whole(const onnxio_parse_options *opts, int fd, size_t size)
 {
-    return fd >= 0 && !opts->no_copy && !opts->skip_raw_data && !opts->payload_fn && !opts->progress &&
-           opts->load_external_data != ONNXIO_OFF && opts->direct_io == ONNXIO_ON && onnxio__file_cold(fd, 0, size);
+    return opts->load_external_data != ONNXIO_OFF && cold_whole(opts, fd, size);
 }
 
 /* Loads the .onnxz archive in `data` (docs/onnxz.md): its __MODEL_PROTO

@@ -356,6 +356,16 @@ void onnxio__map_drop(const void *p, size_t size)
     advise_inside(p, size, MADV_DONTNEED);
 }
 
+void onnxio__map_keep_only(const uint8_t *start, const uint8_t *end, uint8_t *const *kept, size_t n)
+{
+    const uint8_t *at = start;
+    for (size_t i = 0; i <= n; i++) {
+        const uint8_t *next = i < n ? kept[2 * i] : end;
+        if (next > at) onnxio__map_drop(at, (size_t)(next - at));
+        if (i < n && kept[2 * i + 1] > at) at = kept[2 * i + 1];
+    }
+}
+
 void onnxio__map_populate(void *p, size_t size)
 {
 #ifdef MADV_POPULATE_WRITE

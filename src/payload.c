@@ -110,12 +110,8 @@ void onnxio__payloads_in_place(onnxio__payloads *p, onnxio_buffer *input) { p->w
 static void give_back_rest(onnxio__payloads *p)
 {
     if (!p->whole) return;
-    uint8_t *at = onnxio_buffer_data(p->whole), *end = at + onnxio_buffer_size(p->whole);
-    for (size_t i = 0; i <= p->kept_count; i++) {
-        uint8_t *next = i < p->kept_count ? p->kept[2 * i] : end;
-        if (next > at) onnxio__map_drop(at, (size_t)(next - at));
-        if (i < p->kept_count && p->kept[2 * i + 1] > at) at = p->kept[2 * i + 1];
-    }
+    const uint8_t *at = onnxio_buffer_data(p->whole);
+    onnxio__map_keep_only(at, at + onnxio_buffer_size(p->whole), p->kept, p->kept_count);
 }
 
 void onnxio__payloads_free(onnxio__payloads *p)

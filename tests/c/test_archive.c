@@ -224,17 +224,6 @@ static void external_model_bytes(const char *location, const char *offset, const
 
 /* ---- loading ---------------------------------------------------------------- */
 
-/* Drops a file's pages from the page cache: a copy load of an archive
- * that is cold reads it whole (onnxio__archive_read). */
-static void evict_path(const char *path)
-{
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return;
-    (void)fdatasync(fd);
-    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    close(fd);
-}
-
 /* Whether the kernel says that fewer than half of the file's pages are
  * cached (the library's rule for a cold file; false when it cannot tell). */
 static bool file_cold(const char *path)
@@ -331,7 +320,7 @@ static void expect_file(const char *what, const char *dir, const uint8_t *d, siz
         onnxio_parse_options o = popts(mode == 1, 1, ONNXIO_DEFAULT);
         onnxio_arena *a = onnxio_arena_new();
         onnxio_ModelProto *m = NULL;
-        if (mode == 2) evict_path(path);
+        if (mode == 2) tu_evict(path);
         onnxio_status st = onnxio_load_model(path, &o, a, &m);
         CHECK_MSG(st == want, "%s (file, %s): gave %s, want %s (\"%s\")", what, mode == 1 ? "no_copy" : mode ? "copy, cold" : "copy",
                   onnxio_status_name(st), onnxio_status_name(want), onnxio_last_error());
@@ -759,7 +748,7 @@ static void crc_case(const char *what, const char *path, bool no_copy, int threa
     /* The file in the page cache, then evicted (a copy load then reads it
      * whole: onnxio__archive_read, the CRC-32s from its reads). */
     for (int cold = 0; cold < 2; cold++) {
-        if (cold) evict_path(path);
+        if (cold) tu_evict(path);
         la = onnxio_arena_new();
         lm = NULL;
         st = onnxio_load_model(path, &o, la, &lm);
@@ -1702,7 +1691,7 @@ static void check_read_whole(const char *what, const char *path, const char *big
     for (int run = 0; run < 12; run++) {
         int way = run / 6, threads = 1 << (run / 2 % 3), cold = run % 2;
         onnxio__archive_one_read_max = way ? 0 : ONNXIO__WHOLE_MAX;
-        if (cold) evict_path(path);
+        if (cold) tu_evict(path);
         int fd = open(path, O_RDONLY);
         onnxio_parse_options o = popts(false, threads, ONNXIO_ON);
         o.direct_io = ONNXIO_ON;
@@ -1765,7 +1754,7 @@ static void test_read_whole(const char *dir)
     CHECK(tu_write_file(other, b.data, b.size));
     check_read_whole("another writer's archive", other, "e6");
     /* A copy load of it, cold, gives the entry's bytes. */
-    evict_path(other);
+    tu_evict(other);
     onnxio_parse_options o = popts(false, 2, ONNXIO_DEFAULT);
     onnxio_arena *la = onnxio_arena_new();
     onnxio_ModelProto *lm = NULL;
@@ -1799,7 +1788,7 @@ static void test_cold_read(const char *dir)
     onnxio_ModelProto *m = build_model(a, "cold");
     char *path = tu_path_join(dir, "cold.onnxz");
     save_ok(m, path, 2, 0);
-    evict_path(path);
+    tu_evict(path);
     bool cold = file_cold(path), direct = file_direct(path);
     if (!cold) tu_note("the page cache keeps %s after posix_fadvise(DONTNEED), or cannot say: loads here are warm", path);
     else if (!direct) tu_note("no O_DIRECT on this file system: the archive is read whole through the page cache");
@@ -1809,7 +1798,7 @@ static void test_cold_read(const char *dir)
     CHECK_STATUS(onnxio_archive_open(path, &ar), ONNXIO_OK);
     const onnxio_archive_entry *ea = ar ? onnxio_archive_find(ar, "alpha") : NULL, *eb = ar ? onnxio_archive_find(ar, "bravo") : NULL;
     for (int threads = 1; threads <= 4; threads *= 2) {
-        evict_path(path);
+        tu_evict(path);
         onnxio_parse_options o = popts(false, threads, ONNXIO_DEFAULT);
         onnxio_arena *la = onnxio_arena_new();
         onnxio_ModelProto *lm = NULL;
@@ -1838,7 +1827,7 @@ static void test_cold_read(const char *dir)
     }
     onnxio_archive_close(ar);
     /* A tensor's memory goes with it: the 9 MiB of 'alpha'. */
-    evict_path(path);
+    tu_evict(path);
     onnxio_arena *la = onnxio_arena_new();
     onnxio_ModelProto *lm = NULL;
     onnxio_parse_options o = popts(false, 2, ONNXIO_DEFAULT);
@@ -1872,7 +1861,7 @@ static void test_cold_read(const char *dir)
         CHECK_STATUS(onnxio_archive_replace_model(path, lm, &so), ONNXIO_OK);
     }
     onnxio_arena_unref(la);
-    evict_path(path);
+    tu_evict(path);
     la = onnxio_arena_new();
     lm = NULL;
     o = popts(false, 2, ONNXIO_DEFAULT);

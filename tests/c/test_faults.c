@@ -124,12 +124,7 @@ static onnxio_status load_deflated(void) { return load(W.deflated_path, false); 
  * emptied, the load is the warm one). */
 static onnxio_status load_cold(const char *path)
 {
-    int fd = open(path, O_RDONLY);
-    if (fd >= 0) {
-        (void)fdatasync(fd);
-        (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-        close(fd);
-    }
+    tu_evict(path);
     return load(path, false);
 }
 static onnxio_status load_archive_cold(void) { return load_cold(W.cold_path); }

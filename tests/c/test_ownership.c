@@ -515,10 +515,7 @@ static void check_in_place(const char *what, const char *dir, const placed *t, s
     for (int threads = 0; threads <= 2; threads++)
         for (int cold = 0; cold < 2; cold++) {
             int fd = open(path, O_RDONLY);
-            if (cold) {
-                (void)fdatasync(fd);
-                (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-            }
+            if (cold) tu_evict_fd(fd);
             bool whole = cold && onnxio__file_cold(fd, 0, in->size);
             close(fd);
             if (cold && !whole && threads == 0)

@@ -75,13 +75,6 @@ static void run(int threads, const uint8_t *src, int fd, uint64_t total, const c
     free(dst);
 }
 
-/* Drops the file's pages from the page cache. */
-static void evict(int fd)
-{
-    (void)fdatasync(fd);
-    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-}
-
 /* Direct reads (pool.c, onnxio__pool_read_direct) of a file evicted from
  * the page cache: jobs whose file offset and memory address agree modulo
  * 512 (read straight into place, their unaligned ends through the bounce
@@ -99,7 +92,7 @@ static void run_direct(int threads, const uint8_t *src, int fd, uint64_t total, 
     if (posix_memalign((void **)&dst, 4096, total + 8192) != 0) return;
     for (int sh = 0; sh < SHIFTS; sh++) {
         memset(dst, 0xAA, total + 8192);
-        evict(fd);
+        tu_evict_fd(fd);
         uint64_t cached_before = 0;
         bool can_tell = onnxio__sys_cached(fd, 0, total, &cached_before) == 0;
         onnxio__pool *pool = NULL;
@@ -170,7 +163,7 @@ static void run_direct(int threads, const uint8_t *src, int fd, uint64_t total, 
 static void direct_failures(int fd, uint64_t total, const char *what)
 {
     uint8_t *dst = malloc(4 * MIB);
-    evict(fd);
+    tu_evict_fd(fd);
     onnxio__pool *pool = NULL;
     CHECK_STATUS(onnxio__pool_new(2, &pool), ONNXIO_OK);
     onnxio__pool_read_direct(pool, true);
@@ -183,7 +176,7 @@ static void direct_failures(int fd, uint64_t total, const char *what)
     CHECK_MSG(strstr(onnxio_last_error(), what) && strstr(onnxio_last_error(), "offset 4096"),
               "the read failure names the file and offset: %s", onnxio_last_error());
 
-    evict(fd);
+    tu_evict_fd(fd);
     CHECK_STATUS(onnxio__pool_new(2, &pool), ONNXIO_OK);
     onnxio__pool_read_direct(pool, true);
     job.offset = total - MIB;

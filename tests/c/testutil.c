@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -702,4 +703,18 @@ void tu_zip_build(tu_bytes *b, const tu_zsrc *e, size_t n)
     tu_put32(end + 12, (uint32_t)(b->size - cd));
     tu_put32(end + 16, (uint32_t)cd);
     tu_bytes_put(b, end, 22);
+}
+
+void tu_evict_fd(int fd)
+{
+    (void)fdatasync(fd);
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+}
+
+void tu_evict(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return;
+    tu_evict_fd(fd);
+    close(fd);
 }

@@ -187,6 +187,12 @@ bool tu_snapshot_same(const tu_snapshot *a, const tu_snapshot *b, char *why, siz
 /* Whether `dir` holds exactly what `want` recorded. */
 bool tu_snapshot_matches(const char *dir, const tu_snapshot *want, char *why, size_t why_size);
 
+/* Drops a file's pages from the page cache (fdatasync, then
+ * posix_fadvise DONTNEED): a load of it is then cold, where the file
+ * system allows it (tmpfs keeps them). */
+void tu_evict_fd(int fd);
+void tu_evict(const char *path);
+
 /* A new empty directory under $TMPDIR or /tmp (malloc'd path); aborts the
  * test when it cannot be made. */
 char *tu_make_temp_dir(const char *prefix);
