@@ -22,8 +22,11 @@ external data file, as .onnxz, and as .safetensors.
 Every measurement runs in a fresh child process that imports one library
 (numpy with it) and then, untimed, puts the files the operation reads in
 the cache state asked for:
-  warm  every file read once with the read loop just before;
   cold  os.sync(), then posix_fadvise(POSIX_FADV_DONTNEED) on every file;
+  warm  the same, then every file read once with the read loop: each warm child
+        finds the files cached the same way (pages an earlier child left,
+        cached in other sizes, would otherwise stay and change the copy's
+        speed);
         fincore (util-linux) then tells how many of their bytes are still
         cached ("cached" in the JSON; a warning is printed above 1 %; when
         fincore is missing, eviction is not verified and the run says so).
@@ -243,7 +246,10 @@ def child(spec):
         op = lambda: _read_loop(files, buf)  # noqa: E731
     elif method == "read into new memory":
         def op():
-            mem = mmap.mmap(-1, max(1, sum(os.path.getsize(p) for p in files)))
+            # Private anonymous memory, as onnxio's payload buffers (mmap's
+            # default for -1 is MAP_SHARED: shared memory, 4 KiB pages, and
+            # 2.5x slower to fill here).
+            mem = mmap.mmap(-1, max(1, sum(os.path.getsize(p) for p in files)), flags=mmap.MAP_PRIVATE)
             mem.madvise(mmap.MADV_HUGEPAGE)  # as onnxio's payload buffers from 2 MiB
             mv, at = memoryview(mem), 0
             for p in files:
@@ -262,9 +268,7 @@ def child(spec):
     if op is None:
         raise SystemExit(f"unknown method {method!r}")
 
-    if state == "warm":
-        _read_loop(files, buf)
-    elif state == "cold":
+    if files:
         os.sync()
         for p in files:
             fd = os.open(p, os.O_RDONLY)
@@ -272,6 +276,8 @@ def child(spec):
                 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
             finally:
                 os.close(fd)
+    if state == "warm":
+        _read_loop(files, buf)
     cached = _fincore(files) if files else None
     rss0 = _status_kib("VmRSS")
     t0 = time.perf_counter()

@@ -5,8 +5,9 @@
  * The CRC-32 library, measured on this project's machine (x86-64 with
  * AVX-512 and VPCLMULQDQ, one thread, the same values from all): zlib
  * 1.2.13's crc32 7.5 GB/s, libdeflate 1.14's 17 GB/s, ISA-L 2.30's
- * crc32_gzip_refl 66 GB/s on 1 MiB pieces (the size the pool hands it, in
- * cache; 35 GB/s on 256 MiB). ISA-L is used when the system has it
+ * crc32_gzip_refl 66 GB/s on 1 MiB pieces in cache (35 GB/s on 256 MiB;
+ * the pool hands it 128 KiB pieces just read, so that they are in cache:
+ * see CRC_STEP in pool.c). ISA-L is used when the system has it
  * (libisal.so.2, loaded at the first CRC): with it the CRC of an .onnxz
  * load costs 4 ms a 0.5 GiB model instead of 25. It is not linked, because
  * Debian's libisal-dev has no static library and a program that links
