@@ -120,7 +120,9 @@ test-fuzz: python-install
 # here from this tree (non-editable, so nothing in python/ is imported and no
 # earlier install can be stale); --no-build-isolation builds with .venv's
 # pinned scikit-build-core (CMakeLists.txt builds the extension, its stubs
-# and the command), without reaching PyPI.
+# and the command), without reaching PyPI. Only a failed test's tmp_path
+# is kept (pytest keeps every test's of the last three runs by default:
+# 3.9 GB a run here).
 test-python: python-install
 	@echo "==> pytest tests/python"
 	@if [ -z "$(have_py_tests)" ]; then echo "pytest: no tests in tests/python, skipped"; \
@@ -128,7 +130,7 @@ test-python: python-install
 	   rm -f .cache/pytest-current; mkdir -p .cache; \
 	   ONNXIO_LIB=$(CURDIR)/build/libonnxio.so ONNXIO_CLI=$(CURDIR)/build/onnxio \
 	   ONNXIO_PYTEST_CURRENT=$(CURDIR)/.cache/pytest-current \
-	   $(PYTHON) -m pytest -q -rs tests/python; rc=$$?; \
+	   $(PYTHON) -m pytest -q -rs -o tmp_path_retention_policy=failed tests/python; rc=$$?; \
 	   if [ $$rc -gt 128 ]; then echo "pytest died (signal $$((rc - 128))) in: $$(cat .cache/pytest-current 2>/dev/null)" >&2; fi; \
 	   exit $$rc; fi
 

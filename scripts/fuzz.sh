@@ -45,6 +45,13 @@ build="${FUZZ_BUILD:-build-fuzz}"
 cache="${FUZZ_CACHE:-.cache/fuzz}"
 max_seed=65536
 
+# The fuzzers' temporary files (fuzz_python.py's empty directory among them:
+# libFuzzer ends the process without Python's atexit) go in one directory,
+# removed when this script ends.
+TMPDIR="$(mktemp -d "${TMPDIR:-/tmp}/onnxio-fuzz-run-XXXXXX")"
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
+
 shopt -s nullglob
 sources=(tests/fuzz/fuzz_*.c)
 if ((${#sources[@]} == 0)); then
