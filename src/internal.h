@@ -704,11 +704,12 @@ const char *onnxio__names_unique(onnxio__names *set, const char *tensor);
 /* zip.c: zip records of .onnxz archives (docs/onnxz.md). */
 #define ONNXIO__MODEL_ENTRY ONNXIO_ARCHIVE_MODEL_ENTRY
 /* Validates the archive held in `size` bytes at `data`, kept alive by
- * `owner` (which gets a reference); fd >= 0 is the same bytes as a file
- * mapping (payload copies are then preads); `what` names it in errors.
- * `whole`: the caller will read every entry (a copy load), so the mapping
- * reads whole folios (onnxio__map_whole) instead of each local header's
- * page alone. */
+ * `owner` (which gets a reference); fd >= 0 says that `data` is a file
+ * mapping of fd, unwritten yet (payload copies are then preads, and the
+ * pages mapped while the local headers are read are given back with
+ * MADV_DONTNEED); `what` names it in errors. `whole`: the caller will
+ * read every entry (a copy load), so the mapping reads whole folios
+ * (onnxio__map_whole) instead of each local header's page alone. */
 onnxio_status onnxio__archive_open(const uint8_t *data, size_t size, onnxio_buffer *owner, int fd, const char *what,
                                    bool whole, onnxio_archive **out);
 /* The bytes of an entry: in the archive's memory when stored (the CRC-32

@@ -307,9 +307,10 @@ def test_copy_load_peak_is_the_payload(tmp_path, layout, state):
     process's peak resident memory by the payload and the structure, not by
     the file pages its parse (or the archive's read of its local headers)
     maps around each tensor header (decode.c drops them behind it, zip.c
-    after the headers): with the file's pages in the cache (read in order
-    first, as `cat` reads: the kernel keeps them in large folios), and
-    evicted (a copy load of a small file then faults whole 2 MiB folios).
+    after the headers): with the file's pages in the cache (evicted, then
+    read in order, as `cat` reads: the kernel keeps them in large folios),
+    and evicted (a copy load of a small file then faults whole 2 MiB
+    folios).
     24 tensors of 3 MiB; the child's VmHWM against what onnx reads."""
     import subprocess
     rng = np.random.default_rng(3)
@@ -321,17 +322,18 @@ def test_copy_load_peak_is_the_payload(tmp_path, layout, state):
         onnx.save(model, str(path))
     else:
         onnxio.save_model(onnxio.ModelProto.FromString(model.SerializeToString()), str(path))
+    # Evicted first either way: the pages a write left cached are small
+    # folios, and a read after eviction caches them in large ones.
+    os.sync()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
     if state == "warm":
         with open(path, "rb") as f:
             while f.read(8 << 20):
                 pass
-    else:
-        os.sync()
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
     out = subprocess.run([sys.executable, "-c", PEAK_CHILD, str(path)], check=True, capture_output=True, text=True)
     growth = int(out.stdout)
     assert growth <= payload * 1.05 + (2 << 20), (growth, payload)
