@@ -23,13 +23,15 @@ Every measurement runs in a fresh child process that imports one library
 (numpy with it) and then, untimed, puts the files the operation reads in
 the cache state asked for:
   cold  os.sync(), then posix_fadvise(POSIX_FADV_DONTNEED) on every file;
+        fincore (util-linux) then tells how many of their bytes are still
+        cached ("cached" in the JSON; a warning is printed above 1 %; when
+        fincore is missing, eviction is not verified and the run says so);
   warm  the same, then every file read once with the read loop: each warm child
         finds the files cached the same way (pages an earlier child left,
         cached in other sizes, would otherwise stay and change the copy's
-        speed);
-        fincore (util-linux) then tells how many of their bytes are still
-        cached ("cached" in the JSON; a warning is printed above 1 %; when
-        fincore is missing, eviction is not verified and the run says so).
+        speed).
+In both states, as much new memory as the files hold is then touched and
+freed, where it fits beside the page cache (see free page reporting below).
 Then one operation is timed (time.perf_counter around it):
   read loop         readinto() of 8 MiB at a time into one reused buffer, file after file
   cat               `cat FILES > /dev/null` (a child process)
@@ -60,7 +62,9 @@ touches fresh memory pays a fault in the host for it: copies into new
 memory then vary by 2-10x between children. Raising
 /sys/module/page_reporting/parameters/min_free_ms (where the kernel has it)
 for the run keeps freed memory in the guest, as on a machine without a
-hypervisor; BENCHMARKS.md says which runs did.
+hypervisor; BENCHMARKS.md says which runs did. Even so, memory free for
+longer than that goes back, so each child touches and frees as much as the
+files hold before the timer starts.
 
 The figures are medians of --repeats children per operation and state (the
 repeats interleaved: round 1 of everything, then round 2, ..., each round
@@ -189,6 +193,39 @@ def _fincore(files):
     return sum(int(x) for x in out.split())
 
 
+def _memory_in_guest(nbytes):
+    """Touches `nbytes` of new memory and frees it, where that fits beside
+    the page cache: the operation's fresh memory then comes from pages the
+    guest holds. Otherwise it may be pages the guest gave back to the host
+    (free page reporting), and a warm child that follows a cold one (whose
+    load took the pages its eviction freed) paid the host's faults for all
+    of it: warm 3.5 GiB copies took 0.6-5.1 s, cold 1.6-2.0 s. Done in both
+    states, after the cache state is set. The process's peak RSS (VmHWM)
+    is reset after it (clear_refs 5, Linux 4.0), so that the peak measured
+    is the operation's; where it cannot be, nothing is touched."""
+    import numpy as np
+    if not nbytes or 2 * nbytes + (1 << 30) > _meminfo_kib("MemAvailable") * 1024:
+        return
+    try:
+        clear = open("/proc/self/clear_refs", "w")
+    except OSError:
+        return
+    with clear:
+        mem = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE)
+        mem.madvise(mmap.MADV_HUGEPAGE)
+        np.frombuffer(mem, dtype=np.uint8)[::4096] = 1
+        mem.close()
+        clear.write("5")
+
+
+def _meminfo_kib(field):
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
 def _touch(arr):
     b = arr.reshape(-1).view("uint8")
     return int(b[::4096].sum()) if b.size else 0
@@ -278,6 +315,8 @@ def child(spec):
                 os.close(fd)
     if state == "warm":
         _read_loop(files, buf)
+    if files:
+        _memory_in_guest(sum(os.path.getsize(p) for p in files))
     cached = _fincore(files) if files else None
     rss0 = _status_kib("VmRSS")
     t0 = time.perf_counter()
