@@ -150,8 +150,9 @@ def page_reporting():
     return {"order": order, "min_free_ms": min_free_ms}
 
 
-def _status_kib(field):
-    with open("/proc/self/status") as f:
+def _proc_kib(field, path="/proc/self/status"):
+    """A "Field:   N kB" line of /proc/self/status or /proc/meminfo, in KiB."""
+    with open(path) as f:
         for line in f:
             if line.startswith(field + ":"):
                 return int(line.split()[1])
@@ -204,7 +205,7 @@ def _memory_in_guest(nbytes):
     is reset after it (clear_refs 5, Linux 4.0), so that the peak measured
     is the operation's; where it cannot be, nothing is touched."""
     import numpy as np
-    if not nbytes or 2 * nbytes + (1 << 30) > _meminfo_kib("MemAvailable") * 1024:
+    if not nbytes or 2 * nbytes + (1 << 30) > _proc_kib("MemAvailable", "/proc/meminfo") * 1024:
         return
     try:
         clear = open("/proc/self/clear_refs", "w")
@@ -216,14 +217,6 @@ def _memory_in_guest(nbytes):
         np.frombuffer(mem, dtype=np.uint8)[::4096] = 1
         mem.close()
         clear.write("5")
-
-
-def _meminfo_kib(field):
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
 
 
 def _touch(arr):
@@ -318,12 +311,12 @@ def child(spec):
     if files:
         _memory_in_guest(sum(os.path.getsize(p) for p in files))
     cached = _fincore(files) if files else None
-    rss0 = _status_kib("VmRSS")
+    rss0 = _proc_kib("VmRSS")
     t0 = time.perf_counter()
     result = op()
     seconds = time.perf_counter() - t0
-    hwm = _status_kib("VmHWM")
-    rss1 = _status_kib("VmRSS")
+    hwm = _proc_kib("VmHWM")
+    rss1 = _proc_kib("VmRSS")
     del result
     print(json.dumps({"seconds": seconds, "cached": cached, "peak_rss_delta": (hwm - rss0) * 1024,
                       "rss_delta": (rss1 - rss0) * 1024}))
