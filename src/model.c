@@ -34,17 +34,24 @@ static onnxio_status progress_end(progress_scope *ps, onnxio_status s)
     return s;
 }
 
+/* A copy load of the file `fd` (-1: bytes in memory) that keeps every
+ * payload: no payload_fn to skip or place some, no skip_raw_data. */
+static bool copies_every_payload(const onnxio_parse_options *opts, int fd)
+{
+    return fd >= 0 && !opts->no_copy && !opts->skip_raw_data && !opts->payload_fn;
+}
+
 /* Whether a load with these options of the file `fd` (-1: bytes in
  * memory) of `size` bytes maps it to be read whole (onnxio__map_whole): a
  * copy load of a file of at most ONNXIO__WHOLE_MAX bytes that keeps every
- * payload (no payload_fn to skip or place some, no skip_raw_data). With
+ * payload (copies_every_payload). With
  * direct reads too: the pool then reads directly only the payload ranges
  * that the parse's folios left mostly uncached (a cold 0.5 GiB `.onnx`:
  * 0.199-0.228 s, against 0.224-0.256 s with the parse faulting single
  * pages). */
 static bool reads_whole(const onnxio_parse_options *opts, int fd, size_t size)
 {
-    return fd >= 0 && !opts->no_copy && !opts->skip_raw_data && !opts->payload_fn && size <= ONNXIO__WHOLE_MAX;
+    return copies_every_payload(opts, fd) && size <= ONNXIO__WHOLE_MAX;
 }
 
 /* What both cold whole reads below need: a copy load of the file `fd` that
@@ -53,8 +60,8 @@ static bool reads_whole(const onnxio_parse_options *opts, int fd, size_t size)
  * file mostly out of the page cache. */
 static bool cold_whole(const onnxio_parse_options *opts, int fd, size_t size)
 {
-    return fd >= 0 && !opts->no_copy && !opts->skip_raw_data && !opts->payload_fn && !opts->progress &&
-           opts->direct_io == ONNXIO_ON && onnxio__file_cold(fd, 0, size);
+    return copies_every_payload(opts, fd) && !opts->progress && opts->direct_io == ONNXIO_ON &&
+           onnxio__file_cold(fd, 0, size);
 }
 
 static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxio_buffer *owner, int fd, bool mapped,

@@ -387,7 +387,9 @@ onnxio_status onnxio__payload_take(onnxio__payloads *p, onnxio_TensorProto *t, c
 
 typedef struct in_place_plan {
     uint8_t *dst;  /* NULL: a copy */
-    size_t saved;  /* offset of its saved bytes in the side buffer */
+    size_t shift;  /* |dst - src| */
+    size_t keep;   /* the bytes it leaves behind: min(shift, size) */
+    size_t saved;  /* offset of those bytes in the side buffer */
 } in_place_plan;
 
 /* A payload of the input copied into a block of its own, the pages of its
@@ -438,7 +440,7 @@ static onnxio_status place_in_place(onnxio__payloads *p)
         uint8_t *dst = left >= cursor ? left : (uint8_t *)(((uintptr_t)cursor + align - 1) & ~(align - 1));
         size_t shift = (size_t)(dst > src ? dst - src : src - dst), keep = shift < n ? shift : n;
         if (shift > IN_PLACE_SHIFT_MAX || dst > limit || (size_t)(limit - dst) < n || keep > side_max - side_size) continue;
-        plan[i] = (in_place_plan){dst, side_size};
+        plan[i] = (in_place_plan){dst, shift, keep, side_size};
         side_size += keep;
         cursor = dst + n;
     }
@@ -453,7 +455,7 @@ static onnxio_status place_in_place(onnxio__payloads *p)
             s = copy_out(p, q);
             continue;
         }
-        size_t shift = (size_t)(dst > src ? dst - src : src - dst), keep = shift < n ? shift : n;
+        size_t keep = plan[i].keep;
         /* moving left, its last bytes; right, its first */
         if (keep) memcpy(side + plan[i].saved, dst < src ? src + n - keep : src, keep);
     }
@@ -463,8 +465,8 @@ static onnxio_status place_in_place(onnxio__payloads *p)
         uint8_t *src = (uint8_t *)q->src.data, *dst = plan[i].dst;
         size_t n = (size_t)q->src.size;
         if (!dst) continue;
-        size_t shift = (size_t)(dst > src ? dst - src : src - dst), keep = shift < n ? shift : n;
-        if (keep == n) {
+        size_t shift = plan[i].shift;
+        if (plan[i].keep == n) {
             if (n) memcpy(dst, side + plan[i].saved, n); /* its new place is clear of every source */
         } else if (shift) {
             /* Left: dst[0, n - shift) = src[0, n - shift), then the saved

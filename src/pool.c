@@ -344,6 +344,17 @@ static struct onnxio__direct *direct_of(onnxio__pool *p, int fd)
     return d->dfd >= 0 ? d : NULL;
 }
 
+/* The size of the pieces a job is cut in: never a MOVE (its ranges
+ * overlap, so a piece would overwrite the source of the next); on the
+ * workers PIECE_SIZE; on a serial pool only where the pieces matter, cut
+ * as on the workers (a CRC piece is the same whatever the count, and
+ * progress is reported after each piece). */
+static uint64_t piece_step(const onnxio__pool *p, const onnxio__job *job, bool serial)
+{
+    if (job->kind == ONNXIO__JOB_MOVE) return job->size;
+    return !serial || job->crc || p->progress ? PIECE_SIZE : job->size;
+}
+
 onnxio_status onnxio__pool_add(onnxio__pool *p, const onnxio__job *in)
 {
     onnxio__job with = *in;
@@ -368,9 +379,7 @@ onnxio_status onnxio__pool_add(onnxio__pool *p, const onnxio__job *in)
     if (p->threads <= 1) {
         if (p->status) return p->status;
         onnxio_status s = ONNXIO_OK;
-        /* Cut as on the workers: a CRC piece is the same whatever the count
-         * (and progress is reported after each piece). */
-        uint64_t step = (job->crc || p->progress) && job->kind != ONNXIO__JOB_MOVE ? PIECE_SIZE : job->size;
+        uint64_t step = piece_step(p, job, true);
         for (uint64_t at = 0; !s && at < job->size; at += step) {
             onnxio__job piece = piece_of(job, at, step);
             char error[512];
@@ -389,7 +398,7 @@ onnxio_status onnxio__pool_add(onnxio__pool *p, const onnxio__job *in)
     pthread_mutex_lock(&p->lock);
     onnxio_status s = p->status;
     if (!s && job->keep) s = keep(p, job->keep);
-    uint64_t step = job->kind == ONNXIO__JOB_MOVE ? job->size : PIECE_SIZE;
+    uint64_t step = piece_step(p, job, false);
     for (uint64_t at = 0; !s && at < job->size; at += step) {
         onnxio__job piece = piece_of(job, at, step);
         s = push(p, &piece);
