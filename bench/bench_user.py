@@ -62,7 +62,11 @@ touches fresh memory pays a fault in the host for it: copies into new
 memory then vary by 2-10x between children. Raising
 /sys/module/page_reporting/parameters/min_free_ms (where the kernel has it)
 for the run keeps freed memory in the guest, as on a machine without a
-hypervisor; BENCHMARKS.md says which runs did. Even so, memory free for
+hypervisor, and so does raising max_waiting_mib above what a child frees:
+memory freed past that much was reported without waiting (12 loads of
+3.5 GiB in one process: 1,152 MiB reported with 1024, and half of one
+layout's loads took twice the time; none with 16384). BENCHMARKS.md says
+which runs did. Even so, memory free for
 longer than that goes back, so each child touches and frees as much as the
 files hold before the timer starts.
 
@@ -142,12 +146,14 @@ def page_reporting():
             order = int(f.read())
     except OSError:
         return None
-    try:
-        with open(base + "min_free_ms") as f:
-            min_free_ms = int(f.read())
-    except OSError:
-        min_free_ms = None
-    return {"order": order, "min_free_ms": min_free_ms}
+    found = {"order": order}
+    for name in ("min_free_ms", "max_waiting_mib"):
+        try:
+            with open(base + name) as f:
+                found[name] = int(f.read())
+        except OSError:
+            found[name] = None
+    return found
 
 
 def _proc_kib(field, path="/proc/self/status"):
@@ -655,7 +661,8 @@ def main():
     reporting = page_reporting()
     if reporting:
         print(f"free page reporting: freed blocks of 2^{reporting['order']} pages go back to the hypervisor after "
-              f"{reporting['min_free_ms']} ms free; fresh memory then costs host faults on first touch")
+              f"{reporting['min_free_ms']} ms free, or at once past {reporting['max_waiting_mib']} MiB freed; "
+              "fresh memory then costs host faults on first touch")
     results = {}
     t0 = time.perf_counter()
     for gib in sizes:
