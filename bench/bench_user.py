@@ -66,9 +66,9 @@ hypervisor, and so does raising max_waiting_mib above what a child frees:
 memory freed past that much was reported without waiting (12 loads of
 3.5 GiB in one process: 1,152 MiB reported with 1024, and half of one
 layout's loads took twice the time; none with 16384). BENCHMARKS.md says
-which runs did. Even so, memory free for
-longer than that goes back, so each child touches and frees as much as the
-files hold before the timer starts.
+which runs did. Even so, memory free for longer than min_free_ms goes
+back, so each child touches and frees as much as the files hold before the
+timer starts.
 
 The figures are medians of --repeats children per operation and state (the
 repeats interleaved: round 1 of everything, then round 2, ..., each round

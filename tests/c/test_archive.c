@@ -1695,7 +1695,11 @@ static void test_headers_unmapped(const char *dir)
     onnxio_ModelProto *m = new_model(a, "headers");
     const size_t n = 24, size = (size_t)3 << 20;
     uint8_t *bytes = malloc(size);
-    if (!CHECK(bytes)) return;
+    if (!CHECK(bytes)) {
+        onnxio_arena_unref(a);
+        tu_end();
+        return;
+    }
     for (size_t i = 0; i < size; i++) bytes[i] = (uint8_t)(i * 7 + 1);
     for (size_t i = 0; i < n; i++) {
         onnxio_TensorProto *t = onnxio_list_add(a, &m->graph->initializer, &onnxio_desc_TensorProto);
