@@ -65,10 +65,17 @@ for the run keeps freed memory in the guest, as on a machine without a
 hypervisor, and so does raising max_waiting_mib above what a child frees:
 memory freed past that much was reported without waiting (12 loads of
 3.5 GiB in one process: 1,152 MiB reported with 1024, and half of one
-layout's loads took twice the time; none with 16384). BENCHMARKS.md says
-which runs did. Even so, memory free for longer than min_free_ms goes
+layout's loads took twice the time; none with 16384). At 16 GiB a child
+frees more than that (the evicted page cache, then its own copy), and a
+run with 16384 handed over 400 GiB back; so for the full run, as root:
+
+    echo 300000 > /sys/module/page_reporting/parameters/min_free_ms      # its maximum here
+    echo 1048576 > /sys/module/page_reporting/parameters/max_waiting_mib
+
+The run prints how much was handed back during it. BENCHMARKS.md says
+which runs did what. Even so, memory free for longer than min_free_ms goes
 back, so each child touches and frees as much as the files hold before the
-timer starts.
+timer starts, where that fits beside the page cache.
 
 The figures are medians of --repeats children per operation and state (the
 repeats interleaved: round 1 of everything, then round 2, ..., each round
@@ -139,7 +146,8 @@ def page_reporting():
     """The VM's free page reporting, when the kernel has it: freed memory
     handed back to the hypervisor, whose first touch after that costs a
     fault in the host (up to ~1 s a GiB on this project's VMs). None on
-    machines without it."""
+    machines without it. reported_kib counts what was handed back since
+    boot (where the kernel has it): the run prints how much of it was its own."""
     base = "/sys/module/page_reporting/parameters/"
     try:
         with open(base + "page_reporting_order") as f:
@@ -147,7 +155,7 @@ def page_reporting():
     except OSError:
         return None
     found = {"order": order}
-    for name in ("min_free_ms", "max_waiting_mib"):
+    for name in ("min_free_ms", "max_waiting_mib", "reported_kib"):
         try:
             with open(base + name) as f:
                 found[name] = int(f.read())
@@ -670,6 +678,11 @@ def main():
         results[f"{gib:g}"] = measure_size(gib, args, log)
         print_size(gib, results[f"{gib:g}"])
     targets = check(results, sizes)
+    after = page_reporting()
+    if reporting and reporting.get("reported_kib") is not None and after and after.get("reported_kib") is not None:
+        reporting["reported_during_run_kib"] = after["reported_kib"] - reporting["reported_kib"]
+        print(f"\nfree page reporting during the run: {reporting['reported_during_run_kib'] / 2**20:.1f} GiB handed "
+              "back to the hypervisor (each GiB of it cost host faults when touched again)")
     print("\ntargets (issue 14, medians of this run):")
     for label, value, limit, verdict in targets:
         v = f"{value:.3f}" if value is not None else "-"
