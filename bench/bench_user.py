@@ -30,8 +30,9 @@ the cache state asked for:
         finds the files cached the same way (pages an earlier child left,
         cached in other sizes, would otherwise stay and change the copy's
         speed).
-In both states, as much new memory as the files hold is then touched and
-freed, where it fits beside the page cache (see free page reporting below).
+In both states, as much new memory as the files hold (at most what is free
+beside the page cache) is then touched and freed (see free page reporting
+below).
 Then one operation is timed (time.perf_counter around it):
   read loop         readinto() of 8 MiB at a time into one reused buffer, file after file
   cat               `cat FILES > /dev/null` (a child process)
@@ -72,10 +73,11 @@ run with 16384 handed over 400 GiB back; so for the full run, as root:
     echo 300000 > /sys/module/page_reporting/parameters/min_free_ms      # its maximum here
     echo 1048576 > /sys/module/page_reporting/parameters/max_waiting_mib
 
-The run prints how much was handed back during it. BENCHMARKS.md says
-which runs did what. Even so, memory free for longer than min_free_ms goes
-back, so each child touches and frees as much as the files hold before the
-timer starts, where that fits beside the page cache.
+The run prints how much was handed back during it: even with these
+settings it was 114 GiB in a 10-minute run at 16 GiB, and 4 GiB left free
+for a minute took 7x as long to touch again as 4 GiB the process had just
+freed (BENCHMARKS.md). So each child touches and frees as much memory as the
+files hold, or as is free beside the page cache, before the timer starts.
 
 The figures are medians of --repeats children per operation and state (the
 repeats interleaved: round 1 of everything, then round 2, ..., each round
@@ -209,17 +211,22 @@ def _fincore(files):
 
 
 def _memory_in_guest(nbytes):
-    """Touches `nbytes` of new memory and frees it, where that fits beside
-    the page cache: the operation's fresh memory then comes from pages the
-    guest holds. Otherwise it may be pages the guest gave back to the host
-    (free page reporting), and a warm child that follows a cold one (whose
-    load took the pages its eviction freed) paid the host's faults for all
-    of it: warm 3.5 GiB copies took 0.6-5.1 s, cold 1.6-2.0 s. Done in both
-    states, after the cache state is set. The process's peak RSS (VmHWM)
-    is reset after it (clear_refs 5, Linux 4.0), so that the peak measured
-    is the operation's; where it cannot be, nothing is touched."""
+    """Touches `nbytes` of new memory and frees it, or as much of it as is
+    free beside the page cache (MemFree less 1 GiB: a warm child's files
+    stay cached): the operation's fresh memory, and the page cache a cold
+    read fills, then come from pages the guest has just used. Otherwise they
+    may be pages the guest gave back to the host (free page reporting),
+    whose first touch costs a fault in the host: a warm child that follows
+    a cold one (whose load took the pages its eviction freed) paid it for
+    all of its memory (warm 3.5 GiB copies took 0.6-5.1 s, cold 1.6-2.0 s),
+    and here 4 GiB touched 60 s after it was freed took 3.7-4.0 s against
+    0.5 s at once. Done in both states, after the cache state is set. The
+    process's peak RSS (VmHWM) is reset after it (clear_refs 5, Linux 4.0),
+    so that the peak measured is the operation's; where it cannot be,
+    nothing is touched."""
     import numpy as np
-    if not nbytes or 2 * nbytes + (1 << 30) > _proc_kib("MemAvailable", "/proc/meminfo") * 1024:
+    nbytes = min(nbytes, _proc_kib("MemFree", "/proc/meminfo") * 1024 - (1 << 30)) // 4096 * 4096
+    if nbytes <= 0:
         return
     try:
         clear = open("/proc/self/clear_refs", "w")
