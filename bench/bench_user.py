@@ -219,8 +219,8 @@ def _memory_in_guest(nbytes):
     whose first touch costs a fault in the host: a warm child that follows
     a cold one (whose load took the pages its eviction freed) paid it for
     all of its memory (warm 3.5 GiB copies took 0.6-5.1 s, cold 1.6-2.0 s),
-    and here 4 GiB touched 60 s after it was freed took 3.7-4.0 s against
-    0.5 s at once. Done in both states, after the cache state is set. The
+    and here 4 GiB of memory left free (60 s, or by another process) took
+    3.7-4.3 s to touch, against 0.5 s when just freed by the same process. Done in both states, after the cache state is set. The
     process's peak RSS (VmHWM) is reset after it (clear_refs 5, Linux 4.0),
     so that the peak measured is the operation's; where it cannot be,
     nothing is touched."""
@@ -685,9 +685,9 @@ def main():
         results[f"{gib:g}"] = measure_size(gib, args, log)
         print_size(gib, results[f"{gib:g}"])
     targets = check(results, sizes)
-    after = page_reporting()
-    if reporting and reporting.get("reported_kib") is not None and after and after.get("reported_kib") is not None:
-        reporting["reported_during_run_kib"] = after["reported_kib"] - reporting["reported_kib"]
+    after = (page_reporting() or {}).get("reported_kib")
+    if after is not None and reporting.get("reported_kib") is not None:
+        reporting["reported_during_run_kib"] = after - reporting["reported_kib"]
         print(f"\nfree page reporting during the run: {reporting['reported_during_run_kib'] / 2**20:.1f} GiB handed "
               "back to the hypervisor (each GiB of it cost host faults when touched again)")
     print("\ntargets (issue 14, medians of this run):")
