@@ -25,10 +25,12 @@ static void release_free(void *ctx, void *data, size_t size)
     onnxio__free(ctx);
 }
 
+/* A mapped block: `ctx` is the phase, the bytes of the mapping before
+ * `data` (onnxio__buffer_new_phase). */
 static void release_unmap(void *ctx, void *data, size_t size)
 {
-    (void)ctx;
-    onnxio__sys_munmap(data, size);
+    size_t phase = (size_t)(uintptr_t)ctx;
+    onnxio__sys_munmap((uint8_t *)data - phase, size + phase);
 }
 
 /* A view (onnxio__buffer_view): its pages go back, then its parent. */
@@ -53,41 +55,49 @@ static onnxio_buffer *init(onnxio_buffer *b, void *data, size_t size, onnxio_rel
     return b;
 }
 
-ONNXIO_API onnxio_buffer *onnxio_buffer_new(size_t size, size_t alignment)
+onnxio_buffer *onnxio__buffer_new_phase(size_t size, size_t alignment, size_t phase)
 {
     if (alignment == 0) alignment = 64;
     if (alignment & (alignment - 1)) return NULL;
     if (alignment < sizeof(void *)) alignment = sizeof(void *);
+    if (phase >= 4096 || phase % alignment) phase = 0;
     onnxio_buffer *b = onnxio__malloc(sizeof *b);
     if (!b) return NULL;
     void *data = NULL;
-    if (size >= LARGE_BLOCK && alignment <= 4096 && size <= SIZE_MAX - LARGE_BLOCK) {
+    if (size >= LARGE_BLOCK && alignment <= 4096 && size <= SIZE_MAX - LARGE_BLOCK - phase) {
         /* Mapped with LARGE_BLOCK to spare and trimmed to start on a huge
          * page boundary: only the whole huge pages inside a mapping get
          * huge pages, and a mapping at any page boundary lost up to one
          * (the first) to 4 KiB pages. The tail stays in 4 KiB pages, so
-         * that the block costs no more memory than its size. */
-        uint8_t *raw = onnxio__sys_mmap(size + LARGE_BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1);
+         * that the block costs no more memory than its size. The bytes
+         * start `phase` bytes into the first page. */
+        size_t span = size + phase;
+        uint8_t *raw = onnxio__sys_mmap(span + LARGE_BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1);
         if (raw == MAP_FAILED) {
             onnxio__free(b);
             return NULL;
         }
         size_t page = (size_t)sysconf(_SC_PAGESIZE);
         uint8_t *start = (uint8_t *)(((uintptr_t)raw + LARGE_BLOCK - 1) & ~(uintptr_t)(LARGE_BLOCK - 1));
-        uint8_t *end = start + ((size + page - 1) & ~(page - 1));
+        uint8_t *end = start + ((span + page - 1) & ~(page - 1));
         if (start > raw) onnxio__sys_munmap(raw, (size_t)(start - raw));
-        if (raw + size + LARGE_BLOCK > end) onnxio__sys_munmap(end, (size_t)(raw + size + LARGE_BLOCK - end));
-        data = start;
+        if (raw + span + LARGE_BLOCK > end) onnxio__sys_munmap(end, (size_t)(raw + span + LARGE_BLOCK - end));
 #ifdef MADV_HUGEPAGE
-        madvise(data, size, MADV_HUGEPAGE);
+        madvise(start, span, MADV_HUGEPAGE);
 #endif
-        return init(b, data, size, release_unmap, NULL);
+        data = start + phase;
+        return init(b, data, size, release_unmap, (void *)(uintptr_t)phase);
     }
     if (!(data = onnxio__aligned_alloc(alignment, size))) {
         onnxio__free(b);
         return NULL;
     }
     return init(b, data, size, release_free, data);
+}
+
+ONNXIO_API onnxio_buffer *onnxio_buffer_new(size_t size, size_t alignment)
+{
+    return onnxio__buffer_new_phase(size, alignment, 0);
 }
 
 ONNXIO_API onnxio_buffer *onnxio_buffer_wrap(void *data, size_t size, onnxio_release_fn release, void *ctx)

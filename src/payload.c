@@ -130,14 +130,17 @@ void onnxio__payloads_free(onnxio__payloads *p)
     onnxio__free(p);
 }
 
-/* `size` bytes of slab `sl`, aligned as the options ask (when they do not
+/* `size` bytes of slab `sl`, aligned as the options ask and `phase` bytes
+ * past a page boundary (pread_phase; 0 for small slabs) (when they do not
  * fit, a new slab: `first` bytes, then twice the last one's size up to
  * `most`); NULL when out of memory. The caller takes its own reference to
  * sl->buffer for the piece. */
-static uint8_t *slab_take(onnxio__payloads *p, slab *sl, size_t size, size_t first, size_t most)
+static uint8_t *slab_take(onnxio__payloads *p, slab *sl, size_t size, size_t phase, size_t first, size_t most)
 {
     size_t align = p->alignment ? (size_t)p->alignment : 64;
     size_t at = (sl->used + align - 1) & ~(align - 1);
+    /* Slabs start on a page (a multiple of `align`, as the phase is). */
+    if (phase) at += (phase - at % 4096) & 4095;
     if (!sl->buffer || at > sl->size || size > sl->size - at) {
         size_t want = sl->buffer ? sl->size * 2 : first;
         if (want > most) want = most;
@@ -146,7 +149,7 @@ static uint8_t *slab_take(onnxio__payloads *p, slab *sl, size_t size, size_t fir
         onnxio_buffer_unref(sl->buffer);
         sl->buffer = b;
         sl->size = want;
-        at = 0;
+        at = phase;
     }
     sl->used = at + size;
     return onnxio_buffer_data(sl->buffer) + at;
@@ -156,7 +159,7 @@ static uint8_t *slab_take(onnxio__payloads *p, slab *sl, size_t size, size_t fir
  * its own reference to the slab. */
 static onnxio_status slab_copy(onnxio__payloads *p, onnxio_span *span, const void *data, size_t size)
 {
-    uint8_t *dst = slab_take(p, &p->small, size, SLAB_SIZE, SLAB_SIZE);
+    uint8_t *dst = slab_take(p, &p->small, size, 0, SLAB_SIZE, SLAB_SIZE);
     if (!dst) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory for a %zu-byte payload", size);
     if (size) memcpy(dst, data, size);
     onnxio_span_set(span, dst, size, p->small.buffer);
@@ -222,6 +225,23 @@ void onnxio__mark_loaded_external(onnxio_TensorProto *t)
     onnxio_field_clear(t, &onnxio_desc_TensorProto.fields[ONNXIO_FIELD_TensorProto_external_data]);
 }
 
+/* Whether fill() reads the payload from its file (a pread). */
+static bool read_from_file(const onnxio__payloads *p, const onnxio__payload_src *src)
+{
+    return src->fd >= 0 && (src->size >= p->threshold || !src->data);
+}
+
+/* Where in a page the copy of a payload that fill() reads from its file
+ * starts: at its file offset's place in a page (mod 4096), so that the
+ * kernel copies each page of the page cache to one page, when the
+ * alignment the options ask allows it; else 0. */
+static size_t pread_phase(const onnxio__payloads *p, const onnxio__payload_src *src)
+{
+    size_t align = p->alignment ? (size_t)p->alignment : 64;
+    size_t phase = (size_t)(src->offset % 4096);
+    return read_from_file(p, src) && phase % align == 0 ? phase : 0;
+}
+
 /* Queues the move of the source bytes to `dst` (a pread when they are in a
  * file and not mapped, so the file's pages never count against the
  * process). */
@@ -233,7 +253,7 @@ static onnxio_status fill(onnxio__payloads *p, const onnxio_TensorProto *t, cons
         job.crc = src->crc->piece;
         src->crc->filled = true;
     }
-    if (src->fd >= 0 && (src->size >= p->threshold || !src->data)) {
+    if (read_from_file(p, src)) {
         job.kind = ONNXIO__JOB_PREAD;
         job.fd = src->fd;
         job.offset = src->offset;
@@ -298,11 +318,12 @@ static onnxio_status place(onnxio__payloads *p, onnxio_TensorProto *t, const onn
                                 (unsigned long long)src->size);
         onnxio_buffer *own = NULL, *owner;
         uint8_t *dst;
+        size_t phase = pread_phase(p, src);
         if (src->size >= MEDIUM_MIN && src->size < MEDIUM_MAX && p->alignment <= MEDIUM_MAX_ALIGNMENT) {
-            dst = slab_take(p, &p->medium, (size_t)src->size, MEDIUM_SLAB, MEDIUM_SLAB_MAX);
+            dst = slab_take(p, &p->medium, (size_t)src->size, phase, MEDIUM_SLAB, MEDIUM_SLAB_MAX);
             owner = p->medium.buffer;
         } else {
-            owner = own = onnxio_buffer_new((size_t)src->size, (size_t)p->alignment);
+            owner = own = onnxio__buffer_new_phase((size_t)src->size, (size_t)p->alignment, phase);
             dst = onnxio_buffer_data(own);
         }
         if (!dst)

@@ -248,6 +248,34 @@ def test_no_copy_views_point_into_the_file(tmp_path):
     assert bytes(view) == p.read_bytes()[off: off + info.file_size]
 
 
+@pytest.mark.parametrize("load_alignment", [0, 128, 4096])
+def test_copy_load_keeps_each_payload_where_it_is_in_a_page(tmp_path, load_alignment):
+    """A copy load reads each large payload with pread into memory that
+    starts where its entry's data starts in a page (mod 4096), as zipfile
+    and the local headers place it, when the load's alignment allows (the
+    kernel then copies page to page: BENCHMARKS.md); the bytes are numpy's,
+    and always aligned as the load asks."""
+    sizes = {"big": 3 << 20, "mid1": 512 << 10, "mid2": 300 << 10, "mid3": 260 << 10}
+    arrays = {n: _arr(np.uint8, s, i) for i, (n, s) in enumerate(sizes.items())}
+    graph = oh.make_graph([], "g", [], [], [onh.from_array(a, n) for n, a in arrays.items()])
+    p = tmp_path / "m.onnxz"
+    onnxio.save(onnxio.from_onnx(oh.make_model(graph)), str(p))  # alignment 64
+    entries = check_written_archive(p)
+    phases = {n: entries[n][0] % 4096 for n in sizes}
+    assert len(set(phases.values())) > 1, phases  # not all on one place in a page
+    m = onnxio.load(str(p), alignment=load_alignment)
+    placed = 0
+    for t in m.graph.initializer:
+        got = onnxio.numpy_helper.to_array(t)
+        np.testing.assert_array_equal(got, arrays[t.name])
+        align = load_alignment or 64
+        assert got.ctypes.data % align == 0, t.name
+        if phases[t.name] % align == 0:
+            assert got.ctypes.data % 4096 == phases[t.name], (t.name, phases[t.name], got.ctypes.data % 4096)
+            placed += 1
+    assert placed >= (0 if load_alignment == 4096 else 2), phases
+
+
 @pytest.mark.parametrize("alignment", [4096, 1, 128])
 def test_alignment(tmp_path, alignment):
     m = make_model()
