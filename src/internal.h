@@ -79,6 +79,20 @@ int onnxio__sys_munmap(void *p, size_t size);
  * cache, in whole pages (cachestat(2), Linux 6.5): 0, or -1 with errno
  * (ENOSYS: the kernel cannot tell). */
 int onnxio__sys_cached(int fd, uint64_t offset, uint64_t size, uint64_t *cached);
+/* The memory the kernel could give without swapping (/proc/meminfo's
+ * MemAvailable: free memory and the page cache it can reclaim), in bytes;
+ * UINT64_MAX when it cannot say. Tests set onnxio__test_available_memory
+ * (not 0) to be told that instead. */
+uint64_t onnxio__sys_available_memory(void);
+extern uint64_t onnxio__test_available_memory;
+/* The memory free now, page cache not counted (sysinfo's freeram: a
+ * system call, no file read), in bytes; 0 when it cannot say. At most
+ * onnxio__sys_available_memory(); tests' value as there. */
+uint64_t onnxio__sys_free_memory(void);
+/* Drops the cached pages of [offset, offset + size) of `fd` from the page
+ * cache (posix_fadvise POSIX_FADV_DONTNEED: advice; only clean pages no
+ * process maps, whole pages inside the range). */
+void onnxio__sys_drop_cached(int fd, uint64_t offset, uint64_t size);
 /* A second descriptor of the file `fd` has open, opened read-only with
  * O_DIRECT (through /proc/self/fd, so that it is the same file even if
  * its name changed), and the alignments direct reads of it need (statx's
@@ -428,6 +442,9 @@ typedef struct onnxio__job {
     /* Set by the pool (onnxio__pool_read_direct): the direct descriptor
      * of fd that a read reads through when its range is not cached. */
     struct onnxio__direct *direct;
+    /* Set by the pool (drop_behind in pool.c): a buffered read of the job
+     * drops the pages it copied out from the page cache. */
+    bool drop_behind;
     /* MOVE: then rest_size bytes from rest to rest_dst (after the move). */
     const uint8_t *rest;
     uint8_t *rest_dst;

@@ -19,6 +19,9 @@
 #include <sys/mman.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#ifdef __linux__
+#include <sys/sysinfo.h>
+#endif
 #include <unistd.h>
 
 #include "internal.h"
@@ -276,6 +279,51 @@ int onnxio__sys_cached(int fd, uint64_t offset, uint64_t size, uint64_t *cached)
     (void)fd, (void)offset, (void)size, (void)cached;
     errno = ENOSYS;
     return -1;
+#endif
+}
+
+uint64_t onnxio__test_available_memory;
+
+uint64_t onnxio__sys_available_memory(void)
+{
+    if (onnxio__test_available_memory) return onnxio__test_available_memory;
+    uint64_t kib = UINT64_MAX;
+#ifdef __linux__
+    /* Not through the wrappers above: what the fault injection counts is
+     * the operation's own I/O, and this read changes nothing if it fails. */
+    int fd = open("/proc/meminfo", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return UINT64_MAX;
+    char buf[4096];
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    close(fd);
+    if (n <= 0) return UINT64_MAX;
+    buf[n] = 0;
+    const char *at = strstr(buf, "MemAvailable:");
+    if (at) {
+        char *end;
+        unsigned long long v = strtoull(at + 13, &end, 10);
+        if (end > at + 13) kib = v;
+    }
+#endif
+    return kib == UINT64_MAX || kib > UINT64_MAX / 1024 ? UINT64_MAX : kib * 1024;
+}
+
+uint64_t onnxio__sys_free_memory(void)
+{
+    if (onnxio__test_available_memory) return onnxio__test_available_memory;
+#ifdef __linux__
+    struct sysinfo si;
+    if (sysinfo(&si) == 0) return (uint64_t)si.freeram * (si.mem_unit ? si.mem_unit : 1);
+#endif
+    return 0;
+}
+
+void onnxio__sys_drop_cached(int fd, uint64_t offset, uint64_t size)
+{
+#if defined(POSIX_FADV_DONTNEED)
+    if (offset <= INT64_MAX && size <= INT64_MAX - offset) (void)posix_fadvise(fd, (off_t)offset, (off_t)size, POSIX_FADV_DONTNEED);
+#else
+    (void)fd, (void)offset, (void)size;
 #endif
 }
 

@@ -68,6 +68,13 @@ struct onnxio__pool {
      * made), or NULL: counted by whichever thread runs a job, reported by
      * the thread that made the pool (in add and finish). */
     onnxio__progress *progress;
+    /* Drop-behind (drop_behind): the memory available when the first
+     * read was queued; the files read (descriptors), their sizes, and how
+     * much of them was cached when first seen. */
+    bool free_known, memory_known;
+    uint64_t free, available, file_bytes, cached_files;
+    int *seen;
+    size_t seen_count, seen_capacity;
     bool direct;             /* onnxio__pool_read_direct */
     struct onnxio__direct *directs; /* one per descriptor read so far */
     /* Bounce buffers by thread slot (workers 0.., the calling thread
@@ -212,6 +219,7 @@ static onnxio_status run_job(onnxio__pool *p, int slot, const onnxio__job *j, ch
         done += (uint64_t)n;
     }
     if (j->crc) *j->crc = crc;
+    if (reading && j->drop_behind) onnxio__sys_drop_cached(j->fd, j->offset, j->size);
     return ONNXIO_OK;
 }
 
@@ -328,6 +336,48 @@ static onnxio__job piece_of(const onnxio__job *job, uint64_t at, uint64_t step)
 
 void onnxio__pool_read_direct(onnxio__pool *p, bool on) { p->direct = on; }
 
+/* Whether a read of `fd` queued now drops behind: when the files this
+ * pool reads from, as large as they are and as much of them as was cached
+ * when each was first read, hold more than the memory free when the first
+ * read was queued and then more than MemAvailable (read once, when first
+ * needed), the copies and the cache cannot both stay, and the kernel would
+ * take from the page cache first the pages not read yet (read once, by
+ * whatever warmed the file: the inactive list) rather than those just
+ * copied out (read a second time: active). Each buffered read then drops
+ * the pages it copied out (onnxio__sys_drop_cached), from the first read
+ * on, so that what the copies take the cache gives back. Warm 16 GiB copy
+ * loads with 7 GiB free beside the cached file, fresh C processes:
+ * external data 5.7-7.7 s against 9.4-10.1 s, .onnxz 5.3 against 9.1 s
+ * (BENCHMARKS.md, eighth session). A load that fits leaves the page cache
+ * as it was. */
+static bool drop_behind(onnxio__pool *p, int fd)
+{
+    bool seen = false;
+    for (size_t i = 0; i < p->seen_count && !seen; i++) seen = p->seen[i] == fd;
+    uint64_t cached;
+    struct stat st;
+    if (!seen && onnxio__grow((void **)&p->seen, &p->seen_capacity, p->seen_count, sizeof *p->seen)) {
+        p->seen[p->seen_count++] = fd;
+        if (onnxio__sys_fstat(fd, &st) == 0 && st.st_size > 0) {
+            p->file_bytes += (uint64_t)st.st_size;
+            if (onnxio__sys_cached(fd, 0, (uint64_t)st.st_size, &cached) == 0) p->cached_files += cached;
+        }
+    }
+    /* Free memory first (a system call): MemAvailable is a file to read,
+     * which a load that fits in free memory never reads. */
+    uint64_t need = p->file_bytes + p->cached_files;
+    if (!p->free_known) {
+        p->free = onnxio__sys_free_memory();
+        p->free_known = true;
+    }
+    if (need <= p->free) return false;
+    if (!p->memory_known) {
+        p->available = onnxio__sys_available_memory();
+        p->memory_known = true;
+    }
+    return p->available != UINT64_MAX && need > p->available;
+}
+
 /* The direct descriptor of `fd` (opened for its first cold job; one whose
  * open failed is remembered with dfd -1), or NULL. */
 static struct onnxio__direct *direct_of(onnxio__pool *p, int fd)
@@ -363,6 +413,7 @@ onnxio_status onnxio__pool_add(onnxio__pool *p, const onnxio__job *in)
      * load opens no second descriptor and starts no extra thread. */
     bool is_cold = p->direct && in->kind == ONNXIO__JOB_PREAD && in->size && onnxio__file_cold(in->fd, in->offset, in->size);
     with.direct = is_cold ? direct_of(p, in->fd) : NULL;
+    if (in->kind == ONNXIO__JOB_PREAD && in->size) with.drop_behind = drop_behind(p, in->fd);
     if (with.direct) p->reading_direct = true;
     int wanted = p->reading_direct ? p->io_threads : p->threads;
     if (job->size == 0) {
@@ -460,6 +511,7 @@ onnxio_status onnxio__pool_finish(onnxio__pool *p)
     if (s) onnxio__fail(s, "%s", p->error);
     for (size_t i = 0; i < p->keep_count; i++) onnxio_buffer_unref(p->keeps[i]);
     for (int i = 0; i < MAX_THREADS; i++) onnxio_buffer_unref(p->bounce[i]);
+    onnxio__free(p->seen);
     while (p->directs) {
         struct onnxio__direct *d = p->directs;
         p->directs = d->next;

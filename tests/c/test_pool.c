@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -188,6 +189,67 @@ static void direct_failures(int fd, uint64_t total, const char *what)
     free(dst);
 }
 
+/* The bytes of [0, size) of `fd` in the page cache, as mincore(2) on a
+ * mapping of the file says (not the library's cachestat); -1: unknown. */
+static int64_t resident(int fd, uint64_t size)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    size_t pages = (size_t)((size + (uint64_t)page - 1) / (uint64_t)page);
+    void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
+    unsigned char *vec = malloc(pages ? pages : 1);
+    int64_t n = -1;
+    if (map != MAP_FAILED && vec && mincore(map, (size_t)size, vec) == 0) {
+        n = 0;
+        for (size_t i = 0; i < pages; i++) n += (vec[i] & 1) ? page : 0;
+    }
+    if (map != MAP_FAILED) munmap(map, (size_t)size);
+    free(vec);
+    return n;
+}
+
+/* Drop-behind (pool.c, drop_behind): a cached file read whole by the
+ * pool's buffered reads leaves the page cache as it goes when it and its
+ * cached pages hold more than the memory available (set here through
+ * onnxio__test_available_memory), and stays cached when they fit. The
+ * bytes are right either way. */
+static void drop_behind(int fd, const uint8_t *src, uint64_t total, const char *what)
+{
+    uint8_t *dst = malloc(total);
+    if (!dst) return;
+    tu_evict_fd(fd);
+    int64_t evicted = resident(fd, total);
+    for (int fits = 0; fits < 2; fits++) {
+        for (uint64_t at = 0; at < total;) { /* warm: the whole file read once */
+            ssize_t n = pread(fd, dst, total - at, (off_t)at);
+            if (n <= 0) break;
+            at += (uint64_t)n;
+        }
+        int64_t before = resident(fd, total);
+        onnxio__test_available_memory = fits ? 4 * total : total;
+        onnxio__pool *pool = NULL;
+        CHECK_STATUS(onnxio__pool_new(2, &pool), ONNXIO_OK);
+        if (!pool) break;
+        memset(dst, 0, total);
+        onnxio__job job = {.kind = ONNXIO__JOB_PREAD, .fd = fd, .offset = 0, .dst = dst, .size = total, .what = what};
+        CHECK_STATUS(onnxio__pool_add(pool, &job), ONNXIO_OK);
+        CHECK_STATUS(onnxio__pool_finish(pool), ONNXIO_OK);
+        onnxio__test_available_memory = 0;
+        CHECK_MSG(memcmp(dst, src, (size_t)total) == 0, "%s: read exactly", fits ? "fits" : "does not fit");
+        int64_t after = resident(fd, total);
+        if (evicted < 0 || evicted > (int64_t)total / 4 || before < (int64_t)total * 9 / 10) {
+            if (!fits) tu_note("mincore cannot tell, or this file system keeps dropped pages: drop-behind not checked");
+            continue;
+        }
+        if (fits)
+            CHECK_MSG(after >= (int64_t)total * 9 / 10, "a file that fits stays cached (%lld of %llu bytes)",
+                      (long long)after, (unsigned long long)total);
+        else
+            CHECK_MSG(after <= (int64_t)total / 4, "a file that does not fit leaves the cache as it is read (%lld of %llu bytes)",
+                      (long long)after, (unsigned long long)total);
+    }
+    free(dst);
+}
+
 int main(void)
 {
     char *dir = tu_make_temp_dir("onnxio-test-pool");
@@ -208,6 +270,9 @@ int main(void)
     tu_end();
     tu_begin("pool: direct reads of a file out of the page cache, in place and through the bounce buffer, on 1 to 4 threads");
     for (int threads = 1; fd >= 0 && threads <= 4; threads++) run_direct(threads, src, fd, total, "source.bin");
+    tu_end();
+    tu_begin("pool: drop-behind of a cached file that does not fit beside its copy, and none when it fits");
+    if (fd >= 0) drop_behind(fd, src, total, "source.bin");
     tu_end();
     tu_begin("pool: direct read failures");
     if (fd >= 0) direct_failures(fd, total, "source.bin");
