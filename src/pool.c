@@ -68,9 +68,10 @@ struct onnxio__pool {
      * made), or NULL: counted by whichever thread runs a job, reported by
      * the thread that made the pool (in add and finish). */
     onnxio__progress *progress;
-    /* Drop-behind (drop_behind): the memory available when the first
-     * read was queued; the files read (descriptors), their sizes, and how
-     * much of them was cached when first seen. */
+    /* Drop-behind (drop_behind): the memory free when the first read was
+     * queued, and MemAvailable when first needed; the files read
+     * (descriptors), their sizes, and how much of them was cached when
+     * first seen. */
     bool free_known, memory_known;
     uint64_t free, available, file_bytes, cached_files;
     int *seen;
