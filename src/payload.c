@@ -130,6 +130,9 @@ void onnxio__payloads_free(onnxio__payloads *p)
     onnxio__free(p);
 }
 
+/* The alignment the options ask of payloads (0: 64). */
+static size_t alignment_of(const onnxio__payloads *p) { return p->alignment ? (size_t)p->alignment : 64; }
+
 /* `size` bytes of slab `sl`, aligned as the options ask and `phase` bytes
  * past a page boundary (pread_phase; 0 for small slabs) (when they do not
  * fit, a new slab: `first` bytes, then twice the last one's size up to
@@ -137,7 +140,7 @@ void onnxio__payloads_free(onnxio__payloads *p)
  * sl->buffer for the piece. */
 static uint8_t *slab_take(onnxio__payloads *p, slab *sl, size_t size, size_t phase, size_t first, size_t most)
 {
-    size_t align = p->alignment ? (size_t)p->alignment : 64;
+    size_t align = alignment_of(p);
     size_t at = (sl->used + align - 1) & ~(align - 1);
     /* Slabs start on a page (a multiple of `align`, as the phase is). */
     if (phase) at += (phase - at % 4096) & 4095;
@@ -237,9 +240,8 @@ static bool read_from_file(const onnxio__payloads *p, const onnxio__payload_src 
  * alignment the options ask allows it; else 0. */
 static size_t pread_phase(const onnxio__payloads *p, const onnxio__payload_src *src)
 {
-    size_t align = p->alignment ? (size_t)p->alignment : 64;
     size_t phase = (size_t)(src->offset % 4096);
-    return read_from_file(p, src) && phase % align == 0 ? phase : 0;
+    return read_from_file(p, src) && phase % alignment_of(p) == 0 ? phase : 0;
 }
 
 /* Queues the move of the source bytes to `dst` (a pread when they are in a
@@ -439,7 +441,7 @@ static onnxio_status copy_out(onnxio__payloads *p, in_place *q)
 static onnxio_status place_in_place(onnxio__payloads *p)
 {
     uint8_t *base = onnxio_buffer_data(p->whole), *limit = base + onnxio_buffer_size(p->whole);
-    uintptr_t align = p->alignment ? (uintptr_t)p->alignment : 64;
+    uintptr_t align = alignment_of(p);
     size_t count = p->stay_count, side_size = 0;
     /* The saved bytes: at most a 64th of the input (and 1 MiB) in all. */
     size_t side_max = onnxio_buffer_size(p->whole) / 64 > ((size_t)1 << 20) ? onnxio_buffer_size(p->whole) / 64 : (size_t)1 << 20;

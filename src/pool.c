@@ -71,8 +71,8 @@ struct onnxio__pool {
     /* Drop-behind (drop_behind): the memory free when the first read was
      * queued, and MemAvailable when first needed; the files read
      * (descriptors), their sizes, and how much of them was cached when
-     * first seen. */
-    bool free_known, memory_known;
+     * first seen; whether reads drop behind (once they do, they go on). */
+    bool free_known, memory_known, dropping;
     uint64_t free, available, file_bytes, cached_files;
     int *seen;
     size_t seen_count, seen_capacity;
@@ -353,6 +353,7 @@ void onnxio__pool_read_direct(onnxio__pool *p, bool on) { p->direct = on; }
  * as it was. */
 static bool drop_behind(onnxio__pool *p, int fd)
 {
+    if (p->dropping) return true; /* what is needed only grows */
     bool seen = false;
     for (size_t i = 0; i < p->seen_count && !seen; i++) seen = p->seen[i] == fd;
     uint64_t cached;
@@ -376,7 +377,8 @@ static bool drop_behind(onnxio__pool *p, int fd)
         p->available = onnxio__sys_available_memory();
         p->memory_known = true;
     }
-    return p->available != UINT64_MAX && need > p->available;
+    p->dropping = p->available != UINT64_MAX && need > p->available;
+    return p->dropping;
 }
 
 /* The direct descriptor of `fd` (opened for its first cold job; one whose

@@ -339,7 +339,9 @@ class ParseOptions(TensorBufferOptions):
         payload memory, with no page-cache copy in between, and those pages
         are then not cached for a later load (``onnxio_parse_options.direct_io``).
         None (the default) and True: on; False: every read goes through the
-        page cache.
+        page cache. Either way, a copy load whose files, with what of them
+        is cached, do not fit in the available memory beside its copies
+        drops what it has read from the page cache as it goes.
     """
 
     __slots__ = ("num_threads", "no_copy", "load_external_data", "base_dir", "skip_raw_data", "max_depth",
