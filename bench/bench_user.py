@@ -22,7 +22,13 @@ external data file, as .onnxz, and as .safetensors.
 Every measurement runs in a fresh child process that imports one library
 (numpy with it) and then, untimed, puts the files the operation reads in
 the cache state asked for:
-  cold  os.sync(), then posix_fadvise(POSIX_FADV_DONTNEED) on every file;
+  cold  os.sync(), then posix_fadvise(POSIX_FADV_DONTNEED) on every file of
+        the size's models, in every layout: a 16 GiB run in which each
+        child evicted only its own files left in the cache what earlier
+        children had read of the other layouts, and there a warm child
+        found 22-100 % of the file it had just read still cached, and warm
+        .onnxz copies of fully cached files took 7.5-12 s where external
+        data took 2.6-5.4 s (BENCHMARKS.md, ninth session);
         fincore (util-linux) then tells how many of their bytes are still
         cached ("cached" in the JSON; a warning is printed above 1 %; when
         fincore is missing, eviction is not verified and the run says so);
@@ -319,9 +325,10 @@ def child(spec):
     if op is None:
         raise SystemExit(f"unknown method {method!r}")
 
-    if files:
+    evict = spec.get("evict", files)
+    if evict:
         os.sync()
-        for p in files:
+        for p in evict:
             fd = os.open(p, os.O_RDONLY)
             try:
                 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
@@ -397,6 +404,9 @@ def measure_size(gib, args, log):
     with open(os.path.join(mdir, "manifest.json")) as f:
         manifest = json.load(f)
     scratch = os.path.join(args.models, "scratch")
+    # Every child evicts every file of this size's models, not only its own
+    # (see the module's docstring).
+    evict = sorted(os.path.join(mdir, n) for n in os.listdir(mdir) if os.path.isfile(os.path.join(mdir, n)))
     jobs = []  # (kind, key, state, spec)
     for method, layouts in LOADS:
         for layout in layouts:
@@ -407,7 +417,7 @@ def measure_size(gib, args, log):
             files = layout_paths(mdir, manifest, layout)
             for state in STATES:
                 jobs.append(("load", f"{method} | {layout}", state,
-                             {"method": method, "files": files, "state": state, "path": files[0]}))
+                             {"method": method, "files": files, "state": state, "path": files[0], "evict": evict}))
     for method, layouts in SAVES:
         for layout in layouts:
             if (method not in args.methods_set and args.methods_set) or layout not in args.layouts_list \
@@ -417,7 +427,7 @@ def measure_size(gib, args, log):
             nbytes = sum(os.path.getsize(p) for p in layout_paths(mdir, manifest, layout))
             jobs.append(("save", f"{method} | {layout}", "save",
                          {"method": method, "files": [], "state": "save", "path": os.path.join(scratch, name),
-                          "layout": layout, "bytes": nbytes,
+                          "layout": layout, "bytes": nbytes, "evict": evict,
                           "source": layout_paths(mdir, manifest, "ext")[0]}))
     runs = {}
     n = len(jobs) * args.repeats
