@@ -325,7 +325,7 @@ def child(spec):
     if op is None:
         raise SystemExit(f"unknown method {method!r}")
 
-    evict = spec.get("evict", files)
+    evict = sorted(set(files) | set(spec.get("evict", ())))
     if evict:
         os.sync()
         for p in evict:
@@ -406,7 +406,7 @@ def measure_size(gib, args, log):
     scratch = os.path.join(args.models, "scratch")
     # Every child evicts every file of this size's models, not only its own
     # (see the module's docstring).
-    evict = sorted(os.path.join(mdir, n) for n in os.listdir(mdir) if os.path.isfile(os.path.join(mdir, n)))
+    evict = sorted(os.path.join(d, n) for d, _, names in os.walk(mdir) for n in names)
     jobs = []  # (kind, key, state, spec)
     for method, layouts in LOADS:
         for layout in layouts:
