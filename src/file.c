@@ -49,6 +49,48 @@ static void release_mapping(void *ctx, void *data, size_t size)
     if (size) onnxio__sys_munmap(data, size);
 }
 
+/* A mapping of a large file is made of windows of MAP_WINDOW bytes, each
+ * mapped from its own open file description of the file: the kernel keeps
+ * read-ahead state per open file description, and one description serving
+ * a whole large file read cold page by page was measured up to 2x slower.
+ * On the 2-core VM of BENCHMARKS.md ("Tenth session"), touching one byte
+ * of every page of a 16 GiB file, cold, in one mapping: 12.6-15.6 s;
+ * the same with a fresh description every 256 MiB (or every tensor, as
+ * onnx_ir opens the file once per tensor): 7.5-7.7 s. The disk did the
+ * same reads in both (4,080 reads of 4 MiB, 7.3-8.6 s busy); the extra
+ * time was user time on the first touch of each page. We have not
+ * established the kernel's mechanism; the windows are one contiguous
+ * range, so callers see one mapping either way. At most MAP_WINDOWS_MAX
+ * windows (the kernel limits the mappings of a process, 65,530 by
+ * default). Tests set onnxio__test_map_window (not 0) to make the window
+ * smaller. */
+#define MAP_WINDOW ((size_t)256 << 20)
+#define MAP_WINDOWS_MAX 4096
+size_t onnxio__test_map_window;
+
+/* Maps every window of [data, data + size) but the first, which keeps
+ * `fd`, again from a new open file description of the same file, at the
+ * same addresses. Without /proc/self/fd the one description serves (only
+ * slower). False only when a window could neither be mapped anew nor
+ * mapped back from `fd` (the range then has a hole: the caller unmaps it
+ * all). */
+static bool map_windows(int fd, uint8_t *data, size_t size, int prot, int flags)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t window = onnxio__test_map_window ? onnxio__test_map_window : MAP_WINDOW;
+    if (window < size / MAP_WINDOWS_MAX) window = size / MAP_WINDOWS_MAX;
+    window = (window + page - 1) / page * page;
+    for (size_t off = window; off < size; off += window) {
+        size_t n = size - off < window ? size - off : window;
+        int wfd = onnxio__sys_reopen(fd, O_RDONLY);
+        if (wfd < 0) return true;
+        void *p = onnxio__sys_mmap_at(data + off, n, prot, flags, wfd, off);
+        onnxio__close(wfd);
+        if (p == MAP_FAILED) return onnxio__sys_mmap_at(data + off, n, prot, flags, fd, off) != MAP_FAILED;
+    }
+    return true;
+}
+
 onnxio_status onnxio__map_fd(int fd, const char *what, onnxio_buffer **out)
 {
     *out = NULL;
@@ -65,9 +107,15 @@ onnxio_status onnxio__map_fd(int fd, const char *what, onnxio_buffer **out)
          * kernel's default overcommit heuristic a private writable mapping
          * larger than memory is refused (a 32 GiB model on a 24 GiB
          * machine), though only the pages a caller writes take memory. */
-        data = onnxio__sys_mmap(size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd);
+        const int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_NORESERVE;
+        data = onnxio__sys_mmap(size, prot, flags, fd);
         if (data == MAP_FAILED) {
             int err = errno;
+            return onnxio__fail(onnxio__errno_status(err), "cannot map %s: %s", what, strerror(err));
+        }
+        if (!map_windows(fd, data, size, prot, flags)) {
+            int err = errno;
+            onnxio__sys_munmap(data, size);
             return onnxio__fail(onnxio__errno_status(err), "cannot map %s: %s", what, strerror(err));
         }
     }

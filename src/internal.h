@@ -74,6 +74,9 @@ int onnxio__sys_unlinkat(int dirfd, const char *path, int flags);
 int onnxio__sys_fchmod(int fd, mode_t mode);
 int onnxio__sys_flock(int fd, int op); /* EINTR retried */
 void *onnxio__sys_mmap(size_t size, int prot, int flags, int fd);
+/* mmap with MAP_FIXED: maps [offset, offset + size) of fd at addr, over
+ * what was there. On failure what was mapped there may be gone. */
+void *onnxio__sys_mmap_at(void *addr, size_t size, int prot, int flags, int fd, uint64_t offset);
 int onnxio__sys_munmap(void *p, size_t size);
 /* How many bytes of [offset, offset + size) of `fd` are in the page
  * cache, in whole pages (cachestat(2), Linux 6.5): 0, or -1 with errno
@@ -93,9 +96,13 @@ uint64_t onnxio__sys_free_memory(void);
  * cache (posix_fadvise POSIX_FADV_DONTNEED: advice; only clean pages no
  * process maps, whole pages inside the range). */
 void onnxio__sys_drop_cached(int fd, uint64_t offset, uint64_t size);
+/* A second open file description of the file `fd` has open, opened with
+ * `flags` through /proc/self/fd (so that it is the same file even if its
+ * name changed; checked by device and inode): the descriptor, or -1 with
+ * errno (ENOSYS where there is no /proc/self/fd). */
+int onnxio__sys_reopen(int fd, int flags);
 /* A second descriptor of the file `fd` has open, opened read-only with
- * O_DIRECT (through /proc/self/fd, so that it is the same file even if
- * its name changed), and the alignments direct reads of it need (statx's
+ * O_DIRECT (onnxio__sys_reopen), and the alignments direct reads of it need (statx's
  * STATX_DIOALIGN: the buffer address, and the file offset and length):
  * the descriptor, or -1 with errno when the system, the file system or
  * the file cannot read directly. */
@@ -642,6 +649,9 @@ onnxio_status onnxio__read_whole(int fd, uint64_t size, const char *what, const 
 /* Maps the whole open file `fd` private (as onnxio__map_file); `what`
  * names it in errors. The caller keeps and closes fd. */
 onnxio_status onnxio__map_fd(int fd, const char *what, onnxio_buffer **out);
+/* The window of a file mapping mapped from its own open file description
+ * (file.c, onnxio__map_fd); tests set it (not 0) to make it smaller. */
+extern size_t onnxio__test_map_window;
 onnxio_status onnxio__write_all(int fd, const void *data, size_t size, const char *what);
 /* The directory part of a path ("." when none), onnxio__malloc'd; the part
  * after the last '/'. */

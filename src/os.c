@@ -246,6 +246,16 @@ void *onnxio__sys_mmap(size_t size, int prot, int flags, int fd)
     return mmap(NULL, size, prot, flags, fd, 0);
 }
 
+void *onnxio__sys_mmap_at(void *addr, size_t size, int prot, int flags, int fd, uint64_t offset)
+{
+    if (fail_now(ONNXIO__OP_MAP, ENOMEM)) return MAP_FAILED;
+    if (offset > (uint64_t)INT64_MAX) {
+        errno = EINVAL;
+        return MAP_FAILED;
+    }
+    return mmap(addr, size, prot, flags | MAP_FIXED, fd, (off_t)offset);
+}
+
 int onnxio__sys_munmap(void *p, size_t size)
 {
     return munmap(p, size);
@@ -327,21 +337,39 @@ void onnxio__sys_drop_cached(int fd, uint64_t offset, uint64_t size)
 #endif
 }
 
+int onnxio__sys_reopen(int fd, int flags)
+{
+#ifdef __linux__
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    int rfd = onnxio__sys_openat(AT_FDCWD, path, flags | O_NOCTTY, 0);
+    if (rfd < 0) return -1;
+    /* The same file: the link names what fd has open, whatever its name
+     * is now; a /proc that is not the kernel's could name another. */
+    struct stat a, b;
+    if (fstat(fd, &a) != 0 || fstat(rfd, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+        close(rfd);
+        errno = EINVAL;
+        return -1;
+    }
+    return rfd;
+#else
+    (void)fd, (void)flags;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
 int onnxio__sys_open_direct(int fd, uint32_t *mem_align, uint32_t *offset_align)
 {
 #if defined(__linux__) && defined(O_DIRECT) && defined(STATX_DIOALIGN)
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    int dfd = onnxio__sys_openat(AT_FDCWD, path, O_RDONLY | O_DIRECT | O_NOCTTY | O_NONBLOCK, 0);
+    int dfd = onnxio__sys_reopen(fd, O_RDONLY | O_DIRECT | O_NONBLOCK);
     if (dfd < 0) return -1;
     struct statx sx;
-    struct stat a, b;
-    /* The same file (the link names what fd has open), and direct I/O
-     * alignment known: a file system that cannot say refuses nothing at
-     * open but may fail the reads. */
+    /* Direct I/O alignment known: a file system that cannot say refuses
+     * nothing at open but may fail the reads. */
     if (statx(dfd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) != 0 || !(sx.stx_mask & STATX_DIOALIGN) ||
-        !sx.stx_dio_mem_align || !sx.stx_dio_offset_align || fstat(fd, &a) != 0 || fstat(dfd, &b) != 0 ||
-        a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+        !sx.stx_dio_mem_align || !sx.stx_dio_offset_align) {
         close(dfd);
         errno = EINVAL;
         return -1;

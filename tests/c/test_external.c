@@ -9,6 +9,7 @@
  * temporary file behind. Tests run as root, so failures are made without
  * permissions: missing directories, a directory as target, a payload that
  * was never loaded, and RLIMIT_FSIZE. */
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "internal.h"
 #include "testutil.h"
 
 /* SHA-1 of data_bytes, from Python's hashlib (an independent reference). */
@@ -1605,6 +1607,124 @@ static void test_save_modes(void)
     free(root);
 }
 
+/* ---- mapping in windows ------------------------------------------------------ */
+
+/* Lines of the kernel's /proc/self/maps that map a file whose path ends
+ * with `suffix`. */
+static int mappings_of(const char *suffix)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f) return -1;
+    char line[4096];
+    int n = 0;
+    size_t k = strlen(suffix);
+    while (fgets(line, sizeof line, f)) {
+        size_t len = strcspn(line, "\n");
+        line[len] = '\0';
+        if (len >= k && strcmp(line + len - k, suffix) == 0) n++;
+    }
+    fclose(f);
+    return n;
+}
+
+static int open_descriptors(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return -1;
+    int n = 0;
+    while (readdir(d)) n++;
+    closedir(d);
+    return n;
+}
+
+/* A large file is mapped in windows, each from its own open file
+ * description of the file (src/file.c, map_windows): with one-page windows,
+ * the kernel's /proc/self/maps must list one mapping of the data file per
+ * window (ceil(size / page)) while the model is loaded and none after; the
+ * payloads, which cross window edges, must be the data file's bytes; no
+ * descriptor may stay open; and an mmap failing at any point, once or from
+ * then on, must give a load with the right bytes or a clean error. */
+static void test_map_windows(void)
+{
+    tu_begin("external data: no_copy maps a large file in windows, one open file description each");
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    const size_t size = 10 * page + page / 2;
+    uint8_t *bytes = malloc(size);
+    for (size_t i = 0; i < size; i++) bytes[i] = (uint8_t)(i * 131 + i / 7);
+    const size_t edges[] = {0, 1, page + 3, 4 * page - 5, 9 * page + 7, size};
+    enum { NT = sizeof edges / sizeof edges[0] - 1 };
+
+    char *dir = tu_make_temp_dir("win");
+    char *data = tu_path_join(dir, "windows.bin");
+    CHECK(tu_write_file(data, bytes, size));
+    onnxio_arena *a = onnxio_arena_new();
+    onnxio_ModelProto *m = new_model(a);
+    for (int i = 0; i < NT; i++) {
+        char name[8], off[32], len[32];
+        snprintf(name, sizeof name, "w%d", i);
+        snprintf(off, sizeof off, "%zu", edges[i]);
+        snprintf(len, sizeof len, "%zu", edges[i + 1] - edges[i]);
+        onnxio_TensorProto *t = add_tensor(a, m->graph, name, (int64_t)(edges[i + 1] - edges[i]));
+        t->data_type = ONNXIO_TensorProto_DataType_UINT8;
+        add_entry(a, t, "location", "windows.bin");
+        add_entry(a, t, "offset", off);
+        add_entry(a, t, "length", len);
+        t->data_location = ONNXIO_TensorProto_DataLocation_EXTERNAL;
+        onnxio_set_has(t, ONNXIO_FIELD_TensorProto_data_location);
+    }
+    char *path = tu_path_join(dir, "model.onnx");
+    CHECK_STATUS(onnxio_save_file(m, path, NULL), ONNXIO_OK);
+    onnxio_arena_unref(a);
+
+    onnxio__test_map_window = page;
+    const int fds = open_descriptors();
+    int loaded = 0, refused = 0, recovered = 0;
+    /* nth 0: no failure; then the nth mmap fails, once or from then on. */
+    for (long nth = 0; nth <= 2 + (long)NT + 11; nth++) {
+        for (int persistent = 0; persistent <= (nth ? 1 : 0); persistent++) {
+            onnxio_parse_options opts = {0};
+            opts.no_copy = true;
+            onnxio_arena *b = onnxio_arena_new();
+            onnxio_ModelProto *got = NULL;
+            if (nth) onnxio__fault_set(1u << ONNXIO__OP_MAP, nth, false, persistent);
+            onnxio_status st = onnxio_load_model(path, &opts, b, &got);
+            bool hit = onnxio__fault_hit();
+            onnxio__fault_set(0, 0, false, false);
+            if (st == ONNXIO_OK) {
+                loaded++;
+                recovered += hit;
+                if (nth == 0) CHECK_EQ_INT(mappings_of("/windows.bin"), (size + page - 1) / page);
+                if (CHECK(got && got->graph && got->graph->initializer.size == NT))
+                    for (int i = 0; i < NT; i++) {
+                        onnxio_TensorProto *t = got->graph->initializer.data[i];
+                        CHECK_BYTES(t->raw_data.data, t->raw_data.size, bytes + edges[i], edges[i + 1] - edges[i]);
+                    }
+            } else {
+                refused++;
+                CHECK_MSG(onnxio_last_error()[0] != '\0', "mmap %ld failing: empty error message", nth);
+                CHECK_MSG(got == NULL, "mmap %ld failing: *out set on failure", nth);
+            }
+            onnxio_arena_unref(b);
+            CHECK_MSG(mappings_of("/windows.bin") == 0, "mmap %ld failing (%s): the data file still mapped", nth,
+                      persistent ? "from then on" : "once");
+            CHECK_MSG(open_descriptors() == fds, "mmap %ld failing: %d descriptors open, were %d", nth,
+                      open_descriptors(), fds);
+        }
+    }
+    onnxio__test_map_window = 0;
+    /* The failures reached the windows: loads that succeeded though an
+     * mmap failed (a window mapped back from the first description), and
+     * loads refused. */
+    CHECK(recovered > 0 && refused > 0);
+    tu_note("%d loads (%d with an mmap failed), %d refused", loaded, recovered, refused);
+    free(path);
+    free(data);
+    free(bytes);
+    tu_remove_tree(dir);
+    free(dir);
+    tu_end();
+}
+
 int main(int argc, char **argv)
 {
     const char *repo = argc > 1 ? argv[1] : ".";
@@ -1615,5 +1735,6 @@ int main(int argc, char **argv)
     test_atomic_save();
     test_load_safety_more();
     test_save_modes();
+    test_map_windows();
     return tu_finish();
 }
