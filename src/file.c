@@ -57,9 +57,9 @@ static void release_mapping(void *ctx, void *data, size_t size)
  * of every page of a 16 GiB file, cold, in one mapping: 10.2-15.6 s (16
  * runs); the same with a fresh description every 256 MiB (or every tensor,
  * as onnx_ir opens the file once per tensor): 7.3-7.8 s in 10 of 13 runs,
- * 10.6-11.0 s in the other 3. The disk did the same
- * reads in both (about 4,080 reads of 4 MiB, 7.3-8.6 s busy); the extra
- * time was user time on the first touch of each page. We have not
+ * 10.6-11.0 s in the other 3. The disk did the same reads in both (about
+ * 4,080 reads of 4 MiB, 7.3-8.6 s busy); the extra time was user time on
+ * the first touch of each page. We have not
  * established the kernel's mechanism; the windows are one contiguous
  * range, so callers see one mapping either way. At most MAP_WINDOWS_MAX
  * windows (the kernel limits the mappings of a process, 65,530 by

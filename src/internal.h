@@ -102,8 +102,8 @@ void onnxio__sys_drop_cached(int fd, uint64_t offset, uint64_t size);
  * errno (ENOSYS where there is no /proc/self/fd). */
 int onnxio__sys_reopen(int fd, int flags);
 /* A second descriptor of the file `fd` has open, opened read-only with
- * O_DIRECT (onnxio__sys_reopen), and the alignments direct reads of it need (statx's
- * STATX_DIOALIGN: the buffer address, and the file offset and length):
+ * O_DIRECT (onnxio__sys_reopen), and the alignments direct reads of it
+ * need (statx's STATX_DIOALIGN: the buffer address, and the file offset and length):
  * the descriptor, or -1 with errno when the system, the file system or
  * the file cannot read directly. */
 int onnxio__sys_open_direct(int fd, uint32_t *mem_align, uint32_t *offset_align);

@@ -1609,24 +1609,6 @@ static void test_save_modes(void)
 
 /* ---- mapping in windows ------------------------------------------------------ */
 
-/* Lines of the kernel's /proc/self/maps that map a file whose path ends
- * with `suffix`. */
-static int mappings_of(const char *suffix)
-{
-    FILE *f = fopen("/proc/self/maps", "r");
-    if (!f) return -1;
-    char line[4096];
-    int n = 0;
-    size_t k = strlen(suffix);
-    while (fgets(line, sizeof line, f)) {
-        size_t len = strcspn(line, "\n");
-        line[len] = '\0';
-        if (len >= k && strcmp(line + len - k, suffix) == 0) n++;
-    }
-    fclose(f);
-    return n;
-}
-
 static int open_descriptors(void)
 {
     DIR *d = opendir("/proc/self/fd");
@@ -1693,7 +1675,7 @@ static void test_map_windows(void)
             if (st == ONNXIO_OK) {
                 loaded++;
                 recovered += hit;
-                if (nth == 0) CHECK_EQ_INT(mappings_of("/windows.bin"), (size + page - 1) / page);
+                if (nth == 0) CHECK_EQ_INT(tu_mappings_of("/windows.bin"), (size + page - 1) / page);
                 if (CHECK(got && got->graph && got->graph->initializer.size == NT))
                     for (int i = 0; i < NT; i++) {
                         onnxio_TensorProto *t = got->graph->initializer.data[i];
@@ -1705,7 +1687,7 @@ static void test_map_windows(void)
                 CHECK_MSG(got == NULL, "mmap %ld failing: *out set on failure", nth);
             }
             onnxio_arena_unref(b);
-            CHECK_MSG(mappings_of("/windows.bin") == 0, "mmap %ld failing (%s): the data file still mapped", nth,
+            CHECK_MSG(tu_mappings_of("/windows.bin") == 0, "mmap %ld failing (%s): the data file still mapped", nth,
                       persistent ? "from then on" : "once");
             CHECK_MSG(open_descriptors() == fds, "mmap %ld failing: %d descriptors open, were %d", nth,
                       open_descriptors(), fds);

@@ -88,24 +88,6 @@ static bool payload_ok(const onnxio_TensorProto *t, size_t k)
     return true;
 }
 
-/* Mappings of `path` in this process, from the kernel's own list. */
-static int mappings_of(const char *path)
-{
-    FILE *f = fopen("/proc/self/maps", "r");
-    if (!f) return -1;
-    char line[4096];
-    int n = 0;
-    size_t len = strlen(path);
-    while (fgets(line, sizeof line, f)) {
-        char *nl = strchr(line, '\n');
-        if (nl) *nl = '\0';
-        size_t l = strlen(line);
-        if (l >= len && strcmp(line + l - len, path) == 0) n++;
-    }
-    fclose(f);
-    return n;
-}
-
 static onnxio_TensorProto *tensor(onnxio_ModelProto *m, size_t k) { return m->graph->initializer.data[k]; }
 
 static void test_modes(const char *dir)
@@ -126,7 +108,7 @@ static void test_modes(const char *dir)
         onnxio_parse_options o = {.num_threads = threads};
         CHECK_STATUS(onnxio_load_model(path, &o, a, &m), ONNXIO_OK);
         if (m) {
-            CHECK_EQ_INT(mappings_of(real), 0);
+            CHECK_EQ_INT(tu_mappings_of(real), 0);
             for (size_t k = 0; k < NT; k++) {
                 CHECK_MSG(payload_ok(tensor(m, k), k), "threads %d tensor %zu bytes", threads, k);
                 CHECK(tensor(m, k)->raw_data.owner != NULL);
@@ -155,7 +137,7 @@ static void test_modes(const char *dir)
         onnxio_parse_options o = {.no_copy = true};
         CHECK_STATUS(onnxio_load_model(path, &o, a, &m), ONNXIO_OK);
         if (m) {
-            CHECK_EQ_INT(mappings_of(real), 1);
+            CHECK_EQ_INT(tu_mappings_of(real), 1);
             onnxio_buffer *map = tensor(m, 0)->raw_data.owner;
             CHECK(map != NULL);
             for (size_t k = 0; k < NT; k++) {
@@ -169,13 +151,13 @@ static void test_modes(const char *dir)
             CHECK(copy != NULL);
             CHECK_EQ_U64(onnxio_buffer_refcount(map), 2 * NT);
             onnxio_arena_unref(a);
-            CHECK_EQ_INT(mappings_of(real), 1);
+            CHECK_EQ_INT(tu_mappings_of(real), 1);
             if (copy) CHECK(payload_ok(tensor(copy, 5), 5));
             onnxio_arena_unref(b);
         } else {
             onnxio_arena_unref(a);
         }
-        CHECK_EQ_INT(mappings_of(real), 0);
+        CHECK_EQ_INT(tu_mappings_of(real), 0);
     }
     tu_end();
 

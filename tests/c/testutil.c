@@ -718,3 +718,19 @@ void tu_evict(const char *path)
     tu_evict_fd(fd);
     close(fd);
 }
+
+int tu_mappings_of(const char *suffix)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f) return -1;
+    char line[4096];
+    int n = 0;
+    size_t k = strlen(suffix);
+    while (fgets(line, sizeof line, f)) {
+        size_t len = strcspn(line, "\n");
+        line[len] = '\0';
+        if (len >= k && strcmp(line + len - k, suffix) == 0) n++;
+    }
+    fclose(f);
+    return n;
+}

@@ -193,6 +193,11 @@ bool tu_snapshot_matches(const char *dir, const tu_snapshot *want, char *why, si
 void tu_evict_fd(int fd);
 void tu_evict(const char *path);
 
+/* How many mappings the kernel lists for this process (/proc/self/maps)
+ * of a file whose path ends with `suffix` (a full path, or "/name"); -1
+ * when the list cannot be read. */
+int tu_mappings_of(const char *suffix);
+
 /* A new empty directory under $TMPDIR or /tmp (malloc'd path); aborts the
  * test when it cannot be made. */
 char *tu_make_temp_dir(const char *prefix);
