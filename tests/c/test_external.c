@@ -9,7 +9,6 @@
  * temporary file behind. Tests run as root, so failures are made without
  * permissions: missing directories, a directory as target, a payload that
  * was never loaded, and RLIMIT_FSIZE. */
-#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1609,16 +1608,6 @@ static void test_save_modes(void)
 
 /* ---- mapping in windows ------------------------------------------------------ */
 
-static int open_descriptors(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    if (!d) return -1;
-    int n = 0;
-    while (readdir(d)) n++;
-    closedir(d);
-    return n;
-}
-
 /* A large file is mapped in windows, each from its own open file
  * description of the file (src/file.c, map_windows): with one-page windows,
  * the kernel's /proc/self/maps must list one mapping of the data file per
@@ -1659,7 +1648,7 @@ static void test_map_windows(void)
     onnxio_arena_unref(a);
 
     onnxio__test_map_window = page;
-    const int fds = open_descriptors();
+    const tu_fds fds = tu_open_fds();
     int loaded = 0, refused = 0, recovered = 0;
     /* nth 0: no failure; then the nth mmap fails, once or from then on. */
     for (long nth = 0; nth <= 2 + (long)NT + 11; nth++) {
@@ -1689,8 +1678,7 @@ static void test_map_windows(void)
             onnxio_arena_unref(b);
             CHECK_MSG(tu_mappings_of("/windows.bin") == 0, "mmap %ld failing (%s): the data file still mapped", nth,
                       persistent ? "from then on" : "once");
-            CHECK_MSG(open_descriptors() == fds, "mmap %ld failing: %d descriptors open, were %d", nth,
-                      open_descriptors(), fds);
+            CHECK_MSG(tu_same_fds(tu_open_fds(), fds), "mmap %ld failing: a descriptor left open or closed", nth);
         }
     }
     onnxio__test_map_window = 0;

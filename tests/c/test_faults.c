@@ -344,22 +344,6 @@ static void restore(const tu_snapshot *s)
 
 /* ---- the sweep -------------------------------------------------------------------- */
 
-/* The open descriptors of this process, as a bit set of the first 256
- * (a descriptor leaked, or one closed that was not the library's, shows). */
-typedef struct fds {
-    uint64_t bits[4];
-} fds;
-
-static fds open_fds(void)
-{
-    fds f = {{0, 0, 0, 0}};
-    for (int fd = 0; fd < 256; fd++)
-        if (fcntl(fd, F_GETFD) != -1) f.bits[fd / 64] |= 1ull << (fd % 64);
-    return f;
-}
-
-static bool same_fds(fds a, fds b) { return memcmp(&a, &b, sizeof a) == 0; }
-
 static long total_points;
 
 /* Fails each counted operation of `mask` in turn while `sc` runs. */
@@ -384,7 +368,7 @@ static void sweep(const scenario *sc, unsigned mask, const char *kind)
         restore(&before);
         onnxio__clear_error();
         live0 = onnxio__alloc_live();
-        fds fds0 = open_fds();
+        tu_fds fds0 = tu_open_fds();
         onnxio__fault_set(mask, i, false, false);
         s = sc->run();
         bool hit = onnxio__fault_hit();
@@ -419,7 +403,7 @@ static void sweep(const scenario *sc, unsigned mask, const char *kind)
         }
         CHECK_MSG(onnxio__alloc_live() == live0, "%s, %s point %ld: %ld blocks leaked (%s)", sc->name, kind, i,
                   onnxio__alloc_live() - live0, onnxio_status_name(s));
-        CHECK_MSG(same_fds(open_fds(), fds0), "%s, %s point %ld: a file descriptor leaked or closed that was not its own",
+        CHECK_MSG(tu_same_fds(tu_open_fds(), fds0), "%s, %s point %ld: a file descriptor leaked or closed that was not its own",
                   sc->name, kind, i);
     }
     restore(&before);

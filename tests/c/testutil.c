@@ -734,3 +734,13 @@ int tu_mappings_of(const char *suffix)
     fclose(f);
     return n;
 }
+
+tu_fds tu_open_fds(void)
+{
+    tu_fds f = {{0, 0, 0, 0}};
+    for (int fd = 0; fd < 256; fd++)
+        if (fcntl(fd, F_GETFD) != -1) f.bits[fd / 64] |= 1ull << (fd % 64);
+    return f;
+}
+
+bool tu_same_fds(tu_fds a, tu_fds b) { return memcmp(&a, &b, sizeof a) == 0; }

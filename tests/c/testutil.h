@@ -193,6 +193,14 @@ bool tu_snapshot_matches(const char *dir, const tu_snapshot *want, char *why, si
 void tu_evict_fd(int fd);
 void tu_evict(const char *path);
 
+/* The open descriptors of this process, as a bit set of the first 256
+ * (a descriptor leaked, or one closed that was not the library's, shows). */
+typedef struct tu_fds {
+    uint64_t bits[4];
+} tu_fds;
+tu_fds tu_open_fds(void);
+bool tu_same_fds(tu_fds a, tu_fds b);
+
 /* How many mappings the kernel lists for this process (/proc/self/maps)
  * of a file whose path ends with `suffix` (a full path, or "/name"); -1
  * when the list cannot be read. */
