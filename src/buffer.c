@@ -77,7 +77,7 @@ onnxio_buffer *onnxio__buffer_new_phase(size_t size, size_t alignment, size_t ph
             onnxio__free(b);
             return NULL;
         }
-        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        size_t page = onnxio__page_size();
         uint8_t *start = (uint8_t *)(((uintptr_t)raw + LARGE_BLOCK - 1) & ~(uintptr_t)(LARGE_BLOCK - 1));
         uint8_t *end = start + ((span + page - 1) & ~(page - 1));
         if (start > raw) onnxio__sys_munmap(raw, (size_t)(start - raw));

@@ -77,7 +77,7 @@ size_t onnxio__test_map_window;
  * all). */
 static bool map_windows(int fd, uint8_t *data, size_t size, int prot, int flags)
 {
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t page = onnxio__page_size();
     size_t window = onnxio__test_map_window ? onnxio__test_map_window : MAP_WINDOW;
     if (window < size / MAP_WINDOWS_MAX) window = size / MAP_WINDOWS_MAX;
     window = (window + page - 1) / page * page;

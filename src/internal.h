@@ -112,6 +112,9 @@ int onnxio__sys_open_direct(int fd, uint32_t *mem_align, uint32_t *offset_align)
  * library or symbol missing, or a statically linked program, which has no
  * dynamic linker to load it with. */
 void *onnxio__sys_dlsym(const char *library, const char *symbol);
+/* The size of a page of virtual memory (sysconf(_SC_PAGESIZE), looked up
+ * once; 4096 where sysconf cannot say): what mmap and madvise align to. */
+size_t onnxio__page_size(void);
 /* Tells the kernel that a file mapping is read at random (`random`: a
  * fault reads its page and no read-ahead around it) or back to normal. It
  * only tunes paging, so a failure is ignored. */

@@ -282,8 +282,7 @@ int onnxio__sys_cached(int fd, uint64_t offset, uint64_t size, uint64_t *cached)
     struct onnxio__cachestat_range r = {offset, size};
     struct onnxio__cachestat cs;
     if (syscall(SYS_cachestat, fd, &r, &cs, 0) != 0) return -1;
-    long page = sysconf(_SC_PAGESIZE);
-    *cached = cs.nr_cache * (uint64_t)(page > 0 ? page : 4096);
+    *cached = cs.nr_cache * (uint64_t)onnxio__page_size();
     return 0;
 #else
     (void)fd, (void)offset, (void)size, (void)cached;
@@ -398,11 +397,24 @@ void *onnxio__sys_dlsym(const char *library, const char *symbol)
     return h ? dlsym(h, symbol) : NULL;
 }
 
+size_t onnxio__page_size(void)
+{
+    static _Atomic size_t page;
+    size_t n = atomic_load_explicit(&page, memory_order_relaxed);
+    if (!n) {
+        long v = sysconf(_SC_PAGESIZE);
+        n = v > 0 ? (size_t)v : 4096;
+        atomic_store_explicit(&page, n, memory_order_relaxed);
+    }
+    return n;
+}
+
 /* madvise on the pages that hold [p, p + size). */
 static void advise(const void *p, size_t size, int advice)
 {
     if (!p || !size) return;
-    uintptr_t start = (uintptr_t)p & ~(uintptr_t)4095;
+    uintptr_t mask = (uintptr_t)onnxio__page_size() - 1;
+    uintptr_t start = (uintptr_t)p & ~mask;
     (void)madvise((void *)start, size + ((uintptr_t)p - start), advice);
 }
 
@@ -422,8 +434,9 @@ void onnxio__map_whole(const void *p, size_t size)
 /* madvise on the whole pages inside [p, p + size). */
 static void advise_inside(const void *p, size_t size, int advice)
 {
-    uintptr_t start = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
-    uintptr_t end = ((uintptr_t)p + size) & ~(uintptr_t)4095;
+    uintptr_t mask = (uintptr_t)onnxio__page_size() - 1;
+    uintptr_t start = ((uintptr_t)p + mask) & ~mask;
+    uintptr_t end = ((uintptr_t)p + size) & ~mask;
     if (p && end > start) (void)madvise((void *)start, end - start, advice);
 }
 
