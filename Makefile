@@ -148,6 +148,7 @@ bench: bootstrap
 	$(PYTHON) bench/bench.py $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory python-install
 	$(PYTHON) bench/bench_user.py $(BENCH_USER_ARGS)
+	$(PYTHON) bench/bench_crc.py
 	$(PYTHON) bench/bench_messages.py
 
 # The Python package against onnx (and onnxruntime, onnx_ir): issue 4's targets.
