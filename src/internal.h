@@ -451,7 +451,7 @@ typedef struct onnxio__job {
     bool not_payload;
     /* Set by the pool (onnxio__pool_read_direct): the direct descriptor
      * of fd that a read reads through when its range is not cached. */
-    struct onnxio__direct *direct;
+    struct onnxio__pool_file *direct;
     /* Set by the pool (drop_behind in pool.c): a buffered read of the job
      * drops the pages it copied out from the page cache. */
     bool drop_behind;

@@ -31,12 +31,13 @@
  * memory where the file offset and the address allow it, through a bounce
  * buffer of each thread where they do not (the payload then costs a
  * memcpy, 0.184 against 0.180 s at 0.5 GiB). */
-struct onnxio__direct {
-    int fd;                 /* the job's descriptor */
-    int dfd;                /* the same file, O_DIRECT; -1: cannot */
+struct onnxio__pool_file {
+    int fd;                 /* the jobs' descriptor */
+    bool direct_tried;      /* dfd opened (for the file's first cold job) */
+    int dfd;                /* the same file, O_DIRECT; -1: cannot, or not yet */
     uint32_t mem_align, offset_align;
     atomic_bool off;        /* a direct read failed as unsupported (EINVAL): buffered from then on */
-    struct onnxio__direct *next;
+    struct onnxio__pool_file *next;
 };
 /* Each thread's bounce buffer: whole huge pages, so that a direct read
  * into it pins a few pages, not 512. */
@@ -69,15 +70,13 @@ struct onnxio__pool {
      * the thread that made the pool (in add and finish). */
     onnxio__progress *progress;
     /* Drop-behind (drop_behind): the memory free when the first read was
-     * queued, and MemAvailable when first needed; the files read
-     * (descriptors), their sizes, and how much of them was cached when
-     * first seen; whether reads drop behind (once they do, they go on). */
+     * queued, and MemAvailable when first needed; the sizes of the files
+     * read, and how much of them was cached when each was first read;
+     * whether reads drop behind (once they do, they go on). */
     bool free_known, memory_known, dropping;
     uint64_t free, available, file_bytes, cached_files;
-    int *seen;
-    size_t seen_count, seen_capacity;
     bool direct;             /* onnxio__pool_read_direct */
-    struct onnxio__direct *directs; /* one per descriptor read so far */
+    struct onnxio__pool_file *files; /* one per descriptor read so far (file_of) */
     /* Bounce buffers by thread slot (workers 0.., the calling thread
      * MAX_THREADS - 1), made by that thread on its first need. */
     onnxio_buffer *bounce[MAX_THREADS];
@@ -109,7 +108,7 @@ bool onnxio__file_cold(int fd, uint64_t offset, uint64_t size)
 /* Reads [at, end) of the direct descriptor into dst through `bounce`.
  * 0: done; 1: not possible this way (the caller reads buffered); -1: an
  * I/O error (errno set). */
-static int bounce_read(struct onnxio__direct *d, uint8_t *bounce, uint8_t *dst, uint64_t at, uint64_t end)
+static int bounce_read(struct onnxio__pool_file *d, uint8_t *bounce, uint8_t *dst, uint64_t at, uint64_t end)
 {
     uint64_t a = d->offset_align;
     while (at < end) {
@@ -134,7 +133,7 @@ static int bounce_read(struct onnxio__direct *d, uint8_t *bounce, uint8_t *dst, 
  * (cached, or direct reads not possible), -1 an I/O error (errno set). */
 static int read_direct(onnxio__pool *p, int slot, const onnxio__job *j)
 {
-    struct onnxio__direct *d = j->direct;
+    struct onnxio__pool_file *d = j->direct;
     if (!d || atomic_load_explicit(&d->off, memory_order_relaxed) || !onnxio__file_cold(j->fd, j->offset, j->size)) return 1;
     if (!p->bounce[slot] && !(p->bounce[slot] = onnxio_buffer_new(BOUNCE_SIZE, 4096))) return 1;
     uint8_t *bounce = onnxio_buffer_data(p->bounce[slot]);
@@ -351,20 +350,9 @@ void onnxio__pool_read_direct(onnxio__pool *p, bool on) { p->direct = on; }
  * external data 5.7-7.7 s against 9.4-10.1 s, .onnxz 5.3 against 9.1 s
  * (BENCHMARKS.md, eighth session). A load that fits leaves the page cache
  * as it was. */
-static bool drop_behind(onnxio__pool *p, int fd)
+static bool drop_behind(onnxio__pool *p)
 {
     if (p->dropping) return true; /* what is needed only grows */
-    bool seen = false;
-    for (size_t i = 0; i < p->seen_count && !seen; i++) seen = p->seen[i] == fd;
-    uint64_t cached;
-    struct stat st;
-    if (!seen && onnxio__grow((void **)&p->seen, &p->seen_capacity, p->seen_count, sizeof *p->seen)) {
-        p->seen[p->seen_count++] = fd;
-        if (onnxio__sys_fstat(fd, &st) == 0 && st.st_size > 0) {
-            p->file_bytes += (uint64_t)st.st_size;
-            if (onnxio__sys_cached(fd, 0, (uint64_t)st.st_size, &cached) == 0) p->cached_files += cached;
-        }
-    }
     /* Free memory first (a system call): MemAvailable is a file to read,
      * which a load that fits in free memory never reads. */
     uint64_t need = p->file_bytes + p->cached_files;
@@ -381,20 +369,38 @@ static bool drop_behind(onnxio__pool *p, int fd)
     return p->dropping;
 }
 
-/* The direct descriptor of `fd` (opened for its first cold job; one whose
- * open failed is remembered with dfd -1), or NULL. */
-static struct onnxio__direct *direct_of(onnxio__pool *p, int fd)
+/* The record of the file `fd`, made at its first read: its size and how
+ * much of it is cached then count for drop_behind. NULL when out of
+ * memory (the read then neither counts nor reads directly). */
+static struct onnxio__pool_file *file_of(onnxio__pool *p, int fd)
 {
-    struct onnxio__direct *d = p->directs;
-    while (d && d->fd != fd) d = d->next;
-    if (!d) {
-        if (!(d = onnxio__calloc(1, sizeof *d))) return NULL;
-        d->fd = fd;
-        d->dfd = onnxio__sys_open_direct(fd, &d->mem_align, &d->offset_align);
-        d->next = p->directs;
-        p->directs = d;
+    struct onnxio__pool_file *f = p->files;
+    while (f && f->fd != fd) f = f->next;
+    if (f) return f;
+    if (!(f = onnxio__calloc(1, sizeof *f))) return NULL;
+    f->fd = fd;
+    f->dfd = -1;
+    f->next = p->files;
+    p->files = f;
+    struct stat st;
+    uint64_t cached;
+    if (onnxio__sys_fstat(fd, &st) == 0 && st.st_size > 0) {
+        p->file_bytes += (uint64_t)st.st_size;
+        if (onnxio__sys_cached(fd, 0, (uint64_t)st.st_size, &cached) == 0) p->cached_files += cached;
     }
-    return d->dfd >= 0 ? d : NULL;
+    return f;
+}
+
+/* The file `f` when it reads directly: its direct descriptor opened for its
+ * first cold job (a failed open is remembered: dfd -1), or NULL. */
+static struct onnxio__pool_file *direct_of(struct onnxio__pool_file *f)
+{
+    if (!f) return NULL;
+    if (!f->direct_tried) {
+        f->direct_tried = true;
+        f->dfd = onnxio__sys_open_direct(f->fd, &f->mem_align, &f->offset_align);
+    }
+    return f->dfd >= 0 ? f : NULL;
 }
 
 /* The size of the pieces a job is cut in: never a MOVE (its ranges
@@ -414,9 +420,12 @@ onnxio_status onnxio__pool_add(onnxio__pool *p, const onnxio__job *in)
     const onnxio__job *job = &with;
     /* Only a job mostly out of the page cache may read directly: a warm
      * load opens no second descriptor and starts no extra thread. */
-    bool is_cold = p->direct && in->kind == ONNXIO__JOB_PREAD && in->size && onnxio__file_cold(in->fd, in->offset, in->size);
-    with.direct = is_cold ? direct_of(p, in->fd) : NULL;
-    if (in->kind == ONNXIO__JOB_PREAD && in->size) with.drop_behind = drop_behind(p, in->fd);
+    with.direct = NULL;
+    if (in->kind == ONNXIO__JOB_PREAD && in->size) {
+        struct onnxio__pool_file *f = file_of(p, in->fd);
+        with.direct = p->direct && onnxio__file_cold(in->fd, in->offset, in->size) ? direct_of(f) : NULL;
+        with.drop_behind = drop_behind(p);
+    }
     if (with.direct) p->reading_direct = true;
     int wanted = p->reading_direct ? p->io_threads : p->threads;
     if (job->size == 0) {
@@ -514,12 +523,11 @@ onnxio_status onnxio__pool_finish(onnxio__pool *p)
     if (s) onnxio__fail(s, "%s", p->error);
     for (size_t i = 0; i < p->keep_count; i++) onnxio_buffer_unref(p->keeps[i]);
     for (int i = 0; i < MAX_THREADS; i++) onnxio_buffer_unref(p->bounce[i]);
-    onnxio__free(p->seen);
-    while (p->directs) {
-        struct onnxio__direct *d = p->directs;
-        p->directs = d->next;
-        onnxio__close(d->dfd);
-        onnxio__free(d);
+    while (p->files) {
+        struct onnxio__pool_file *f = p->files;
+        p->files = f->next;
+        onnxio__close(f->dfd);
+        onnxio__free(f);
     }
     onnxio__free(p->keeps);
     onnxio__free(p->jobs);
