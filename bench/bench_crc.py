@@ -12,9 +12,14 @@ BENCHMARKS.md, the host's faults on fresh memory moved single loads by up
 to 4x and hid a difference of 10% (bench_user.py measures fresh processes;
 this isolates the CRC). Prints the medians, the ratios to external data,
 and the CPU time the CRC added (user time: the copies are the kernel's, so
-a load without CRC has almost none) with the rate it implies.
+a load without CRC has almost none) with the rate it implies; then the
+CRC-32 of the three libraries src/digest.c can use (ISA-L, libdeflate,
+zlib), called through ctypes on 1 MiB in cache, each checked against
+Python's zlib.crc32 first.
 """
 import argparse
+import ctypes
+import ctypes.util
 import gc
 import os
 import resource
@@ -22,10 +27,41 @@ import statistics
 import subprocess
 import sys
 import time
+import zlib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import make_llm  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from bench_user import CHUNK, _read_loop  # noqa: E402
+
+
+def crc_libraries(size=1 << 20, total=1 << 30):
+    """GB/s of each CRC-32 library found on 1 MiB in cache (ctypes' call
+    overhead included: about 1 us, 2% at this size)."""
+    data = ctypes.create_string_buffer(os.urandom(size), size)
+    want = zlib.crc32(data.raw)
+    found = []
+    for name, soname, symbol in (("ISA-L crc32_gzip_refl", "isal", "crc32_gzip_refl"),
+                                 ("libdeflate libdeflate_crc32", "deflate", "libdeflate_crc32"),
+                                 ("zlib crc32", "z", "crc32")):
+        lib = ctypes.util.find_library(soname)
+        if not lib:
+            print(f"{name:28} not on this system")
+            continue
+        fn = getattr(ctypes.CDLL(lib), symbol)
+        fn.restype = ctypes.c_uint32
+        fn.argtypes = [ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t]
+        got = fn(0, data, size)
+        if got != want:
+            raise SystemExit(f"bench_crc: {name} gave {got:08x}, zlib.crc32 {want:08x}")
+        n = total // size
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn(0, data, size)
+        found.append((name, n * size / (time.perf_counter() - t0) / 1e9))
+    for name, rate in found:
+        print(f"{name:28} {rate:6.1f} GB/s")
 
 
 def main():
@@ -39,10 +75,7 @@ def main():
     mdir = make_llm.model_dir(args.models, args.gib)
     ext, onnxz = os.path.join(mdir, "ext", "model.onnx"), os.path.join(mdir, "model.onnxz")
     kinds = {"external data": (ext, {}), ".onnxz": (onnxz, {}), ".onnxz verify_crc=False": (onnxz, {"verify_crc": False})}
-    for path in (ext, ext + ".data", onnxz):  # warm: every file in the page cache
-        with open(path, "rb", buffering=0) as f:
-            while f.read(8 << 20):
-                pass
+    _read_loop((ext, ext + ".data", onnxz), bytearray(CHUNK))  # warm: every file in the page cache
     import onnxio
     wall = {k: [] for k in kinds}
     user = {k: [] for k in kinds}
@@ -67,6 +100,8 @@ def main():
     if crc > 0:
         print(f"the CRC-32's CPU time: {crc:.3f} s ({payload / crc / 1e9:.0f} GB/s); spread over "
               f"{os.cpu_count()} busy cores that is {crc / os.cpu_count() / base:.1%} of the external-data load")
+    print("\nCRC-32 libraries, 1 MiB in cache, one thread (checked against Python's zlib.crc32):")
+    crc_libraries()
 
 
 if __name__ == "__main__":
