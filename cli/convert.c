@@ -73,9 +73,10 @@ static int run_convert(int argc, char **argv);
     "  --copy                    read IN's payloads into memory instead\n" \
     "  --max-expansion N         refuse to load IN when it would take more than N\n" \
     "                            times its size in memory (structure, copied and\n" \
-    "                            inflated payloads; 0: the default, " CLI_STR(ONNXIO_DEFAULT_MAX_EXPANSION) ")\n" \
-    "  --help                    show this help\n"
+    "                            inflated payloads), or OUT's payloads N times the\n" \
+    "                            bytes they share (0: the default, " CLI_STR(ONNXIO_DEFAULT_MAX_EXPANSION) ")\n"
 #define CONVERT_HELP_2 \
+    "  --help                    show this help\n" \
     "\n" \
     "safetensors (https://github.com/huggingface/safetensors):\n" \
     "  --weights FILE            fill IN's initializers by name from the\n" \
@@ -379,7 +380,8 @@ static int run_convert(int argc, char **argv)
      * refuse (ONNXIO_ERR_PATH_SELF), with the other location rules. */
     rc = !load_payloads ? check_keep_external(model, in, base_dir, out) : CLI_EXIT_OK;
     if (rc == CLI_EXIT_OK) {
-        onnxio_serialize_options so = {0};
+        onnxio_serialize_options so = ONNXIO_SERIALIZE_OPTIONS_INIT;
+        so.max_expansion = max_expansion;
         so.num_threads = (int)threads;
         so.alignment = alignment;
         so.fsync = no_fsync ? ONNXIO_OFF : ONNXIO_DEFAULT;

@@ -60,6 +60,9 @@ struct onnxio__container {
     void (*finish)(onnxio__container *c);
     /* The open entries (container.c keeps them). */
     onnxio__entry *entries;
+    /* An .onnxz archive's entries (onnxio__mark_loaded_entry), not data
+     * files. */
+    bool archive;
 };
 
 /* container.c: the entry with this key, or NULL. */

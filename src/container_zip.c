@@ -152,6 +152,7 @@ onnxio_status onnxio__zip_container(onnxio_archive *archive, const onnxio_parse_
     c->base.open = zip_open;
     c->base.release = zip_release;
     c->base.finish = zip_finish;
+    c->base.archive = true;
     c->archive = archive;
     c->alignment = opts->alignment;
     c->read = read;

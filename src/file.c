@@ -438,18 +438,89 @@ static void sweep(int dir_fd, const char *name)
     closedir(d);
 }
 
+/* The journals this thread holds locked: its saves in progress. A load or
+ * slice of the same file from inside one of them (a progress callback, a
+ * streaming save's tensor source, which run on the saving thread) reads
+ * the old files without waiting for itself; a save of it fails at once. */
+#define HELD_MAX 16
+static _Thread_local struct held_journal {
+    dev_t dev;
+    ino_t ino;
+} held[HELD_MAX];
+static _Thread_local size_t held_count;
+
+static bool held_here(const struct stat *st)
+{
+    for (size_t i = 0; i < held_count; i++)
+        if (held[i].dev == st->st_dev && held[i].ino == st->st_ino) return true;
+    return false;
+}
+
+static void hold(int jfd)
+{
+    struct stat st;
+    if (held_count < HELD_MAX && onnxio__sys_fstat(jfd, &st) == 0) held[held_count++] = (struct held_journal){st.st_dev, st.st_ino};
+}
+
+static void release_hold(int jfd)
+{
+    struct stat st;
+    if (jfd < 0 || onnxio__sys_fstat(jfd, &st) != 0) return;
+    for (size_t i = held_count; i-- > 0;)
+        if (held[i].dev == st.st_dev && held[i].ino == st.st_ino) {
+            held[i] = held[--held_count];
+            return;
+        }
+}
+
+/* Whether the journal `st` describes is one this user may act on: a
+ * regular file of its own. Anything else was planted (or belongs to a save
+ * by another user): a load neither waits on it nor replays it. */
+static bool journal_ours(const struct stat *st)
+{
+    return S_ISREG(st->st_mode) && st->st_uid == geteuid();
+}
+
 /* Opens and locks the journal of `name` in `dir_fd`. `create`: make it
  * when missing (a save); else *jfd is -1 when there is none (a load).
- * `exclusive`: LOCK_EX, else LOCK_SH. Waits for a save in progress. */
+ * `exclusive`: LOCK_EX, else LOCK_SH. Waits for a save in progress. The
+ * journal's owner and type are checked before any lock: a load ignores a
+ * journal that is not this user's regular file, a save refuses it at once
+ * (another user could hold its lock forever). A journal this thread holds
+ * (a call from inside its own save) is never waited on: a load gets *jfd
+ * -1, a save fails at once. */
 static onnxio_status lock_journal(int dir_fd, const char *jname, bool create, bool exclusive, int *jfd)
 {
     *jfd = -1;
     for (int tries = 0; tries < 100; tries++) {
-        int fd = onnxio__sys_openat(dir_fd, jname, O_RDWR | O_NOFOLLOW | (create ? O_CREAT : 0), 0600);
+        struct stat before;
+        if (onnxio__sys_fstatat(dir_fd, jname, &before, AT_SYMLINK_NOFOLLOW) == 0 && !journal_ours(&before)) {
+            if (!create) return ONNXIO_OK;
+            return onnxio__fail(ONNXIO_ERR_IO,
+                                "cannot lock the save journal %s: it is not a regular file of this user (uid %lu owns it); "
+                                "remove it to save here",
+                                jname, (unsigned long)before.st_uid);
+        }
+        int fd = onnxio__sys_openat(dir_fd, jname, O_RDWR | O_NOFOLLOW | O_NONBLOCK | (create ? O_CREAT : 0), 0600);
         if (fd < 0) {
             int err = errno;
             if (!create && (err == ENOENT || err == EACCES || err == EROFS)) return ONNXIO_OK;
             return onnxio__fail(onnxio__errno_status(err), "cannot open the save journal %s: %s", jname, strerror(err));
+        }
+        struct stat a, b;
+        if (onnxio__sys_fstat(fd, &a) != 0 || !journal_ours(&a)) {
+            /* Swapped between the look and the open. */
+            onnxio__close(fd);
+            if (!create) return ONNXIO_OK;
+            continue;
+        }
+        if (held_here(&a)) {
+            onnxio__close(fd);
+            if (!create) return ONNXIO_OK;
+            return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT,
+                                "cannot save a file from inside a save of it on the same thread (a progress callback or "
+                                "a streaming save's tensor source): that save holds %s",
+                                jname);
         }
         if (onnxio__sys_flock(fd, exclusive ? LOCK_EX : LOCK_SH) != 0) {
             int err = errno;
@@ -458,7 +529,6 @@ static onnxio_status lock_journal(int dir_fd, const char *jname, bool create, bo
         }
         /* The journal may have been removed (a save that finished) while
          * this waited for its lock: then take the new one. */
-        struct stat a, b;
         if (onnxio__sys_fstat(fd, &a) == 0 && a.st_nlink > 0 &&
             onnxio__sys_fstatat(dir_fd, jname, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_dev == b.st_dev &&
             a.st_ino == b.st_ino) {
@@ -564,6 +634,34 @@ onnxio_status onnxio__recover(const char *path)
     return s;
 }
 
+bool onnxio__save_crossed(const char *path, int fd)
+{
+    struct stat a, b;
+    if (fd < 0 || onnxio__sys_fstat(fd, &a) != 0) return false;
+    /* Every save renames a new main file over the path, last. */
+    if (onnxio__sys_fstatat(AT_FDCWD, path, &b, 0) == 0 && (a.st_dev != b.st_dev || a.st_ino != b.st_ino)) return true;
+    /* Not yet: a committed journal says its renames are under way (or
+     * were cut short), data files first. */
+    int dir_fd;
+    char *name = NULL, *jname = NULL;
+    bool crossed = false;
+    if (resolve_target(path, &dir_fd, &name)) return onnxio__clear_error(), false;
+    struct stat j;
+    if ((jname = hidden_name(name, JOURNAL_SUFFIX)) &&
+        onnxio__sys_fstatat(dir_fd, jname, &j, AT_SYMLINK_NOFOLLOW) == 0 && journal_ours(&j)) {
+        int jfd = onnxio__sys_openat(dir_fd, jname, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+        char head[JOURNAL_HEADER];
+        crossed = jfd >= 0 && onnxio__sys_fstat(jfd, &j) == 0 && journal_ours(&j) &&
+                  onnxio__sys_pread(jfd, head, sizeof head, 0) == (ssize_t)sizeof head &&
+                  memcmp(head, JOURNAL_MAGIC, JOURNAL_STATE_AT) == 0 && head[JOURNAL_STATE_AT] == 'C';
+        onnxio__close(jfd);
+    }
+    onnxio__close(dir_fd);
+    onnxio__free(jname);
+    onnxio__free(name);
+    return crossed;
+}
+
 /* ---- the transaction ---------------------------------------------------------- */
 
 typedef struct txn_file {
@@ -644,6 +742,7 @@ onnxio_status onnxio__txn_begin(const char *path, onnxio__txn **out)
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (s) goto fail;
+    hold(t->jfd);
     /* An earlier save of this file that died: finish or undo it first. */
     bool unfinished;
     replay(t->jfd, &unfinished);
@@ -806,6 +905,7 @@ static void txn_free(onnxio__txn *t)
     onnxio__close(t->stream_fd);
     onnxio__free(t->files);
     onnxio__free(t->what);
+    release_hold(t->jfd);
     drop(t->jnode, t->jfd, t->dir_fd, t->jname, t->name);
     onnxio__free(t);
 }
@@ -883,6 +983,7 @@ onnxio_status onnxio__txn_commit(onnxio__txn *t)
          * files stay, for the next load or save to finish. */
         s = onnxio__context(s, "the save of %s is committed but not finished: the next load or save of it finishes it",
                             t->what);
+        release_hold(t->jfd);
         onnxio__close(t->jfd);
         t->jfd = -1;
         txn_free(t);

@@ -263,8 +263,12 @@ onnxio_status onnxio__check_raw_size(const onnxio_TensorProto *t, uint64_t lengt
 /* Reads the caller's option struct `src` (NULL: the defaults), whose first
  * member is its struct_size, into `dst` of `dst_size` bytes (this version's
  * layout), zero-filled where `src` is shorter: the "Options" rules of
- * onnxio.h. `what` names the struct in errors. */
-onnxio_status onnxio__copy_options(void *dst, size_t dst_size, const void *src, const char *what);
+ * onnxio.h. `what` names the struct in errors; `first_size` is what
+ * struct_size 0 stands for, the struct's size in 0.2. */
+onnxio_status onnxio__copy_options(void *dst, size_t dst_size, const void *src, const char *what, size_t first_size);
+/* The size of onnxio_serialize_options in 0.2, what struct_size 0 stands
+ * for: the members before max_expansion. */
+#define ONNXIO__SERIALIZE_OPTIONS_0_2_SIZE offsetof(onnxio_serialize_options, max_expansion)
 /* The public parse options read and checked (alignment a power of two at
  * most 1 GiB, no negative counts), with every default resolved: what the
  * library's load and parse paths use. */
@@ -538,6 +542,7 @@ typedef struct onnxio__payload_src {
     uint64_t offset;      /* their offset in fd */
     uint64_t size;
     bool external;        /* from an external data file: loading clears data_location/external_data */
+    bool entry;           /* external, from an .onnxz entry: data_location is cleared, not DEFAULT */
     const char *what;     /* file named in read errors (NULL: the tensor name) */
     bool copy;            /* copy even with no_copy (bytes not aligned for borrowing) */
     bool owned;           /* the bytes are this load's own (container.h, onnxio__entry.owned): taken, not copied, by a copy load too */
@@ -691,6 +696,20 @@ void onnxio__txn_abort(onnxio__txn *t);
  * if there is one (waiting for a save in progress). ONNXIO_ERR_IO only
  * when a committed save cannot be finished. */
 onnxio_status onnxio__recover(const char *path);
+/* After a load of `path` opened the model as `fd` and then its data files:
+ * whether a save of `path` may have replaced files in between, so that
+ * the load could hold one save's model and another's data. True when the
+ * path now leads to another file than `fd` (a save renamed its new model
+ * over it: the main file is renamed last) or when a committed journal of
+ * this user is there (its renames, data files first, under way or cut
+ * short). A load that finds it true starts again (onnxio__recover waits
+ * for the save); one that finds it false read the files of one save,
+ * since a descriptor keeps the file it opened. Two look-ups; no lock, so
+ * that a load needs no write access to the directory. */
+bool onnxio__save_crossed(const char *path, int fd);
+/* How many times a load starts again before giving up with
+ * ONNXIO_ERR_IO: each start waits for the save in progress first. */
+#define ONNXIO__LOAD_ATTEMPTS 16
 
 /* A tensor's name for messages ("" when it has none). */
 static inline const char *onnxio__tensor_name(const onnxio_TensorProto *t)
@@ -831,5 +850,9 @@ onnxio_status onnxio__progress_report(onnxio__progress *p, bool last);
 /* payload.c: marks an external tensor's payload as loaded, as every load
  * leaves it (raw_data present, data_location DEFAULT, no external_data). */
 void onnxio__mark_loaded_external(onnxio_TensorProto *t);
+/* The same for a payload read from an .onnxz entry: data_location is
+ * cleared, as it was before the archive was written (the archive is
+ * onnxio's container, not external data to the user). */
+void onnxio__mark_loaded_entry(onnxio_TensorProto *t);
 
 #endif

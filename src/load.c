@@ -138,6 +138,7 @@ onnxio_status onnxio__load_external_payloads(onnxio_message *root, onnxio__conta
             .offset = e->offset + it->offset,
             .size = it->length,
             .external = true,
+            .entry = container->archive,
             .what = e->name,
             .copy = !e->borrow,
             .share = e,

@@ -232,16 +232,18 @@ static onnxio_status load_archive(const uint8_t *data, size_t size, onnxio_buffe
 
 /* Loads a whole file: mapped, and in no_copy mode payloads keep the
  * mapping alive. A model file may be an .onnxz archive, and external data
- * is read from beside it (or base_dir). */
-static onnxio_status load_path(const onnxio_message_desc *desc, const char *path, const onnxio_parse_options *opts,
-                               onnxio_arena *arena, void **out)
+ * is read from beside it (or base_dir). *crossed: a save of the file
+ * replaced files while the load opened them (onnxio__save_crossed): the
+ * result is discarded and the caller starts again. */
+static onnxio_status load_once(const onnxio_message_desc *desc, const char *path, onnxio_parse_options *cfg,
+                               onnxio_arena *arena, void **out, bool *crossed)
 {
     *out = NULL;
-    onnxio_parse_options cfg;
-    onnxio_status s = onnxio__parse_config(opts, &cfg);
-    if (s) return s;
+    *crossed = false;
     bool model = desc == &onnxio_desc_ModelProto;
-    /* A save of this file that died: finish or undo it before reading. */
+    /* A save of this file that died: finish or undo it before reading; a
+     * save in progress: wait for it. */
+    onnxio_status s;
     if ((s = onnxio__recover(path))) return s;
     onnxio_buffer *map;
     int fd;
@@ -249,43 +251,68 @@ static onnxio_status load_path(const onnxio_message_desc *desc, const char *path
     /* Random access until a parse reads its own way ahead (decode.c): the
      * first look at the file (its format) must not read 8 MiB around it. */
     onnxio__map_random(onnxio_buffer_data(map), onnxio_buffer_size(map), true);
-    progress_scope ps;
-    onnxio__progress_enter(&ps.progress, cfg.progress, cfg.progress_user, &ps.saved);
     const uint8_t *data = onnxio_buffer_data(map);
     size_t size = onnxio_buffer_size(map);
-    onnxio__budget budget = budget_for(&cfg);
+    onnxio__budget budget = budget_for(cfg);
     void *m = NULL;
     bool saw_external = false;
     if (model && onnxio_detect_format(data, size) == ONNXIO_FORMAT_ARCHIVE) {
-        s = load_archive(data, size, map, fd, path, &cfg, arena, &budget, &m);
+        /* One file: one save's, whatever happens beside it. */
+        s = load_archive(data, size, map, fd, path, cfg, arena, &budget, &m);
     } else if (!(s = new_message(arena, desc, &m))) {
         budget.input = size;
         onnxio_buffer *whole = NULL;
-        if (reads_file_whole(&cfg, fd, size)) s = onnxio__read_whole(fd, size, path, &cfg, &whole);
+        if (reads_file_whole(cfg, fd, size)) s = onnxio__read_whole(fd, size, path, cfg, &whole);
         if (!s)
-            s = whole ? parse_bytes(m, onnxio_buffer_data(whole), size, whole, -1, false, true, &cfg, arena, &budget,
+            s = whole ? parse_bytes(m, onnxio_buffer_data(whole), size, whole, -1, false, true, cfg, arena, &budget,
                                     model ? &saw_external : NULL)
-                      : parse_bytes(m, data, size, map, fd, true, false, &cfg, arena, &budget, model ? &saw_external : NULL);
+                      : parse_bytes(m, data, size, map, fd, true, false, cfg, arena, &budget, model ? &saw_external : NULL);
         onnxio_buffer_unref(whole);
         if (s) {
             onnxio__context(s, "%s", path);
-        } else if (saw_external && cfg.load_external_data != ONNXIO_OFF) {
-            char *dir = cfg.base_dir ? NULL : onnxio__dirname(path);
+        } else if (saw_external && cfg->load_external_data != ONNXIO_OFF) {
+            char *dir = cfg->base_dir ? NULL : onnxio__dirname(path);
             onnxio__container *c;
-            if (!cfg.base_dir && !dir) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-            else if (!(s = onnxio__dir_container(cfg.base_dir ? cfg.base_dir : dir, path, &cfg, &c)))
-                s = load_from(c, m, &cfg, &budget);
+            if (!cfg->base_dir && !dir) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+            else if (!(s = onnxio__dir_container(cfg->base_dir ? cfg->base_dir : dir, path, cfg, &c)))
+                s = load_from(c, m, cfg, &budget);
             onnxio__free(dir);
             if (s) onnxio__context(s, "%s", path);
+            /* Data files read: were they the model's? (Checked after a
+             * failure too: a data file of another save fails checks.) */
+            *crossed = onnxio__save_crossed(path, fd);
         }
-        if (s) onnxio_message_clear(m);
+        if (s || *crossed) onnxio_message_clear(m);
     }
-    if ((s = progress_end(&ps, s)) && m) onnxio_message_clear(m);
     onnxio__close(fd);
     onnxio_buffer_unref(map);
-    if (s) return s;
+    if (s || *crossed) return s;
     *out = m;
     return ONNXIO_OK;
+}
+
+static onnxio_status load_path(const onnxio_message_desc *desc, const char *path, const onnxio_parse_options *opts,
+                               onnxio_arena *arena, void **out)
+{
+    *out = NULL;
+    onnxio_parse_options cfg;
+    onnxio_status s = onnxio__parse_config(opts, &cfg);
+    if (s) return s;
+    progress_scope ps;
+    onnxio__progress_enter(&ps.progress, cfg.progress, cfg.progress_user, &ps.saved);
+    bool crossed = true;
+    for (int attempt = 0; crossed && attempt < ONNXIO__LOAD_ATTEMPTS; attempt++) {
+        onnxio__clear_error();
+        s = load_once(desc, path, &cfg, arena, out, &crossed);
+    }
+    if (crossed)
+        s = onnxio__fail(ONNXIO_ERR_IO, "%s: saves kept replacing its files while it was loaded (%d attempts)", path,
+                         ONNXIO__LOAD_ATTEMPTS);
+    if ((s = progress_end(&ps, s)) && *out) {
+        onnxio_message_clear(*out);
+        *out = NULL;
+    }
+    return s;
 }
 
 ONNXIO_API onnxio_status onnxio_load_file(const onnxio_message_desc *desc, const char *path,
@@ -392,6 +419,82 @@ static onnxio_status save_total(void *msg, onnxio__progress *p)
     return s;
 }
 
+/* The save's budget: the payload bytes it writes against the distinct
+ * bytes they come from (tensors sharing one buffer count it once). */
+typedef struct write_budget {
+    struct {
+        uintptr_t start, end;
+    } *ranges;
+    size_t count, capacity;
+    uint64_t written;
+    bool no_memory;
+} write_budget;
+
+static onnxio_status add_range(onnxio_message *msg, onnxio_message *parent, const onnxio_field_desc *via, void *ctx)
+{
+    (void)parent;
+    (void)via;
+    write_budget *b = ctx;
+    const onnxio_TensorProto *t = (const onnxio_TensorProto *)msg;
+    if (!onnxio_has(t, ONNXIO_FIELD_TensorProto_raw_data) || !t->raw_data.data || !t->raw_data.size) return ONNXIO_OK;
+    if (!onnxio__grow((void **)&b->ranges, &b->capacity, b->count, sizeof *b->ranges)) {
+        b->no_memory = true;
+        return ONNXIO_ERR_NO_MEMORY;
+    }
+    uintptr_t start = (uintptr_t)t->raw_data.data;
+    b->ranges[b->count].start = start;
+    b->ranges[b->count].end = start + t->raw_data.size;
+    b->count++;
+    b->written += t->raw_data.size;
+    return ONNXIO_OK;
+}
+
+static int by_start(const void *a, const void *b)
+{
+    uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Refuses (ONNXIO_ERR_EXPANSION) a save whose payloads add up to more than
+ * max_expansion times the distinct bytes they come from, plus the load's
+ * allowance: what bounds a load's memory bounds a save's output. */
+static onnxio_status check_write_budget(void *msg, const char *path, uint64_t ratio)
+{
+    if (ratio == UINT64_MAX) return ONNXIO_OK;
+    write_budget b = {0};
+    onnxio_status s = onnxio__visit(msg, &onnxio_desc_TensorProto, add_range, &b);
+    if (s || b.no_memory) {
+        onnxio__free(b.ranges);
+        if (b.no_memory) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+        /* Deeper than any save writes: the writer refuses it with its own
+         * max_depth message. */
+        return onnxio__clear_error(), ONNXIO_OK;
+    }
+    uint64_t distinct = 0;
+    if (b.count) {
+        qsort(b.ranges, b.count, sizeof *b.ranges, by_start);
+        uintptr_t start = b.ranges[0].start, end = b.ranges[0].end;
+        for (size_t i = 1; i < b.count; i++) {
+            if (b.ranges[i].start > end) {
+                distinct += end - start;
+                start = b.ranges[i].start;
+            }
+            if (b.ranges[i].end > end) end = b.ranges[i].end;
+        }
+        distinct += end - start;
+    }
+    onnxio__free(b.ranges);
+    onnxio__budget budget = {ratio, distinct, 0};
+    if (b.written > onnxio__budget_left(&budget))
+        return onnxio__fail(ONNXIO_ERR_EXPANSION,
+                            "%s: the save would write %llu payload bytes from %llu distinct bytes in memory (tensors "
+                            "share their bytes), more than max_expansion (%llu) times that plus %u MiB; raise "
+                            "max_expansion to write it",
+                            path, (unsigned long long)b.written, (unsigned long long)distinct, (unsigned long long)ratio,
+                            (unsigned)(ONNXIO_EXPANSION_ALLOWANCE >> 20));
+    return ONNXIO_OK;
+}
+
 /* The three save entry points: arguments, options, then the pipeline. */
 typedef enum save_kind { SAVE_MESSAGE, SAVE_MODEL, SAVE_ARCHIVE } save_kind;
 
@@ -402,6 +505,7 @@ static onnxio_status save(void *msg, const char *path, const onnxio_serialize_op
     if (kind == SAVE_MODEL && onnxio_path_is_archive(path)) kind = SAVE_ARCHIVE;
     onnxio_serialize_options cfg;
     onnxio_status s = kind == SAVE_ARCHIVE ? onnxio__archive_save_config(opts, &cfg) : onnxio__serialize_config(opts, &cfg);
+    if (!s) s = check_write_budget(msg, path, cfg.max_expansion);
     if (s) return s;
     progress_scope ps;
     onnxio__progress_enter(&ps.progress, cfg.progress, cfg.progress_user, &ps.saved);

@@ -6,13 +6,15 @@
 
 #include "internal.h"
 
-onnxio_status onnxio__copy_options(void *dst, size_t dst_size, const void *src, const char *what)
+onnxio_status onnxio__copy_options(void *dst, size_t dst_size, const void *src, const char *what, size_t first_size)
 {
     memset(dst, 0, dst_size);
     if (!src) return ONNXIO_OK;
     size_t given;
     memcpy(&given, src, sizeof given);
-    if (given == 0) given = dst_size; /* this version's layout */
+    /* 0: the layout of 0.2, whose programs may pass a zeroed struct of that
+     * size (reading further would read past its end). */
+    if (given == 0) given = first_size;
     if (given < sizeof(size_t) || given % sizeof(size_t))
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "%s: struct_size %zu is not the size of any version of it",
                             what, given);
@@ -61,7 +63,7 @@ static onnxio_status common(int *max_depth, int num_threads, uint64_t alignment,
 
 onnxio_status onnxio__parse_config(const onnxio_parse_options *opts, onnxio_parse_options *cfg)
 {
-    onnxio_status s = onnxio__copy_options(cfg, sizeof *cfg, opts, "onnxio_parse_options");
+    onnxio_status s = onnxio__copy_options(cfg, sizeof *cfg, opts, "onnxio_parse_options", sizeof *cfg);
     if (!s) s = common(&cfg->max_depth, cfg->num_threads, cfg->alignment, &cfg->raw_data_threshold);
     if (s) return s;
     if (cfg->alignment == 0) cfg->alignment = ONNXIO_DEFAULT_ALIGNMENT;
@@ -78,11 +80,12 @@ onnxio_status onnxio__parse_config(const onnxio_parse_options *opts, onnxio_pars
 
 onnxio_status onnxio__serialize_config(const onnxio_serialize_options *opts, onnxio_serialize_options *cfg)
 {
-    onnxio_status s = onnxio__copy_options(cfg, sizeof *cfg, opts, "onnxio_serialize_options");
+    onnxio_status s = onnxio__copy_options(cfg, sizeof *cfg, opts, "onnxio_serialize_options", ONNXIO__SERIALIZE_OPTIONS_0_2_SIZE);
     if (!s) s = common(&cfg->max_depth, cfg->num_threads, cfg->alignment, &cfg->raw_data_threshold);
     if (s) return s;
     /* The alignment's default depends on where payloads go (save.c). */
     if (cfg->external_data.size_threshold == 0) cfg->external_data.size_threshold = ONNXIO_DEFAULT_EXTERNAL_THRESHOLD;
+    if (cfg->max_expansion == 0) cfg->max_expansion = ONNXIO_DEFAULT_MAX_EXPANSION;
     return ONNXIO_OK;
 }
 

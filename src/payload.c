@@ -213,11 +213,21 @@ static void share_add(onnxio__payloads *p, const onnxio__payload_src *src, const
 /* Marks the payload as loaded; an external tensor stops being external:
  * no external_data keys, data_location present and DEFAULT, as the onnx
  * package's load_external_data_for_tensor leaves it (so a load and a save
- * write the bytes `onnx.load` + `onnx.save` write). */
+ * write the bytes `onnx.load` + `onnx.save` write); a tensor of an .onnxz
+ * entry without data_location, as it was before the archive was written
+ * (so .onnx -> .onnxz -> .onnx gives back the same bytes). */
 static void loaded(onnxio_TensorProto *t, const onnxio__payload_src *src)
 {
     onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
-    if (src->external) onnxio__mark_loaded_external(t);
+    if (src->entry) onnxio__mark_loaded_entry(t);
+    else if (src->external) onnxio__mark_loaded_external(t);
+}
+
+void onnxio__mark_loaded_entry(onnxio_TensorProto *t)
+{
+    onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
+    onnxio_field_clear(t, &onnxio_desc_TensorProto.fields[ONNXIO_FIELD_TensorProto_data_location]);
+    onnxio_field_clear(t, &onnxio_desc_TensorProto.fields[ONNXIO_FIELD_TensorProto_external_data]);
 }
 
 void onnxio__mark_loaded_external(onnxio_TensorProto *t)

@@ -5,7 +5,7 @@
  * placement (payload.c) find it there, so that the codec and the pipelines
  * need no new argument. Pool threads only add to `done` (an atomic
  * counter); every call of the callback happens on the calling thread, in
- * onnxio__progress_report. Without a callback nothing is made current and
+ * onnxio__progress_report. Without a callback nothing is current and
  * nothing is counted. */
 #include "internal.h"
 
@@ -18,7 +18,9 @@ void onnxio__progress_enter(onnxio__progress *p, onnxio_progress_fn fn, void *us
     *saved = current;
     *p = (onnxio__progress){.fn = fn, .user = user};
     atomic_init(&p->done, 0);
-    if (fn) current = p;
+    /* An operation without a callback counts nothing, also when it runs
+     * inside one that has a callback (a load from a save's callback). */
+    current = fn ? p : NULL;
 }
 
 void onnxio__progress_leave(onnxio__progress **saved) { current = *saved; }

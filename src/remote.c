@@ -53,7 +53,7 @@ ONNXIO_API onnxio_status onnxio_external_ranges(onnxio_message *root, onnxio_loc
 
 ONNXIO_API void onnxio_external_ranges_free(onnxio_external_range *ranges) { onnxio__free(ranges); }
 
-ONNXIO_API onnxio_status onnxio_tensor_set_fetched_payload(onnxio_TensorProto *t, void *data, size_t size, onnxio_buffer *owner)
+static onnxio_status set_fetched(onnxio_TensorProto *t, void *data, size_t size, onnxio_buffer *owner, bool entry)
 {
     if (!t || (!data && size))
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "onnxio_tensor_set_fetched_payload: NULL argument");
@@ -62,6 +62,17 @@ ONNXIO_API onnxio_status onnxio_tensor_set_fetched_payload(onnxio_TensorProto *t
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "tensor '%s': a fetched payload of %zu bytes, its type and shape need %llu",
                             onnxio__tensor_name(t), size, (unsigned long long)want);
     onnxio_span_set(&t->raw_data, data, size, owner);
-    onnxio__mark_loaded_external(t);
+    if (entry) onnxio__mark_loaded_entry(t);
+    else onnxio__mark_loaded_external(t);
     return ONNXIO_OK;
+}
+
+ONNXIO_API onnxio_status onnxio_tensor_set_fetched_payload(onnxio_TensorProto *t, void *data, size_t size, onnxio_buffer *owner)
+{
+    return set_fetched(t, data, size, owner, false);
+}
+
+ONNXIO_API onnxio_status onnxio_tensor_set_fetched_entry(onnxio_TensorProto *t, void *data, size_t size, onnxio_buffer *owner)
+{
+    return set_fetched(t, data, size, owner, true);
 }

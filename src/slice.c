@@ -29,13 +29,17 @@ struct onnxio_tensor_file {
     onnxio_slice_options opts;
     onnxio__budget budget;
     char *path;
+    /* A save replaced the model after it was opened, before a data file
+     * it names was: that file may be the new save's. Reads that need a
+     * data file not opened yet fail from then on. */
+    bool replaced;
 };
 
 /* ---- options and lookups ---------------------------------------------------- */
 
 static onnxio_status slice_config(const onnxio_slice_options *opts, onnxio_slice_options *cfg)
 {
-    onnxio_status s = onnxio__copy_options(cfg, sizeof *cfg, opts, "onnxio_slice_options");
+    onnxio_status s = onnxio__copy_options(cfg, sizeof *cfg, opts, "onnxio_slice_options", sizeof *cfg);
     if (s) return s;
     if (cfg->num_threads < 0 || cfg->max_depth < 0)
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "onnxio_slice_options: negative num_threads or max_depth");
@@ -311,8 +315,18 @@ static onnxio_status locate(onnxio_tensor_file *f, const onnxio_TensorProto *t, 
         }
         if (s) return s;
     }
-    onnxio__entry *e;
-    if ((s = f->container->open(f->container, t, &r, &f->budget, &e))) return s;
+    onnxio__entry *e, *before = f->container->entries;
+    if (f->replaced || (s = f->container->open(f->container, t, &r, &f->budget, &e))) {
+        if (!f->replaced) return s;
+        onnxio__clear_error();
+    }
+    /* A data file opened now: is it the model's (onnxio__save_crossed)?
+     * Files opened earlier stay the ones that were there then. */
+    if (f->replaced || (!f->archive && f->container->entries != before && onnxio__save_crossed(f->path, f->fd))) {
+        f->replaced = true;
+        return onnxio__fail(ONNXIO_ERR_IO, "%s was replaced by a save after it was opened: open it again to read '%s'",
+                            f->path, onnxio__tensor_name(t));
+    }
     uint64_t length;
     if ((s = onnxio__check_external_range(t, &r, e->size, e->name, &length))) return s;
     *src = (source){e->fd, e->offset + r.offset, e->data ? e->data + r.offset : NULL, e->owner, e->name};
@@ -467,10 +481,16 @@ ONNXIO_API onnxio_status onnxio_read_tensor_slice(const char *path, const char *
                                                   size_t rank, void *dst, uint64_t dst_size, onnxio_buffer **out,
                                                   const onnxio_slice_options *opts, onnxio_slice_stats *stats)
 {
-    onnxio_tensor_file *f;
-    onnxio_status s = onnxio_tensor_file_open(path, opts, &f);
-    if (s) return s;
-    s = onnxio_tensor_file_read(f, name, ranges, rank, dst, dst_size, out, stats);
-    onnxio_tensor_file_close(f);
+    onnxio_status s = ONNXIO_OK;
+    bool replaced = true;
+    /* A save that replaced the files between the open and the read: the
+     * next open waits for it. */
+    for (int attempt = 0; replaced && attempt < ONNXIO__LOAD_ATTEMPTS; attempt++) {
+        onnxio_tensor_file *f;
+        if ((s = onnxio_tensor_file_open(path, opts, &f))) return s;
+        s = onnxio_tensor_file_read(f, name, ranges, rank, dst, dst_size, out, stats);
+        replaced = f->replaced;
+        onnxio_tensor_file_close(f);
+    }
     return s;
 }

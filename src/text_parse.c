@@ -1120,7 +1120,7 @@ ONNXIO_API onnxio_status onnxio_text_parse(const onnxio_message_desc *desc, cons
     if (!desc || (!text && size) || !arena || !out)
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "text_parse: NULL argument");
     onnxio_text_options cfg;
-    onnxio_status s = onnxio__copy_options(&cfg, sizeof cfg, opts, "onnxio_text_options");
+    onnxio_status s = onnxio__copy_options(&cfg, sizeof cfg, opts, "onnxio_text_options", sizeof cfg);
     if (s) return s;
     if ((unsigned)cfg.style > ONNXIO_TEXT_JSON)
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "text_parse: unknown text style %d", (int)cfg.style);

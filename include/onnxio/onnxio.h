@@ -473,6 +473,14 @@ typedef struct onnxio_serialize_options {
      * payload of its own. */
     onnxio_progress_fn progress;
     void *progress_user;
+    /* A save writes at most this many times the distinct payload bytes the
+     * tree holds, plus 1 MiB, in payloads (ONNXIO_ERR_EXPANSION before
+     * anything is written): tensors that share one buffer (a no_copy load
+     * of a model whose tensors all refer to one range) would otherwise turn
+     * a small model into a huge file, once per tensor. 0 means
+     * ONNXIO_DEFAULT_MAX_EXPANSION (100); UINT64_MAX means no limit. The
+     * same rule as onnxio_parse_options.max_expansion for loads. */
+    uint64_t max_expansion;
 } onnxio_serialize_options;
 
 #define ONNXIO_SERIALIZE_OPTIONS_INIT ONNXIO_OPTIONS_INIT_(onnxio_serialize_options)
@@ -654,9 +662,17 @@ onnxio_status onnxio_serialize_to(void *msg, void *dst, size_t capacity, onnxio_
  * DEFAULT (present, as the onnx package's load_external_data_for_tensor
  * leaves it). A file
  * that onnxio_detect_format calls an archive is loaded as an .onnxz archive
- * (see ".onnxz archives" below; base_dir does not apply). When an earlier
+ * (see ".onnxz archives" below; base_dir does not apply); tensors read
+ * from its entries lose data_location altogether, as they were before the
+ * archive was written. When an earlier
  * save of `path` was interrupted, its journal is finished or rolled back
- * first (see onnxio_save_model). */
+ * first (see onnxio_save_model). A load never mixes two saves: one that
+ * finds a save of `path` in progress waits for it, and one that a save
+ * overtook while it opened the data files (the model from before the save,
+ * a data file from after) starts again; after 16 such starts it fails with
+ * ONNXIO_ERR_IO. A load called from inside a save of the same file on the
+ * same thread (a progress callback, a streaming save's tensor source)
+ * reads the files as they were before that save. */
 onnxio_status onnxio_load_model(const char *path, const onnxio_parse_options *opts,
                                 onnxio_arena *arena, onnxio_ModelProto **out);
 /* Loads a model from bytes (see onnxio_parse for ownership). External data
@@ -1226,8 +1242,11 @@ onnxio_status onnxio_tensor_slice_size(const onnxio_TensorProto *t, const onnxio
  * ONNXIO_ERR_SLICE (see onnxio_tensor_slice_size),
  * ONNXIO_ERR_INVALID_ARGUMENT (dst too small, NULL arguments), the external
  * data errors of onnxio_load_model for the tensor's file or entry (checked
- * when it is first used), ONNXIO_ERR_IO (a failed or short read),
- * ONNXIO_ERR_NO_MEMORY. */
+ * when it is first used), ONNXIO_ERR_IO (a failed or short read; or a
+ * save of `path` replaced the model after the handle was opened, before
+ * the data file this tensor needs was first opened: that file may hold
+ * another save's bytes, so the read is refused and the handle must be
+ * opened again), ONNXIO_ERR_NO_MEMORY. */
 onnxio_status onnxio_tensor_file_read(onnxio_tensor_file *file, const char *name, const onnxio_slice_range *ranges,
                                       size_t rank, void *dst, uint64_t dst_size, onnxio_buffer **out,
                                       onnxio_slice_stats *stats);
@@ -1244,7 +1263,9 @@ onnxio_status onnxio_tensor_file_view(onnxio_tensor_file *file, const char *name
                                       size_t rank, const void **data, uint64_t *size, onnxio_buffer **owner);
 
 /* One call: open `path`, read the slice as onnxio_tensor_file_read does,
- * close. A program that reads several tensors of one file opens it once. */
+ * close; opened again when a save replaced the files in between (up to 16
+ * times, each after waiting for the save). A program that reads several
+ * tensors of one file opens it once. */
 onnxio_status onnxio_read_tensor_slice(const char *path, const char *name, const onnxio_slice_range *ranges,
                                        size_t rank, void *dst, uint64_t dst_size, onnxio_buffer **out,
                                        const onnxio_slice_options *opts, onnxio_slice_stats *stats);
@@ -1393,6 +1414,10 @@ void onnxio_external_ranges_free(onnxio_external_range *ranges);
  * is fixed). */
 onnxio_status onnxio_tensor_set_fetched_payload(onnxio_TensorProto *t, void *data, size_t size,
                                                 onnxio_buffer *owner);
+/* The same for a payload fetched from an .onnxz archive's entry (the
+ * ranges of onnxio_archive_ranges): the tensor loses data_location
+ * altogether, as a local load of the archive leaves it (docs/onnxz.md). */
+onnxio_status onnxio_tensor_set_fetched_entry(onnxio_TensorProto *t, void *data, size_t size, onnxio_buffer *owner);
 
 #ifdef __cplusplus
 }

@@ -330,8 +330,69 @@ static void *adopt(PyOnnxioMessage *m, int for_write)
  * Python code made it (x = x.sequence_type.elem_type in a loop makes one
  * link per field read): it is walked with a heap array, never recursively,
  * so that no depth overflows the C stack. */
+/* ---- trees being written ------------------------------------------------ */
+
+/* The arenas whose messages a save or serialization reads with the GIL
+ * released (a progress callback or another thread runs meanwhile), each
+ * with a count. Changed and read with the GIL held. A write into such a
+ * tree would free or move what the writer is reading (a payload, a
+ * repeated field's array): it raises instead. */
+static struct busy_arena {
+    onnxio_arena *arena;
+    int count;
+} busy[64];
+static int busy_used;
+
+int pyonnxio_busy_enter(onnxio_arena *arena)
+{
+    for (int i = 0; i < busy_used; i++)
+        if (busy[i].arena == arena) return ++busy[i].count, 0;
+    if (busy_used == (int)(sizeof busy / sizeof busy[0])) {
+        PyErr_SetString(PyExc_RuntimeError, "onnxio: too many saves in progress at once (64)");
+        return -1;
+    }
+    busy[busy_used++] = (struct busy_arena){arena, 1};
+    return 0;
+}
+
+void pyonnxio_busy_leave(onnxio_arena *arena)
+{
+    for (int i = 0; i < busy_used; i++)
+        if (busy[i].arena == arena) {
+            if (--busy[i].count == 0) busy[i] = busy[--busy_used];
+            return;
+        }
+}
+
+static int busy_refuses(onnxio_arena *arena)
+{
+    for (int i = 0; busy_used && i < busy_used; i++)
+        if (busy[i].arena == arena) {
+            PyErr_SetString(PyExc_RuntimeError,
+                            "cannot change a message while a save or serialization of its tree is in progress "
+                            "(from a progress callback or another thread): change it after that call returns");
+            return 1;
+        }
+    return 0;
+}
+
+/* The first existing message of m's chain (m itself when it exists). */
+static PyOnnxioMessage *existing(PyOnnxioMessage *m)
+{
+    while (m && !m->msg) m = m->parent;
+    return m;
+}
+
+int pyonnxio_busy_check(PyOnnxioMessage *m)
+{
+    if (!busy_used) return 0;
+    PyOnnxioMessage *e = existing(m);
+    return e && busy_refuses(e->arena) ? -1 : 0;
+}
+
 void *pyonnxio_message_get(PyOnnxioMessage *m, int for_write)
 {
+    if (for_write && pyonnxio_busy_check(m) < 0) return NULL;
     if (m->msg) return m->msg;
     if (!m->parent) {
         if (for_write) PyErr_SetString(PyExc_TypeError, "onnxio.Message is abstract: use a message class");
@@ -998,9 +1059,14 @@ static PyObject *parse_merge(PyOnnxioMessage *self, PyObject *data, int clear_fi
     if (clear_first) clear_unlink(c);
     onnxio_status s;
     onnxio_arena *arena = self->arena;
+    if (pyonnxio_busy_enter(arena) < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
     s = onnxio_parse_into(c, view.buf, (size_t)view.len, NULL, NULL, arena);
     Py_END_ALLOW_THREADS
+    pyonnxio_busy_leave(arena);
     Py_ssize_t n = view.len;
     PyBuffer_Release(&view);
     if (s) return pyonnxio_raise(s);
@@ -1054,7 +1120,7 @@ static void *grow_bytes_fn(void *user, void *data, size_t used, size_t size)
     return r ? NULL : PyBytes_AS_STRING(g->bytes);
 }
 
-PyObject *pyonnxio_serialize(void *msg)
+PyObject *pyonnxio_serialize(void *msg, onnxio_arena *arena)
 {
     onnxio_message *c = msg;
     /* One pass into a bytes object of the size the last parse or
@@ -1066,9 +1132,14 @@ PyObject *pyonnxio_serialize(void *msg)
     size_t size = 0;
     onnxio_status s;
     if (hint >= RELEASE_GIL_ABOVE || hint == 0) { /* large, or of a size not known yet */
+        if (arena && pyonnxio_busy_enter(arena) < 0) {
+            Py_DECREF(g.bytes);
+            return NULL;
+        }
         g.save = PyEval_SaveThread();
         s = onnxio_serialize_to(c, PyBytes_AS_STRING(g.bytes), (size_t)PyBytes_GET_SIZE(g.bytes), grow_bytes_fn, &g, &size);
         PyEval_RestoreThread(g.save);
+        if (arena) pyonnxio_busy_leave(arena);
     } else {
         s = onnxio_serialize_to(c, PyBytes_AS_STRING(g.bytes), (size_t)PyBytes_GET_SIZE(g.bytes), grow_bytes_fn, &g, &size);
     }
@@ -1086,7 +1157,7 @@ static PyObject *serialize(PyOnnxioMessage *self)
 {
     void *c = pyonnxio_message_get(self, 0);
     if (!c) return PyBytes_FromStringAndSize("", 0); /* lazy: empty */
-    return pyonnxio_serialize(c);
+    return pyonnxio_serialize(c, self->arena);
 }
 
 static PyObject *m_SerializeToString(PyOnnxioMessage *self, PyObject *args, PyObject *kwargs)

@@ -783,7 +783,7 @@ static void *message_for_read(PyOnnxioMessage *m, const onnxio_message_desc *des
 PyDoc_STRVAR(save_file_doc,
              "_save_file(message, path, *, num_threads=0, raw_data_threshold=0, alignment=0, location=None,\n"
              "           size_threshold=0, all_tensors_to_one_file=None, convert_attribute=False,\n"
-             "           max_file_size=0, checksum=False, max_depth=0, fsync=True, progress=None)\n"
+             "           max_file_size=0, checksum=False, max_depth=0, fsync=True, progress=None, max_expansion=0)\n"
              "Saves `message` to `path` atomically (onnxio_save_model for a ModelProto, with its external data\n"
              "options; onnxio_save_file otherwise). The message is not modified. The GIL is released during\n"
              "the save; 0 means the library's default for every number. max_depth: a tree nested deeper is\n"
@@ -791,25 +791,27 @@ PyDoc_STRVAR(save_file_doc,
              "no fsync (onnxio_serialize_options.fsync OFF): a killed save still leaves the old or the new\n"
              "files, a power cut may leave a new file incomplete. progress(done, total): called with the payload\n"
              "bytes written so far and in all (onnxio_serialize_options.progress), with the GIL; an exception it\n"
-             "raises stops the save, which leaves the old files, and propagates.");
+             "raises stops the save, which leaves the old files, and propagates. max_expansion: refuse\n"
+             "(ExpansionError) payloads adding up to more than this many times the distinct bytes they come\n"
+             "from (0: 100).");
 
 static PyObject *mod_save_file(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
     static char *kwlist[] = {"message", "path", "num_threads", "raw_data_threshold", "alignment", "location",
                              "size_threshold", "all_tensors_to_one_file", "convert_attribute", "max_file_size",
-                             "checksum", "max_depth", "fsync", "progress", NULL};
+                             "checksum", "max_depth", "fsync", "progress", "max_expansion", NULL};
     PyObject *obj, *path = NULL, *location = NULL, *progress_fn = Py_None;
     progress_call progress = {0};
-    onnxio_serialize_options so = {0};
+    onnxio_serialize_options so = ONNXIO_SERIALIZE_OPTIONS_INIT;
     int convert_attribute = 0, checksum = 0, fsync = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO&|$O&O&O&O&O&O&pO&pO&pO:_save_file", kwlist, &obj,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO&|$O&O&O&O&O&O&pO&pO&pOO&:_save_file", kwlist, &obj,
                                      PyUnicode_FSConverter, &path, conv_int, &so.num_threads, conv_u64,
                                      &so.raw_data_threshold, conv_u64, &so.alignment,
                                      conv_opt_path, &location, conv_u64, &so.external_data.size_threshold,
                                      conv_toggle, &so.external_data.all_tensors_to_one_file, &convert_attribute,
                                      conv_u64, &so.external_data.max_file_size, &checksum, conv_depth,
-                                     &so.max_depth, &fsync, &progress_fn))
+                                     &so.max_depth, &fsync, &progress_fn, conv_u64, &so.max_expansion))
         goto fail;
     if (progress_call_init(&progress, progress_fn, &so.progress, &so.progress_user) < 0) goto fail;
     so.fsync = fsync ? ONNXIO_ON : ONNXIO_OFF;
@@ -828,10 +830,17 @@ static PyObject *mod_save_file(PyObject *self, PyObject *args, PyObject *kw)
     void *msg = message_for_read(m, desc, &keep);
     if (!msg) goto fail;
     onnxio_status s;
+    /* The tree stays as it is until the save returns: a progress callback
+     * or another thread that changes it gets RuntimeError. */
+    if (pyonnxio_busy_enter(keep) < 0) {
+        onnxio_arena_unref(keep);
+        goto fail;
+    }
     Py_BEGIN_ALLOW_THREADS
     if (desc == &onnxio_desc_ModelProto) s = onnxio_save_model(msg, PyBytes_AS_STRING(path), &so);
     else s = onnxio_save_file(msg, PyBytes_AS_STRING(path), &so);
     Py_END_ALLOW_THREADS
+    pyonnxio_busy_leave(keep);
     onnxio_arena_unref(keep);
     Py_DECREF(path);
     Py_XDECREF(location);
@@ -858,7 +867,7 @@ static PyObject *mod_serialize(PyObject *self, PyObject *obj)
     onnxio_arena *keep;
     void *msg = message_for_read(m, pyonnxio_message_desc_of(obj), &keep);
     if (!msg) return NULL;
-    PyObject *out = pyonnxio_serialize(msg);
+    PyObject *out = pyonnxio_serialize(msg, keep);
     onnxio_arena_unref(keep);
     return out;
 }
@@ -950,9 +959,14 @@ static PyObject *mod_text_format(PyObject *self, PyObject *args)
     o.style = (onnxio_text_style)style;
     onnxio_buffer *buf = NULL;
     onnxio_status s;
+    if (pyonnxio_busy_enter(keep) < 0) {
+        onnxio_arena_unref(keep);
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
     s = onnxio_text_format(msg, &o, &buf);
     Py_END_ALLOW_THREADS
+    pyonnxio_busy_leave(keep);
     onnxio_arena_unref(keep);
     if (s) return pyonnxio_raise_writing(s);
     PyObject *r = PyBytes_FromStringAndSize((const char *)onnxio_buffer_data(buf), (Py_ssize_t)onnxio_buffer_size(buf));
@@ -1040,9 +1054,15 @@ static PyObject *mod_archive_replace_model(PyObject *self, PyObject *args, PyObj
         return NULL;
     }
     onnxio_status s;
+    if (pyonnxio_busy_enter(keep) < 0) {
+        onnxio_arena_unref(keep);
+        Py_DECREF(path);
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
     s = onnxio_archive_replace_model(PyBytes_AS_STRING(path), msg, &so);
     Py_END_ALLOW_THREADS
+    pyonnxio_busy_leave(keep);
     onnxio_arena_unref(keep);
     Py_DECREF(path);
     if (s) return pyonnxio_raise_writing(s);
@@ -1074,9 +1094,14 @@ static PyObject *mod_consolidate(PyObject *self, PyObject *args, PyObject *kw)
     onnxio_arena *keep = onnxio_arena_ref(m->arena);
     onnxio_buffer *b = NULL;
     onnxio_status s;
+    if (pyonnxio_busy_enter(keep) < 0) {
+        onnxio_arena_unref(keep);
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
     s = onnxio_consolidate_tensors_to_buffer(msg, &o, &b);
     Py_END_ALLOW_THREADS
+    pyonnxio_busy_leave(keep);
     onnxio_arena_unref(keep);
     if (s) return pyonnxio_raise(s);
     if (!b) Py_RETURN_NONE;

@@ -98,10 +98,21 @@ PyObject *pyonnxio_message_new_root(const onnxio_message_desc *desc);
  * (read the defaults). for_write = 1: creates it (and its lazy ancestors)
  * first; NULL with MemoryError set only when that fails. */
 void *pyonnxio_message_get(PyOnnxioMessage *m, int for_write);
+/* Marks the tree of `arena` as being read by a call that releases the GIL
+ * (a save, a serialization): until the matching pyonnxio_busy_leave, a
+ * write into it (pyonnxio_message_get for_write) raises RuntimeError
+ * instead of freeing what the call reads. With the GIL. 0, or -1 with
+ * RuntimeError when 64 trees are busy already. */
+int pyonnxio_busy_enter(onnxio_arena *arena);
+void pyonnxio_busy_leave(onnxio_arena *arena);
+/* -1 with RuntimeError when m's tree is busy (for writes that do not go
+ * through pyonnxio_message_get), else 0. */
+int pyonnxio_busy_check(PyOnnxioMessage *m);
 /* The wire bytes of `msg` (onnxio_serialize_to, the GIL released for a
  * large one), or NULL with EncodeError (a skipped payload, too deep) or
- * MemoryError set. */
-PyObject *pyonnxio_serialize(void *msg);
+ * MemoryError set. `arena` (NULL: a tree no Python code can reach) is
+ * marked busy while the GIL is released (pyonnxio_busy_enter). */
+PyObject *pyonnxio_serialize(void *msg, onnxio_arena *arena);
 
 /* Calls fn(msg, ctx) for `root` and every message below it, parents first,
  * with a heap stack (a tree made in Python can be nested past any C stack).

@@ -85,17 +85,19 @@ PyObject *pyonnxio_remote_external_ranges(PyObject *self, PyObject *args)
 }
 
 const char pyonnxio_remote_set_payload_doc[] =
-    "_set_fetched_payload(tensor, obj)\n"
+    "_set_fetched_payload(tensor, obj, entry=False)\n"
     "Sets an external tensor's payload to the bytes of `obj` (bytes, or any object exporting a\n"
     "C-contiguous buffer, e.g. a memoryview slice of a numpy array) without copying them: the tensor\n"
     "keeps `obj` alive. The tensor stops being external as after any load\n"
-    "(onnxio_tensor_set_fetched_payload); ValueError when the size is not what its type and shape need.";
+    "(onnxio_tensor_set_fetched_payload; entry=True: an .onnxz entry's, onnxio_tensor_set_fetched_entry);\n"
+    "ValueError when the size is not what its type and shape need.";
 
 PyObject *pyonnxio_remote_set_payload(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *obj, *data;
-    if (!PyArg_ParseTuple(args, "OO:_set_fetched_payload", &obj, &data)) return NULL;
+    int entry = 0;
+    if (!PyArg_ParseTuple(args, "OO|p:_set_fetched_payload", &obj, &data, &entry)) return NULL;
     if (pyonnxio_message_desc_of(obj) != &onnxio_desc_TensorProto) {
         PyErr_Format(PyExc_TypeError, "tensor must be an onnxio.TensorProto, not %.200s", Py_TYPE(obj)->tp_name);
         return NULL;
@@ -103,8 +105,9 @@ PyObject *pyonnxio_remote_set_payload(PyObject *self, PyObject *args)
     onnxio_buffer *b = pyonnxio_buffer_for_object(data);
     if (!b) return NULL;
     onnxio_TensorProto *t = pyonnxio_message_get((PyOnnxioMessage *)obj, 1);
-    onnxio_status s = t ? onnxio_tensor_set_fetched_payload(t, onnxio_buffer_data(b), onnxio_buffer_size(b), b)
-                        : ONNXIO_ERR_NO_MEMORY;
+    onnxio_status s = !t      ? ONNXIO_ERR_NO_MEMORY
+                      : entry ? onnxio_tensor_set_fetched_entry(t, onnxio_buffer_data(b), onnxio_buffer_size(b), b)
+                              : onnxio_tensor_set_fetched_payload(t, onnxio_buffer_data(b), onnxio_buffer_size(b), b);
     onnxio_buffer_unref(b);
     if (!t) return NULL;
     if (s) return pyonnxio_raise(s);

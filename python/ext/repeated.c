@@ -146,6 +146,7 @@ static PyObject *repeated_subscript(Repeated *self, PyObject *key)
 /* Removes the elements a slice selects (or one index), keeping order. */
 static int delete_items(Repeated *self, PyObject *key)
 {
+    if (pyonnxio_busy_check(self->owner) < 0) return -1;
     generic_array *a = arr_read(self);
     size_t es = onnxio_field_elem_size(self->field);
     size_t start, step, count;
@@ -375,6 +376,7 @@ static PyObject *repeated_count(Repeated *self, PyObject *value)
 
 static PyObject *repeated_reverse(Repeated *self, PyObject *unused)
 {
+    if (pyonnxio_busy_check(self->owner) < 0) return NULL;
     generic_array *a = arr_read(self);
     size_t es = onnxio_field_elem_size(self->field);
     char tmp[sizeof(onnxio_span) > 16 ? sizeof(onnxio_span) : 16];
@@ -555,6 +557,7 @@ static PyObject *composite_insert(Repeated *self, PyObject *args)
 
 static PyObject *composite_sort(Repeated *self, PyObject *args, PyObject *kwargs)
 {
+    if (pyonnxio_busy_check(self->owner) < 0) return NULL;
     PyObject *list = sorted_list(self, args, kwargs);
     if (!list) return NULL;
     generic_array *a = arr_read(self);

@@ -100,9 +100,13 @@ PyObject *pyonnxio_safetensors_load_into(PyObject *self, PyObject *args, PyObjec
     onnxio_status s = ONNXIO_OK;
     if (msg) {
         onnxio_arena *arena = onnxio_arena_ref(m->arena);
-        Py_BEGIN_ALLOW_THREADS
-        s = onnxio_safetensors_load_into(msg, PyBytes_AS_STRING(path), &o);
-        Py_END_ALLOW_THREADS
+        if (pyonnxio_busy_enter(arena) < 0) msg = NULL;
+        else {
+            Py_BEGIN_ALLOW_THREADS
+            s = onnxio_safetensors_load_into(msg, PyBytes_AS_STRING(path), &o);
+            Py_END_ALLOW_THREADS
+            pyonnxio_busy_leave(arena);
+        }
         onnxio_arena_unref(arena);
     }
     PyMem_Free(arr);
@@ -157,9 +161,14 @@ PyObject *pyonnxio_safetensors_save(PyObject *self, PyObject *args, PyObject *kw
     if (!msg) goto done;
     onnxio_arena *arena = onnxio_arena_ref(m->arena);
     onnxio_status s;
+    if (pyonnxio_busy_enter(arena) < 0) {
+        onnxio_arena_unref(arena);
+        goto done;
+    }
     Py_BEGIN_ALLOW_THREADS
     s = onnxio_safetensors_save(msg, PyBytes_AS_STRING(path), &o);
     Py_END_ALLOW_THREADS
+    pyonnxio_busy_leave(arena);
     onnxio_arena_unref(arena);
     if (s) {
         pyonnxio_raise_writing(s);

@@ -120,9 +120,17 @@ PyObject *pyonnxio_save_streaming(PyObject *self, PyObject *args, PyObject *kw)
     }
     onnxio_arena *arena = onnxio_arena_ref(m->arena);
     onnxio_status s;
+    if (pyonnxio_busy_enter(arena) < 0) {
+        onnxio_arena_unref(arena);
+        Py_DECREF(src.iter);
+        Py_DECREF(path);
+        Py_XDECREF(loc_bytes);
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
     s = onnxio_save_streaming(msg, PyBytes_AS_STRING(path), pull, &src, &so);
     Py_END_ALLOW_THREADS
+    pyonnxio_busy_leave(arena);
     onnxio_arena_unref(arena);
     drop_current(&src);
     Py_DECREF(src.iter);

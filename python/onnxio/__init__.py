@@ -393,10 +393,14 @@ class SerializeOptions(TensorBufferOptions):
         ones). False: no fsync, for scratch outputs: a killed save still
         leaves the old or the new files, a power cut may leave a new file
         incomplete (``onnxio_serialize_options.fsync``).
+    max_expansion: a save whose payloads add up to more than this many
+        times the distinct bytes they come from (tensors sharing one buffer),
+        plus 1 MiB, is refused with ExpansionError before anything is
+        written (``onnxio_serialize_options.max_expansion``; 0: 100).
     """
 
-    __slots__ = ("num_threads", "external_data", "max_depth", "fsync")
-    _defaults = {"num_threads": 0, "external_data": None, "max_depth": 0, "fsync": True}
+    __slots__ = ("num_threads", "external_data", "max_depth", "fsync", "max_expansion")
+    _defaults = {"num_threads": 0, "external_data": None, "max_depth": 0, "fsync": True, "max_expansion": 0}
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -405,7 +409,8 @@ class SerializeOptions(TensorBufferOptions):
 
     def _kwargs(self) -> dict:
         out = {"num_threads": self.num_threads, "raw_data_threshold": self.raw_data_threshold,
-               "alignment": self.alignment, "max_depth": self.max_depth, "fsync": self.fsync}
+               "alignment": self.alignment, "max_depth": self.max_depth, "fsync": self.fsync,
+               "max_expansion": self.max_expansion}
         ext = self.external_data or ExternalDataOptions()
         out.update({n: getattr(ext, n) for n in ExternalDataOptions._all_defaults()})
         return out
@@ -917,6 +922,7 @@ def save_model(
     fsync: bool = True,
     options: SerializeOptions | None = None,
     progress=None,
+    max_expansion: int = 0,
 ) -> None:
     """Saves a ModelProto, as ``onnx.save_model``: the same bytes.
 
@@ -948,6 +954,9 @@ def save_model(
             saved with a higher value loads with the same ``max_depth``.
         fsync: False skips fsync, for scratch outputs (see SerializeOptions;
             onnx never syncs).
+        max_expansion: refuse (ExpansionError) a save whose payloads add up
+            to more than this many times the distinct bytes they come from
+            (tensors that share one buffer), plus 1 MiB (0: 100).
         options: a SerializeOptions giving these at once; keyword arguments
             that differ from their defaults override it.
         progress: None (default: silent), a callable ``progress(done,
@@ -994,7 +1003,7 @@ def save_model(
                                         raw_data_threshold=raw_data_threshold, checksum=checksum,
                                         max_file_size=max_external_file_size,
                                         convert_attribute=convert_attribute, max_depth=max_depth,
-                                        fsync=fsync))
+                                        fsync=fsync, max_expansion=max_expansion))
     _with_progress(progress, "saving", f, kwargs,
                    lambda: _save_model(proto, f, fmt, path, kwargs, save_as_external_data=save_as_external_data,
                                        all_tensors_to_one_file=all_tensors_to_one_file, location=location,

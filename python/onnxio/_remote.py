@@ -374,7 +374,7 @@ def _load_archive(fetcher: _Fetcher, path: str, size: int, cls, load_external_da
         if dest is not None:
             dest[:] = view
             view = dest
-        _onnxio._set_fetched_payload(tensor, view)
+        _onnxio._set_fetched_payload(tensor, view, True)
     return model, None
 
 

@@ -25,13 +25,24 @@ def inlined_bytes(path):
     is read in: `onnx.load(path).SerializeToString()`. For an .onnxz archive
     (a zip file whose entries are the model and its external data files),
     the archive is first extracted with zipfile and onnx loads the model
-    entry from there."""
+    entry from there; the tensors it read from entries then lose the
+    data_location = DEFAULT that onnx leaves on them (docs/onnxz.md: an
+    archive gives back its tensors as they were before it was written)."""
+    from onnx.external_data_helper import _get_all_tensors
+
     path = Path(path)
     if not zipfile.is_zipfile(path):
         return onnx.load(str(path)).SerializeToString()
     with tempfile.TemporaryDirectory() as d, zipfile.ZipFile(path) as z:
         z.extractall(d)
-        return onnx.load(str(Path(d) / "__MODEL_PROTO")).SerializeToString()
+        entry = str(Path(d) / "__MODEL_PROTO")
+        was_external = [t.data_location == onnx.TensorProto.EXTERNAL
+                        for t in _get_all_tensors(onnx.load(entry, load_external_data=False))]
+        m = onnx.load(entry)
+        for t, external in zip(_get_all_tensors(m), was_external):
+            if external:
+                t.ClearField("data_location")
+        return m.SerializeToString()
 
 
 def marked_inline(path, moved):

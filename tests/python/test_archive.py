@@ -15,6 +15,7 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import warnings
@@ -216,9 +217,17 @@ def test_save_load_round_trip(tmp_path):
     # A Constant attribute tensor and a subgraph initializer are entries too.
     assert len(used) == 8
 
-    # What onnx loads from the extracted archive (data_location = DEFAULT on
-    # the tensors read from entries).
-    want = onnxref.inlined(p)
+    # The model as it was before the archive was written: tensors read from
+    # entries have no data_location (onnx, loading the extracted archive as
+    # external data, would set DEFAULT on them: an archive is not external
+    # data to its user).
+    with tempfile.TemporaryDirectory() as d, zipfile.ZipFile(p) as z:
+        z.extractall(d)
+        as_external_data = onnx.load(os.path.join(d, MODEL))
+    assert any(t.HasField("data_location") for t in as_external_data.graph.initializer)
+    want = m
+    assert onnxref.inlined(p) == want
+    assert not any(t.HasField("data_location") for t in want.graph.initializer)
     for kwargs in ({}, {"no_copy": True}, {"num_threads": 1}, {"no_copy": True, "verify_crc": True}):
         got = to_onnx(onnxio.load(str(p), **kwargs))
         assert_same_tensors(got, m)
@@ -341,12 +350,16 @@ def test_archive_made_by_zipfile(tmp_path, compression, model_first):
         items = [(MODEL, d / "m.onnx"), ("m.data", d / "m.data")]
         for name, src in (items if model_first else items[::-1]):
             z.write(src, name)
+    # The model onnx.load gives for the same files, but for data_location:
+    # DEFAULT there (read from a data file), absent here (read from an
+    # archive entry).
+    assert all(t.HasField("data_location") for t in want.graph.initializer if len(t.raw_data) >= 1024)
+    want = onnxref.inlined(p)
+    assert not any(t.HasField("data_location") for t in want.graph.initializer)
     for kwargs in ({}, {"no_copy": True}, {"num_threads": 1}, {"verify_crc": False}):
         got = to_onnx(onnxio.load(str(p), **kwargs))
         assert_same_tensors(got, m)
         assert_same_tensors(got, want)
-        # The model onnx.load gives for the same files, data_location =
-        # DEFAULT included.
         assert got == want, kwargs
     # Unloaded, the tensors name the entry.
     lazy = to_onnx(onnxio.load(str(p), load_external_data=False))
@@ -961,3 +974,43 @@ def test_replace_crash_safety(tmp_path):
     assert r.returncode == 0, r.stderr
     assert _check_state(p, old, new) == ("new", True)
     unzip_ok(p)
+
+
+# ---- .onnx -> .onnxz -> .onnx gives back the same bytes -------------------------
+
+def _real_models():
+    import datafiles
+
+    out = []
+    for source in ("libonnx-testdata", "shared-corpus"):
+        root, why = datafiles.SOURCES[source]
+        if not root.is_dir():
+            out.append(pytest.param(None, marks=pytest.mark.skip(reason=why), id=source))
+            continue
+        out.append(pytest.param(root, id=source))
+    return out
+
+
+@pytest.mark.parametrize("root", _real_models())
+def test_archive_round_trip_gives_back_the_bytes(tmp_path, root):
+    """Every model of the set, loaded, saved as .onnxz, loaded from it and
+    serialized, equals what the onnx package (protobuf) serializes for the
+    original: tensors read from entries come back as they were, without a
+    data_location the original did not have."""
+    checked, differ = 0, []
+    z = tmp_path / "m.onnxz"
+    for path in sorted(root.rglob("*.onnx")):
+        try:
+            want = onnx.load(str(path), load_external_data=False)
+        except Exception:  # noqa: BLE001 - a file protobuf does not read is not this test's
+            continue
+        if any(t.data_location == onnx.TensorProto.EXTERNAL for t in want.graph.initializer):
+            continue  # its payloads live in files beside it: not a model of one file
+        m = onnxio.load(str(path))
+        onnxio.save(m, str(z))
+        back = onnxio.load(str(z)).SerializeToString()
+        checked += 1
+        if back != want.SerializeToString():
+            differ.append(path.name)
+    assert checked > 0
+    assert not differ, f"{len(differ)} of {checked} models differ after .onnxz: {differ[:10]}"

@@ -192,3 +192,59 @@ def test_ordinary_models_load_with_the_default(tmp_path):
     for no_copy in (False, True):
         m = onnxio.load(str(path), no_copy=no_copy)
         assert m.SerializeToString() == model.SerializeToString()
+
+
+# ---- writes: what a save writes is bounded by what it holds ---------------------
+
+@pytest.fixture(scope="module")
+def shared_range(tmp_path_factory):
+    """1,000 initializers referring to one 4 MiB range of one data file:
+    a 70 KB model that a no_copy load holds in 4 MiB."""
+    d = tmp_path_factory.mktemp("range")
+    w = np.random.default_rng(1).integers(0, 256, 4 << 20, dtype=np.uint8).tobytes()
+    (d / "w.bin").write_bytes(w)
+    model = external_model([f"t{i}" for i in range(1000)], "w.bin", [0] * 1000, len(w))
+    onnx.save(model, str(d / "m.onnx"))
+    return d / "m.onnx", w
+
+
+@pytest.mark.parametrize("out_name", ["out.onnx", "out.onnxz"])
+def test_save_of_shared_payloads_is_refused(shared_range, tmp_path, out_name):
+    """Saving a no_copy load of it would write 4.19 GB; refused before a
+    byte is written, nothing left behind."""
+    path, _ = shared_range
+    m = onnxio.load(str(path), no_copy=True)
+    with pytest.raises(ValueError, match="max_expansion") as e:
+        onnxio.save(m, str(tmp_path / out_name))
+    assert "4194304000 payload bytes from 4194304 distinct bytes" in str(e.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not CLI.exists(), reason=f"{CLI} is not built")
+@pytest.mark.parametrize("out_name, args", [("out.onnx", ["--inline"]), ("out.onnxz", [])])
+def test_convert_of_shared_payloads_is_refused(shared_range, tmp_path, out_name, args):
+    path, _ = shared_range
+    out = tmp_path / out_name
+    p = subprocess.run([str(CLI), "convert", str(path), str(out), *args], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1 and "max_expansion" in p.stderr, p.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_save_of_shared_payloads_when_trusted(tmp_path):
+    """Raised, the bound lets a model with shared payloads be written, with
+    the bytes onnx writes for the same model."""
+    w = np.arange(1 << 16, dtype=np.uint8)
+    (tmp_path / "w.bin").write_bytes(w.tobytes())
+    model = external_model([f"t{i}" for i in range(300)], "w.bin", [0] * 300, w.size)
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    m = onnxio.load(str(tmp_path / "m.onnx"), no_copy=True)
+    with pytest.raises(ValueError, match="max_expansion"):
+        onnxio.save(m, str(tmp_path / "out.onnx"))
+    onnxio.save(m, str(tmp_path / "out.onnx"), max_expansion=400)
+    want = onnx.load(str(tmp_path / "m.onnx"))
+    assert (tmp_path / "out.onnx").read_bytes() == want.SerializeToString()
+    # Tied weights (a few tensors sharing one buffer) are far below it.
+    m2 = onnxio.load(str(tmp_path / "m.onnx"), no_copy=True)
+    del m2.graph.initializer[2:]
+    onnxio.save(m2, str(tmp_path / "two.onnx"))
+    assert len(onnx.load(str(tmp_path / "two.onnx")).graph.initializer) == 2

@@ -1,0 +1,288 @@
+"""Loads beside saves of the same path: a load returns one save's model
+with that save's data, whole, or the old one; never a mix and never an
+error. Two processes of three threads each save and load one path for
+ONNXIO_SOAK_SECONDS (default 20) per layout: one data file, one file per
+tensor, an .onnxz archive. Each save writes generation K: the graph's
+doc_string says K and every initializer holds K in every element, so a
+load that took one save's model and another's data shows it (the
+reference for the values is numpy on the loaded arrays)."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+SECONDS = float(os.environ.get("ONNXIO_SOAK_SECONDS", "20"))
+
+WORKER = textwrap.dedent(
+    r'''
+    import json, os, random, sys, threading, time
+    import numpy as np
+    import onnxio
+    from onnxio import helper, numpy_helper, TensorProto
+
+    path, layout, seconds, seed = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+    TENSORS, ELEMENTS = 6, 4096
+
+    def model(gen):
+        inits = [numpy_helper.from_array(np.full(ELEMENTS, gen, np.float32), f"w{i}") for i in range(TENSORS)]
+        g = helper.make_graph([], "g", [], [helper.make_tensor_value_info("w0", TensorProto.FLOAT, [ELEMENTS])],
+                              initializer=inits, doc_string=str(gen))
+        return helper.make_model(g)
+
+    def save(gen):
+        m = model(gen)
+        if layout == "one_file":
+            onnxio.save_model(m, path, save_as_external_data=True, all_tensors_to_one_file=True,
+                              location=os.path.basename(path) + ".data", size_threshold=0)
+        elif layout == "per_tensor":
+            onnxio.save_model(m, path, save_as_external_data=True, all_tensors_to_one_file=False, size_threshold=0)
+        else:
+            onnxio.save_model(m, path)
+
+    counts = {"loads": 0, "saves": 0, "torn": [], "errors": []}
+    lock = threading.Lock()
+
+    def run(k):
+        rng = random.Random(seed * 10 + k)
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            try:
+                if rng.random() < 0.3:
+                    save(rng.randrange(1, 1 << 20))
+                    with lock:
+                        counts["saves"] += 1
+                    continue
+                m = onnxio.load(path)
+                gen = float(m.graph.doc_string)
+                values = {float(v) for t in m.graph.initializer for v in np.unique(numpy_helper.to_array(t))}
+                with lock:
+                    counts["loads"] += 1
+                    if values != {gen} or len(m.graph.initializer) != TENSORS:
+                        counts["torn"].append([gen, sorted(values)])
+            except Exception as e:  # any failure of a load or save beside another is a finding
+                with lock:
+                    counts["errors"].append(f"{type(e).__name__}: {e}")
+
+    if seed == 0:
+        save(1)
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    counts["errors"] = counts["errors"][:10]
+    counts["torn"] = counts["torn"][:10]
+    print(json.dumps(counts))
+    '''
+)
+
+
+@pytest.mark.parametrize("layout", ["one_file", "per_tensor", "onnxz"])
+def test_loads_beside_saves_are_never_torn(tmp_path, layout):
+    path = str(tmp_path / ("m.onnxz" if layout == "onnxz" else "m.onnx"))
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    first = subprocess.run([sys.executable, str(script), path, layout, "0", "0"], capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    procs = [subprocess.Popen([sys.executable, str(script), path, layout, str(SECONDS), str(seed)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for seed in (1, 2)]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=SECONDS * 10 + 120)
+        assert p.returncode == 0, err
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    loads = sum(r["loads"] for r in results)
+    saves = sum(r["saves"] for r in results)
+    assert loads > 0 and saves > 0, results
+    torn = [t for r in results for t in r["torn"]]
+    errors = [e for r in results for e in r["errors"]]
+    assert not torn, f"{len(torn)} torn loads of {loads} (beside {saves} saves): {torn}"
+    assert not errors, f"{len(errors)} failures of {loads} loads and {saves} saves: {errors}"
+    # Nothing left behind: no temporary file, no journal.
+    left = sorted(n for n in os.listdir(tmp_path) if ".onnxio-" in n)
+    assert not left, left
+
+
+# ---- a tree that changes while it is saved ------------------------------------
+
+import threading  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import onnx  # noqa: E402  (the reference for what a file holds)
+import onnxio  # noqa: E402
+from onnxio import helper, numpy_helper  # noqa: E402
+
+
+def _model(value, n=4, elements=1 << 18):
+    inits = [numpy_helper.from_array(np.full(elements, value, np.float32), f"w{i}") for i in range(n)]
+    g = helper.make_graph([], "g", [], [helper.make_tensor_value_info("w0", onnxio.TensorProto.FLOAT, [elements])],
+                          initializer=inits)
+    return helper.make_model(g)
+
+
+def _values(path):
+    m = onnx.load(str(path))
+    return {float(v) for t in m.graph.initializer for v in np.unique(onnx.numpy_helper.to_array(t))}
+
+
+@pytest.mark.parametrize("external", [False, True])
+def test_progress_callback_cannot_change_the_tree_being_saved(tmp_path, external):
+    path = tmp_path / "m.onnx"
+    onnxio.save(_model(1.0), str(path), save_as_external_data=external)
+    model = _model(2.0)
+    raised = []
+
+    def progress(done, total):
+        try:
+            model.graph.initializer[0].raw_data = b"\0" * 16
+        except RuntimeError as e:
+            raised.append(e)
+            raise
+
+    with pytest.raises(RuntimeError, match="while a save"):
+        onnxio.save(model, str(path), save_as_external_data=external, progress=progress)
+    assert raised
+    assert _values(path) == {1.0}  # the old files, whole
+    # The tree is as it was, and can be changed and saved once the save returned.
+    assert len(model.graph.initializer[0].raw_data) == 4 << 18
+    model.graph.initializer[0].raw_data = np.full(1 << 18, 3.0, np.float32).tobytes()
+    onnxio.save(model, str(path), save_as_external_data=external)
+    assert _values(path) == {2.0, 3.0}
+
+
+def test_another_thread_cannot_change_the_tree_being_saved(tmp_path):
+    path = tmp_path / "m.onnx"
+    model = _model(2.0)
+    outcome = []
+
+    def change():
+        try:
+            model.graph.initializer.pop()
+            outcome.append("changed")
+        except RuntimeError as e:
+            outcome.append(str(e))
+
+    def progress(done, total):
+        if not outcome:
+            t = threading.Thread(target=change)
+            t.start()
+            t.join()
+
+    onnxio.save(model, str(path), save_as_external_data=True, progress=progress)
+    assert outcome and "while a save" in outcome[0]
+    assert _values(path) == {2.0} and len(onnx.load(str(path)).graph.initializer) == 4
+
+
+# ---- calls on the same file from inside its own save ---------------------------
+
+def test_progress_callback_loads_the_file_being_saved(tmp_path):
+    path = tmp_path / "m.onnx"
+    onnxio.save(_model(1.0), str(path), save_as_external_data=True)
+    seen = []
+
+    def progress(done, total):
+        if not seen:
+            m = onnxio.load(str(path))  # the files as they were before this save
+            seen.append({float(v) for t in m.graph.initializer for v in np.unique(numpy_helper.to_array(t))})
+            seen.append(float(onnxio.read_tensor(str(path), "w1", 5)))
+
+    t = threading.Thread(target=lambda: onnxio.save(_model(2.0), str(path), save_as_external_data=True,
+                                                    progress=progress), daemon=True)
+    t.start()
+    t.join(60)
+    assert not t.is_alive(), "a load from inside a save of the same file waited for itself"
+    assert seen == [{1.0}, 1.0]
+    assert _values(path) == {2.0}
+
+
+def test_progress_callback_saving_the_same_file_fails_at_once(tmp_path):
+    path = tmp_path / "m.onnx"
+    onnxio.save(_model(1.0), str(path), save_as_external_data=True)
+    inner = []
+
+    def progress(done, total):
+        if not inner:
+            try:
+                onnxio.save(_model(3.0), str(path), save_as_external_data=True)
+                inner.append("saved")
+            except Exception as e:
+                inner.append(e)
+
+    result = []
+    t = threading.Thread(target=lambda: result.append(
+        onnxio.save(_model(2.0), str(path), save_as_external_data=True, progress=progress)), daemon=True)
+    t.start()
+    t.join(60)
+    assert not t.is_alive(), "a save from inside a save of the same file waited for itself"
+    assert isinstance(inner[0], ValueError) and "inside a save of it" in str(inner[0]), inner
+    assert _values(path) == {2.0}
+
+
+def test_streaming_save_generator_loads_the_file_being_saved(tmp_path):
+    path = tmp_path / "m.onnx"
+    onnxio.save(_model(1.0), str(path), save_as_external_data=True)
+    structure = _model(0.0)
+    for t in structure.graph.initializer:
+        t.ClearField("raw_data")
+    old = []
+
+    def tensors():
+        for t in structure.graph.initializer:
+            old.append(float(onnxio.read_tensor(str(path), t.name, 0)))
+            yield t.name, np.full(1 << 18, 2.0, np.float32)
+
+    done = []
+    th = threading.Thread(target=lambda: done.append(
+        onnxio.save_streaming(structure, tensors(), str(path), save_as_external_data=True)), daemon=True)
+    th.start()
+    th.join(60)
+    assert not th.is_alive(), "a generator's read of the file being saved waited for the save"
+    assert old == [1.0] * 4
+    assert _values(path) == {2.0}
+
+
+# ---- a journal planted by another user -------------------------------------------
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a file of another user needs root")
+def test_planted_journal_of_another_user_blocks_nothing(tmp_path):
+    import fcntl
+    from pathlib import Path
+
+    cli = os.environ.get("ONNXIO_CLI") or str(Path(__file__).resolve().parents[2] / "build" / "onnxio")
+    if not os.path.exists(cli):
+        pytest.skip(f"{cli} is not built (cmake --build build)")
+    os.chmod(tmp_path, 0o777)
+    path = tmp_path / "m.onnx"
+    onnxio.save(_model(1.0), str(path), save_as_external_data=True)
+    journal = tmp_path / ".m.onnx.onnxio-journal"
+    journal.write_bytes(b"")
+    os.chmod(journal, 0o666)
+    os.chown(journal, 65534, 65534)
+    fd = os.open(journal, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # held by "the other user" for as long as it likes
+        code = textwrap.dedent(f'''
+            import onnxio, subprocess, sys
+            m = onnxio.load({str(path)!r})
+            assert len(m.graph.initializer) == 4
+            assert float(onnxio.read_tensor({str(path)!r}, "w0", 0)) == 1.0
+            try:
+                onnxio.save(m, {str(path)!r}, save_as_external_data=True)
+            except OSError as e:
+                print("save:", e)
+            info = subprocess.run([{cli!r}, "info", {str(path)!r}],
+                                  capture_output=True, text=True, timeout=60)
+            print("info:", info.returncode)
+        ''')
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    finally:
+        os.close(fd)
+    assert r.returncode == 0, r.stderr
+    assert "info: 0" in r.stdout, r.stdout
+    assert "save:" in r.stdout and "uid 65534" in r.stdout, r.stdout
+    assert journal.exists() and os.stat(journal).st_uid == 65534  # left alone
+    assert _values(path) == {1.0}
