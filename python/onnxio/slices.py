@@ -48,7 +48,9 @@ class TensorFile:
     ``names()`` lists the main graph's initializers, ``info(name)`` gives
     ``(data_type, shape)``, ``read(name, index)`` reads a slice. Close it
     with ``close()`` or a ``with`` block (arrays already returned stay
-    valid)."""
+    valid). Reads may come from several threads; a ``close()`` while some
+    are in flight lets them finish (the last one closes the file), and
+    every call after it raises ``ValueError``."""
 
     def __init__(self, path: str | os.PathLike, *, num_threads: int = 0, base_dir: str | os.PathLike | None = None,
                  max_expansion: int = 0):
