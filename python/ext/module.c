@@ -1255,8 +1255,12 @@ PyDoc_STRVAR(check_location_doc,
 static PyObject *mod_check_location(PyObject *self, PyObject *arg)
 {
     (void)self;
-    PyObject *bytes;
-    if (!PyUnicode_FSConverter(arg, &bytes)) return NULL;
+    /* Not PyUnicode_FSConverter: a NUL byte is the library's rule to report. */
+    PyObject *path = PyOS_FSPath(arg), *bytes;
+    if (!path) return NULL;
+    bytes = PyUnicode_Check(path) ? PyUnicode_EncodeFSDefault(path) : Py_NewRef(path);
+    Py_DECREF(path);
+    if (!bytes) return NULL;
     onnxio_status s = onnxio_check_location(PyBytes_AS_STRING(bytes), (size_t)PyBytes_GET_SIZE(bytes));
     Py_DECREF(bytes);
     if (s) return pyonnxio_raise(s);

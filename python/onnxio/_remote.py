@@ -67,6 +67,7 @@ import os
 import posixpath
 import re
 import threading
+import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 
 from onnxio import _onnxio
@@ -198,13 +199,45 @@ def _size(fs, path: str) -> int:
 _URL_ROOT = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://[^/]*)(.*)$")
 
 
+def _decoded(location: str) -> str:
+    """`location` percent-decoded once (what an HTTP client or server makes
+    of it)."""
+    return urllib.parse.unquote(location, errors="surrogateescape")
+
+
+def _check_remote_location(location: str) -> None:
+    """The library's location rules (onnxio_check_location) on what a
+    remote location means once percent-decoded: "%2e%2e/x" is "../x" to an
+    HTTP client, "..%2fx" is "../x" to a server that decodes "%2f", "%00" a
+    NUL, "%5c" a backslash. Every decoding is checked, to a fixpoint, so a
+    server that decodes twice gets nothing else either; the error is the
+    library's for the decoded location, naming the one written."""
+    seen = location
+    for _ in range(len(location)):  # each decoding shortens the string
+        decoded = _decoded(seen)
+        if decoded == seen:
+            return
+        try:
+            _onnxio._check_location(decoded)
+        except ValueError as e:
+            raise type(e)(f"{e} (percent-decoded from the location {location!r})") from None
+        seen = decoded
+
+
 def _join(base: str, location: str) -> str:
-    """`location` (checked by the library: relative, no '..') under the
-    directory `base` of a file system path or a URL (an HTTP file system's
-    paths are URLs: their scheme and host are kept as they are)."""
+    """`location` (checked by the library: relative, no '..'; and by
+    _check_remote_location) under the directory `base` of a file system
+    path or a URL (an HTTP file system's paths are URLs: their scheme and
+    host are kept as they are). Under a URL the location is percent-decoded
+    once and quoted again, so the request is exactly the path checked: no
+    '%2e%2e' left for the client to resolve, and '?', '#', '%' and spaces
+    are parts of the name, not of the URL."""
     m = _URL_ROOT.match(base)
-    root, rest = (m.group(1), m.group(2) or "/") if m else ("", base)
-    return root + posixpath.normpath(posixpath.join(rest, location) if rest else location)
+    if m:
+        root, rest = m.group(1), m.group(2) or "/"
+        name = urllib.parse.quote(_decoded(location), safe="/", errors="surrogateescape")
+        return root + posixpath.normpath(posixpath.join(rest, name))
+    return posixpath.normpath(posixpath.join(base, location) if base else location)
 
 
 def _coalesce(ranges):
@@ -234,6 +267,7 @@ def fetch_external(model, fs, base: str, fetcher: _Fetcher, payload_fn=None, mod
     def path_of(location: str) -> str:
         p = paths.get(location)
         if p is None:
+            _check_remote_location(location)
             p = paths[location] = _join(base, location)
         return p
 

@@ -164,6 +164,52 @@ def test_hostile_locations_refused_before_fetching(files, location):
         server.stop()
 
 
+@pytest.mark.parametrize("location", ["%2e%2e/ext.bin", "%2E%2E/ext.bin", ".%2e/ext.bin", "sub/%2e%2e/%2e%2e/ext.bin",
+                                      "..%2fext.bin", "sub%2f..%2f..%2fext.bin", "%2fetc/passwd", "%5c..%5cext.bin",
+                                      "..\\ext.bin", "sub\\..\\..\\ext.bin", "ext.bin%00.x", "%252e%252e/ext.bin",
+                                      "%2e%2e%2fext.bin"])
+def test_percent_encoded_locations_refused_and_never_requested(files, location):
+    """A location is checked as the HTTP client and server will read it
+    (percent-decoded): every request stays in the model's directory."""
+    import posixpath
+    import urllib.parse
+
+    pytest.importorskip("aiohttp")
+    _d, data = files
+    server = RangeHTTPServer({"/a/b/m.onnx": _hostile(data, location), "/a/ext.bin": data["ext.bin"],
+                              "/a/b/ext.bin": data["ext.bin"], "/etc/passwd": b"x" * 100, "/ext.bin": data["ext.bin"]})
+    try:
+        with pytest.raises(onnxio.ExternalDataError, match="'..' component|absolute|NUL"):
+            onnxio.load(f"{server.url}/a/b/m.onnx")
+        resolved = list(server.paths)
+        for _ in range(2):  # decoded as a server might, up to twice, backslashes as separators
+            resolved = [posixpath.normpath(urllib.parse.unquote(p).replace("\\", "/")) for p in resolved]
+        assert server.paths and all(p.startswith("/a/b/") for p in resolved), server.paths
+        assert server.served == len(server.files["/a/b/m.onnx"])  # nothing but the model
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("location, target", [("e x.bin", "/a/b/e%20x.bin"), ("e%20x.bin", "/a/b/e%20x.bin"),
+                                              ("ext.bin#x", "/a/b/ext.bin%23x"), ("%2e/ext.bin", "/a/b/ext.bin")])
+def test_location_requested_as_checked(files, location, target):
+    """What is requested is the checked location, quoted: a '#' or '?' is
+    part of the file's name, not a fragment or query the client drops."""
+    pytest.importorskip("aiohttp")
+    d, data = files
+    server = RangeHTTPServer({"/a/b/m.onnx": _hostile(data, location), "/a/b/ext.bin": data["ext.bin"]})
+    server.files[target] = data["ext.bin"]
+    try:
+        got = onnxio.load(f"{server.url}/a/b/m.onnx")
+        data_paths = [p for p in server.paths if p != "/a/b/m.onnx"]
+        assert target in data_paths and set(data_paths) <= {target, "/a/b/ext.bin"}, server.paths  # w1 at target
+        ref = onnx.load(os.path.join(d, "ext.onnx"))
+        for t, r in zip(got.graph.initializer, ref.graph.initializer):
+            np.testing.assert_array_equal(onnxio.numpy_helper.to_array(t), numpy_helper.to_array(r))
+    finally:
+        server.stop()
+
+
 def test_missing_data_file_and_bad_range(files):
     pytest.importorskip("aiohttp")
     _d, data = files
