@@ -622,9 +622,14 @@ def _load(cls, f, fmt, load_external_data, kwargs):
     if _is_remote(f):  # a URL or an fsspec file object: onnxio/_remote.py (issue 16)
         from onnxio import _remote
 
-        if fmt not in (None, _DEFAULT_FORMAT):
-            raise ValueError(f"remote loads read the protobuf format only, not {fmt!r}")
-        return _remote.load(cls, f, load_external_data, kwargs)
+        local = _remote.local_path(f)
+        if local is None:
+            if fmt not in (None, _DEFAULT_FORMAT):
+                raise ValueError(f"remote loads read the protobuf format only, not {fmt!r}")
+            return _remote.load(cls, f, load_external_data, kwargs)
+        f = local  # file:// and local://: loaded as the path is, with every local check
+    if isinstance(kwargs.get("base_dir"), str) and "://" in kwargs["base_dir"]:
+        kwargs["base_dir"] = _remote_module().local_dir(kwargs["base_dir"])
     fmt = _resolve_format(fmt, f)
     path = None if _is_bytes_like(f) else _file_path(f)
     if fmt != _DEFAULT_FORMAT:

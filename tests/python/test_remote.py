@@ -265,6 +265,71 @@ def test_payload_equals_numpy_and_is_aligned(memfs, files):
         np.testing.assert_array_equal(a, numpy_helper.to_array(r))
 
 
+# ---- file:// and local:// ------------------------------------------------------------
+
+
+@pytest.fixture()
+def symlinked(files, tmp_path):
+    """A model whose data file is a symlink leading out of its directory
+    (refused by a local load), and an honest copy of it."""
+    d, data = files
+    (tmp_path / "m").mkdir()
+    (tmp_path / "out").mkdir()
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "out" / "ext.bin").write_bytes(data["ext.bin"])
+    os.symlink(tmp_path / "out" / "ext.bin", tmp_path / "m" / "ext.bin")
+    for sub in ("m", "ok"):
+        (tmp_path / sub / "ext.onnx").write_bytes(data["ext.onnx"])
+    (tmp_path / "ok" / "ext.bin").write_bytes(data["ext.bin"])
+    return tmp_path
+
+
+def _refusal(call):
+    with pytest.raises(onnxio.ExternalDataError) as e:
+        call()
+    return type(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("scheme", ["file://", "local://", "FILE://"])
+def test_file_url_takes_the_checked_local_path(symlinked, files, scheme):
+    d, _data = files
+    bad = str(symlinked / "m" / "ext.onnx")
+    ok = str(symlinked / "ok" / "ext.onnx")
+    by_path = _refusal(lambda: onnxio.load(bad))
+    assert "symlink" in by_path[1] or "outside" in by_path[1] or "escapes" in by_path[1], by_path
+    assert _refusal(lambda: onnxio.load(scheme + bad)) == by_path
+    assert _refusal(lambda: onnxio.load(bad, base_dir=scheme + str(symlinked / "m"))) == by_path
+    assert _refusal(lambda: onnxio.read_tensor(scheme + bad, "w1")) == _refusal(lambda: onnxio.read_tensor(bad, "w1"))
+    # the data directory named by URL: for a model held in memory, and for one fetched remotely
+    m = onnxio.load(bad, load_external_data=False)
+    by_dir = _refusal(lambda: onnxio.load_external_data_for_model(m, str(symlinked / "m")))
+    assert _refusal(lambda: onnxio.load_external_data_for_model(m, scheme + str(symlinked / "m"))) == by_dir
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/fileurl/ext.onnx", files[1]["ext.onnx"])
+    try:
+        assert _refusal(lambda: onnxio.load("memory://fileurl/ext.onnx", base_dir=scheme + str(symlinked / "m"))) \
+            == _refusal(lambda: onnxio.load(files[1]["ext.onnx"], base_dir=str(symlinked / "m")))
+        got = onnxio.load("memory://fileurl/ext.onnx", base_dir=scheme + str(symlinked / "ok"))
+        assert got.SerializeToString() == _local(d, "ext")
+    finally:
+        fs.rm("/fileurl", recursive=True)
+    # an honest model: the same load either way, equal to the onnx package's
+    want = onnxio.load(ok).SerializeToString()
+    assert want == _local(d, "ext")
+    assert onnxio.load(scheme + ok).SerializeToString() == want
+    ref = onnx.load(ok)
+    np.testing.assert_array_equal(onnxio.read_tensor(scheme + ok, "w1"),
+                                  numpy_helper.to_array(next(t for t in ref.graph.initializer if t.name == "w1")))
+
+
+def test_fsspec_local_file_object_takes_the_checked_local_path(symlinked):
+    bad = str(symlinked / "m" / "ext.onnx")
+    by_path = _refusal(lambda: onnxio.load(bad))
+    with fsspec.open("file://" + bad, "rb") as f:
+        assert _refusal(lambda: onnxio.load(f)) == by_path
+    assert _refusal(lambda: onnxio.load(fsspec.open("file://" + bad))) == by_path
+
+
 # ---- S3 (moto's server on loopback) ----------------------------------------------------
 
 
