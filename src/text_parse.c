@@ -24,6 +24,7 @@ typedef struct reader {
     onnxio_status status;   /* the first error */
     char *scratch;          /* a string value being unescaped */
     size_t scratch_size, scratch_cap;
+    onnxio__budget budget;  /* the text's size as input; raw_data charged here, the arena by its limit */
 } reader;
 
 /* Records the first error, naming the line and column (both from 1; the
@@ -52,9 +53,18 @@ static onnxio_status fail_at(reader *r, const char *at, onnxio_status status, co
 
 #define SYNTAX(r, at, ...) fail_at(r, at, ONNXIO_ERR_SYNTAX, __VA_ARGS__)
 
+/* An allocation failed: out of memory, or past the expansion budget (the
+ * arena's limit). */
 static onnxio_status no_memory(reader *r)
 {
-    if (!r->status) r->status = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "%s: out of memory", r->format);
+    if (r->status) return r->status;
+    if (onnxio__arena_limit_hit(r->arena))
+        return fail_at(r, r->p, ONNXIO_ERR_EXPANSION,
+                       "the message needs more memory than max_expansion (%llu) times the text's %llu bytes plus "
+                       "%u MiB allows (%zu bytes so far); raise max_expansion if the input is trusted",
+                       (unsigned long long)r->budget.ratio, (unsigned long long)r->budget.input,
+                       (unsigned)(ONNXIO_EXPANSION_ALLOWANCE >> 20), onnxio_arena_used(r->arena));
+    r->status = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "%s: out of memory", r->format);
     return r->status;
 }
 
@@ -218,9 +228,14 @@ static int store_bytes(reader *r, const char *at, const onnxio_field_desc *f, vo
 {
     if (f->kind == ONNXIO_KIND_STRING && !utf8_valid((const unsigned char *)r->scratch, r->scratch_size))
         return SYNTAX(r, at, "String field \"%s\" is not valid UTF-8.", f->name), 0;
-    onnxio_status s = f->kind == ONNXIO_KIND_RAW ? onnxio_span_copy_from(dst, r->scratch, r->scratch_size)
-                                                 : onnxio_string_set(r->arena, dst, r->scratch, r->scratch_size);
-    if (s) return no_memory(r), 0;
+    if (f->kind == ONNXIO_KIND_RAW) {
+        /* An owned payload, outside the arena: charged to the budget. */
+        onnxio_status s = onnxio__budget_take(&r->budget, r->scratch_size, "raw_data");
+        if (s) return fail_at(r, at, s, "%s", onnxio_last_error()), 0;
+        if (onnxio_span_copy_from(dst, r->scratch, r->scratch_size)) return no_memory(r), 0;
+        return 1;
+    }
+    if (onnxio_string_set(r->arena, dst, r->scratch, r->scratch_size)) return no_memory(r), 0;
     return 1;
 }
 
@@ -1202,6 +1217,13 @@ ONNXIO_API onnxio_status onnxio_text_parse(const onnxio_message_desc *desc, cons
     reader r = {.start = text ? text : "", .arena = arena, .max_depth = onnxio__depth_limit(cfg.max_depth)};
     r.p = r.start;
     r.end = r.start + size;
+    /* The expansion budget of a load (onnxio.h, "Expansion"), the text
+     * being the bytes read: the arena may grow only as far as it allows,
+     * and raw_data payloads are charged as they are made. */
+    r.budget = (onnxio__budget){cfg.max_expansion ? cfg.max_expansion : ONNXIO_DEFAULT_MAX_EXPANSION, size, 0};
+    size_t before = onnxio_arena_used(arena);
+    uint64_t left = onnxio__budget_left(&r.budget);
+    onnxio__arena_limit(arena, left < SIZE_MAX - before ? before + (size_t)left : 0);
     if (cfg.style == ONNXIO_TEXT_JSON) {
         r.format = "JSON";
         r.json = 1;
@@ -1211,6 +1233,7 @@ ONNXIO_API onnxio_status onnxio_text_parse(const onnxio_message_desc *desc, cons
         r.format = "text format";
         text_message_body(&r, m, 0, 0);
     }
+    onnxio__arena_limit(arena, 0);
     onnxio__free(r.scratch);
     if (r.status) return r.status;
     *out = m;

@@ -648,3 +648,74 @@ def test_random_base64_as_json_format():
         text = json.dumps({"raw_data": s})
         want, got = _read_both("json", "onnx.TensorProto", text)
         assert got == want, f"{s!r}: onnxio {got and got.hex()}, protobuf {want and want.hex()}"
+
+
+# ---- the expansion budget of text reads ----------------------------------------------------
+
+
+def _empty_initializers_json(n):
+    """A model of n empty initializers in the tightest JSON (3 bytes each):
+    each becomes a whole TensorProto, about 120 times its text."""
+    return json.dumps({"graph": {"initializer": [{}] * n}}, separators=(",", ":")).encode()
+
+
+def test_text_expansion_refused_at_the_default_and_raised(tmp_path):
+    n = 1_500_000
+    text = _empty_initializers_json(n)
+    with pytest.raises(onnxio.DecodeError, match="max_expansion"):
+        onnxio.load_model_from_string(text, format="json")
+    path = tmp_path / "m.json"
+    path.write_bytes(text)
+    with pytest.raises(onnxio.DecodeError, match=r"max_expansion \(100\)"):
+        onnxio.load(str(path))
+    m = onnxio.load(str(path), max_expansion=1000)
+    assert len(m.graph.initializer) == n == len(json.loads(text)["graph"]["initializer"])
+
+
+def _relu_chain(n=20000):
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Relu", [f"t{i}"], [f"t{i + 1}"]) for i in range(n)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info(f"t{n}", TensorProto.FLOAT, [1])])
+    return helper.make_model(graph)
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_text_max_expansion_honoured(style, tmp_path):
+    model = _relu_chain()
+    text = reference_text(style, model)
+    want = model.SerializeToString()
+    for load in (lambda **kw: onnxio.load_model_from_string(text, format=style, **kw),
+                 lambda **kw: onnxio.load(str(tmp_path / "m.txt"), format=style, **kw)):
+        (tmp_path / "m.txt").write_bytes(text)
+        with pytest.raises(onnxio.DecodeError, match=r"max_expansion \(2\)"):
+            load(max_expansion=2)
+        assert load().SerializeToString() == want
+        assert load(max_expansion=50).SerializeToString() == want
+    t = onnx.helper.make_tensor("t", onnx.TensorProto.FLOAT, [3], [1, 2, 3])
+    ttext = reference_text(style, t)
+    assert onnxio.load_tensor_from_string(ttext, format=style, max_expansion=2).SerializeToString() == \
+        t.SerializeToString()
+
+
+def test_text_load_peak_memory_bounded():
+    """The refused load allocates no more than its budget: the peak RSS of
+    a process that reads 4.5 MB of JSON with max_expansion=10 grows by about
+    10 x 4.5 MB, not the 550 MB the whole message takes."""
+    code = (
+        "import json, resource, onnxio\n"
+        "text = json.dumps({'graph': {'initializer': [{}] * 1500000}}, separators=(',', ':')).encode()\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "try:\n"
+        "    onnxio.load_model_from_string(text, format='json', max_expansion=10)\n"
+        "    print('loaded')\n"
+        "except onnxio.DecodeError as e:\n"
+        "    assert 'max_expansion' in str(e), e\n"
+        "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024)\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.split()
+    assert lines[0] != "loaded"
+    assert int(lines[-1]) < 150 << 20, f"peak grew by {int(lines[-1]) >> 20} MiB"
