@@ -24,6 +24,7 @@ typedef struct reader {
     onnxio_status status;   /* the first error */
     char *scratch;          /* a string value being unescaped */
     size_t scratch_size, scratch_cap;
+    onnxio__budget budget;  /* the text's size as input; raw_data charged here, the arena by its limit */
 } reader;
 
 /* Records the first error, naming the line and column (both from 1; the
@@ -52,9 +53,18 @@ static onnxio_status fail_at(reader *r, const char *at, onnxio_status status, co
 
 #define SYNTAX(r, at, ...) fail_at(r, at, ONNXIO_ERR_SYNTAX, __VA_ARGS__)
 
+/* An allocation failed: out of memory, or past the expansion budget (the
+ * arena's limit). */
 static onnxio_status no_memory(reader *r)
 {
-    if (!r->status) r->status = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "%s: out of memory", r->format);
+    if (r->status) return r->status;
+    if (onnxio__arena_limit_hit(r->arena))
+        return fail_at(r, r->p, ONNXIO_ERR_EXPANSION,
+                       "the message needs more memory than max_expansion (%llu) times the text's %llu bytes plus "
+                       "%u MiB allows (%zu bytes so far); raise max_expansion if the input is trusted",
+                       (unsigned long long)r->budget.ratio, (unsigned long long)r->budget.input,
+                       (unsigned)(ONNXIO_EXPANSION_ALLOWANCE >> 20), onnxio_arena_used(r->arena));
+    r->status = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "%s: out of memory", r->format);
     return r->status;
 }
 
@@ -207,7 +217,7 @@ static void store_real(const onnxio_field_desc *f, void *dst, double v)
     } else if (isfinite(v) && fabs(v) > FLT_MAX) {
         /* What a float field becomes in protobuf when given a larger double:
          * the nearest float, infinity past the largest. */
-        *(float *)dst = copysignf(fabs(v) < FLOAT_LIMIT ? FLT_MAX : INFINITY, (float)v);
+        *(float *)dst = copysignf(fabs(v) < FLOAT_LIMIT ? FLT_MAX : INFINITY, v < 0 ? -1.0f : 1.0f);
     } else {
         *(float *)dst = (float)v;
     }
@@ -218,9 +228,14 @@ static int store_bytes(reader *r, const char *at, const onnxio_field_desc *f, vo
 {
     if (f->kind == ONNXIO_KIND_STRING && !utf8_valid((const unsigned char *)r->scratch, r->scratch_size))
         return SYNTAX(r, at, "String field \"%s\" is not valid UTF-8.", f->name), 0;
-    onnxio_status s = f->kind == ONNXIO_KIND_RAW ? onnxio_span_copy_from(dst, r->scratch, r->scratch_size)
-                                                 : onnxio_string_set(r->arena, dst, r->scratch, r->scratch_size);
-    if (s) return no_memory(r), 0;
+    if (f->kind == ONNXIO_KIND_RAW) {
+        /* An owned payload, outside the arena: charged to the budget. */
+        onnxio_status s = onnxio__budget_take(&r->budget, r->scratch_size, "raw_data");
+        if (s) return fail_at(r, at, s, "%s", onnxio_last_error()), 0;
+        if (onnxio_span_copy_from(dst, r->scratch, r->scratch_size)) return no_memory(r), 0;
+        return 1;
+    }
+    if (onnxio_string_set(r->arena, dst, r->scratch, r->scratch_size)) return no_memory(r), 0;
     return 1;
 }
 
@@ -496,7 +511,7 @@ static int text_real(reader *r, token t, double *v)
             return 1;
         }
         if (ieq(p, e, "nan")) {
-            *v = NAN;
+            *v = neg ? copysign(NAN, -1.0) : NAN; /* Python's float("-nan"): the sign bit set */
             return 1;
         }
         char buf[128];
@@ -837,40 +852,114 @@ static const signed char b64_value[256] = {
     -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
 };
 
-/* base64.urlsafe_b64decode of r->scratch after padding, in place: both
- * alphabets, other characters skipped, decoding stops at '='. 0 when the
- * digits leave a lone 6 bits (a count 1 more than a multiple of 4). */
+/* The UTF-8 bytes of the characters Python's str.isspace() takes (what
+ * float() strips), past the ASCII ones. */
+static const char *const py_spaces[] = {
+    "\xc2\x85", "\xc2\xa0", "\xe1\x9a\x80", "\xe2\x80\x80", "\xe2\x80\x81", "\xe2\x80\x82", "\xe2\x80\x83",
+    "\xe2\x80\x84", "\xe2\x80\x85", "\xe2\x80\x86", "\xe2\x80\x87", "\xe2\x80\x88", "\xe2\x80\x89", "\xe2\x80\x8a",
+    "\xe2\x80\xa8", "\xe2\x80\xa9", "\xe2\x80\xaf", "\xe2\x81\x9f", "\xe3\x80\x80",
+};
+
+/* Bytes of the whitespace character at the start (at_end 0) or the end
+ * (at_end 1) of [p, e), 0 when there is none. */
+static size_t py_space(const char *p, const char *e, int at_end)
+{
+    if (p == e) return 0;
+    char c = at_end ? e[-1] : *p;
+    if (c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f)) return 1;
+    for (size_t i = 0; i < sizeof py_spaces / sizeof *py_spaces; i++) {
+        size_t k = strlen(py_spaces[i]);
+        if ((size_t)(e - p) >= k && memcmp(at_end ? e - k : p, py_spaces[i], k) == 0) return k;
+    }
+    return 0;
+}
+
+/* Python's float(text) on the n bytes at s (json_format reads a quoted
+ * float so): whitespace around the number is skipped (str.isspace()'s), an
+ * underscore between two digits is dropped, "inf", "infinity" and "nan" in
+ * any case with a sign ("-nan" has its sign bit set); otherwise a decimal
+ * number (no hex, no "nan(...)"). 0 when it is not one. Non-ASCII digits,
+ * which Python also takes, are refused. */
+static int python_float(const char *s, size_t n, double *v)
+{
+    const char *p = s, *e = s + n;
+    for (size_t k; (k = py_space(p, e, 0)) != 0;) p += k;
+    for (size_t k; (k = py_space(p, e, 1)) != 0;) e -= k;
+    char buf[128];
+    size_t w = 0;
+    for (const char *q = p; q < e; q++) {
+        char c = *q;
+        if (c == '_') {
+            if (q == p || q + 1 == e || q[-1] < '0' || q[-1] > '9' || q[1] < '0' || q[1] > '9') return 0;
+            continue;
+        }
+        if (!((c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-' ||
+              ((c | 0x20) >= 'a' && (c | 0x20) <= 'z' && (c | 0x20) != 'x')))
+            return 0;
+        if (w + 1 >= sizeof buf) return 0;
+        buf[w++] = c;
+    }
+    if (w == 0) return 0;
+    buf[w] = '\0';
+    const char *b = buf;
+    int neg = 0;
+    if (*b == '-' || *b == '+') neg = *b++ == '-';
+    const char *be = buf + w;
+    if (ieq(b, be, "nan")) {
+        *v = neg ? copysign(NAN, -1.0) : NAN;
+        return 1;
+    }
+    if (ieq(b, be, "inf") || ieq(b, be, "infinity")) {
+        *v = neg ? -INFINITY : INFINITY;
+        return 1;
+    }
+    for (const char *q = b; q < be; q++)
+        if (!((*q >= '0' && *q <= '9') || *q == '.' || *q == 'e' || *q == 'E' || *q == '+' || *q == '-')) return 0;
+    char *end;
+    *v = strtod(buf, &end);
+    return end == be;
+}
+
+/* What json_format reads for a bytes field, in place in r->scratch:
+ * base64.urlsafe_b64decode(value + '=' * (4 - len(value) % 4)), that is
+ * binascii.a2b_base64 without strict mode. Both alphabets; any other
+ * character is skipped; '=' counts only after two or three digits of a
+ * quad (elsewhere it is skipped) and ends the input once the quad is
+ * complete with it (two '=' after two digits, one after three; a digit
+ * between them starts the count again). Returns 0, or why the text is
+ * refused: 1 (a lone digit left: a count of digits 1 more than a multiple
+ * of 4), 2 (two or three digits left without the '=' that end them:
+ * "Incorrect padding"). The output never overtakes the input (3 bytes
+ * per 4 digits). */
 static int base64_in_place(reader *r)
 {
     const unsigned char *in = (const unsigned char *)r->scratch;
-    size_t n = r->scratch_size, i = 0, w = 0;
+    size_t n = r->scratch_size, w = 0;
+    size_t total = n + (4 - n % 4); /* the '=' json_format appends */
     char *out = r->scratch;
-    /* four digits at a time while they are all digits */
-    while (i + 4 <= n) {
-        int a = b64_value[in[i]], b = b64_value[in[i + 1]], c = b64_value[in[i + 2]], d = b64_value[in[i + 3]];
-        if ((a | b | c | d) < 0) break;
-        uint32_t v = (uint32_t)a << 18 | (uint32_t)b << 12 | (uint32_t)c << 6 | (uint32_t)d;
-        out[w++] = (char)(v >> 16);
-        out[w++] = (char)(v >> 8);
-        out[w++] = (char)v;
-        i += 4;
-    }
-    uint32_t acc = 0;
-    unsigned bits = 0;
-    for (; i < n; i++) {
-        int v = b64_value[in[i]];
-        if (v == -2) break;
+    unsigned quad = 0, pads = 0, left = 0;
+    for (size_t i = 0; i < total; i++) {
+        int v = i < n ? b64_value[in[i]] : -2;
+        if (v == -2) {
+            if (quad >= 2 && quad + ++pads >= 4) {
+                r->scratch_size = w;
+                return 0;
+            }
+            continue;
+        }
         if (v < 0) continue;
-        acc = acc << 6 | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[w++] = (char)(acc >> bits);
+        pads = 0;
+        switch (quad) {
+        case 0: left = (unsigned)v; quad = 1; break;
+        case 1: out[w++] = (char)(left << 2 | (unsigned)v >> 4); left = (unsigned)v & 0xf; quad = 2; break;
+        case 2: out[w++] = (char)(left << 4 | (unsigned)v >> 2); left = (unsigned)v & 3; quad = 3; break;
+        default: out[w++] = (char)(left << 6 | (unsigned)v); quad = 0; break;
         }
     }
-    if (bits == 6) return 0;
+    if (quad == 1) return 1;
+    if (quad) return 2;
     r->scratch_size = w;
-    return 1;
+    return 0;
 }
 
 static int json_scalar(reader *r, onnxio_message *m, const onnxio_field_desc *f)
@@ -890,9 +979,10 @@ static int json_scalar(reader *r, onnxio_message *m, const onnxio_field_desc *f)
     case ONNXIO_KIND_RAW: {
         if (c != '"') return SYNTAX(r, at, "Field \"%s\" wants base64 text.", f->name), 0;
         if (!json_string(r)) return 0;
-        if (!base64_in_place(r))
-            return SYNTAX(r, at, "Field \"%s\": invalid base64 (a character count 1 more than a multiple of 4).",
-                          f->name),
+        int bad = base64_in_place(r);
+        if (bad)
+            return SYNTAX(r, at, "Field \"%s\": invalid base64 (%s).", f->name,
+                          bad == 1 ? "a count of digits 1 more than a multiple of 4" : "incorrect padding"),
                    0;
         void *dst = value_slot(r, at, m, f, 0);
         return dst && store_bytes(r, at, f, dst);
@@ -902,18 +992,10 @@ static int json_scalar(reader *r, onnxio_message *m, const onnxio_field_desc *f)
         double v;
         if (c == '"') {
             if (!json_string(r)) return 0;
-            char buf[128];
             size_t n = r->scratch_size;
-            char *end = NULL;
             if (n == 3 && memcmp(r->scratch, "nan", 3) == 0)
                 return SYNTAX(r, at, "Couldn't parse float \"nan\", use \"NaN\" instead"), 0;
-            if (n > 0 && n < sizeof buf && !memchr(r->scratch, 'x', n) && !memchr(r->scratch, 'X', n) &&
-                !memchr(r->scratch, '(', n)) {
-                memcpy(buf, r->scratch, n);
-                buf[n] = '\0';
-                v = strtod(buf, &end);
-            }
-            if (!end || end != buf + n)
+            if (!python_float(r->scratch, n, &v))
                 return SYNTAX(r, at, "Couldn't parse float: %.*s", (int)(n < 64 ? n : 64), r->scratch), 0;
         } else {
             json_number num;
@@ -927,8 +1009,14 @@ static int json_scalar(reader *r, onnxio_message *m, const onnxio_field_desc *f)
             /* json_format refuses past FLT_MAX, and so refuses the largest
              * floats as its own writer gives them (3.4028235e+38); onnxio
              * refuses only what does not round to a finite float. */
-            if (f->kind == ONNXIO_KIND_FLOAT && fabs(v) >= FLOAT_LIMIT)
+            if (num.integral) {
+                /* Python's json gives an int, which json_format turns into a
+                 * float without its checks: -0 is 0, and a float field past
+                 * FLT_MAX is infinity (store_real). */
+                if (v == 0) v = 0;
+            } else if (f->kind == ONNXIO_KIND_FLOAT && fabs(v) >= FLOAT_LIMIT) {
                 return SYNTAX(r, at, "Float value too %s", v < 0 ? "small" : "large"), 0;
+            }
         }
         void *dst = value_slot(r, at, m, f, 0);
         if (dst) store_real(f, dst, v);
@@ -1129,6 +1217,13 @@ ONNXIO_API onnxio_status onnxio_text_parse(const onnxio_message_desc *desc, cons
     reader r = {.start = text ? text : "", .arena = arena, .max_depth = onnxio__depth_limit(cfg.max_depth)};
     r.p = r.start;
     r.end = r.start + size;
+    /* The expansion budget of a load (onnxio.h, "Expansion"), the text
+     * being the bytes read: the arena may grow only as far as it allows,
+     * and raw_data payloads are charged as they are made. */
+    r.budget = (onnxio__budget){cfg.max_expansion ? cfg.max_expansion : ONNXIO_DEFAULT_MAX_EXPANSION, size, 0};
+    size_t before = onnxio_arena_used(arena);
+    uint64_t left = onnxio__budget_left(&r.budget);
+    onnxio__arena_limit(arena, left < SIZE_MAX - before ? before + (size_t)left : 0);
     if (cfg.style == ONNXIO_TEXT_JSON) {
         r.format = "JSON";
         r.json = 1;
@@ -1138,6 +1233,7 @@ ONNXIO_API onnxio_status onnxio_text_parse(const onnxio_message_desc *desc, cons
         r.format = "text format";
         text_message_body(&r, m, 0, 0);
     }
+    onnxio__arena_limit(arena, 0);
     onnxio__free(r.scratch);
     if (r.status) return r.status;
     *out = m;

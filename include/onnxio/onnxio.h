@@ -1332,6 +1332,10 @@ typedef struct onnxio_text_options {
     /* Reading: the deepest message nesting accepted, as
      * onnxio_parse_options.max_depth (0: ONNXIO_DEFAULT_MAX_DEPTH). */
     int max_depth;
+    /* Reading: the message (structure and raw_data) may take at most this
+     * many times the text's size plus ONNXIO_EXPANSION_ALLOWANCE, as
+     * onnxio_parse_options.max_expansion (0: ONNXIO_DEFAULT_MAX_EXPANSION). */
+    uint64_t max_expansion;
 } onnxio_text_options;
 
 #define ONNXIO_TEXT_OPTIONS_INIT ONNXIO_OPTIONS_INIT_(onnxio_text_options)
@@ -1358,8 +1362,11 @@ onnxio_status onnxio_text_print(const void *msg, const onnxio_text_options *opts
  * and column, for text that is not valid in the style or does not fit the
  * schema (an unknown field, a value out of range, a singular field given
  * twice, two members of one oneof, a string that is not UTF-8),
- * ONNXIO_ERR_DEPTH, ONNXIO_ERR_NO_MEMORY, ONNXIO_ERR_INVALID_ARGUMENT. On
- * error *out is NULL and the arena may hold garbage. */
+ * ONNXIO_ERR_DEPTH, ONNXIO_ERR_EXPANSION (the message would take more
+ * memory than opts->max_expansion allows: "Expansion" above, the text's
+ * size as the bytes read), ONNXIO_ERR_NO_MEMORY,
+ * ONNXIO_ERR_INVALID_ARGUMENT. On error *out is NULL and the arena may
+ * hold garbage. */
 onnxio_status onnxio_text_parse(const onnxio_message_desc *desc, const void *text, size_t size,
                                 const onnxio_text_options *opts, onnxio_arena *arena, void **out);
 

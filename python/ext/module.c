@@ -975,20 +975,23 @@ static PyObject *mod_text_format(PyObject *self, PyObject *args)
 }
 
 PyDoc_STRVAR(text_parse_doc,
-             "_text_parse(data, cls, style, max_depth=0) -> message\n"
+             "_text_parse(data, cls, style, max_depth=0, max_expansion=0) -> message\n"
              "Reads text (bytes-like in UTF-8, or str) in `style` (\"textproto\" or \"str\": protobuf's text\n"
              "format, \"json\": protobuf JSON) into a new message of class `cls` (onnxio_text_parse), accepting\n"
              "what text_format.Parse and json_format.Parse accept. DecodeError says what and at which line and\n"
-             "column. The GIL is released.");
+             "column; ExpansionError when the message would take more than max_expansion (0: 100) times the\n"
+             "text's size plus 1 MiB. The GIL is released.");
 
 static PyObject *mod_text_parse(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
-    static char *kwlist[] = {"data", "cls", "style", "max_depth", NULL};
+    static char *kwlist[] = {"data", "cls", "style", "max_depth", "max_expansion", NULL};
     PyObject *data, *cls;
     const char *name;
     int max_depth = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOs|i:_text_parse", kwlist, &data, &cls, &name, &max_depth))
+    unsigned long long max_expansion = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOs|iK:_text_parse", kwlist, &data, &cls, &name, &max_depth,
+                                     &max_expansion))
         return NULL;
     int style = text_style(name);
     const onnxio_message_desc *desc = style < 0 ? NULL : desc_from(cls);
@@ -1013,6 +1016,7 @@ static PyObject *mod_text_parse(PyObject *self, PyObject *args, PyObject *kw)
     onnxio_text_options o = ONNXIO_TEXT_OPTIONS_INIT;
     o.style = (onnxio_text_style)style;
     o.max_depth = max_depth;
+    o.max_expansion = max_expansion;
     void *out = NULL;
     onnxio_status s;
     Py_BEGIN_ALLOW_THREADS
@@ -1280,8 +1284,12 @@ PyDoc_STRVAR(check_location_doc,
 static PyObject *mod_check_location(PyObject *self, PyObject *arg)
 {
     (void)self;
-    PyObject *bytes;
-    if (!PyUnicode_FSConverter(arg, &bytes)) return NULL;
+    /* Not PyUnicode_FSConverter: a NUL byte is the library's rule to report. */
+    PyObject *path = PyOS_FSPath(arg), *bytes;
+    if (!path) return NULL;
+    bytes = PyUnicode_Check(path) ? PyUnicode_EncodeFSDefault(path) : Py_NewRef(path);
+    Py_DECREF(path);
+    if (!bytes) return NULL;
     onnxio_status s = onnxio_check_location(PyBytes_AS_STRING(bytes), (size_t)PyBytes_GET_SIZE(bytes));
     Py_DECREF(bytes);
     if (s) return pyonnxio_raise(s);

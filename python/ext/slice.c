@@ -7,21 +7,68 @@
 
 #define CAPSULE_NAME "onnxio.tensor_file"
 
-static void capsule_free(PyObject *cap)
+/* The capsule's pointer. Reads release the GIL while they use `f`, so the
+ * handle counts them (`readers`, changed only with the GIL held): a close
+ * while reads are in flight marks it closing, refuses new calls, and the
+ * last reader closes `f`. The capsule itself outlives every read (each
+ * holds a reference to it through its arguments). */
+typedef struct {
+    onnxio_tensor_file *f; /* NULL once closed */
+    Py_ssize_t readers;    /* calls using `f` with the GIL released */
+    int closing;           /* close() was called */
+} tensor_handle;
+
+/* Closes the C handle, the GIL released (it joins nothing that takes the
+ * GIL; closing unmaps and closes descriptors). */
+static void handle_close_file(tensor_handle *h)
 {
-    onnxio_tensor_file *f = PyCapsule_GetPointer(cap, CAPSULE_NAME);
-    if (f) onnxio_tensor_file_close(f);
+    onnxio_tensor_file *f = h->f;
+    h->f = NULL;
+    if (!f) return;
+    Py_BEGIN_ALLOW_THREADS
+    onnxio_tensor_file_close(f);
+    Py_END_ALLOW_THREADS
 }
 
-static onnxio_tensor_file *as_file(PyObject *cap)
+static void capsule_free(PyObject *cap)
+{
+    tensor_handle *h = PyCapsule_GetPointer(cap, CAPSULE_NAME);
+    if (!h) return;
+    /* No reader can be in flight: each holds a reference to the capsule. */
+    if (h->f) onnxio_tensor_file_close(h->f);
+    PyMem_Free(h);
+}
+
+static tensor_handle *as_handle(PyObject *cap)
 {
     if (!PyCapsule_IsValid(cap, CAPSULE_NAME)) {
         PyErr_SetString(PyExc_TypeError, "expected an opened tensor file (onnxio._onnxio._tensor_file_open)");
         return NULL;
     }
-    onnxio_tensor_file *f = PyCapsule_GetPointer(cap, CAPSULE_NAME);
-    if (!f) PyErr_SetString(PyExc_ValueError, "the tensor file is closed");
-    return f;
+    tensor_handle *h = PyCapsule_GetPointer(cap, CAPSULE_NAME);
+    if (!h->f || h->closing) {
+        PyErr_SetString(PyExc_ValueError, "the tensor file is closed");
+        return NULL;
+    }
+    return h;
+}
+
+static onnxio_tensor_file *as_file(PyObject *cap)
+{
+    tensor_handle *h = as_handle(cap);
+    return h ? h->f : NULL;
+}
+
+/* A call that releases the GIL while it uses h->f: begin before releasing
+ * it, end after taking it back (the GIL held for both). */
+static void reader_begin(tensor_handle *h)
+{
+    h->readers++;
+}
+
+static void reader_end(tensor_handle *h)
+{
+    if (--h->readers == 0 && h->closing) handle_close_file(h);
 }
 
 const char pyonnxio_tensor_file_open_doc[] =
@@ -54,26 +101,37 @@ PyObject *pyonnxio_tensor_file_open(PyObject *self, PyObject *args, PyObject *kw
     Py_DECREF(path);
     Py_XDECREF(base);
     if (s) return pyonnxio_raise(s);
-    PyObject *cap = PyCapsule_New(f, CAPSULE_NAME, capsule_free);
-    if (!cap) onnxio_tensor_file_close(f);
+    tensor_handle *h = PyMem_Malloc(sizeof *h);
+    if (!h) {
+        onnxio_tensor_file_close(f);
+        return PyErr_NoMemory();
+    }
+    h->f = f;
+    h->readers = 0;
+    h->closing = 0;
+    PyObject *cap = PyCapsule_New(h, CAPSULE_NAME, capsule_free);
+    if (!cap) {
+        onnxio_tensor_file_close(f);
+        PyMem_Free(h);
+    }
     return cap;
 }
 
 const char pyonnxio_tensor_file_close_doc[] =
-    "_tensor_file_close(capsule)\nCloses the file now (views already made keep their mapping).";
+    "_tensor_file_close(capsule)\nCloses the file (views already made keep their mapping); calls made after it raise\n"
+    "ValueError. Reads in flight on other threads finish first: the last of them closes the file.";
 
 PyObject *pyonnxio_tensor_file_close(PyObject *self, PyObject *cap)
 {
     (void)self;
-    if (PyCapsule_IsValid(cap, CAPSULE_NAME ".closed")) Py_RETURN_NONE; /* closed twice */
-    onnxio_tensor_file *f = as_file(cap);
-    if (!f) return NULL;
-    {
-        /* A capsule's pointer cannot be NULL: the name marks it closed. */
-        onnxio_tensor_file_close(f);
-        PyCapsule_SetDestructor(cap, NULL);
-        PyCapsule_SetName(cap, "onnxio.tensor_file.closed");
+    if (!PyCapsule_IsValid(cap, CAPSULE_NAME)) {
+        PyErr_SetString(PyExc_TypeError, "expected an opened tensor file (onnxio._onnxio._tensor_file_open)");
+        return NULL;
     }
+    tensor_handle *h = PyCapsule_GetPointer(cap, CAPSULE_NAME);
+    if (h->closing) Py_RETURN_NONE; /* closed twice */
+    h->closing = 1;
+    if (h->readers == 0) handle_close_file(h);
     Py_RETURN_NONE;
 }
 
@@ -177,15 +235,9 @@ const char pyonnxio_tensor_file_read_doc[] =
     "`tensor` is a TensorProto of the same data_type whose dims are the ranges' lengths and whose\n"
     "raw_data is the slice; stats is (bytes, bytes_read, runs, payload_bytes). The GIL is released.";
 
-PyObject *pyonnxio_tensor_file_read(PyObject *self, PyObject *args)
+/* The read of pyonnxio_tensor_file_read, `f` kept open by its caller. */
+static PyObject *read_slice(onnxio_tensor_file *f, const char *name, PyObject *seq, int no_copy)
 {
-    (void)self;
-    PyObject *cap, *seq;
-    const char *name;
-    int no_copy = 0;
-    if (!PyArg_ParseTuple(args, "OsO|p:_tensor_file_read", &cap, &name, &seq, &no_copy)) return NULL;
-    onnxio_tensor_file *f = as_file(cap);
-    if (!f) return NULL;
     onnxio_slice_range *ranges;
     size_t rank;
     if (ranges_from(seq, &ranges, &rank) < 0) return NULL;
@@ -240,5 +292,20 @@ PyObject *pyonnxio_tensor_file_read(PyObject *self, PyObject *args)
     PyObject *out = Py_BuildValue("(N(KKKK)O)", obj, (unsigned long long)st.bytes, (unsigned long long)st.bytes_read,
                                   (unsigned long long)st.runs, (unsigned long long)st.payload_bytes,
                                   view ? Py_True : Py_False);
+    return out;
+}
+
+PyObject *pyonnxio_tensor_file_read(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *cap, *seq;
+    const char *name;
+    int no_copy = 0;
+    if (!PyArg_ParseTuple(args, "OsO|p:_tensor_file_read", &cap, &name, &seq, &no_copy)) return NULL;
+    tensor_handle *h = as_handle(cap);
+    if (!h) return NULL;
+    reader_begin(h);
+    PyObject *out = read_slice(h->f, name, seq, no_copy);
+    reader_end(h);
     return out;
 }

@@ -487,14 +487,15 @@ def _resolve_format(fmt, f) -> str:
     return _DEFAULT_FORMAT
 
 
-def _parse_text(fmt: str, data, cls, max_depth: int = 0):
+def _parse_text(fmt: str, data, cls, max_depth: int = 0, max_expansion: int = 0):
     """A message of class `cls` read from `data` in format `fmt` (not
-    "protobuf") by the serializer onnxio.serialization registers for it."""
+    "protobuf") by the serializer onnxio.serialization registers for it
+    (the library's text readers: within max_depth and max_expansion)."""
     from onnxio import serialization
 
     serializer = serialization.registry.get(fmt)
     if isinstance(serializer, serialization._LibraryTextSerializer):
-        return serializer.parse(data, cls, max_depth)  # a new message, no copy
+        return serializer.parse(data, cls, max_depth, max_expansion)  # a new message, no copy
     return serializer.deserialize_proto(data, cls())
 
 
@@ -627,13 +628,18 @@ def _load(cls, f, fmt, load_external_data, kwargs):
     if _is_remote(f):  # a URL or an fsspec file object: onnxio/_remote.py (issue 16)
         from onnxio import _remote
 
-        if fmt not in (None, _DEFAULT_FORMAT):
-            raise ValueError(f"remote loads read the protobuf format only, not {fmt!r}")
-        return _remote.load(cls, f, load_external_data, kwargs)
+        local = _remote.local_path(f)
+        if local is None:
+            if fmt not in (None, _DEFAULT_FORMAT):
+                raise ValueError(f"remote loads read the protobuf format only, not {fmt!r}")
+            return _remote.load(cls, f, load_external_data, kwargs)
+        f = local  # file:// and local://: loaded as the path is, with every local check
+    if isinstance(kwargs.get("base_dir"), str) and "://" in kwargs["base_dir"]:
+        kwargs["base_dir"] = _remote_module().local_dir(kwargs["base_dir"])
     fmt = _resolve_format(fmt, f)
     path = None if _is_bytes_like(f) else _file_path(f)
     if fmt != _DEFAULT_FORMAT:
-        msg = _parse_text(fmt, _read_bytes(f), cls, kwargs.get("max_depth") or 0)
+        msg = _parse_text(fmt, _read_bytes(f), cls, kwargs.get("max_depth") or 0, kwargs.get("max_expansion") or 0)
         if cls is ModelProto and load_external_data and path and not kwargs.get("skip_raw_data"):  # noqa: F405
             ext = {k: v for k, v in kwargs.items() if k != "base_dir" and k != "load_external_data"}
             _onnxio._load_external_data(msg, kwargs.get("base_dir") or os.path.dirname(path), **ext)
@@ -759,7 +765,8 @@ def load_model_from_string(
                                          alignment=alignment, payload_fn=payload_fn, verify_crc=verify_crc,
                                          max_expansion=max_expansion, direct_io=direct_io))
     if format != _DEFAULT_FORMAT:
-        return _parse_text(format, s, ModelProto)  # noqa: F405
+        return _parse_text(format, s, ModelProto, kwargs.get("max_depth") or 0,  # noqa: F405
+                           kwargs.get("max_expansion") or 0)
     if isinstance(s, str):
         raise TypeError(f"Parameter 'serialized' must be bytes, but got type: {type(s)}")
     return _with_progress(progress, "loading", None, kwargs,
@@ -798,7 +805,7 @@ def load_tensor_from_string(
     """Parses a serialized TensorProto, as ``onnx.load_tensor_from_string``
     (the keyword arguments are load_model's)."""
     if format != _DEFAULT_FORMAT:
-        return _parse_text(format, s, TensorProto)  # noqa: F405
+        return _parse_text(format, s, TensorProto, max_depth, max_expansion)  # noqa: F405
     if isinstance(s, str):
         raise TypeError(f"Parameter 'serialized' must be bytes, but got type: {type(s)}")
     return _onnxio._load_bytes(s, TensorProto, no_copy=no_copy, skip_raw_data=skip_raw_data,  # noqa: F405

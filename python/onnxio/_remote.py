@@ -3,6 +3,11 @@
 any protocol fsspec knows) or of an fsspec file object (``fsspec.open(url)``
 opened, or anything with ``.fs`` and ``.path``).
 
+``file://`` and ``local://`` URLs, and fsspec file objects on the local
+file system, are not remote: they load as their path does, by the
+library's checked local loader (``local_path``), for a model, a
+``base_dir``, ``load_external_data_for_model`` and ``read_tensor``.
+
 fsspec is imported only here, only when such a source is given (ImportError
 naming ``pip install onnxio[remote]`` otherwise); a protocol needs its own
 package as well (s3fs for s3://, aiohttp for http(s)://, gcsfs for gs://).
@@ -67,6 +72,7 @@ import os
 import posixpath
 import re
 import threading
+import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 
 from onnxio import _onnxio
@@ -100,6 +106,42 @@ def _ask_payload_fn(payload_fn, tensor, length):
 
 def is_url(f) -> bool:
     return isinstance(f, str) and _URL.match(f) is not None
+
+
+_LOCAL_SCHEMES = ("file://", "local://")
+
+
+def local_path(f):
+    """The path of a ``file://`` or ``local://`` URL (what follows the
+    scheme, as fsspec's local file system reads it: not percent-decoded, a
+    path without a leading '/' relative to the current directory), or of an
+    fsspec file object on the local file system; None for anything else.
+    Such sources are loaded as that path is, by the library's checked local
+    loader (the open walk that refuses a symlink leading out of the model's
+    directory), never through fsspec."""
+    if isinstance(f, str):
+        low = f[:8].lower()
+        for scheme in _LOCAL_SCHEMES:
+            if low.startswith(scheme):
+                return f[len(scheme):]
+        return None
+    fs = getattr(f, "fs", None)
+    protocol = getattr(fs, "protocol", None)
+    protocols = (protocol,) if isinstance(protocol, str) else tuple(protocol or ())
+    if fs is not None and ("file" in protocols or "local" in protocols) and isinstance(getattr(f, "path", None), str) \
+            and type(fs).__module__.split(".")[0] == "fsspec":
+        return f.path
+    return None
+
+
+def local_dir(base_dir):
+    """`base_dir` with a ``file://``/``local://`` URL made its path (see
+    local_path); anything else as it is."""
+    if isinstance(base_dir, str):
+        path = local_path(base_dir)
+        if path is not None:
+            return path
+    return base_dir
 
 
 def is_remote(f) -> bool:
@@ -198,13 +240,45 @@ def _size(fs, path: str) -> int:
 _URL_ROOT = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://[^/]*)(.*)$")
 
 
+def _decoded(location: str) -> str:
+    """`location` percent-decoded once (what an HTTP client or server makes
+    of it)."""
+    return urllib.parse.unquote(location, errors="surrogateescape")
+
+
+def _check_remote_location(location: str) -> None:
+    """The library's location rules (onnxio_check_location) on what a
+    remote location means once percent-decoded: "%2e%2e/x" is "../x" to an
+    HTTP client, "..%2fx" is "../x" to a server that decodes "%2f", "%00" a
+    NUL, "%5c" a backslash. Every decoding is checked, to a fixpoint, so a
+    server that decodes twice gets nothing else either; the error is the
+    library's for the decoded location, naming the one written."""
+    seen = location
+    for _ in range(len(location)):  # each decoding shortens the string
+        decoded = _decoded(seen)
+        if decoded == seen:
+            return
+        try:
+            _onnxio._check_location(decoded)
+        except ValueError as e:
+            raise type(e)(f"{e} (percent-decoded from the location {location!r})") from None
+        seen = decoded
+
+
 def _join(base: str, location: str) -> str:
-    """`location` (checked by the library: relative, no '..') under the
-    directory `base` of a file system path or a URL (an HTTP file system's
-    paths are URLs: their scheme and host are kept as they are)."""
+    """`location` (checked by the library: relative, no '..'; and by
+    _check_remote_location) under the directory `base` of a file system
+    path or a URL (an HTTP file system's paths are URLs: their scheme and
+    host are kept as they are). Under a URL the location is percent-decoded
+    once and quoted again, so the request is exactly the path checked: no
+    '%2e%2e' left for the client to resolve, and '?', '#', '%' and spaces
+    are parts of the name, not of the URL."""
     m = _URL_ROOT.match(base)
-    root, rest = (m.group(1), m.group(2) or "/") if m else ("", base)
-    return root + posixpath.normpath(posixpath.join(rest, location) if rest else location)
+    if m:
+        root, rest = m.group(1), m.group(2) or "/"
+        name = urllib.parse.quote(_decoded(location), safe="/", errors="surrogateescape")
+        return root + posixpath.normpath(posixpath.join(rest, name))
+    return posixpath.normpath(posixpath.join(base, location) if base else location)
 
 
 def _coalesce(ranges):
@@ -234,6 +308,7 @@ def fetch_external(model, fs, base: str, fetcher: _Fetcher, payload_fn=None, mod
     def path_of(location: str) -> str:
         p = paths.get(location)
         if p is None:
+            _check_remote_location(location)
             p = paths[location] = _join(base, location)
         return p
 
@@ -420,6 +495,11 @@ def load(cls, f, load_external_data: bool, kwargs: dict):
     verify_checksum = kwargs.pop("verify_checksum", False)
     model = _onnxio._load_bytes(buf, cls, no_copy=True, **kwargs)
     if load_external_data and not kwargs.get("skip_raw_data"):
+        local_base = local_path(os.fsdecode(base_dir)) if base_dir is not None else None
+        if local_base is not None:  # file:// data files: the library's checked local loader
+            ext = {k: v for k, v in kwargs.items() if k != "load_external_data"}
+            _onnxio._load_external_data(model, local_base, verify_checksum=verify_checksum, **ext)
+            return model
         if base_dir is not None:
             base_fs, base = _resolve(os.fsdecode(base_dir)) if is_url(os.fsdecode(base_dir)) else (fs, os.fsdecode(base_dir))
         else:

@@ -220,6 +220,7 @@ def load_external_data_for_model(model: Any, base_dir: str) -> None:
     if isinstance(base_dir, str) and "://" in base_dir:
         from onnxio import _remote
 
+        base_dir = _remote.local_dir(base_dir)  # file://: read as the path is, with every local check
         if _remote.is_url(base_dir):
             _remote.load_external_data_for_model(model, base_dir)
             return

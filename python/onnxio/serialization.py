@@ -121,12 +121,15 @@ class _LibraryTextSerializer:
     def serialize_proto(self, proto) -> bytes:
         return _onnxio._text_format(_onnxio._coerce(proto), self.supported_format)
 
-    def parse(self, serialized, cls, max_depth: int = 0):
-        """A new message of class `cls` read from `serialized`."""
+    def parse(self, serialized, cls, max_depth: int = 0, max_expansion: int = 0):
+        """A new message of class `cls` read from `serialized`; one that
+        would take more than `max_expansion` (0: 100) times the text's size
+        plus 1 MiB is refused (DecodeError)."""
         if not isinstance(serialized, (bytes, bytearray, memoryview, str)):
             raise TypeError(f"Parameter 'serialized' must be bytes or str, but got type: {type(serialized)}")
         try:
-            return _onnxio._text_parse(serialized, cls, self.supported_format, max_depth=max_depth)
+            return _onnxio._text_parse(serialized, cls, self.supported_format, max_depth=max_depth,
+                                       max_expansion=max_expansion)
         except _onnxio.DecodeError as e:
             raise _parse_error(self.supported_format, e) from None
 

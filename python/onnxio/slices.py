@@ -48,14 +48,18 @@ class TensorFile:
     ``names()`` lists the main graph's initializers, ``info(name)`` gives
     ``(data_type, shape)``, ``read(name, index)`` reads a slice. Close it
     with ``close()`` or a ``with`` block (arrays already returned stay
-    valid)."""
+    valid). Reads may come from several threads; a ``close()`` while some
+    are in flight lets them finish (the last one closes the file), and
+    every call after it raises ``ValueError``."""
 
     def __init__(self, path: str | os.PathLike, *, num_threads: int = 0, base_dir: str | os.PathLike | None = None,
                  max_expansion: int = 0):
+        from onnxio._remote import local_dir
+
         kwargs: dict[str, Any] = {"num_threads": num_threads, "max_expansion": max_expansion}
         if base_dir is not None:
-            kwargs["base_dir"] = os.fspath(base_dir)
-        self.path = os.fspath(path)
+            kwargs["base_dir"] = local_dir(os.fspath(base_dir))
+        self.path = local_dir(os.fspath(path))  # a file:// URL is its path
         self._cap = _C._tensor_file_open(self.path, **kwargs)
 
     def close(self) -> None:

@@ -3,7 +3,8 @@ tests/python/test_remote.py and bench/bench_remote.py:
 
 - RangeHTTPServer: serves a dict {path: bytes} over HTTP/1.1 with HEAD and
   single "Range: bytes=a-b" requests (what fsspec's HTTPFileSystem sends),
-  counting the body bytes it serves (`served`) and the GETs (`gets`).
+  counting the body bytes it serves (`served`) and the GETs (`gets`), and
+  logging the request target of every request (`paths`).
 - CountingProxy: forwards every request to another HTTP server (moto's S3
   server) and counts the body bytes of GET responses: an independent count
   of what an S3 client fetched.
@@ -53,6 +54,7 @@ class RangeHTTPServer(_Server, _Counter):
     def __init__(self, files: dict | None = None):
         _Counter.__init__(self)
         self.files = dict(files or {})
+        self.paths: list[str] = []  # the request target of every request, as received
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -62,6 +64,8 @@ class RangeHTTPServer(_Server, _Counter):
                 pass
 
             def _head(self, send_body: bool):
+                with outer.lock:
+                    outer.paths.append(self.path)
                 data = outer.files.get(self.path.split("?", 1)[0])
                 if data is None:
                     self.send_response(404)

@@ -164,6 +164,52 @@ def test_hostile_locations_refused_before_fetching(files, location):
         server.stop()
 
 
+@pytest.mark.parametrize("location", ["%2e%2e/ext.bin", "%2E%2E/ext.bin", ".%2e/ext.bin", "sub/%2e%2e/%2e%2e/ext.bin",
+                                      "..%2fext.bin", "sub%2f..%2f..%2fext.bin", "%2fetc/passwd", "%5c..%5cext.bin",
+                                      "..\\ext.bin", "sub\\..\\..\\ext.bin", "ext.bin%00.x", "%252e%252e/ext.bin",
+                                      "%2e%2e%2fext.bin"])
+def test_percent_encoded_locations_refused_and_never_requested(files, location):
+    """A location is checked as the HTTP client and server will read it
+    (percent-decoded): every request stays in the model's directory."""
+    import posixpath
+    import urllib.parse
+
+    pytest.importorskip("aiohttp")
+    _d, data = files
+    server = RangeHTTPServer({"/a/b/m.onnx": _hostile(data, location), "/a/ext.bin": data["ext.bin"],
+                              "/a/b/ext.bin": data["ext.bin"], "/etc/passwd": b"x" * 100, "/ext.bin": data["ext.bin"]})
+    try:
+        with pytest.raises(onnxio.ExternalDataError, match="'..' component|absolute|NUL"):
+            onnxio.load(f"{server.url}/a/b/m.onnx")
+        resolved = list(server.paths)
+        for _ in range(2):  # decoded as a server might, up to twice, backslashes as separators
+            resolved = [posixpath.normpath(urllib.parse.unquote(p).replace("\\", "/")) for p in resolved]
+        assert server.paths and all(p.startswith("/a/b/") for p in resolved), server.paths
+        assert server.served == len(server.files["/a/b/m.onnx"])  # nothing but the model
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("location, target", [("e x.bin", "/a/b/e%20x.bin"), ("e%20x.bin", "/a/b/e%20x.bin"),
+                                              ("ext.bin#x", "/a/b/ext.bin%23x"), ("%2e/ext.bin", "/a/b/ext.bin")])
+def test_location_requested_as_checked(files, location, target):
+    """What is requested is the checked location, quoted: a '#' or '?' is
+    part of the file's name, not a fragment or query the client drops."""
+    pytest.importorskip("aiohttp")
+    d, data = files
+    server = RangeHTTPServer({"/a/b/m.onnx": _hostile(data, location), "/a/b/ext.bin": data["ext.bin"]})
+    server.files[target] = data["ext.bin"]
+    try:
+        got = onnxio.load(f"{server.url}/a/b/m.onnx")
+        data_paths = [p for p in server.paths if p != "/a/b/m.onnx"]
+        assert target in data_paths and set(data_paths) <= {target, "/a/b/ext.bin"}, server.paths  # w1 at target
+        ref = onnx.load(os.path.join(d, "ext.onnx"))
+        for t, r in zip(got.graph.initializer, ref.graph.initializer):
+            np.testing.assert_array_equal(onnxio.numpy_helper.to_array(t), numpy_helper.to_array(r))
+    finally:
+        server.stop()
+
+
 def test_missing_data_file_and_bad_range(files):
     pytest.importorskip("aiohttp")
     _d, data = files
@@ -217,6 +263,71 @@ def test_payload_equals_numpy_and_is_aligned(memfs, files):
     for t, r in zip(m.graph.initializer, ref.graph.initializer):
         a = onnxio.numpy_helper.to_array(t)
         np.testing.assert_array_equal(a, numpy_helper.to_array(r))
+
+
+# ---- file:// and local:// ------------------------------------------------------------
+
+
+@pytest.fixture()
+def symlinked(files, tmp_path):
+    """A model whose data file is a symlink leading out of its directory
+    (refused by a local load), and an honest copy of it."""
+    d, data = files
+    (tmp_path / "m").mkdir()
+    (tmp_path / "out").mkdir()
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "out" / "ext.bin").write_bytes(data["ext.bin"])
+    os.symlink(tmp_path / "out" / "ext.bin", tmp_path / "m" / "ext.bin")
+    for sub in ("m", "ok"):
+        (tmp_path / sub / "ext.onnx").write_bytes(data["ext.onnx"])
+    (tmp_path / "ok" / "ext.bin").write_bytes(data["ext.bin"])
+    return tmp_path
+
+
+def _refusal(call):
+    with pytest.raises(onnxio.ExternalDataError) as e:
+        call()
+    return type(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("scheme", ["file://", "local://", "FILE://"])
+def test_file_url_takes_the_checked_local_path(symlinked, files, scheme):
+    d, _data = files
+    bad = str(symlinked / "m" / "ext.onnx")
+    ok = str(symlinked / "ok" / "ext.onnx")
+    by_path = _refusal(lambda: onnxio.load(bad))
+    assert "symlink" in by_path[1] or "outside" in by_path[1] or "escapes" in by_path[1], by_path
+    assert _refusal(lambda: onnxio.load(scheme + bad)) == by_path
+    assert _refusal(lambda: onnxio.load(bad, base_dir=scheme + str(symlinked / "m"))) == by_path
+    assert _refusal(lambda: onnxio.read_tensor(scheme + bad, "w1")) == _refusal(lambda: onnxio.read_tensor(bad, "w1"))
+    # the data directory named by URL: for a model held in memory, and for one fetched remotely
+    m = onnxio.load(bad, load_external_data=False)
+    by_dir = _refusal(lambda: onnxio.load_external_data_for_model(m, str(symlinked / "m")))
+    assert _refusal(lambda: onnxio.load_external_data_for_model(m, scheme + str(symlinked / "m"))) == by_dir
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/fileurl/ext.onnx", files[1]["ext.onnx"])
+    try:
+        assert _refusal(lambda: onnxio.load("memory://fileurl/ext.onnx", base_dir=scheme + str(symlinked / "m"))) \
+            == _refusal(lambda: onnxio.load(files[1]["ext.onnx"], base_dir=str(symlinked / "m")))
+        got = onnxio.load("memory://fileurl/ext.onnx", base_dir=scheme + str(symlinked / "ok"))
+        assert got.SerializeToString() == _local(d, "ext")
+    finally:
+        fs.rm("/fileurl", recursive=True)
+    # an honest model: the same load either way, equal to the onnx package's
+    want = onnxio.load(ok).SerializeToString()
+    assert want == _local(d, "ext")
+    assert onnxio.load(scheme + ok).SerializeToString() == want
+    ref = onnx.load(ok)
+    np.testing.assert_array_equal(onnxio.read_tensor(scheme + ok, "w1"),
+                                  numpy_helper.to_array(next(t for t in ref.graph.initializer if t.name == "w1")))
+
+
+def test_fsspec_local_file_object_takes_the_checked_local_path(symlinked):
+    bad = str(symlinked / "m" / "ext.onnx")
+    by_path = _refusal(lambda: onnxio.load(bad))
+    with fsspec.open("file://" + bad, "rb") as f:
+        assert _refusal(lambda: onnxio.load(f)) == by_path
+    assert _refusal(lambda: onnxio.load(fsspec.open("file://" + bad))) == by_path
 
 
 # ---- S3 (moto's server on loopback) ----------------------------------------------------

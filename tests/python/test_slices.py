@@ -254,3 +254,62 @@ def test_cli_extract(layouts, layout, out_name, tmp_path):
         onnx.checker.check_model(out)
     p = subprocess.run([CLI, "extract", paths[layout], out, "--tensors", "f*,nothing*"], capture_output=True, text=True)
     assert p.returncode == 1 and "pattern 'nothing*' matches no initializer" in p.stderr
+
+
+@pytest.mark.parametrize("layout", ["single", "external", "onnxz"])
+def test_close_while_other_threads_read(tmp_path, layout):
+    """close() while reads are in flight on other threads: every read gives
+    numpy's slice of the onnx package's array or ValueError (closed), and
+    the handle is freed by the last reader, never under one."""
+    import threading
+
+    value = RNG.standard_normal((512, 4096)).astype(np.float32)  # 8 MiB: several pieces on the pool
+    model = helper.make_model(helper.make_graph([], "g", [], [], [numpy_helper.from_array(value, "w")]))
+    path = str(tmp_path / "w.onnx")
+    if layout == "single":
+        onnx.save(model, path)
+    elif layout == "external":
+        onnx.save(model, path, save_as_external_data=True, location="w.data", size_threshold=0)
+    else:
+        path = str(tmp_path / "w.onnxz")
+        onnxio.save(onnxio.load_from_string(model.SerializeToString()), path)
+    ref = numpy_helper.to_array(onnx.load(path).graph.initializer[0]) if layout != "onnxz" else value
+    assert np.array_equal(ref, value)
+    outcomes = {"read": 0, "closed": 0}
+    failures = []
+    lock = threading.Lock()
+
+    def reader(f, start, no_copy):
+        for k in range(4):
+            index = (slice(start + k, 512 - k), slice(k, 4096))
+            try:
+                got = f.read("w", index, no_copy=no_copy)
+            except ValueError as e:
+                if "closed" not in str(e):
+                    failures.append(repr(e))
+                with lock:
+                    outcomes["closed"] += 1
+                return
+            except BaseException as e:  # anything else is a failure of the test
+                failures.append(repr(e))
+                return
+            if not np.array_equal(got, ref[index]):
+                failures.append(f"wrong data for {index}")
+            with lock:
+                outcomes["read"] += 1
+
+    for it in range(40):
+        f = TensorFile(path, num_threads=4)
+        threads = [threading.Thread(target=reader, args=(f, i, i % 2 == 1)) for i in range(4)]
+        for t in threads:
+            t.start()
+        if it % 4:
+            threading.Event().wait(0.001 * (it % 8))
+        f.close()
+        for t in threads:
+            t.join()
+        with pytest.raises(ValueError, match="closed"):
+            f.read("w", (0,))
+        f.close()  # closing twice is a no-op
+    assert not failures, failures[:5]
+    assert outcomes["read"] + outcomes["closed"] > 0

@@ -578,3 +578,144 @@ def test_errors_are_protobufs_parse_errors(fmt, module):
         onnx.load_model_from_string(bad, format=fmt)
     if fmt == "textproto":
         assert (e.value.GetLine(), e.value.GetColumn()) == (2, 3)
+
+
+# Odd inputs, each read by protobuf (json_format.Parse / text_format.Parse on
+# the onnx package's messages) and by onnxio: the same serialized bytes (NaN
+# sign and payload bits included), or both refuse.
+_B64_ODD = ["AB=C", "QUJD=REVG", "QU=JD", "QUI=D", "QU==JD", "A=B=C=D", "QU=JDQU=JD", "QQ", "QQ=", "QQ==", "QQ===",
+            "QQ====", "Q", "Q=", "Q===", "QUJD====REVG", "-_-_", "+/+/", "-_8", "Q U J D", "QUJ\\nD", "QUJ=", " QUJD ",
+            "Q\\tU", "QUJ D", "QUJDR", "QUJDRQ", "QUJDRQ=", "=QUJD", "==QUJD", "QUJDR=", "QUJDR===", "QUJD RQ",
+            "QUJD RQ=", "QU\\u00e9JD", "QUJ*D", "QUJDRQ=X", "QUJDRU=", "ab=cd=ef==gh", "=", "====", "QQ=QQ==",
+            "QUI=QUI=", "QQ==QUI="]
+_REALS = ["nan", "-nan", "+nan", "NaN", "-NaN", "NAN", "inf", "-inf", "+inf", "Infinity", "-Infinity", "-INF",
+          "nanf", "-nanf", "inff", "-inff", "1.5f", "-0", "-0.0"]
+_JSON_REALS = ["NaN", "-NaN", "nan", "-nan", "+nan", "Infinity", "-Infinity", "inf", "-inf", "+Infinity", "INF",
+               "-iNfInItY", " 1", "1 ", " NaN", "-nan\\t", "1_0", "1_0.2_5e1_0", "1__0", "_1", "1_", "1_.5", "1.5",
+               "-0", "1e5", "0x10", "1.5f", "+1", ".5", "5.", "nan(1)", "\\u004eaN", "1\\u00a0", "\\u3000-1\\u2029",
+               "\\u200b1"]  # (Python also takes non-ASCII digits, "\\u0661" for 1: onnxio does not)
+ODD_TEXTS = (
+    [("json", "onnx.TensorProto", '{"raw_data": "%s"}' % s) for s in _B64_ODD]
+    + [("json", "onnx.TensorProto", '{"string_data": ["%s", "QQ"]}' % s) for s in _B64_ODD]
+    + [("textproto", "onnx.TensorProto", f"{f}: {v}") for v in _REALS for f in ("float_data", "double_data")]
+    + [("textproto", "onnx.TensorProto", f"{f}: [1, {v}]") for v in _REALS for f in ("float_data", "double_data")]
+    + [("textproto", "onnx.AttributeProto", f"f: {v}") for v in _REALS]
+    + [("json", "onnx.TensorProto", '{"%s": ["%s"]}' % (f, v)) for v in _JSON_REALS
+       for f in ("float_data", "double_data")]
+    + [("json", "onnx.AttributeProto", '{"f": "%s"}' % v) for v in _JSON_REALS]
+    + [("json", "onnx.TensorProto", '{"%s": [%s]}' % (f, v)) for f in ("float_data", "double_data")
+       for v in ("-0", "-0.0", "-0e0", "0", "1" + "0" * 39, "-1" + "0" * 39, "340282356779733661637539395458142568448",
+                 "1e39", "1e400", "1e-400", "-1e-400")]
+)
+
+
+def _read_both(style, name, text):
+    try:
+        want = reference_parse(style, CLASSES[name], text)
+    except Exception:  # noqa: BLE001 - protobuf refuses it
+        want = None
+    try:
+        got = _onnxio._serialize(_onnxio._text_parse(text.encode(), onnxio_class(name), style))
+    except onnxio.DecodeError:
+        got = None
+    return want, got
+
+
+@pytest.mark.parametrize("style,name,text", ODD_TEXTS, ids=[f"{s}:{t[:40]}" for s, _n, t in ODD_TEXTS])
+def test_odd_inputs_read_as_protobuf(style, name, text):
+    want, got = _read_both(style, name, text)
+    assert got == want, f"{style} {text!r}: onnxio {got and got.hex()}, protobuf {want and want.hex()}"
+
+
+def test_nan_sign_bits_as_protobuf():
+    """-nan keeps its sign bit in both formats and both widths, as Python's float("-nan") does."""
+    for style, text in [("textproto", "float_data: -nan double_data: -nan"),
+                        ("json", '{"float_data": ["-nan"], "double_data": ["-NaN"]}')]:
+        t = _onnxio._text_parse(text.encode(), onnxio.TensorProto, style)
+        assert struct.pack("<f", t.float_data[0]) == struct.pack("<f", -float("nan")) == b"\x00\x00\xc0\xff"
+        assert struct.pack("<d", t.double_data[0]) == struct.pack("<d", -float("nan"))
+
+
+def test_random_base64_as_json_format():
+    """Random strings of base64 digits, '=', spaces and other characters as
+    bytes fields: onnxio's reading is json_format's."""
+    import random
+
+    rng = random.Random(13)
+    alphabet = "QUJDa8-_+/===  \t*\u00e9"
+    for _ in range(3000):
+        s = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
+        text = json.dumps({"raw_data": s})
+        want, got = _read_both("json", "onnx.TensorProto", text)
+        assert got == want, f"{s!r}: onnxio {got and got.hex()}, protobuf {want and want.hex()}"
+
+
+# ---- the expansion budget of text reads ----------------------------------------------------
+
+
+def _empty_initializers_json(n):
+    """A model of n empty initializers in the tightest JSON (3 bytes each):
+    each becomes a whole TensorProto, about 120 times its text."""
+    return json.dumps({"graph": {"initializer": [{}] * n}}, separators=(",", ":")).encode()
+
+
+def test_text_expansion_refused_at_the_default_and_raised(tmp_path):
+    n = 1_500_000
+    text = _empty_initializers_json(n)
+    with pytest.raises(onnxio.DecodeError, match="max_expansion"):
+        onnxio.load_model_from_string(text, format="json")
+    path = tmp_path / "m.json"
+    path.write_bytes(text)
+    with pytest.raises(onnxio.DecodeError, match=r"max_expansion \(100\)"):
+        onnxio.load(str(path))
+    m = onnxio.load(str(path), max_expansion=1000)
+    assert len(m.graph.initializer) == n == len(json.loads(text)["graph"]["initializer"])
+
+
+def _relu_chain(n=20000):
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Relu", [f"t{i}"], [f"t{i + 1}"]) for i in range(n)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info(f"t{n}", TensorProto.FLOAT, [1])])
+    return helper.make_model(graph)
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_text_max_expansion_honoured(style, tmp_path):
+    model = _relu_chain()
+    text = reference_text(style, model)
+    want = model.SerializeToString()
+    for load in (lambda **kw: onnxio.load_model_from_string(text, format=style, **kw),
+                 lambda **kw: onnxio.load(str(tmp_path / "m.txt"), format=style, **kw)):
+        (tmp_path / "m.txt").write_bytes(text)
+        with pytest.raises(onnxio.DecodeError, match=r"max_expansion \(2\)"):
+            load(max_expansion=2)
+        assert load().SerializeToString() == want
+        assert load(max_expansion=50).SerializeToString() == want
+    t = onnx.helper.make_tensor("t", onnx.TensorProto.FLOAT, [3], [1, 2, 3])
+    ttext = reference_text(style, t)
+    assert onnxio.load_tensor_from_string(ttext, format=style, max_expansion=2).SerializeToString() == \
+        t.SerializeToString()
+
+
+def test_text_load_peak_memory_bounded():
+    """The refused load allocates no more than its budget: the peak RSS of
+    a process that reads 4.5 MB of JSON with max_expansion=10 grows by about
+    10 x 4.5 MB, not the 550 MB the whole message takes."""
+    code = (
+        "import json, resource, onnxio\n"
+        "text = json.dumps({'graph': {'initializer': [{}] * 1500000}}, separators=(',', ':')).encode()\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "try:\n"
+        "    onnxio.load_model_from_string(text, format='json', max_expansion=10)\n"
+        "    print('loaded')\n"
+        "except onnxio.DecodeError as e:\n"
+        "    assert 'max_expansion' in str(e), e\n"
+        "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024)\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.split()
+    assert lines[0] != "loaded"
+    assert int(lines[-1]) < 150 << 20, f"peak grew by {int(lines[-1]) >> 20} MiB"
