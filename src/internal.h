@@ -269,6 +269,8 @@ onnxio_status onnxio__copy_options(void *dst, size_t dst_size, const void *src, 
 /* The size of onnxio_serialize_options in 0.2, what struct_size 0 stands
  * for: the members before max_expansion. */
 #define ONNXIO__SERIALIZE_OPTIONS_0_2_SIZE offsetof(onnxio_serialize_options, max_expansion)
+/* The same for onnxio_text_options. */
+#define ONNXIO__TEXT_OPTIONS_0_2_SIZE offsetof(onnxio_text_options, max_expansion)
 /* The public parse options read and checked (alignment a power of two at
  * most 1 GiB, no negative counts), with every default resolved: what the
  * library's load and parse paths use. */

@@ -505,7 +505,7 @@ static onnxio_status write_text(const void *msg, const onnxio_text_options *opts
     onnxio_text_options cfg;
     memset(o, 0, sizeof *o);
     o->stream = stream;
-    onnxio_status s = onnxio__copy_options(&cfg, sizeof cfg, opts, "onnxio_text_options", sizeof cfg);
+    onnxio_status s = onnxio__copy_options(&cfg, sizeof cfg, opts, "onnxio_text_options", ONNXIO__TEXT_OPTIONS_0_2_SIZE);
     if (s) return s;
     if ((unsigned)cfg.style > ONNXIO_TEXT_JSON)
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "%s: unknown text style %d", what, (int)cfg.style);

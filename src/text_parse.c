@@ -1208,7 +1208,7 @@ ONNXIO_API onnxio_status onnxio_text_parse(const onnxio_message_desc *desc, cons
     if (!desc || (!text && size) || !arena || !out)
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "text_parse: NULL argument");
     onnxio_text_options cfg;
-    onnxio_status s = onnxio__copy_options(&cfg, sizeof cfg, opts, "onnxio_text_options", sizeof cfg);
+    onnxio_status s = onnxio__copy_options(&cfg, sizeof cfg, opts, "onnxio_text_options", ONNXIO__TEXT_OPTIONS_0_2_SIZE);
     if (s) return s;
     if ((unsigned)cfg.style > ONNXIO_TEXT_JSON)
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "text_parse: unknown text style %d", (int)cfg.style);

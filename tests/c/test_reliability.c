@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -727,12 +729,59 @@ static void test_fsync_off(void)
     onnxio_arena_unref(a);
 }
 
+/* A program built against 0.2 passes option structs of 0.2's size,
+ * zeroed (struct_size 0): the library must not read past them. Each sits
+ * at the end of a page whose next page is inaccessible. */
+static void test_options_of_0_2(void)
+{
+    tu_begin("struct_size 0 reads exactly the 0.2 layout of grown structs");
+    long page = sysconf(_SC_PAGESIZE);
+    uint8_t *two = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (!CHECK(two != MAP_FAILED)) {
+        tu_end();
+        return;
+    }
+    CHECK(mprotect(two + page, (size_t)page, PROT_NONE) == 0);
+    char *dir = tu_make_temp_dir("onnxio-abi");
+    char *path = tu_path_join(dir, "m.onnx");
+    onnxio_arena *a = onnxio_arena_new();
+    onnxio_ModelProto *m = onnxio_message_new(a, &onnxio_desc_ModelProto);
+    m->ir_version = 8;
+    onnxio_set_has(m, ONNXIO_FIELD_ModelProto_ir_version);
+
+    size_t so_size = offsetof(onnxio_serialize_options, max_expansion);
+    onnxio_serialize_options *so = (onnxio_serialize_options *)(two + page - so_size);
+    memset(so, 0, so_size);
+    CHECK_STATUS(onnxio_save_model(m, path, so), ONNXIO_OK);
+    CHECK_STATUS(onnxio_save_file(m, path, so), ONNXIO_OK);
+
+    size_t to_size = offsetof(onnxio_text_options, max_expansion);
+    onnxio_text_options *to = (onnxio_text_options *)(two + page - to_size);
+    memset(to, 0, to_size);
+    onnxio_buffer *text = NULL;
+    CHECK_STATUS(onnxio_text_format(m, to, &text), ONNXIO_OK);
+    void *back = NULL;
+    if (text)
+        CHECK_STATUS(onnxio_text_parse(&onnxio_desc_ModelProto, onnxio_buffer_data(text), onnxio_buffer_size(text), to,
+                                       a, &back),
+                     ONNXIO_OK);
+    onnxio_buffer_unref(text);
+    onnxio_arena_unref(a);
+    unlink(path);
+    rmdir(dir);
+    free(path);
+    free(dir);
+    munmap(two, (size_t)page * 2);
+    tu_end();
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
     (void)argv;
     signal(SIGPIPE, SIG_IGN);
     test_options_and_formats();
+    test_options_of_0_2();
     test_modes();
     test_outputs();
     test_special_data();
