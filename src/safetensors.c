@@ -484,9 +484,12 @@ static onnxio_status parse_header(onnxio_safetensors *f, uint64_t data_start, ui
     if (j.p != j.end) return jfail(&j, j.p, "%s", "bytes after the header's object (only spaces may pad it)");
     if ((s = check_meta_keys(&j, f))) return s;
 
+    /* With every tensor a scalar no dimension was read and f->dims is
+     * NULL: shape then points at no_dims (NULL + 0 is undefined in C). */
+    static const int64_t no_dims[1];
     for (size_t i = 0; i < f->count; i++) {
         onnxio_safetensors_tensor *t = &f->tensors[i];
-        t->shape = f->dims + (size_t)(uintptr_t)t->shape;
+        t->shape = f->dims ? f->dims + (size_t)(uintptr_t)t->shape : no_dims;
         t->size -= t->offset; /* end - begin */
     }
     if (f->count) {
