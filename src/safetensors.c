@@ -839,7 +839,7 @@ ONNXIO_API onnxio_status onnxio_safetensors_load_into(onnxio_ModelProto *model, 
         plan[n].src = t;
         n++;
     }
-    if (cfg.names) { /* a name given twice: adjacent once sorted */
+    if (cfg.names && n > 1) { /* a name given twice: adjacent once sorted (plan is NULL for none) */
         qsort(plan, n, sizeof *plan, fill_cmp);
         for (size_t i = 1; i < n; i++)
             if (plan[i].init == plan[i - 1].init) {
@@ -1100,7 +1100,7 @@ ONNXIO_API onnxio_status onnxio_safetensors_save(onnxio_ModelProto *model, const
             goto done;
         }
     }
-    qsort(outs, n, sizeof *outs, out_cmp);
+    if (n > 1) qsort(outs, n, sizeof *outs, out_cmp); /* outs is NULL for none */
     for (size_t i = 1; i < n; i++)
         if (init_cmp(&outs[i - 1].t, &outs[i].t) == 0) {
             /* Sorted by dtype first, then name: index_initializers refused
