@@ -392,7 +392,14 @@ static int run_cat(int argc, char **argv)
     for (size_t i = 0; i < kr; i++) printf("%s%lld", i ? ", " : "", (long long)shape[i]);
     printf("]%s%s\n", spec ? " slice " : "", spec ? spec : "");
     const uint8_t *data = onnxio_buffer_data(b);
-    if (!npy_descr(t->data_type) && t->data_type != ONNXIO_TensorProto_DataType_BFLOAT16) {
+    int empty = 0;
+    for (size_t i = 0; i < kr; i++) empty |= shape[i] == 0;
+    if (empty) {
+        /* numpy prints every array of no element as [], whatever its
+         * shape; nested brackets would take work the size of the other
+         * axes, which a 40-byte model can make 2^124. */
+        puts("[]");
+    } else if (!npy_descr(t->data_type) && t->data_type != ONNXIO_TensorProto_DataType_BFLOAT16) {
         for (uint64_t i = 0; i < st.bytes; i++) printf("%02x%s", data[i], (i + 1) % 32 == 0 || i + 1 == st.bytes ? "\n" : " ");
     } else {
         uint64_t i = 0;

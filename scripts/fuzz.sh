@@ -24,7 +24,9 @@
 # (.cache/fuzz/seed-tests/). fuzz_archive is seeded only with the small
 # .onnxz archives make_seeds.sh makes with the onnxio CLI (built here too)
 # and python3's zipfile (.cache/fuzz/seed-archive/); fuzz_cli (the onnxio
-# command run in-process) with both. What a fuzzer finds
+# command run in-process) and fuzz_slice with both; fuzz_safetensors only
+# with the .safetensors files make_seeds.sh writes
+# (.cache/fuzz/seed-safetensors/). What a fuzzer finds
 # beyond them accumulates in
 # .cache/fuzz/corpus/NAME/; a crash leaves its input in
 # .cache/fuzz/artifacts/ and makes the script exit 1 (after the other
@@ -103,14 +105,20 @@ seeds=("$seed")
 # Seeds the fuzz targets' author made for them (e.g. tensors with a leading
 # type byte), when tests/fuzz provides a script for that.
 archive_seeds=()
+safetensors_seeds=()
 if [[ -f tests/fuzz/make_seeds.sh ]]; then
-    rm -rf "$cache/seed-tests" "$cache/seed-archive"
-    made="$(sh tests/fuzz/make_seeds.sh "$cache/seed-tests" "$max_seed" "$build/onnxio" "$cache/seed-archive")"
+    rm -rf "$cache/seed-tests" "$cache/seed-archive" "$cache/seed-safetensors"
+    made="$(sh tests/fuzz/make_seeds.sh "$cache/seed-tests" "$max_seed" "$build/onnxio" "$cache/seed-archive" \
+        "$cache/seed-safetensors")"
     echo "==> fuzz: tests/fuzz/make_seeds.sh: $(printf '%s\n' "$made" | tail -n 1)"
     seeds+=("$cache/seed-tests")
     if [[ -d "$cache/seed-archive" ]]; then
         echo "==> fuzz: tests/fuzz/make_seeds.sh: $(printf '%s\n' "$made" | grep 'archive seeds' || true)"
         archive_seeds+=("$cache/seed-archive")
+    fi
+    if [[ -d "$cache/seed-safetensors" ]]; then
+        echo "==> fuzz: tests/fuzz/make_seeds.sh: $(printf '%s\n' "$made" | grep 'safetensors seeds' || true)"
+        safetensors_seeds+=("$cache/seed-safetensors")
     fi
 fi
 
@@ -193,10 +201,12 @@ for src in "${sources[@]}"; do
     these=("${seeds[@]}")
     if [[ "$name" == fuzz_archive ]]; then
         these=("${archive_seeds[@]}")
-    elif [[ "$name" == fuzz_cli ]]; then
+    elif [[ "$name" == fuzz_cli || "$name" == fuzz_slice ]]; then
         these=("${seeds[@]}" "${archive_seeds[@]}")
     elif [[ "$name" == fuzz_text ]]; then
         these=("$text_seed")
+    elif [[ "$name" == fuzz_safetensors ]]; then
+        these=("${safetensors_seeds[@]}")
     fi
     echo "==> fuzz: $name for ${FUZZ_SECONDS}s"
     fuzz_one "$name" "$corpus" "$bin"

@@ -49,6 +49,21 @@ ONNXIO_API onnxio_format onnxio_detect_format(const void *data, size_t size)
     return ONNXIO_FORMAT_PROTOBUF;
 }
 
+const char *onnxio__text_hint(const void *data, size_t size)
+{
+    if (onnxio_detect_format(data, size) != ONNXIO_FORMAT_TEXT) return NULL;
+    const uint8_t *p = data;
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++; /* text has a byte that is not */
+    if (*p == '{')
+        return "the file is text, not binary protobuf: it looks like JSON (protobuf's json_format), which "
+               "onnxio_text_parse reads with ONNXIO_TEXT_JSON (Python: onnxio.load(path, format=\"json\"))";
+    if (*p == '<')
+        return "the file is text, not binary protobuf: it looks like ONNX's textual syntax (onnx.printer), which "
+               "Python's onnxio.load(path, format=\"onnxtxt\") reads through the onnx package";
+    return "the file is text, not binary protobuf: it looks like protobuf text format (textproto), which "
+           "onnxio_text_parse reads with ONNXIO_TEXT_PROTO (Python: onnxio.load(path, format=\"textproto\"))";
+}
+
 ONNXIO_API onnxio_status onnxio_detect_file_format(const char *path, onnxio_format *out)
 {
     if (!path || !out) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "detect_file_format: NULL argument");

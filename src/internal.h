@@ -242,6 +242,12 @@ onnxio_status onnxio__open_resolved(const onnxio__resolved *r, const char *locat
 
 /* ---- format.c ----------------------------------------------------------- */
 
+/* For `size` bytes at `data` that onnxio_detect_format calls text: what
+ * kind of text they look like (JSON, protobuf text format, ONNX's textual
+ * syntax) and which call reads it, as one clause for an error's context;
+ * NULL for anything else. */
+const char *onnxio__text_hint(const void *data, size_t size);
+
 /* The rule for a relative path inside a model's reach (an external data
  * location, an archive entry name): NULL when `p` (`n` bytes) keeps it;
  * else what is wrong ("is empty", "contains a NUL byte", "is an absolute

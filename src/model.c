@@ -108,9 +108,13 @@ static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxi
     onnxio_status s2 = onnxio__pool_finish(pool);
     onnxio__payloads_free(payloads);
     if (!s) s = s2;
-    /* Text handed to a binary reader fails early; say what it is. */
-    if (s == ONNXIO_ERR_DECODE && onnxio_detect_format(data, size) == ONNXIO_FORMAT_TEXT)
-        onnxio__context(s, "this looks like a text format (protobuf text, ONNX text or JSON), which onnxio does not read");
+    /* Text handed to a binary reader fails as whatever its bytes make of
+     * protobuf (a bad tag, groups nested too deep, a length past the end);
+     * say what it is instead, and what reads it. */
+    const char *hint;
+    if ((s == ONNXIO_ERR_DECODE || s == ONNXIO_ERR_DEPTH || s == ONNXIO_ERR_EXPANSION) &&
+        (hint = onnxio__text_hint(data, size)))
+        onnxio__context(s, "%s", hint);
     return s;
 }
 

@@ -276,6 +276,38 @@ static int peek(jp *j, char c)
 
 static onnxio_status nomem(void) { return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory"); }
 
+/* Keys in header order when equal: the decoded strings stay where they
+ * were read, so their addresses follow the header. */
+static int meta_key_cmp(const void *a, const void *b)
+{
+    const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+    int c = strcmp(x, y);
+    return c ? c : x < y ? -1 : x > y;
+}
+
+/* A __metadata__ key given twice refused (sorted, then adjacent keys
+ * compared: linear after the sort, where comparing each key with every
+ * earlier one took minutes on a header of a few hundred thousand keys).
+ * The error names the first key in header order that repeats an earlier
+ * one, at its opening quote. */
+static onnxio_status check_meta_keys(const jp *j, const onnxio_safetensors *f)
+{
+    size_t n = f->meta_count / 2;
+    if (n < 2) return ONNXIO_OK;
+    const char **keys = onnxio__malloc(n * sizeof *keys);
+    if (!keys) return nomem();
+    for (size_t i = 0; i < n; i++) keys[i] = f->meta[2 * i];
+    qsort(keys, n, sizeof *keys, meta_key_cmp);
+    const char *repeat = NULL;
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(keys[i - 1], keys[i]) == 0 && (i < 2 || strcmp(keys[i - 2], keys[i]) != 0) &&
+            (!repeat || keys[i] < repeat))
+            repeat = keys[i]; /* the second of its group in header order */
+    onnxio__free(keys);
+    if (!repeat) return ONNXIO_OK;
+    return jfail(j, repeat - 1, "__metadata__ key '%s' appears twice", repeat);
+}
+
 static onnxio_status metadata(jp *j, onnxio_safetensors *f)
 {
     ws(j);
@@ -292,13 +324,10 @@ static onnxio_status metadata(jp *j, onnxio_safetensors *f)
     for (;;) {
         char *k, *v;
         size_t kn, vn;
-        char *at = (ws(j), j->p);
         if ((s = string(j, &k, &kn)) || (s = expect(j, ':', "':'"))) return s;
         ws(j);
         if (j->p >= j->end || *j->p != '"') return jfail(j, j->p, "__metadata__ '%s': values must be strings", k);
         if ((s = string(j, &v, &vn))) return s;
-        for (size_t i = 0; i < f->meta_count; i += 2)
-            if (strcmp(f->meta[i], k) == 0) return jfail(j, at, "__metadata__ key '%s' appears twice", k);
         if (!onnxio__grow((void **)&f->meta, &f->meta_capacity, f->meta_count + 1, sizeof *f->meta)) return nomem();
         f->meta[f->meta_count++] = k;
         f->meta[f->meta_count++] = v;
@@ -453,10 +482,14 @@ static onnxio_status parse_header(onnxio_safetensors *f, uint64_t data_start, ui
         j.p++;
     ws(&j);
     if (j.p != j.end) return jfail(&j, j.p, "%s", "bytes after the header's object (only spaces may pad it)");
+    if ((s = check_meta_keys(&j, f))) return s;
 
+    /* With every tensor a scalar no dimension was read and f->dims is
+     * NULL: shape then points at no_dims (NULL + 0 is undefined in C). */
+    static const int64_t no_dims[1];
     for (size_t i = 0; i < f->count; i++) {
         onnxio_safetensors_tensor *t = &f->tensors[i];
-        t->shape = f->dims + (size_t)(uintptr_t)t->shape;
+        t->shape = f->dims ? f->dims + (size_t)(uintptr_t)t->shape : no_dims;
         t->size -= t->offset; /* end - begin */
     }
     if (f->count) {
@@ -806,7 +839,7 @@ ONNXIO_API onnxio_status onnxio_safetensors_load_into(onnxio_ModelProto *model, 
         plan[n].src = t;
         n++;
     }
-    if (cfg.names) { /* a name given twice: adjacent once sorted */
+    if (cfg.names && n > 1) { /* a name given twice: adjacent once sorted (plan is NULL for none) */
         qsort(plan, n, sizeof *plan, fill_cmp);
         for (size_t i = 1; i < n; i++)
             if (plan[i].init == plan[i - 1].init) {
@@ -1067,7 +1100,7 @@ ONNXIO_API onnxio_status onnxio_safetensors_save(onnxio_ModelProto *model, const
             goto done;
         }
     }
-    qsort(outs, n, sizeof *outs, out_cmp);
+    if (n > 1) qsort(outs, n, sizeof *outs, out_cmp); /* outs is NULL for none */
     for (size_t i = 1; i < n; i++)
         if (init_cmp(&outs[i - 1].t, &outs[i].t) == 0) {
             /* Sorted by dtype first, then name: index_initializers refused

@@ -496,11 +496,14 @@ typedef enum onnxio_format {
      * zero byte: an archive aligned past 64 KiB starts with a gap, and no
      * protobuf message starts with 0 (field number 0 does not exist). */
     ONNXIO_FORMAT_ARCHIVE = 1,
-    /* Text (protobuf text format, ONNX's textual syntax, JSON), which onnxio
-     * does not read: it starts, after white space, with a letter, '<', '{'
-     * or '#', and its first 64 bytes are printable ASCII or UTF-8 or white
-     * space. Loading still tries protobuf first; this only explains why it
-     * fails. */
+    /* Text (protobuf text format, ONNX's textual syntax, JSON), which the
+     * loads of binary files do not read (onnxio_text_parse reads protobuf
+     * text format and JSON): it starts, after white space, with a letter,
+     * '<', '{' or '#', and its first 64 bytes are printable ASCII or UTF-8
+     * or white space. Loading still tries protobuf first; this only
+     * explains why it fails: the error then says which text it looks like
+     * ('{': JSON, '<': ONNX's textual syntax, else protobuf text format)
+     * and what reads it. */
     ONNXIO_FORMAT_TEXT = 2,
 } onnxio_format;
 

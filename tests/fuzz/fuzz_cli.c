@@ -3,13 +3,22 @@
  * library, run in-process through cli_main (cli/common.h).
  *
  * Every input is written to a file in a private temporary directory, and
- * the command runs on it six ways, each a valid command line:
+ * the command runs on it these ways, each a valid command line:
  *   onnxio info IN
  *   onnxio info IN --json
  *   onnxio print IN
  *   onnxio convert IN OUT.onnx
  *   onnxio convert IN OUT.onnxz
  *   onnxio convert IN OUT.onnx --external-data d.bin
+ *   onnxio cat IN -- NAME
+ *   onnxio cat IN --slice 1:3 -- NAME
+ *   onnxio cat IN --slice ...,-1 -- NAME
+ *   onnxio cat IN --output OUT.npy -- NAME
+ *   onnxio extract IN OUT.onnx --tensors NAME
+ *   onnxio extract IN OUT.onnxz --tensors '*'
+ * where NAME is the first initializer of the main graph when the library
+ * opens IN (onnxio_tensor_file_open), else "w" (cat and extract then fail
+ * cleanly).
  * Whatever the input, each must end with exit status 0 (it was a model) or
  * 1 (a clear failure), never 2 (these are no usage errors), and never crash
  * or leak (ASan and UBSan check that; cli_main must not leak what it
@@ -213,6 +222,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     run((const char *const[]){"convert", in, out, NULL});
     run((const char *const[]){"convert", in, outz, NULL});
     run((const char *const[]){"convert", in, out_ext, "--external-data", "d.bin", NULL});
+
+    /* cat and extract: the first initializer's name, cut at a NUL byte;
+     * "w" when there is none. A pattern may not be empty (a usage error). */
+    char name[256] = "w";
+    onnxio_tensor_file *tf = NULL;
+    onnxio_slice_options so = ONNXIO_SLICE_OPTIONS_INIT;
+    so.num_threads = 1;
+    if (onnxio_tensor_file_open(in, &so, &tf) == ONNXIO_OK) {
+        const onnxio_ModelProto *m = onnxio_tensor_file_model(tf);
+        if (m && m->graph && m->graph->initializer.size) {
+            const onnxio_string *s = &m->graph->initializer.data[0]->name;
+            size_t n = s->size < sizeof name - 1 ? s->size : sizeof name - 1;
+            memcpy(name, s->data ? s->data : "", n);
+            name[n] = '\0';
+            if (!name[0])
+                strcpy(name, "w");
+        }
+    }
+    onnxio_tensor_file_close(tf);
+    char npy[PATH_MAX + 32];
+    snprintf(npy, sizeof npy, "%s/out.npy", dir);
+    run((const char *const[]){"cat", in, "--", name, NULL});
+    run((const char *const[]){"cat", in, "--slice", "1:3", "--", name, NULL});
+    run((const char *const[]){"cat", in, "--slice", "...,-1", "--", name, NULL});
+    run((const char *const[]){"cat", in, "--output", npy, "--", name, NULL});
+    run((const char *const[]){"extract", in, out, "--tensors", name, NULL});
+    run((const char *const[]){"extract", in, outz, "--tensors", "*", NULL});
 
     empty_dir(dir_fd);
     return 0;

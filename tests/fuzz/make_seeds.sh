@@ -13,12 +13,19 @@
 # when python3 is there, archives written by Python's zipfile (stored and
 # deflated entries, with and without forced ZIP64 records, some of them
 # repacked from the converted archives).
-# Usage: tests/fuzz/make_seeds.sh [out-dir] [max-bytes] [onnxio-cli [archive-out-dir]]
+#
+# With the CLI too, small .safetensors files for fuzz_safetensors in a fifth
+# directory (default <out-dir>-safetensors): written by python3 code here
+# (every dtype, scalars, empty tensors, metadata, escapes in names, padded
+# and unpadded headers), and some of the models above converted with
+# `onnxio convert IN OUT.safetensors` (onnxio's own writer).
+# Usage: tests/fuzz/make_seeds.sh [out-dir] [max-bytes] [onnxio-cli [archive-out-dir [safetensors-out-dir]]]
 set -eu
 out=${1:-fuzz-seeds}
 max=${2:-65536}
 cli=${3:-}
 zout=${4:-$out-archive}
+stout=${5:-$out-safetensors}
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 corpus="$repo/../shared/corpus"
@@ -145,5 +152,67 @@ PY
 )))
     fi
     echo "$nz archive seeds in $zout"
+
+    # ---- .safetensors files (fuzz_safetensors) ---------------------------------
+    mkdir -p "$stout"
+    ns=0
+    for f in $(ls -S "$out"/m-* 2>/dev/null | awk 'NR % 4 == 1' | head -n 32); do
+        st="$stout/c-${f##*/}.safetensors"
+        if ASAN_OPTIONS=detect_leaks=0 "$cli" convert "$f" "$st" >/dev/null 2>&1 && [ -f "$st" ] &&
+            [ "$(wc -c < "$st")" -le "$max" ]; then
+            ns=$((ns + 1))
+        else
+            rm -f "$st"
+        fi
+    done
+    if command -v python3 >/dev/null 2>&1; then
+        ns=$((ns + $(python3 - "$stout" <<'PY'
+import json, os, struct, sys
+
+out = sys.argv[1]
+# dtype: bytes per element (F4, F6_* are read in headers, not loaded)
+widths = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E8M0": 1, "F8_E4M3FNUZ": 1,
+          "F8_E5M2FNUZ": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2, "I32": 4, "U32": 4, "F32": 4,
+          "C64": 8, "F64": 8, "I64": 8, "U64": 8}
+made = 0
+
+def write(name, tensors, metadata=None, pad=True, compact=True):
+    """tensors: (name, dtype, shape, nbytes) in file order."""
+    global made
+    header, data, at = {}, b"", 0
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    for tname, dtype, shape, n in tensors:
+        header[tname] = {"dtype": dtype, "shape": shape, "data_offsets": [at, at + n]}
+        data += bytes((at + i) * 29 % 251 for i in range(n))
+        at += n
+    h = json.dumps(header, separators=(",", ":") if compact else None).encode()
+    if pad:
+        h += b" " * (-len(h) % 8)
+    with open(os.path.join(out, name + ".safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + data)
+    made += 1
+
+def count(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+write("every-dtype", [(d, d, [2, 3], 6 * w) for d, w in widths.items()], {"format": "pt"})
+write("scalars", [("a", "F32", [], 4), ("b", "I64", [], 8)])
+write("empty", [("e", "F32", [0, 3], 0), ("s", "U8", [], 1)], pad=False)
+write("nothing", [])
+write("metadata-only", [], {"k%d" % i: "v" * i for i in range(8)})
+write("packed", [("f4", "F4", [4], 2), ("f6", "F6_E2M3", [4], 3), ("w", "F32", [2], 8)])
+write("names", [("caf\u00e9", "F16", [2], 4), ("a\"b\\c\n", "U8", [3], 3), ("\U0001f600", "BOOL", [1], 1)],
+      {"\u00e9": "\t"}, compact=False)
+write("model-like", [("w0", "F32", [4], 16), ("w1", "F32", [2], 8)], {"format": "np"})
+write("big-rank", [("r", "U8", [1] * 40 + [2], 2)])
+print(made)
+PY
+)))
+    fi
+    echo "$ns safetensors seeds in $stout"
 fi
 echo "$n seeds in $out"

@@ -401,6 +401,52 @@ def test_malformed_file(verb, tmp_path):
     assert not (tmp_path / "out.onnx").exists()
 
 
+def text_model_files(d):
+    """Files of a model written by the onnx package as JSON, textproto and ONNX's
+    textual syntax, and a JSON document (json.loads reads it) whose bytes,
+    read as protobuf, open groups deeper than 100 before anything else
+    fails."""
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+                              [numpy_helper.from_array(np.ones(2, np.float32), "w")])
+    model = helper.make_model(graph)
+    files = {}
+    for fmt in ("json", "textproto", "onnxtxt"):
+        files[fmt] = d / f"model.{fmt}"
+        onnx.save(model, str(files[fmt]), format=fmt)
+    nested = d / "nested.json"
+    nested.write_text('{ "{' + " {{" * 150 + '": "x" }')
+    json.loads(nested.read_text())
+    files["nested"] = nested
+    return files
+
+
+@pytest.mark.filterwarnings("ignore:The onnxtxt format is experimental")
+def test_text_models_are_named_text(tmp_path):
+    """Every verb that reads a model says a text file is text, which text
+    (JSON, protobuf text format, ONNX's textual syntax), and which call
+    reads it; that call reads it as the onnx package does."""
+    import onnxio
+
+    files = text_model_files(tmp_path)
+    kinds = {"json": ("JSON", 'format="json"'), "nested": ("JSON", 'format="json"'),
+             "textproto": ("protobuf text format (textproto)", 'format="textproto"'),
+             "onnxtxt": ("ONNX's textual syntax", 'format="onnxtxt"')}
+    out = tmp_path / "out.onnx"
+    for fmt, path in files.items():
+        kind, call = kinds[fmt]
+        for args in (["info", path], ["print", path], ["convert", path, out], ["bench", path], ["cat", path, "w"],
+                     ["extract", path, out, "--tensors", "w"]):
+            rc, stdout, err = run(*args)
+            assert_failure(rc, stdout, err, args[0], path)
+            assert "the file is text, not binary protobuf: it looks like " + kind in err, (args, err)
+            assert f"onnxio.load(path, {call})" in err, (args, err)
+            assert not out.exists()
+        if fmt != "nested":
+            loaded = onnxio.load(str(path), format=call.split('"')[1])
+            assert loaded.SerializeToString() == onnx.load(str(path), format=fmt).SerializeToString()
+
 def test_print_other_type_malformed(tmp_path):
     bad = tmp_path / "bad.pb"
     bad.write_bytes(b"\x08")  # a tag with no value

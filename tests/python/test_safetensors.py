@@ -4,8 +4,11 @@ values numpy had; files onnxio writes read back with safetensors, byte for
 byte what safetensors itself writes for the same tensors; no_copy payloads
 lie in a mapping of the file; malformed files raise clear errors and leave
 the model as it was; the `onnxio convert` command both ways."""
+import json
 import os
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import ml_dtypes
@@ -180,6 +183,37 @@ def test_malformed_files(tmp_path):
     with pytest.raises(FileNotFoundError):
         ost.load_into(model, tmp_path / "missing.safetensors")
 
+
+def test_many_metadata_keys_and_a_key_twice(tmp_path):
+    """300,000 __metadata__ keys (a 4 MB header; the format allows 100 MB)
+    load in a fresh interpreter under a generous timeout: comparing each
+    key with every earlier one took minutes here. A key given twice is
+    refused, where the reference keeps the last value silently."""
+    path = tmp_path / "many.safetensors"
+    w = np.arange(4, dtype=np.float32)
+    stnp.save_file({"w": w}, str(path), metadata={f"key{i}": str(i) for i in range(300_000)})
+    with safetensors.safe_open(str(path), "np") as f:
+        assert len(f.metadata()) == 300_000
+    code = ("import json, sys, numpy as np, onnx, onnx.numpy_helper, onnxio, onnxio.safetensors as ost\n"
+            "g = onnx.helper.make_graph([], 'g', [], [], "
+            "initializer=[onnx.numpy_helper.from_array(np.zeros(4, np.float32), 'w')])\n"
+            "m = onnxio.load_from_string(onnx.helper.make_model(g).SerializeToString())\n"
+            "ost.load_into(m, sys.argv[1])\n"
+            "print(json.dumps(onnxio.numpy_helper.to_array(m.graph.initializer[0]).tolist()))\n")
+    r = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == w.tolist()
+
+    header = b'{"__metadata__":{"a":"1","b":"2","a":"3"},"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}'
+    header += b" " * (-len(header) % 8)
+    dup = tmp_path / "dup.safetensors"
+    dup.write_bytes(struct.pack("<Q", len(header)) + header + w.tobytes())
+    with safetensors.safe_open(str(dup), "np") as f:
+        assert f.metadata() == {"a": "3", "b": "2"}
+    model = onnxio_model({"w": np.zeros(4, np.float32)})
+    at = 8 + header.index(b'"a":"3"')
+    with pytest.raises(onnxio.DecodeError, match=f"file byte {at}\\): __metadata__ key 'a' appears twice"):
+        ost.load_into(model, dup)
 
 def test_save_read_by_safetensors(tmp_path):
     model = onnxio.load_from_string(onnx_model(ARRAYS).SerializeToString())

@@ -234,6 +234,30 @@ def test_cli_cat_npy(layouts, layout, tmp_path):
 
 
 @cli
+def test_cli_cat_of_no_element_prints_once(tmp_path):
+    """A tensor of no element prints as numpy prints it, once, whatever its
+    other axes: the nested brackets of [2^62, 2^62, 0] were 2^124 lines.
+    numpy makes arrays of [2^30, 2^30, 0] (and refuses larger ones)."""
+    big = [2**30, 2**30, 0]
+    inits = [helper.make_tensor(n, TensorProto.FLOAT, dims, vals=b"", raw=True)
+             for n, dims in [("big", big), ("huge", [2**62, 2**62, 0])]]
+    path = tmp_path / "empty.onnx"
+    onnx.save(helper.make_model(helper.make_graph([], "g", [], [], inits)), str(path))
+    ref = np.zeros(big, np.float32)
+    # (name, --slice, the numpy array it equals: numpy refuses [2^62, 2^62, 0]
+    # and [1, 1, 0] stands in for it, every array of no element printing [])
+    cases = [("big", None, ref, big), ("big", "0:2,1:3", ref[0:2, 1:3], [2, 2, 0]), ("big", "5", ref[5], big[1:]),
+             ("huge", None, np.zeros((1, 1, 0)), [2**62, 2**62, 0]),
+             ("huge", "0:1,0:1", np.zeros((1, 1, 0)), [1, 1, 0])]
+    for name, spec, want, shape in cases:
+        assert list(want.shape) == shape or name == "huge"
+        args = [CLI, "cat", str(path), name] + (["--slice", spec] if spec else [])
+        p = subprocess.run(args, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.splitlines() == [f"{name}: FLOAT [{', '.join(map(str, shape))}]" +
+                                         (f" slice {spec}" if spec else ""), str(want)]
+
+@cli
 @pytest.mark.parametrize("layout", ["single", "external", "onnxz"])
 @pytest.mark.parametrize("out_name", ["out.onnx", "out.onnxz"])
 def test_cli_extract(layouts, layout, out_name, tmp_path):
