@@ -46,6 +46,15 @@ extern "C" {
 /* MAJOR * 10000 + MINOR * 100 + PATCH: 200 for 0.2.0. */
 #define ONNXIO_VERSION_NUMBER (ONNXIO_VERSION_MAJOR * 10000 + ONNXIO_VERSION_MINOR * 100 + ONNXIO_VERSION_PATCH)
 
+/* The version of the onnx package whose schema (src/schema.def: every
+ * message, field and enum value, FLOAT6E2M3 and FLOAT6E3M2 included) and
+ * whose Python API this release implements. The Python package reports it
+ * as onnxio.__version__, so that code written against onnx that gates on
+ * `onnx.__version__` takes the path for this onnx after `import onnxio as
+ * onnx`; onnxio's own version is ONNXIO_VERSION_STRING (`onnxio --version`,
+ * importlib.metadata.version("onnxio"), onnxio.version.onnxio_version). */
+#define ONNXIO_ONNX_VERSION_STRING "1.23.2"
+
 /* The version of the library actually linked, which may be newer than the
  * header a program was compiled with: "0.2.0" (static storage) and
  * ONNXIO_VERSION_NUMBER's value. */

@@ -1492,6 +1492,7 @@ PyMODINIT_FUNC PyInit__onnxio(void)
         goto fail;
     if (PyType_Ready(&PayloadType) < 0) goto fail;
     if (PyModule_AddStringConstant(m, "_library_version", ONNXIO_VERSION_STRING) < 0) goto fail;
+    if (PyModule_AddStringConstant(m, "_onnx_version", ONNXIO_ONNX_VERSION_STRING) < 0) goto fail;
     if (pyonnxio_message_init(m) < 0 || pyonnxio_repeated_init(m) < 0) goto fail;
     if (pyonnxio_dlpack_init(m) < 0) goto fail;
     return m;

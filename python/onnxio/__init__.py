@@ -112,7 +112,12 @@ _adopt_onnx_bases()
 if typing.TYPE_CHECKING:  # pragma: no cover
     from typing import IO
 
-__version__ = _onnxio._library_version
+# The drop-in's version is that of the onnx API it implements (the schema
+# and the Python functions of onnx 1.23.2), so that code gating on
+# `onnx.__version__` after `import onnxio as onnx` takes the path for that
+# onnx. onnxio's own version: onnxio.version.onnxio_version, `onnxio
+# --version`, importlib.metadata.version("onnxio").
+__version__ = _onnxio._onnx_version
 
 # The onnx package is built with ONNX-ML; onnxio's schema includes onnx-ml.proto.
 ONNX_ML = True
@@ -128,7 +133,11 @@ _SUBMODULES = ("helper", "numpy_helper", "external_data_helper", "safetensors", 
                # onnxruntime sessions on onnxio's payloads (needs the onnxruntime package)
                "onnxruntime",
                # onnxio models to onnx_ir models and back (needs onnx_ir)
-               "ir")
+               "ir",
+               "serialization", "version")
+# Submodules of onnx that onnxio does not implement: the onnx package's own
+# (they need it installed), so that every attribute onnx has, onnxio has.
+_ONNX_SUBMODULES = ("backend", "bin", "frontend", "gen_proto", "tools", "_mapping", "onnx_cpp2py_export")
 # Functions onnx exports at the top level from its external_data_helper.
 _EXTERNAL_DATA_FUNCTIONS = ("convert_model_to_external_data", "load_external_data_for_model",
                             "write_external_data_tensors")
@@ -1236,15 +1245,24 @@ def shard(model_or_path, rank: int, world_size: int, plan, *, num_threads: int =
 
 
 def __getattr__(name: str):
-    if name in _SUBMODULES:
-        return importlib.import_module(f"onnxio.{name}")
+    """Submodules, imported when first used. One whose package is missing
+    (onnx_ir for ``ir``, onnx for the toolbox) is no attribute: hasattr()
+    gives False and the AttributeError says what to install."""
+    if name in _SUBMODULES or name in _ONNX_SUBMODULES:
+        full = f"onnxio.{name}" if name in _SUBMODULES else f"onnx.{name}"
+        try:
+            module = importlib.import_module(full)
+        except ImportError as e:
+            raise AttributeError(f"module 'onnxio' has no attribute {name!r}: {e}") from e
+        globals()[name] = module
+        return module
     if name in _EXTERNAL_DATA_FUNCTIONS:
         return getattr(importlib.import_module("onnxio.external_data_helper"), name)
     raise AttributeError(f"module 'onnxio' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_SUBMODULES) | set(_EXTERNAL_DATA_FUNCTIONS))
+    return sorted(set(globals()) | set(_SUBMODULES) | set(_ONNX_SUBMODULES) | set(_EXTERNAL_DATA_FUNCTIONS))
 
 
 # Streaming saves (issue 16).

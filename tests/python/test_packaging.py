@@ -40,7 +40,7 @@ def test_installed_package_has_stubs_and_command():
     assert (PACKAGE / "_onnxio.pyi").exists()
     cli = Path(sys.executable).parent / "onnxio"
     assert cli.exists(), f"{cli}: pip did not install the onnxio command"
-    assert run([str(cli), "--version"]).strip() == f"onnxio {onnxio.__version__}"
+    assert run([str(cli), "--version"]).strip() == f"onnxio {onnxio.version.onnxio_version}"
 
 
 def _stub_names():
@@ -123,7 +123,7 @@ def test_wheel_installs_into_a_new_environment(tmp_path):
     wheels = tmp_path / "wheels"
     run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-w", str(wheels), str(REPO)])
     (wheel,) = wheels.glob("onnxio-*.whl")
-    assert re.match(rf"onnxio-{re.escape(onnxio.__version__)}-cp\d+-cp\d+-.*linux.*x86_64\.whl", wheel.name), wheel.name
+    assert re.match(rf"onnxio-{re.escape(onnxio.version.onnxio_version)}-cp\d+-cp\d+-.*linux.*x86_64\.whl", wheel.name), wheel.name
     names = zipfile.ZipFile(wheel).namelist()
     for want in ("onnxio/__init__.py", "onnxio/py.typed", "onnxio/_onnxio.pyi"):
         assert want in names, (want, names)
@@ -143,7 +143,7 @@ def test_wheel_installs_into_a_new_environment(tmp_path):
     import onnx
     want = onnx.ModelProto(ir_version=9, graph=onnx.GraphProto(name="g")).SerializeToString().hex()
     assert str(venv) in path and data == want
-    assert run([str(venv / "bin" / "onnxio"), "--version"]).strip() == f"onnxio {onnxio.__version__}"
+    assert run([str(venv / "bin" / "onnxio"), "--version"]).strip() == f"onnxio {onnxio.version.onnxio_version}"
     env = dict(os.environ, PATH=f"{venv / 'bin'}:{os.environ.get('PATH', '')}")
     assert run(["onnxio", "--help"], env=env).startswith("usage: onnxio")
 

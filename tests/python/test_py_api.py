@@ -12,8 +12,11 @@ import hashlib
 import io
 import os
 import pathlib
+import subprocess
 import sys
+import textwrap
 import uuid
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -659,7 +662,7 @@ def test_module_constants_match_onnx():
 
 
 def test_module_surface():
-    assert onnxio.__version__ == _onnxio._library_version
+    assert onnxio.__version__ == onnx.__version__  # the onnx API version: see test_version_gates
     assert onnxio.load is onnxio.load_model and onnxio.save is onnxio.save_model
     assert onnxio.load_from_string is onnxio.load_model_from_string
     for cls in [n for n in onnx.__all__ if n.endswith("Proto") or n in ("TensorAnnotation",)]:
@@ -812,3 +815,62 @@ def test_converted_model_runs_in_onnxruntime_with_external_data(tmp_path, model_
     onnx.checker.check_model(str(tmp_path / "ext.onnx"))
     got = ort.InferenceSession(str(tmp_path / "ext.onnx"), providers=["CPUExecutionProvider"]).run(None, {"x": x})
     assert np.array_equal(got[0], want[0])
+
+
+# ---- the drop-in's version and submodules ----------------------------------------
+
+
+def test_version_gates():
+    """`onnx.__version__` after `import onnxio as onnx` is the onnx API
+    version onnxio implements: the installed onnx package's (the schema's
+    reference), so that gates like `Version(onnx.__version__) >= ...` take
+    that onnx's path; onnxio's own version stays in the package metadata,
+    the command and the C header."""
+    import importlib.metadata
+    import re
+    from packaging.version import Version
+
+    import onnxio as onnx_dropin
+
+    assert onnx_dropin.__version__ == onnx.__version__
+    assert Version(onnx_dropin.__version__) >= Version("1.8")
+    assert onnx_dropin.version.version == onnx.__version__ and onnx_dropin.version.git_version == ""
+    own = importlib.metadata.version("onnxio")
+    assert own == onnx_dropin.version.onnxio_version == _onnxio._library_version
+    assert Version(own) < Version("1.0") and own != onnx_dropin.__version__
+    header = (Path(__file__).resolve().parents[2] / "include" / "onnxio" / "onnxio.h").read_text()
+    assert f'#define ONNXIO_VERSION_STRING "{own}"' in header
+    assert re.search(rf'#define ONNXIO_ONNX_VERSION_STRING "{re.escape(onnx.__version__)}"', header)
+
+
+def test_every_submodule_onnx_has():
+    """Every submodule the onnx package exposes as an attribute, or imports
+    on request, is an attribute of onnxio too, imported when first used."""
+    import pkgutil
+    import types
+
+    names = {n for n, v in vars(onnx).items() if isinstance(v, types.ModuleType) and v.__name__.startswith("onnx.")}
+    names |= {m.name for m in pkgutil.iter_modules(onnx.__path__)}
+    for name in sorted(names):
+        assert hasattr(onnxio, name), name
+        assert isinstance(getattr(onnxio, name), types.ModuleType), name
+        assert name in dir(onnxio), name
+    code = "import onnxio, sys; print('serialization' in vars(onnxio)); onnxio.serialization; print('ok')"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "ok"]
+
+
+def test_hasattr_never_raises_for_a_missing_package():
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["onnx_ir"] = None  # onnx_ir not installed
+        import onnxio
+        print(hasattr(onnxio, "ir"))
+        try:
+            onnxio.ir
+        except AttributeError as e:
+            print("AttributeError", "onnx_ir" in str(e))
+        print(hasattr(onnxio, "no_such_thing"))
+        """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "AttributeError", "True", "False"]

@@ -290,6 +290,62 @@ def test_model_container_and_defs(tmp_path):
     assert onnxio.defs.get_schema("Relu").since_version == onnx.defs.get_schema("Relu").since_version
 
 
+def test_model_container_holds_onnxio_messages(tmp_path):
+    """A container's model is an onnxio ModelProto; saved and loaded back it
+    gives the files and arrays onnx's container gives."""
+    w = np.arange(6, dtype=np.float32).reshape(2, 3)
+    g = onnxio.helper.make_graph(
+        [onnxio.helper.make_node("Identity", ["w"], ["y"])], "g", [],
+        [onnxio.helper.make_tensor_value_info("y", onnxio.TensorProto.FLOAT, [2, 3])],
+        initializer=[onnxio.model_container.make_large_tensor_proto("#w", "w", onnxio.TensorProto.FLOAT, [2, 3])])
+    c = onnxio.model_container.make_large_model(g, {"#w": w})
+    assert isinstance(c, onnxio.model_container.ModelContainer) and type(c.model_proto) is onnxio.ModelProto
+    c.model_proto.producer_name = "changed"  # the container's own model, not a copy
+    assert c.model_proto.producer_name == "changed"
+    ref = onnx.model_container.make_large_model(onnxio.to_onnx(g), {"#w": w})
+    ref.model_proto.producer_name = "changed"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    saved = c.save(str(tmp_path / "a" / "m.onnx"), all_tensors_to_one_file=True)
+    ref.save(str(tmp_path / "b" / "m.onnx"), all_tensors_to_one_file=True)
+    assert type(saved) is onnxio.ModelProto
+    for name in ("m.onnx", "m.onnx.weight"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    back = onnxio.model_container.ModelContainer()
+    back.load(str(tmp_path / "a" / "m.onnx"))
+    want = onnx.model_container.ModelContainer()
+    want.load(str(tmp_path / "b" / "m.onnx"))
+    assert type(back.model_proto) is onnxio.ModelProto
+    assert ser(back.model_proto) == ser(want.model_proto)
+    assert sorted(back.large_initializers) == sorted(want.large_initializers)
+    for k, v in want.large_initializers.items():
+        assert np.array_equal(back.large_initializers[k], v)
+
+
+def test_defs_give_onnxio_messages():
+    """Schemas from onnxio.defs hand out onnxio messages equal to onnx's."""
+    s = onnxio.defs.get_schema("Celu")
+    ref = onnx.defs.get_schema("Celu")
+    assert isinstance(s, onnxio.defs.OpSchema) and (s.name, s.since_version) == (ref.name, ref.since_version)
+    body = s.function_body
+    assert type(body) is onnxio.FunctionProto and ser(body) == ser(ref.function_body)
+    version = ref.function_opset_versions[-1]
+    want = ref.get_function_with_opset_version(version)  # onnx's: the serialized FunctionProto
+    assert want
+    fn = s.get_function_with_opset_version(version)
+    assert type(fn) is onnxio.FunctionProto and ser(fn) == want
+    alpha = onnxio.defs.get_schema("LeakyRelu").attributes["alpha"]
+    assert isinstance(alpha, onnxio.defs.OpSchema.Attribute)
+    assert type(alpha.default_value) is onnxio.AttributeProto
+    assert ser(alpha.default_value) == ser(onnx.defs.get_schema("LeakyRelu").attributes["alpha"].default_value)
+    assert alpha.required == onnx.defs.get_schema("LeakyRelu").attributes["alpha"].required
+    every = onnxio.defs.get_all_schemas_with_history()
+    assert len(every) == len(onnx.defs.get_all_schemas_with_history())
+    assert all(isinstance(x, onnxio.defs.OpSchema) for x in every[:50])
+    # onnx's own schemas still give onnx's messages: the registry is shared, not patched.
+    assert type(ref.function_body) is onnx.FunctionProto
+
+
 # ---- without onnx -------------------------------------------------------------
 
 
@@ -300,13 +356,20 @@ def test_import_error_names_the_package():
         import onnxio
         m = onnxio.ModelProto(ir_version=8)  # the core needs nothing
         assert onnxio.load_model_from_string(m.SerializeToString()) == m
+        import importlib
         for name in %r:
             try:
-                getattr(onnxio, name)
+                importlib.import_module("onnxio." + name)
             except ImportError as e:
                 assert "pip install onnxio[onnx]" in str(e), (name, str(e))
             else:
                 raise AssertionError(name + " imported without onnx")
+            # As an attribute: no attribute (hasattr never raises), saying what to install.
+            assert not hasattr(onnxio, name), name
+            try:
+                getattr(onnxio, name)
+            except AttributeError as e:
+                assert "pip install onnxio[onnx]" in str(e), (name, str(e))
         print("ok")
     """ % (ALL_MODULES,))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ))
