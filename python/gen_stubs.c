@@ -27,25 +27,8 @@ static const char HEADER[] =
     "class ExternalDataError(ValueError): ...\n"
     "class ArchiveError(DecodeError): ...\n"
     "\n"
-    "class Descriptor:\n"
-    "    name: str\n"
-    "    full_name: str\n"
-    "    fields: list[FieldDescriptor]\n"
-    "    fields_by_name: dict[str, FieldDescriptor]\n"
-    "    fields_by_number: dict[int, FieldDescriptor]\n"
-    "    def __getattr__(self, name: str) -> Any: ...\n"
-    "class FieldDescriptor:\n"
-    "    name: str\n"
-    "    full_name: str\n"
-    "    number: int\n"
-    "    def __getattr__(self, name: str) -> Any: ...\n"
-    "class OneofDescriptor:\n"
-    "    name: str\n"
-    "    def __getattr__(self, name: str) -> Any: ...\n"
-    "class EnumDescriptor:\n"
-    "    name: str\n"
-    "    full_name: str\n"
-    "    def __getattr__(self, name: str) -> Any: ...\n"
+    "from onnxio._descriptors import Descriptor as Descriptor, EnumDescriptor as EnumDescriptor\n"
+    "from onnxio._descriptors import FieldDescriptor as FieldDescriptor, OneofDescriptor as OneofDescriptor\n"
     "\n"
     "class EnumTypeWrapper(type):\n"
     "    DESCRIPTOR: EnumDescriptor\n"
@@ -123,7 +106,7 @@ static const char *const FUNCTIONS[] = {
     "_safetensors_load_into", "_safetensors_save", "_library_version", "_onnx_version",
     "_tensor_file_open", "_tensor_file_close", "_tensor_file_info", "_tensor_file_initializers", "_tensor_file_read",
     "_save_streaming", "_external_ranges", "_set_fetched_payload", "_bytes_are_archive",
-    "_archive_open_tail", "_archive_entries", "_archive_entry_read", "_archive_ranges",
+    "_archive_open_tail", "_archive_entries", "_archive_entry_read", "_archive_ranges", "_install_descriptor",
 };
 
 /* "onnx.TensorProto.Segment" -> "TensorProto.Segment" */

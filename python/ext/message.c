@@ -16,8 +16,7 @@
 typedef struct entry {
     const onnxio_message_desc *desc;
     PyTypeObject *type;
-    PyObject *descriptor;  /* the DESCRIPTOR object */
-    PyObject **field_descs; /* FieldDescriptor objects, by field index */
+    PyObject **field_descs; /* FieldDescriptor objects, by field index (_install_descriptor) */
     void *empty;           /* an empty message, read by lazy objects; never written */
 } entry;
 
@@ -970,6 +969,11 @@ static PyObject *m_ListFields(PyOnnxioMessage *self, PyObject *unused)
 {
     onnxio_message *c = pyonnxio_message_read(self);
     entry *e = entry_for_desc(c->desc);
+    if (!e->field_descs) {
+        PyErr_Format(PyExc_RuntimeError, "%s has no DESCRIPTOR yet (the onnxio package installs them)",
+                     c->desc->full_name);
+        return NULL;
+    }
     PyObject *list = PyList_New(0);
     if (!list) return NULL;
     for (size_t i = 0; i < c->desc->field_count; i++) {
@@ -1376,24 +1380,19 @@ static PyType_Spec base_spec = {
     "onnxio.Message", sizeof(PyOnnxioMessage), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, base_slots,
 };
 
-/* ---- descriptors (DESCRIPTOR, FieldDescriptor) ------------------------ */
+/* ---- schema tables for reflection ----------------------------------- */
 
-/* Protobuf's FieldDescriptor constants. */
+/* The Python package builds Message.DESCRIPTOR and the enums' descriptors
+ * (onnxio/_descriptors.py, protobuf's reflection API) from two tables of
+ * the schema: _schema_fields and _schema_rows. It hands each class its
+ * Descriptor back through _install_descriptor, which keeps the
+ * FieldDescriptor of every field for ListFields. */
+
+/* Protobuf's FieldDescriptor.TYPE_* and CPPTYPE_* of a field kind. */
 enum { TYPE_DOUBLE = 1, TYPE_FLOAT = 2, TYPE_INT64 = 3, TYPE_UINT64 = 4, TYPE_INT32 = 5, TYPE_STRING = 9,
        TYPE_MESSAGE = 11, TYPE_BYTES = 12, TYPE_ENUM = 14 };
 enum { CPPTYPE_INT32 = 1, CPPTYPE_INT64 = 2, CPPTYPE_UINT64 = 4, CPPTYPE_DOUBLE = 5, CPPTYPE_FLOAT = 6,
        CPPTYPE_ENUM = 8, CPPTYPE_STRING = 9, CPPTYPE_MESSAGE = 10 };
-
-static const struct { const char *name; int value; } fd_constants[] = {
-    {"TYPE_DOUBLE", 1}, {"TYPE_FLOAT", 2}, {"TYPE_INT64", 3}, {"TYPE_UINT64", 4}, {"TYPE_INT32", 5},
-    {"TYPE_FIXED64", 6}, {"TYPE_FIXED32", 7}, {"TYPE_BOOL", 8}, {"TYPE_STRING", 9}, {"TYPE_GROUP", 10},
-    {"TYPE_MESSAGE", 11}, {"TYPE_BYTES", 12}, {"TYPE_UINT32", 13}, {"TYPE_ENUM", 14}, {"TYPE_SFIXED32", 15},
-    {"TYPE_SFIXED64", 16}, {"TYPE_SINT32", 17}, {"TYPE_SINT64", 18},
-    {"CPPTYPE_INT32", 1}, {"CPPTYPE_INT64", 2}, {"CPPTYPE_UINT32", 3}, {"CPPTYPE_UINT64", 4},
-    {"CPPTYPE_DOUBLE", 5}, {"CPPTYPE_FLOAT", 6}, {"CPPTYPE_BOOL", 7}, {"CPPTYPE_ENUM", 8},
-    {"CPPTYPE_STRING", 9}, {"CPPTYPE_MESSAGE", 10},
-    {"LABEL_OPTIONAL", 1}, {"LABEL_REQUIRED", 2}, {"LABEL_REPEATED", 3},
-};
 
 static void field_types(const onnxio_field_desc *f, int *type, int *cpp)
 {
@@ -1406,20 +1405,141 @@ static void field_types(const onnxio_field_desc *f, int *type, int *cpp)
     case ONNXIO_KIND_STRING: *type = TYPE_STRING; *cpp = CPPTYPE_STRING; return;
     case ONNXIO_KIND_ENUM: *type = TYPE_ENUM; *cpp = CPPTYPE_ENUM; return;
     case ONNXIO_KIND_MESSAGE: *type = TYPE_MESSAGE; *cpp = CPPTYPE_MESSAGE; return;
-    default: *type = TYPE_BYTES; *cpp = CPPTYPE_STRING; return;
+    default: *type = TYPE_BYTES; *cpp = CPPTYPE_STRING; return; /* BYTES, RAW */
     }
 }
 
-/* A plain Python class (instances have a __dict__) made at import. */
-static PyObject *make_plain_class(PyObject *module, const char *name, const char *doc)
+/* _schema_fields: {message full name: ((name, number, type, cpp_type,
+ * repeated, packed, oneof name or None, message full name or None, enum
+ * full name or None), ...) in field-number order}. */
+static PyObject *schema_fields(void)
 {
-    PyObject *ns = Py_BuildValue("{s:s,s:s}", "__module__", "onnxio", "__doc__", doc);
-    if (!ns) return NULL;
-    PyObject *cls = PyObject_CallFunction((PyObject *)&PyType_Type, "s(O)O", name, (PyObject *)&PyBaseObject_Type, ns);
-    Py_DECREF(ns);
-    if (cls && PyModule_AddObjectRef(module, name, cls) < 0) Py_CLEAR(cls);
-    return cls;
+    PyObject *out = PyDict_New();
+    for (size_t i = 0; out && i < entry_count; i++) {
+        const onnxio_message_desc *d = entries[i].desc;
+        PyObject *fields = PyTuple_New((Py_ssize_t)d->field_count);
+        for (size_t k = 0; fields && k < d->field_count; k++) {
+            const onnxio_field_desc *f = &d->fields[k];
+            int type, cpp;
+            field_types(f, &type, &cpp);
+            PyObject *row = Py_BuildValue("(skiiNNzzz)", f->name, (unsigned long)f->number, type, cpp,
+                                          PyBool_FromLong(f->label >= ONNXIO_LABEL_REPEATED),
+                                          PyBool_FromLong(f->label == ONNXIO_LABEL_PACKED), f->oneof_name,
+                                          f->kind == ONNXIO_KIND_MESSAGE ? f->message->full_name : NULL,
+                                          f->enum_type ? f->enum_type->full_name : NULL);
+            if (!row) Py_CLEAR(fields);
+            else PyTuple_SET_ITEM(fields, (Py_ssize_t)k, row);
+        }
+        if (!fields || PyDict_SetItemString(out, d->full_name, fields) < 0) Py_CLEAR(out);
+        Py_XDECREF(fields);
+    }
+    return out;
 }
+
+/* _schema_rows: the rows of src/schema.def that place things in files, in
+ * order: ("file", path, optimize_for), ("enum", full name), ("message",
+ * full name), and of the message before: ("field_order", "name, name,
+ * ..."), ("reserved", "start", "end"), ("reserved_name", name). */
+static const struct { const char *kind, *a, *b; } schema_rows[] = {
+#define ONNXIO_FILE(PATH, OPTIMIZE_FOR) {"file", PATH, #OPTIMIZE_FOR},
+#define ONNXIO_ENUM(E, FULL) {"enum", FULL, NULL},
+#define ONNXIO_ENUM_VALUE(E, V, N)
+#define ONNXIO_END_ENUM(E)
+#define ONNXIO_MESSAGE(M, FULL) {"message", FULL, NULL},
+#define ONNXIO_ONEOF(M, O)
+#define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T)
+#define ONNXIO_FIELD_ORDER(M, ...) {"field_order", #__VA_ARGS__, NULL},
+#define ONNXIO_RESERVED(M, START, END) {"reserved", #START, #END},
+#define ONNXIO_RESERVED_NAME(M, NAME) {"reserved_name", #NAME, NULL},
+#define ONNXIO_END_MESSAGE(M)
+#include "onnxio/schema.def"
+#undef ONNXIO_FILE
+#undef ONNXIO_ENUM
+#undef ONNXIO_ENUM_VALUE
+#undef ONNXIO_END_ENUM
+#undef ONNXIO_MESSAGE
+#undef ONNXIO_ONEOF
+#undef ONNXIO_FIELD
+#undef ONNXIO_FIELD_ORDER
+#undef ONNXIO_RESERVED
+#undef ONNXIO_RESERVED_NAME
+#undef ONNXIO_END_MESSAGE
+};
+
+static PyObject *schema_rows_tuple(void)
+{
+    size_t n = sizeof schema_rows / sizeof schema_rows[0];
+    PyObject *out = PyTuple_New((Py_ssize_t)n);
+    for (size_t i = 0; out && i < n; i++) {
+        const char *kind = schema_rows[i].kind, *a = schema_rows[i].a, *b = schema_rows[i].b;
+        PyObject *row = b ? Py_BuildValue("(sss)", kind, a, b) : Py_BuildValue("(ss)", kind, a);
+        if (!row) Py_CLEAR(out);
+        else PyTuple_SET_ITEM(out, (Py_ssize_t)i, row);
+    }
+    return out;
+}
+
+/* _install_descriptor(cls, descriptor): sets cls.DESCRIPTOR and keeps
+ * descriptor.fields_by_number[n] of every field n for ListFields. */
+static PyObject *install_descriptor(PyObject *unused, PyObject *args)
+{
+    PyObject *cls, *descriptor;
+    if (!PyArg_ParseTuple(args, "O!O:_install_descriptor", &PyType_Type, &cls, &descriptor)) return NULL;
+    entry *e = entry_for_exact_type((PyTypeObject *)cls);
+    if (!e) return PyErr_Format(PyExc_TypeError, "_install_descriptor: %R is not an onnxio message class", cls);
+    const onnxio_message_desc *d = e->desc;
+    PyObject *by_number = PyObject_GetAttrString(descriptor, "fields_by_number");
+    if (!by_number) return NULL;
+    PyObject **descs = PyMem_Calloc(d->field_count ? d->field_count : 1, sizeof(PyObject *));
+    int ok = descs != NULL;
+    if (!ok) PyErr_NoMemory();
+    for (size_t k = 0; ok && k < d->field_count; k++) {
+        PyObject *num = PyLong_FromUnsignedLong(d->fields[k].number);
+        descs[k] = num ? PyObject_GetItem(by_number, num) : NULL;
+        Py_XDECREF(num);
+        ok = descs[k] != NULL;
+    }
+    Py_DECREF(by_number);
+    ok = ok && PyObject_SetAttrString(cls, "DESCRIPTOR", descriptor) == 0;
+    if (!ok) {
+        for (size_t k = 0; descs && k < d->field_count; k++) Py_XDECREF(descs[k]);
+        PyMem_Free(descs);
+        return NULL;
+    }
+    PyObject **old = e->field_descs;
+    e->field_descs = descs;
+    if (old) {
+        for (size_t k = 0; k < d->field_count; k++) Py_XDECREF(old[k]);
+        PyMem_Free(old);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef reflection_functions[] = {
+    {"_install_descriptor", install_descriptor, METH_VARARGS,
+     "_install_descriptor(cls, descriptor): sets cls.DESCRIPTOR (onnxio._descriptors builds it)."},
+    {NULL, NULL, 0, NULL},
+};
+
+/* Publishes the schema tables and _install_descriptor. */
+static int build_reflection_tables(PyObject *module)
+{
+    PyObject *fields = schema_fields();
+    if (!fields || PyModule_AddObjectRef(module, "_schema_fields", fields) < 0) {
+        Py_XDECREF(fields);
+        return -1;
+    }
+    Py_DECREF(fields);
+    PyObject *rows = schema_rows_tuple();
+    if (!rows || PyModule_AddObjectRef(module, "_schema_rows", rows) < 0) {
+        Py_XDECREF(rows);
+        return -1;
+    }
+    Py_DECREF(rows);
+    return PyModule_AddFunctions(module, reflection_functions);
+}
+
+/* ---- module init ------------------------------------------------------ */
 
 static int set_attr(PyObject *o, const char *name, PyObject *v)
 {
@@ -1428,143 +1548,6 @@ static int set_attr(PyObject *o, const char *name, PyObject *v)
     Py_DECREF(v);
     return rc;
 }
-
-static PyObject *new_instance(PyObject *cls)
-{
-    return PyObject_CallNoArgs(cls);
-}
-
-static PyObject *enum_descriptor(PyObject *enum_cls, PyObject *cache, const onnxio_enum_desc *e)
-{
-    PyObject *d = PyDict_GetItemString(cache, e->full_name);
-    if (d) return Py_NewRef(d);
-    d = new_instance(enum_cls);
-    if (!d) return NULL;
-    PyObject *by_name = PyDict_New(), *by_number = PyDict_New(), *values = PyList_New(0);
-    int ok = by_name && by_number && values;
-    for (size_t i = 0; ok && i < e->value_count; i++) {
-        PyObject *num = PyLong_FromLong(e->values[i].number);
-        PyObject *pair = num ? Py_BuildValue("(sO)", e->values[i].name, num) : NULL;
-        ok = pair && PyList_Append(values, pair) == 0 && PyDict_SetItemString(by_name, e->values[i].name, num) == 0 &&
-             (PyDict_Contains(by_number, num) || PyDict_SetItem(by_number, num, PyTuple_GET_ITEM(pair, 0)) == 0);
-        Py_XDECREF(num);
-        Py_XDECREF(pair);
-    }
-    const char *dot = strrchr(e->full_name, '.');
-    ok = ok && set_attr(d, "name", PyUnicode_FromString(dot ? dot + 1 : e->full_name)) == 0 &&
-         set_attr(d, "full_name", PyUnicode_FromString(e->full_name)) == 0 &&
-         set_attr(d, "values", Py_NewRef(values)) == 0 && set_attr(d, "values_by_name", Py_NewRef(by_name)) == 0 &&
-         set_attr(d, "values_by_number", Py_NewRef(by_number)) == 0 && PyDict_SetItemString(cache, e->full_name, d) == 0;
-    Py_XDECREF(by_name);
-    Py_XDECREF(by_number);
-    Py_XDECREF(values);
-    if (!ok) Py_CLEAR(d);
-    return d;
-}
-
-/* Builds DESCRIPTOR objects: protobuf's Descriptor/FieldDescriptor subset
- * that code walking messages generically uses (name, full_name, fields,
- * fields_by_name, type, label, message_type, containing_oneof, ...). */
-static int build_descriptors(PyObject *module)
-{
-    PyObject *desc_cls = make_plain_class(module, "Descriptor", "A message descriptor (protobuf's Descriptor subset).");
-    PyObject *field_cls =
-        make_plain_class(module, "FieldDescriptor", "A field descriptor (protobuf's FieldDescriptor subset).");
-    PyObject *oneof_cls = make_plain_class(module, "OneofDescriptor", "A oneof descriptor (name, full_name, fields).");
-    PyObject *enum_cls = make_plain_class(module, "EnumDescriptor", "An enum descriptor (name, full_name, values).");
-    PyObject *enum_cache = PyDict_New();
-    int rc = -1;
-    if (!desc_cls || !field_cls || !oneof_cls || !enum_cls || !enum_cache) goto done;
-    for (size_t i = 0; i < sizeof fd_constants / sizeof fd_constants[0]; i++)
-        if (set_attr(field_cls, fd_constants[i].name, PyLong_FromLong(fd_constants[i].value)) < 0) goto done;
-    for (size_t i = 0; i < entry_count; i++)
-        if (!(entries[i].descriptor = new_instance(desc_cls))) goto done;
-    for (size_t i = 0; i < entry_count; i++) {
-        entry *e = &entries[i];
-        const onnxio_message_desc *d = e->desc;
-        PyObject *D = e->descriptor;
-        PyObject *fields = PyList_New(0), *by_name = PyDict_New(), *by_number = PyDict_New();
-        PyObject *oneofs = PyList_New(0), *oneofs_by_name = PyDict_New();
-        int ok = fields && by_name && by_number && oneofs && oneofs_by_name;
-        e->field_descs = PyMem_Calloc(d->field_count ? d->field_count : 1, sizeof(PyObject *));
-        ok = ok && e->field_descs;
-        for (size_t k = 0; ok && k < d->field_count; k++) {
-            const onnxio_field_desc *f = &d->fields[k];
-            PyObject *F = new_instance(field_cls);
-            int type, cpp;
-            field_types(f, &type, &cpp);
-            int repeated = f->label >= ONNXIO_LABEL_REPEATED;
-            PyObject *oneof = Py_None;
-            if (F && f->oneof_name) {
-                oneof = PyDict_GetItemString(oneofs_by_name, f->oneof_name);
-                if (!oneof) {
-                    oneof = new_instance(oneof_cls);
-                    ok = oneof && set_attr(oneof, "name", PyUnicode_FromString(f->oneof_name)) == 0 &&
-                         set_attr(oneof, "full_name", PyUnicode_FromFormat("%s.%s", d->full_name, f->oneof_name)) == 0 &&
-                         set_attr(oneof, "fields", PyList_New(0)) == 0 && set_attr(oneof, "containing_type", Py_NewRef(D)) == 0 &&
-                         PyDict_SetItemString(oneofs_by_name, f->oneof_name, oneof) == 0 && PyList_Append(oneofs, oneof) == 0;
-                    Py_XDECREF(oneof); /* the dict keeps it */
-                    if (!ok) {
-                        Py_XDECREF(F);
-                        break;
-                    }
-                }
-                PyObject *members = PyObject_GetAttrString(oneof, "fields");
-                ok = members && PyList_Append(members, F) == 0;
-                Py_XDECREF(members);
-            }
-            PyObject *message_type = Py_None;
-            if (f->kind == ONNXIO_KIND_MESSAGE) message_type = entry_for_desc(f->message)->descriptor;
-            PyObject *enum_type = f->enum_type ? enum_descriptor(enum_cls, enum_cache, f->enum_type) : Py_NewRef(Py_None);
-            ok = ok && F && enum_type && set_attr(F, "name", PyUnicode_FromString(f->name)) == 0 &&
-                 set_attr(F, "full_name", PyUnicode_FromFormat("%s.%s", d->full_name, f->name)) == 0 &&
-                 set_attr(F, "number", PyLong_FromUnsignedLong(f->number)) == 0 &&
-                 set_attr(F, "index", PyLong_FromSize_t(k)) == 0 && set_attr(F, "type", PyLong_FromLong(type)) == 0 &&
-                 set_attr(F, "cpp_type", PyLong_FromLong(cpp)) == 0 &&
-                 set_attr(F, "label", PyLong_FromLong(repeated ? 3 : 1)) == 0 &&
-                 set_attr(F, "is_repeated", PyBool_FromLong(repeated)) == 0 &&
-                 set_attr(F, "has_presence", PyBool_FromLong(!repeated)) == 0 &&
-                 set_attr(F, "is_packed", PyBool_FromLong(f->label == ONNXIO_LABEL_PACKED)) == 0 &&
-                 set_attr(F, "containing_type", Py_NewRef(D)) == 0 &&
-                 set_attr(F, "containing_oneof", Py_NewRef(oneof)) == 0 &&
-                 set_attr(F, "message_type", Py_NewRef(message_type)) == 0 &&
-                 set_attr(F, "enum_type", Py_NewRef(enum_type)) == 0 && PyList_Append(fields, F) == 0 &&
-                 PyDict_SetItemString(by_name, f->name, F) == 0;
-            if (ok) {
-                PyObject *num = PyLong_FromUnsignedLong(f->number);
-                ok = num && PyDict_SetItem(by_number, num, F) == 0;
-                Py_XDECREF(num);
-            }
-            Py_XDECREF(enum_type);
-            if (ok) e->field_descs[k] = F;
-            else Py_XDECREF(F);
-        }
-        ok = ok && set_attr(D, "name", PyUnicode_FromString(short_name(d))) == 0 &&
-             set_attr(D, "full_name", PyUnicode_FromString(d->full_name)) == 0 &&
-             set_attr(D, "fields", Py_NewRef(fields)) == 0 && set_attr(D, "fields_by_name", Py_NewRef(by_name)) == 0 &&
-             set_attr(D, "fields_by_number", Py_NewRef(by_number)) == 0 &&
-             set_attr(D, "oneofs", Py_NewRef(oneofs)) == 0 &&
-             set_attr(D, "oneofs_by_name", Py_NewRef(oneofs_by_name)) == 0 &&
-             set_attr(D, "_concrete_class", Py_NewRef((PyObject *)e->type)) == 0 &&
-             PyObject_SetAttrString((PyObject *)e->type, "DESCRIPTOR", D) == 0;
-        Py_XDECREF(fields);
-        Py_XDECREF(by_name);
-        Py_XDECREF(by_number);
-        Py_XDECREF(oneofs);
-        Py_XDECREF(oneofs_by_name);
-        if (!ok) goto done;
-    }
-    rc = 0;
-done:
-    Py_XDECREF(desc_cls);
-    Py_XDECREF(field_cls);
-    Py_XDECREF(oneof_cls);
-    Py_XDECREF(enum_cls);
-    Py_XDECREF(enum_cache);
-    return rc;
-}
-
-/* ---- module init ------------------------------------------------------ */
 
 /* Heap type names and getset tables must outlive the types: they are made
  * once per process and never freed (the module cannot be unloaded). */
@@ -1704,7 +1687,7 @@ int pyonnxio_message_init(PyObject *module)
             if (bad) goto done;
         }
     }
-    if (build_descriptors(module) < 0) goto done;
+    if (build_reflection_tables(module) < 0) goto done;
     if (PyModule_AddObjectRef(module, "_messages", messages) < 0) goto done;
     if (PyModule_AddObjectRef(module, "_enums", enums) < 0) goto done;
     rc = 0;

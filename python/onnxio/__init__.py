@@ -142,65 +142,12 @@ _ONNX_SUBMODULES = ("backend", "bin", "frontend", "gen_proto", "tools", "_mappin
 _EXTERNAL_DATA_FUNCTIONS = ("convert_model_to_external_data", "load_external_data_for_model",
                             "write_external_data_tensors")
 
-# ---- enums -------------------------------------------------------------------
+# ---- enums and descriptors (protobuf's reflection: onnxio/_descriptors.py) -----
 
-
-class EnumTypeWrapper:
-    """An ONNX enum, as protobuf's ``EnumTypeWrapper``: ``Name(number)``,
-    ``Value(name)``, ``keys()``, ``values()``, ``items()`` (declaration
-    order) and each value as an attribute (``TensorProto.DataType.FLOAT``).
-    Built from the schema's enum descriptors (``_onnxio._enums``)."""
-
-    ValueType = int
-
-    def __init__(self, full_name: str, values: typing.Iterable[tuple[str, int]]):
-        self._full_name = full_name
-        self._name = full_name.rsplit(".", 1)[-1]
-        self._items = tuple((str(n), int(v)) for n, v in values)
-        self._by_name = dict(self._items)
-        self._by_number: dict[int, str] = {}
-        for n, v in self._items:  # the first name of an aliased number wins, as in protobuf
-            self._by_number.setdefault(v, n)
-
-    def Name(self, number: int) -> str:  # noqa: N802 (protobuf's name)
-        """The name of an enum value. ``TypeError`` for a non-int,
-        ``ValueError`` for a number that is no value of the enum."""
-        try:
-            return self._by_number[number]
-        except KeyError:
-            pass
-        if not isinstance(number, int):
-            raise TypeError(f"Enum value for {self._name} must be an int, but got {type(number)} {number!r}.")
-        raise ValueError(f"Enum {self._name} has no name defined for value {number!r}")
-
-    def Value(self, name: str) -> int:  # noqa: N802 (protobuf's name)
-        """The number of an enum value name; ``ValueError`` when unknown."""
-        try:
-            return self._by_name[name]
-        except KeyError:
-            pass
-        raise ValueError(f"Enum {self._name} has no value defined for name {name!r}")
-
-    def keys(self) -> list[str]:
-        """The value names, in declaration order."""
-        return [n for n, _ in self._items]
-
-    def values(self) -> list[int]:
-        """The value numbers, in declaration order."""
-        return [v for _, v in self._items]
-
-    def items(self) -> list[tuple[str, int]]:
-        """(name, number) pairs, in declaration order."""
-        return list(self._items)
-
-    def __getattr__(self, name: str) -> int:
-        by_name = self.__dict__.get("_by_name")
-        if by_name is not None and name in by_name:
-            return by_name[name]
-        raise AttributeError(f"Enum {self.__dict__.get('_name', '?')} has no value defined for name {name!r}")
-
-    def __repr__(self) -> str:
-        return f"<EnumTypeWrapper {self._full_name}>"
+from onnxio import _descriptors  # noqa: E402  (sets Message.DESCRIPTOR of every class)
+from onnxio._descriptors import (  # noqa: E402,F401
+    Descriptor, DescriptorAttributeError, EnumDescriptor, EnumTypeWrapper, EnumValueDescriptor, FieldDescriptor,
+    FileDescriptor, OneofDescriptor)
 
 
 def _install_enums() -> dict:
@@ -209,8 +156,7 @@ def _install_enums() -> dict:
     (``Version``, ``OperatorStatus``) together with their values as module
     constants (``IR_VERSION``, ``STABLE``, ...), as onnx's generated modules
     export them. Returns {full enum name: wrapper}."""
-    enums = getattr(_onnxio, "_enums", {})
-    wrappers = {full: EnumTypeWrapper(full, values) for full, values in enums.items()}
+    wrappers = {full: EnumTypeWrapper(e) for full, e in _descriptors.ENUMS.items()}
     module = globals()
     for cls in getattr(_onnxio, "_messages", {}).values():
         for short, full in getattr(cls, "_enum_types", {}).items():
@@ -228,31 +174,6 @@ def _install_enums() -> dict:
 
 
 _ENUMS = _install_enums()
-
-
-# ---- descriptors ----------------------------------------------------------------
-
-
-class DescriptorAttributeError(AttributeError, TypeError):
-    """An attribute of protobuf's descriptors that onnxio's descriptors
-    (``Message.DESCRIPTOR``, its fields, oneofs and enums: the subset code
-    walking messages uses) do not have. An AttributeError, so hasattr() and
-    getattr() with a default work; and a TypeError, what
-    ``google.protobuf.text_format`` and ``json_format`` raise here when given
-    an onnxio message: they need protobuf messages (``onnxio.to_onnx(m)``),
-    or use ``str(m)`` (the text format) and ``onnxio.save(..., format=...)``."""
-
-
-def _descriptor_getattr(self, name: str):
-    raise DescriptorAttributeError(
-        f"onnxio's {type(self).__name__} has no attribute {name!r}: it is not a protobuf descriptor, and "
-        "protobuf's text_format / json_format do not take onnxio messages; convert with onnxio.to_onnx(message) "
-        "or use str(message)")
-
-
-for _cls in (_onnxio.Descriptor, _onnxio.FieldDescriptor, _onnxio.OneofDescriptor, _onnxio.EnumDescriptor):
-    _cls.__getattr__ = _descriptor_getattr
-del _cls
 
 
 # ---- options -----------------------------------------------------------------

@@ -8,8 +8,10 @@ SequenceProto``). ``onnxio.onnx_pb`` and its aliases ``onnx_ml_pb2``,
 ``onnx_operators_ml_pb2`` each hold every top-level message class of the
 schema and the top-level enums with their values (``Version``,
 ``IR_VERSION``, ``OperatorStatus``, ``STABLE``...), taken from the schema's
-descriptors: a superset of what each onnx module has. They have no
-``DESCRIPTOR`` (a protobuf FileDescriptor, which onnxio has no use for).
+descriptors: a superset of what each onnx module has. Each module's
+``DESCRIPTOR`` is the FileDescriptor of its .proto file, as in onnx's
+(onnx-ml.proto for onnx_pb and onnx_ml_pb2, onnx-data.proto for the
+onnx_data modules, onnx-operators-ml.proto for the onnx_operators ones).
 """
 import onnxio as _onnxio_package
 from onnxio import _onnxio
@@ -22,3 +24,4 @@ for _full, _enum in _onnxio_package._ENUMS.items():
         globals()[_enum._name] = _enum
         globals().update(_enum.items())
 del _full, _cls, _enum
+DESCRIPTOR = _onnxio_package._descriptors.FILES["onnx/onnx-ml.proto"]

@@ -1,7 +1,7 @@
 """onnxio.onnx_pb and its aliases against onnx's generated modules: every
-name those modules export (but their protobuf DESCRIPTOR and imported
-modules) is there, as the onnxio class of the same message or the same
-enum value."""
+name those modules export (but imported modules) is there, as the onnxio
+class of the same message or the same enum value, and DESCRIPTOR is the
+FileDescriptor of the same .proto file."""
 import importlib
 
 import onnx
@@ -26,6 +26,10 @@ def test_generated_module_names(name):
             assert got is getattr(onnxio, n) and got.DESCRIPTOR.full_name == want.DESCRIPTOR.full_name, n
         else:  # an enum wrapper
             assert dict(got.items()) == dict(want.items()), n
+    assert ours.DESCRIPTOR.name == theirs.DESCRIPTOR.name
+    assert ours.DESCRIPTOR.serialized_pb == theirs.DESCRIPTOR.serialized_pb
+    assert all(ours.DESCRIPTOR.message_types_by_name[m] is getattr(ours, m).DESCRIPTOR
+               for m in theirs.DESCRIPTOR.message_types_by_name)
 
 
 def test_classes_from_generated_modules_mix():
