@@ -17,18 +17,17 @@ are kept in .cache/onnx-suite/{native,onnxio}.xml and the summary in
 import argparse
 import collections
 import json
-import os
 import subprocess
 import sys
 import tarfile
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import onnx
 
+from outcomes import outcomes, pytest_command
+
 ROOT = Path(__file__).resolve().parents[2]
 WORK = ROOT / ".cache" / "onnx-suite"
-HERE = Path(__file__).resolve().parent
 
 
 def tests_dir():
@@ -50,32 +49,11 @@ def tests_dir():
 
 def run(src, files, mode):
     xml = WORK / f"{mode}.xml"
-    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "--tb=line",
-            "--continue-on-collection-errors", f"--junitxml={xml}", "-W", "ignore"]
-    env = dict(os.environ)
-    if mode == "onnxio":
-        args += ["-p", "onnx_as_onnxio"]
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
+    args, env = pytest_command(sys.executable, mode, xml)
     args += [str(Path("tests/python") / f) for f in files] or ["tests/python"]
     print(f"==> {mode}: pytest {' '.join(files) or 'tests/python'}", flush=True)
     subprocess.run(args, cwd=src, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return outcomes(xml)
-
-
-def outcomes(xml):
-    """{test id: (outcome, message)} from a junit file."""
-    out = {}
-    for case in ET.parse(xml).getroot().iter("testcase"):
-        tid = f"{case.get('classname')}::{case.get('name')}"
-        result, message = "passed", ""
-        for child in case:
-            if child.tag in ("failure", "error", "skipped"):
-                result = {"failure": "failed", "error": "error", "skipped": "skipped"}[child.tag]
-                message = (child.get("message") or child.text or "").strip().splitlines()[0:1]
-                message = message[0][:200] if message else ""
-                break
-        out[tid] = (result, message)
-    return out
 
 
 def main():
