@@ -1305,14 +1305,43 @@ static PyObject *message_richcompare(PyObject *a, PyObject *b, int op)
 {
     if (op != Py_EQ && op != Py_NE) Py_RETURN_NOTIMPLEMENTED;
     const onnxio_message_desc *da = pyonnxio_message_desc_of(a), *db = pyonnxio_message_desc_of(b);
-    if (!da || !db) Py_RETURN_NOTIMPLEMENTED;
-    if (da != db) return PyBool_FromLong(op == Py_NE);
-    /* Any depth: the library compares with a heap stack; -1 is out of memory. */
-    int eq = onnxio_message_equal(pyonnxio_message_read((PyOnnxioMessage *)a),
-                                  pyonnxio_message_read((PyOnnxioMessage *)b));
-    if (eq < 0) return PyErr_NoMemory();
-    return PyBool_FromLong(op == Py_EQ ? eq : !eq);
+    if (!da) Py_RETURN_NOTIMPLEMENTED;
+    PyObject *other = NULL;
+    if (!db) {
+        /* A message of the onnx package equals the onnxio message of the
+         * same class and contents (compared as onnxio messages). */
+        if (!(other = pyonnxio_coerce_message(b))) return NULL;
+        db = pyonnxio_message_desc_of(other);
+        if (!db) {
+            Py_DECREF(other);
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        b = other;
+    }
+    PyObject *r;
+    if (da != db) r = PyBool_FromLong(op == Py_NE);
+    else {
+        /* Any depth: the library compares with a heap stack; -1 is out of memory. */
+        int eq = onnxio_message_equal(pyonnxio_message_read((PyOnnxioMessage *)a),
+                                      pyonnxio_message_read((PyOnnxioMessage *)b));
+        r = eq < 0 ? PyErr_NoMemory() : PyBool_FromLong(op == Py_EQ ? eq : !eq);
+    }
+    Py_XDECREF(other);
+    return r;
 }
+
+/* `message.__name__`: the class's name, as upb's messages answer it (pytest
+ * names parameters by it). */
+static PyObject *message_name(PyObject *self, void *closure)
+{
+    (void)closure;
+    return PyObject_GetAttrString((PyObject *)Py_TYPE(self), "__name__");
+}
+
+static PyGetSetDef message_getset[] = {
+    {"__name__", message_name, NULL, "The class's name (as protobuf's messages give it).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
 
 static PyMethodDef message_methods[] = {
     {"HasField", (PyCFunction)m_HasField, METH_O,
@@ -1371,6 +1400,7 @@ static PyType_Slot base_slots[] = {
     {Py_tp_str, message_str},
     {Py_tp_repr, message_str},
     {Py_tp_richcompare, message_richcompare},
+    {Py_tp_getset, message_getset},
     {Py_tp_hash, PyObject_HashNotImplemented},
     {Py_tp_doc, "Base class of the onnxio message classes (the protobuf Message API over onnxio's C messages)."},
     {0, NULL},

@@ -1,9 +1,10 @@
 """onnx.defs under onnxio's name: the operator schemas (OpSchema,
 get_schema, get_all_schemas_with_history, onnx_opset_version, has, ...)
 are onnx's C++ registry. The messages a schema hands out are onnxio's:
-``schema.function_body``, ``get_function_with_opset_version``,
-``get_context_dependent_function...`` and each attribute's
-``default_value``. Schemas returned here are views of onnx's that convert
+``schema.function_body`` and each attribute's ``default_value``
+(``get_function_with_opset_version`` and the other methods that return a
+serialized FunctionProto return its bytes, as onnx's do: parse them with
+``onnxio.FunctionProto.FromString``). Schemas returned here are views of onnx's that convert
 those at the boundary (``isinstance(s, onnxio.defs.OpSchema)`` holds);
 every other name is onnx's own object, and the registry is shared with the
 onnx package (onnx's own schemas keep giving onnx's messages).
@@ -65,15 +66,6 @@ class _Schema:
     def attributes(self) -> dict:
         return {name: _Attribute(a) for name, a in self._schema.attributes.items()}
 
-    def get_function_with_opset_version(self, opset_version: int):
-        return _function(self._schema.get_function_with_opset_version(opset_version))
-
-    def get_context_dependent_function(self, *args):
-        return _function(self._schema.get_context_dependent_function(*args))
-
-    def get_context_dependent_function_with_opset_version(self, *args):
-        return _function(self._schema.get_context_dependent_function_with_opset_version(*args))
-
     def __getattr__(self, name: str) -> Any:
         return getattr(self._schema, name)
 
@@ -85,14 +77,6 @@ class _Schema:
 
     def __repr__(self) -> str:
         return repr(self._schema)
-
-
-def _function(value):
-    """A FunctionProto from onnx's serialized bytes (what the C++ methods
-    return), as an onnxio message; other values as they are."""
-    if isinstance(value, (bytes, bytearray)) and value:
-        return _bridge.parsed(bytes(value), "onnx.FunctionProto")
-    return _bridge.from_onnx(value)
 
 
 def _wrap(schema):

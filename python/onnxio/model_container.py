@@ -38,8 +38,12 @@ def _rehost() -> dict:
 _ns = _rehost()
 
 
-class ModelContainer(_ns["ModelContainer"]):
-    __doc__ = _ns["ModelContainer"].__doc__
+class ModelContainer(_ns["ModelContainer"], _mc.ModelContainer):
+    """onnx's ModelContainer on onnxio's messages (its code, run with
+    `onnx` meaning onnxio, comes first; onnx's own class is a base too, so
+    that onnx's functions that check isinstance(x, ModelContainer), such as
+    the reference evaluator's, take it)."""
+
 
     def _load_large_initializers(self, file_path):
         """Loads the large initializers (onnx's method, the data read by

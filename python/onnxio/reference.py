@@ -20,12 +20,28 @@ __all__ = ["ReferenceEvaluator"]
 __path__ = list(_reference.__path__)
 
 
+def _to_onnx(proto):
+    """`proto` for onnx's evaluator: messages converted, and a
+    ModelContainer whose model is onnxio's (onnxio.model_container) as an
+    onnx container of the converted model sharing its large initializers."""
+    import sys
+
+    containers = sys.modules.get("onnx.model_container")
+    if containers is not None and isinstance(proto, containers.ModelContainer) and \
+            _bridge.is_onnxio(getattr(proto, "model_proto_", None)):
+        out = containers.ModelContainer()
+        out.model_proto = _bridge.to_onnx(proto.model_proto)
+        out.large_initializers = proto.large_initializers
+        return out
+    return _bridge.to_onnx(proto)
+
+
 class ReferenceEvaluator(_reference.ReferenceEvaluator):
-    """onnx.reference.ReferenceEvaluator, taking onnxio messages too."""
+    """onnx.reference.ReferenceEvaluator, taking onnxio messages (and
+    onnxio.model_container's containers) too."""
 
     def __init__(self, proto, opsets=None, functions=None, *args, **kwargs):
-        super().__init__(_bridge.to_onnx(proto), _bridge.to_onnx(opsets), _bridge.to_onnx(functions), *args,
-                         **kwargs)
+        super().__init__(_to_onnx(proto), _bridge.to_onnx(opsets), _bridge.to_onnx(functions), *args, **kwargs)
 
     def run(self, output_names, feed_inputs, attributes=None, *args, **kwargs):
         return super().run(output_names, feed_inputs, _bridge.to_onnx(attributes), *args, **kwargs)

@@ -472,3 +472,24 @@ def test_text_format_print_unknown_fields_refused():
     with pytest.raises(TypeError, match="Expected a message object"):
         text_format.MessageToString(m, print_unknown_fields=True)
     assert text_format.MessageToString(m) == text_format.MessageToString(onnx.TensorProto.FromString(b"\xf8\x07\x01"))
+
+
+def test_equal_to_the_onnx_message_of_the_same_contents():
+    """An onnxio message equals the onnx package's message of the same class
+    and contents, both ways (onnx's schemas hand out onnx messages that
+    code compares with onnxio's after `import onnxio as onnx`)."""
+    import onnx
+
+    ours = onnxio.AttributeProto(name="epsilon", f=1e-5, type=onnxio.AttributeProto.FLOAT)
+    theirs = onnx.defs.get_schema("BatchNormalization").attributes["epsilon"].default_value
+    assert ours == theirs and theirs == ours and not ours != theirs
+    assert ours != onnx.AttributeProto(name="epsilon") and ours != onnx.TensorProto()
+    assert (ours == 3) is False
+
+
+def test_instance_name_as_protobuf():
+    """upb's messages answer `msg.__name__` with their class name (pytest
+    names parameters by it)."""
+    import onnx
+
+    assert onnxio.TensorProto().__name__ == onnx.TensorProto().__name__ == "TensorProto"
