@@ -1,7 +1,9 @@
 # onnxio: convenience targets around CMake.
 #
 #   make              build build/onnxio, build/libonnxio.a, build/libonnxio.so
-#   make demo         bootstrap, build, round-trip a test model and GPT-2 (scripts/demo.sh)
+#   make demo         bootstrap what the demo needs only (.venv-demo: onnx, numpy), build the
+#                     command, round-trip a test model and GPT-2 (scripts/demo.sh); says at
+#                     the end where its files are and how big
 #   make test         bootstrap; -Werror build + ctest; ASan/UBSan build + ctest;
 #                     libFuzzer targets and the Python package's atheris target
 #                     for FUZZ_SECONDS each; pytest tests/python
@@ -14,12 +16,13 @@
 #   make bench-python the onnxio package vs onnx, onnxruntime and onnx_ir (bench/bench_python.py);
 #                     rewrites its section of BENCHMARKS.md and docs/bench_python.png
 #   make models       the benchmark models in .cache/models (made once)
-#   make bootstrap    install Debian packages and .venv (scripts/bootstrap.sh)
+#   make bootstrap    install Debian packages and .venv, the full test and benchmark set
+#                     (scripts/bootstrap.sh; `scripts/bootstrap.sh demo` is the demo's)
 #   make python-install  pip install the onnxio package (this tree) into .venv
 #   make install      build, then install headers, libraries, onnxio.pc, the CMake package and
 #                     the command under PREFIX (default /usr/local; cmake --install build --prefix)
 #   make clean        remove build directories and bench/out (keeps .cache/models, .venv)
-#   make distclean    clean, plus .cache and .venv
+#   make distclean    clean, plus .cache, .venv and .venv-demo
 #
 # Variables: JOBS (parallel build jobs; default: cores), CTEST_JOBS (default 1),
 # FUZZ_SECONDS (default 60), BENCH_ARGS (passed to bench/bench.py, e.g. --repeats 3
@@ -42,6 +45,7 @@ BENCH_ARGS ?=
 BENCH_BUILD ?= build
 BENCH_USER_ARGS ?=
 PYTHON := .venv/bin/python
+DEMO_PYTHON := .venv-demo/bin/python
 # CMake's own make must not inherit this make's flags and level (it would
 # print every directory it enters and fight over the job server).
 CMAKE_BUILD = env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL $(CMAKE) --build
@@ -75,10 +79,14 @@ bootstrap:
 install: all
 	$(CMAKE) --install build --prefix "$(PREFIX)"
 
-demo: bootstrap
-	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory .cache/models/gpt2.onnx
-	scripts/demo.sh
+# The demo needs the command only (not the C tests) and onnx + numpy only
+# (not the tests' torch, onnxruntime, ...): its own .venv-demo.
+demo:
+	@scripts/bootstrap.sh demo
+	@if [ ! -f build/CMakeCache.txt ]; then echo "$(CMAKE) -S . -B build $(CMAKE_ARGS)"; $(CMAKE) -S . -B build $(CMAKE_ARGS); fi
+	$(CMAKE_BUILD) build -j$(JOBS) --target onnxio_cli
+	@$(MAKE) --no-print-directory .cache/models/gpt2.onnx PYTHON=$(DEMO_PYTHON)
+	DEMO_PYTHON=$(DEMO_PYTHON) scripts/demo.sh
 
 # ---- tests ------------------------------------------------------------------
 
@@ -183,7 +191,7 @@ bench/out/onnxio_bench: bench/onnxio_bench.c tests/c/testutil.c $(BENCH_BUILD)/l
 models: .cache/models/gpt2.onnx .cache/models/gpt2_external/gpt2.onnx .cache/models/many_nodes.onnx
 
 .cache/models/gpt2.onnx: scripts/make_gpt2.py
-	$(PYTHON) scripts/make_gpt2.py --force --out $@
+	scripts/ticker.sh make_gpt2 $(PYTHON) scripts/make_gpt2.py --force --out $@
 
 # The external-data twin of gpt2.onnx, written by onnx (gpt2.onnx.data beside it).
 .cache/models/gpt2_external/gpt2.onnx: .cache/models/gpt2.onnx scripts/make_gpt2_external.py
@@ -198,4 +206,4 @@ clean:
 	rm -rf build build-asan build-fuzz bench/out .cache/demo .cache/fuzz
 
 distclean: clean
-	rm -rf .cache .venv
+	rm -rf .cache .venv .venv-demo

@@ -3,39 +3,54 @@
 # when it is all there already (a second run takes well under a second).
 #
 #   scripts/bootstrap.sh            Debian packages + .venv with requirements.txt
-#   ONNXIO_NO_VENV=1 scripts/bootstrap.sh    Debian packages only
+#                                   (the tests and benchmarks: make test, make bench)
+#   scripts/bootstrap.sh demo       what `make demo` needs only: fewer Debian
+#                                   packages, and .venv-demo with requirements/demo.txt
+#                                   (onnx and numpy, about 150 MB against 1.6 GB)
+#   ONNXIO_NO_VENV=1 scripts/bootstrap.sh [demo]   Debian packages only
 #
 # Debian packages: checked with dpkg-query; missing ones are installed with
 # apt-get when running as root, otherwise the exact command is printed and
-# the script exits 1. The Python environment: .venv at the repository root,
-# made with whatever `python3` is on PATH, filled from requirements.txt; a
-# stamp file in .venv holds the hash of requirements.txt (and the Python
-# version) so that pip only runs when they change.
+# the script exits 1. The Python environment: made with whatever `python3`
+# is on PATH, filled from its requirements file(s); a stamp file in it holds
+# their hash (and the Python version) so that pip only runs when they
+# change. pip runs quietly, with a line on stderr every 10 s
+# (scripts/ticker.sh).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
+mode="${1:-all}"
+case "$mode" in
+    all | demo) ;;
+    *) echo "usage: scripts/bootstrap.sh [demo]" >&2; exit 2 ;;
+esac
+
 log() { printf 'bootstrap: %s\n' "$*" >&2; }
 
 # ---- Debian packages -------------------------------------------------------
 
-packages=(
+packages=(              # the build and the demo
     build-essential       # gcc, g++ (the libprotobuf benchmark), make
     cmake
-    pkgconf               # pkg-config: the install test builds programs with onnxio.pc
-    clang                 # libFuzzer targets
-    libclang-rt-14-dev    # clang's sanitizer and libFuzzer runtimes
+    pkgconf               # pkg-config: finds libdeflate; the install test builds programs with onnxio.pc
     zlib1g-dev            # inflate for .onnxz archives
     libdeflate-dev        # CRC-32 of .onnxz entries
-    libisal2              # a faster CRC-32, loaded at run time when present (src/digest.c)
     libssl-dev
-    strace                # counts the fsync calls of saves with fsync off (tests)
     unzip                 # an independent check of the .onnxz archives onnxio writes (tests, demo)
-    libprotobuf-dev       # C++ baseline in bench/
-    protobuf-compiler
     libonnx-testdata      # ONNX's own test models, used by tests and the demo
 )
+if [[ $mode == all ]]; then
+    packages+=(           # the tests and benchmarks
+        clang                 # libFuzzer targets
+        libclang-rt-14-dev    # clang's sanitizer and libFuzzer runtimes
+        libisal2              # a faster CRC-32, loaded at run time when present (src/digest.c)
+        strace                # counts the fsync calls of saves with fsync off (tests)
+        libprotobuf-dev       # C++ baseline in bench/
+        protobuf-compiler
+    )
+fi
 
 py="$(command -v python3 || true)"
 if [[ -z "$py" ]]; then
@@ -75,10 +90,18 @@ if [[ "${ONNXIO_NO_VENV:-0}" == 1 ]]; then
     exit 0
 fi
 
-venv="$root/.venv"
+if [[ $mode == demo ]]; then
+    venv="$root/.venv-demo"
+    reqs=(requirements/demo.txt)
+    check='import onnx, numpy'
+else
+    venv="$root/.venv"
+    reqs=(requirements.txt requirements/demo.txt)
+    check='import onnx, numpy, pytest, google.protobuf, grpc_tools, onnxruntime, onnx_ir, scikit_build_core, mypy, build'
+fi
 stamp="$venv/.onnxio-requirements.sha256"
 pyver="$(python3 -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])')"
-want="$(sha256sum requirements.txt | cut -d' ' -f1) python-$pyver"
+want="$(cat "${reqs[@]}" | sha256sum | cut -d' ' -f1) python-$pyver"
 
 if [[ -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
     exit 0
@@ -90,8 +113,9 @@ if [[ "$have" != "$pyver" ]]; then
     rm -rf "$venv"
     python3 -m venv "$venv"
 fi
-log "installing requirements.txt into $venv"
-"$venv/bin/python" -m pip install --disable-pip-version-check -q -r requirements.txt
-"$venv/bin/python" -c 'import onnx, numpy, pytest, google.protobuf, grpc_tools, onnxruntime, onnx_ir, scikit_build_core, mypy, build'
+log "installing ${reqs[0]} into $venv (pip, quiet; a line every 10 s)"
+"$root/scripts/ticker.sh" "bootstrap: pip install -r ${reqs[0]}" \
+    "$venv/bin/python" -m pip install --disable-pip-version-check -q -r "${reqs[0]}"
+"$venv/bin/python" -c "$check"
 printf '%s\n' "$want" > "$stamp"
-log "Python environment ready"
+log "Python environment ready: $venv ($(du -sh "$venv" | cut -f1))"

@@ -20,8 +20,13 @@
 # extracted with zipfile first: tests/python/onnxref.py). That is M with
 # data_location = DEFAULT on each tensor that went through a data file, as
 # onnx's loader leaves it.
-# Work files go to .cache/demo/<model>/ (replaced on every run). Exits 1 on
-# any failed command or byte mismatch.
+# Work files go to .cache/demo/<model>/ (DEMO_OUT/<model>/; replaced on every run; the onnx
+# package's reference bytes are removed once compared); the end says where
+# they are and how big. Exits 1 on any failed command or byte mismatch.
+# Python: DEMO_PYTHON, else .venv-demo's (scripts/bootstrap.sh demo), else
+# .venv's. The slow Python steps (making GPT-2, the onnx package's reference
+# bytes) say every 10 s that they are still running (scripts/ticker.sh); the
+# onnxio steps, timed, take a second or two on GPT-2.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -31,6 +36,14 @@ onnxio="$root/build/onnxio"
 testdata="${TESTDATA:-/usr/share/libonnx-testdata/data}"
 conv="$testdata/pytorch-operator/test_operator_conv/model.onnx"
 gpt2="$root/.cache/models/gpt2.onnx"
+python="${DEMO_PYTHON:-}"
+if [[ -z "$python" ]]; then
+    python="$root/.venv-demo/bin/python"
+    [[ -x "$python" ]] || python="$root/.venv/bin/python"
+fi
+[[ "$python" == /* ]] || python="$root/$python"
+ticker="$root/scripts/ticker.sh"
+out="${DEMO_OUT:-$root/.cache/demo}"   # where the work files go
 
 if [[ ! -x "$onnxio" ]]; then
     echo "demo: $onnxio is missing; run \`make\` first" >&2
@@ -42,7 +55,7 @@ if (($#)); then
 else
     if [[ ! -f "$gpt2" ]]; then
         echo "demo: making $gpt2 (once)"
-        "$root/.venv/bin/python" scripts/make_gpt2.py --out "$gpt2"
+        "$ticker" make_gpt2 "$python" scripts/make_gpt2.py --out "$gpt2"
     fi
     models=("$conv" "$gpt2")
 fi
@@ -56,7 +69,7 @@ run() {
     local label="$1"
     shift
     local t0 t1 status=ok
-    echo "\$ onnxio ${*:2}"
+    echo "\$ $(basename "$1") ${*:2}"
     t0=$(now)
     if ! "$@"; then
         status=FAILED
@@ -83,7 +96,7 @@ same() { # same A B: records whether two files hold the same bytes
 size() { stat -c %s "$1"; }
 
 onnx_reference() { # onnx_reference IN OUT: the bytes onnx writes for IN, external data read in
-    PYTHONPATH="$root/tests/python" "$root/.venv/bin/python" -c \
+    PYTHONPATH="$root/tests/python" "$ticker" "    onnx reference" "$python" -c \
         'import sys, onnxref; open(sys.argv[2], "wb").write(onnxref.inlined_bytes(sys.argv[1]))' "$1" "$2" || {
         echo "    the onnx package could not read $1" >&2
         failed=1
@@ -102,7 +115,7 @@ for model in "${models[@]}"; do
         "$gpt2") name=gpt2 ;;
         *) name="$(basename "$model" .onnx)"; [[ $name == model ]] && name="$(basename "$(dirname "$model")")" ;;
     esac
-    work="$root/.cache/demo/$name"
+    work="$out/$name"
     rm -rf "$work"
     mkdir -p "$work"
     echo
@@ -120,6 +133,7 @@ for model in "${models[@]}"; do
         if run "convert ext.onnx back.onnx --inline" "$onnxio" convert ext.onnx back.onnx --inline &&
             onnx_reference ext.onnx ext.ref; then
             same "back.onnx == onnx.load(ext.onnx)" ext.ref back.onnx
+            rm -f ext.ref
         fi
     fi
     if run "convert M m.onnxz" "$onnxio" convert "$model" m.onnxz; then
@@ -129,6 +143,7 @@ for model in "${models[@]}"; do
         fi
         if run "convert m.onnxz z.onnx" "$onnxio" convert m.onnxz z.onnx && onnx_reference m.onnxz z.ref; then
             same "z.onnx == onnx.load(unzipped m.onnxz)" z.ref z.onnx
+            rm -f z.ref
         fi
     fi
     cd "$root"
@@ -143,3 +158,9 @@ if ((failed)); then
     exit 1
 fi
 echo "demo: every round trip gives the bytes libprotobuf and the onnx package give"
+if [[ -d "$out" ]]; then
+    echo "demo: its files are in $out ($(du -sh "$out" | cut -f1)); rm -rf $out (make clean, for .cache/demo) removes them"
+fi
+if [[ -f "$gpt2" ]]; then
+    echo "demo: the GPT-2-shaped model is $gpt2 ($(du -sh "$gpt2" | cut -f1), kept for the next run)"
+fi

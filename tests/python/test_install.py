@@ -68,6 +68,7 @@ def test_installed_tree(prefix):
     for h in ("onnxio.h", "proto.h", "schema.def", "status.def"):
         assert (prefix / "include" / "onnxio" / h).exists(), h
     assert (prefix / "bin" / "onnxio").exists()
+    assert (lib / "pkgconfig" / "onnxio.pc").read_bytes().endswith(b"}\n")
     assert run([str(prefix / "bin" / "onnxio"), "--version"]).strip().endswith(version)
 
 
@@ -146,3 +147,31 @@ def test_readme_c_lines(prefix, tmp_path):
         back = onnx.load(str(out))
         assert (out.parent / "weights.data").exists()
         assert np.array_equal(numpy_helper.to_array(back.graph.initializer[0]), np.arange(1024, dtype=np.float32))
+
+
+@pytest.mark.parametrize("hide,env,line", [
+    (["-DCMAKE_DISABLE_FIND_PACKAGE_ZLIB=ON"], {},
+     "onnxio needs zlib: apt install zlib1g-dev | dnf install zlib-devel | brew install zlib"),
+    (["-DCMAKE_DISABLE_FIND_PACKAGE_OpenSSL=ON"], {},
+     "onnxio needs OpenSSL's libcrypto: apt install libssl-dev | dnf install openssl-devel | brew install openssl"),
+    (["-DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=ON"], {},
+     "onnxio needs pkg-config: apt install pkgconf | dnf install pkgconf-pkg-config | brew install pkgconf"),
+    ([], {"PKG_CONFIG_LIBDIR": "/nonexistent", "PKG_CONFIG_PATH": ""},
+     "onnxio needs libdeflate: apt install libdeflate-dev | dnf install libdeflate-devel | brew install libdeflate"),
+    (["-DONNXIO_PYTHON=ON", "-DCMAKE_DISABLE_FIND_PACKAGE_Python=ON"], {},
+     "onnxio needs the Python headers (3.9 or later): apt install python3-dev | dnf install python3-devel"
+     " | brew install python"),
+    ([], {"CC": "/nonexistent/cc"},
+     "onnxio needs a C compiler: apt install gcc | dnf install gcc | xcode-select --install"),
+], ids=["zlib", "openssl", "pkg-config", "libdeflate", "python-headers", "compiler"])
+def test_missing_build_dependency_names_the_package(tmp_path, hide, env, line):
+    """A configure that cannot find a build dependency (hidden here) fails
+    with one line naming the package to install, not CMake's generic
+    "required packages were not found"."""
+    if not shutil.which("cmake"):
+        pytest.skip("cmake not installed (scripts/bootstrap.sh installs it)")
+    r = subprocess.run(["cmake", "-S", str(REPO), "-B", str(tmp_path / "b"), "-DONNXIO_TESTS=OFF", *hide],
+                       capture_output=True, text=True, timeout=300, env=dict(os.environ, **env))
+    assert r.returncode != 0
+    lines = [x.strip() for x in (r.stdout + r.stderr).splitlines()]
+    assert line in lines, r.stdout + r.stderr
