@@ -553,6 +553,24 @@ def test_info_external_and_missing_data():
     assert "(missing)" in out
 
 
+def test_info_external_size_without_length_or_file(tmp_path):
+    """An external tensor with no "length" key whose data file is missing
+    counts the bytes its data type and dims need (numpy's nbytes), not 0."""
+    shapes = {"emb": (TensorProto.FLOAT16, [1000, 1920]), "s": (TensorProto.INT64, [3])}
+    inits = []
+    for name, (dt, dims) in shapes.items():
+        t = TensorProto(name=name, data_type=dt, dims=dims, data_location=TensorProto.EXTERNAL)
+        t.external_data.add(key="location", value="gone.bin")
+        inits.append(t)
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(helper.make_graph([], "g", [], [], inits)), str(path))
+    want = {n: int(np.prod(d)) * helper.tensor_dtype_to_np_dtype(dt).itemsize for n, (dt, d) in shapes.items()}
+    j = info_json(path)
+    assert {t["name"]: t["bytes"] for t in j["initializers"]["largest"]} == want
+    assert j["initializers"]["bytes"] == sum(want.values())
+    assert j["external_data"][0]["exists"] is False and j["external_data"][0]["bytes"] == sum(want.values())
+
+
 @needs_corpus
 def test_info_functions_and_sparse():
     j = info_json(corpus_model("nested_local_function"))
