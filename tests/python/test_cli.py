@@ -937,3 +937,14 @@ def test_text_models_read_like_binary(tmp_path):
     onnxtxt.write_text("<ir_version: 8, opset_import: [\"\" : 17]>\nagraph (float[N] x) => (float[N] y) {\n y = Relu(x)\n}\n")
     rc, _, err = run("info", onnxtxt)
     assert rc == 1 and "ONNX's textual syntax" in err
+
+
+def test_info_plurals(tmp_path):
+    """Counts of one are singular: "1 tensor in 1 file", not "1 files"."""
+    t = TensorProto(name="e", data_type=TensorProto.FLOAT, dims=[2], data_location=TensorProto.EXTERNAL)
+    t.external_data.add(key="location", value="gone.bin")
+    path = tmp_path / "one.onnx"
+    onnx.save(helper.make_model(helper.make_graph([], "g", [], [], [t])), str(path))
+    out = run_ok("info", path).decode()
+    assert "external data:    1 tensor in 1 file\n" in out
+    assert "  gone.bin: 1 tensor, 8 B (missing)" in out
