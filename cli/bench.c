@@ -341,7 +341,7 @@ static int run_bench(int argc, char **argv)
         free(v);
         return cli_fail_msg("bench", in, "out of memory");
     }
-    if (onnxio_load_model(in, &po, arena, &model) != ONNXIO_OK) {
+    if (cli_load_model_quiet(in, &po, arena, &model) != ONNXIO_OK) {
         rc = cli_fail("bench", in);
         onnxio_arena_unref(arena);
         free(v);
@@ -395,7 +395,7 @@ static int run_bench(int argc, char **argv)
             break;
         }
         double t0 = now();
-        onnxio_status s = onnxio_load_model(in, &po, a, &m);
+        onnxio_status s = cli_load_model_quiet(in, &po, a, &m);
         v[r] = now() - t0;
         if (s != ONNXIO_OK)
             rc = cli_fail("bench", in);
@@ -436,7 +436,7 @@ static int run_bench(int argc, char **argv)
         model = NULL;
         if (!arena)
             rc = cli_fail_msg("bench", in, "out of memory");
-        else if (onnxio_load_model(in, &lo, arena, &model) != ONNXIO_OK)
+        else if (cli_load_model_quiet(in, &lo, arena, &model) != ONNXIO_OK)
             rc = cli_fail("bench", in);
         else if (!mkdtemp(dir))
             rc = cli_fail_msg("bench", dir, "cannot create a temporary directory: %s", strerror(errno));

@@ -223,9 +223,98 @@ int cli_file_is_archive(const char *path)
     return format == ONNXIO_FORMAT_ARCHIVE;
 }
 
+static int has_suffix(const char *path, const char *suffix)
+{
+    size_t n = strlen(path), k = strlen(suffix);
+    return n >= k && strcasecmp(path + n - k, suffix) == 0;
+}
+
+int cli_text_style(const char *path, onnxio_text_style *style)
+{
+    static const char *const proto[] = {".txtpb", ".textproto", ".prototxt", ".pbtxt"};
+    for (size_t i = 0; i < sizeof proto / sizeof proto[0]; i++)
+        if (has_suffix(path, proto[i])) return (*style = ONNXIO_TEXT_PROTO, 1);
+    if (has_suffix(path, ".json") || has_suffix(path, ".onnxjson")) return (*style = ONNXIO_TEXT_JSON, 1);
+    onnxio_format format;
+    if (onnxio_detect_file_format(path, &format) != ONNXIO_OK || format != ONNXIO_FORMAT_TEXT) return 0;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return 0;
+    int c;
+    while ((c = fgetc(fp)) == ' ' || c == '\t' || c == '\n' || c == '\r')
+        ;
+    fclose(fp);
+    if (c == '<') return 0; /* ONNX's textual syntax: the load's message says what reads it */
+    *style = c == '{' ? ONNXIO_TEXT_JSON : ONNXIO_TEXT_PROTO;
+    return 1;
+}
+
+/* A message of a text file, and for a model its external data (unless
+ * opts->load_external_data is OFF), read from beside it. */
+static onnxio_status load_text(const onnxio_message_desc *desc, const char *path, onnxio_text_style style,
+                               const onnxio_parse_options *opts, onnxio_arena *arena, void **out)
+{
+    *out = NULL;
+    /* The file whole (text has no payloads to leave out); the library's
+     * parse is bounded by max_expansion times its size. */
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return onnxio_load_file(desc, path, opts, arena, out); /* the library's message */
+    char *text = NULL;
+    size_t n = 0, cap = 0, got;
+    char chunk[65536];
+    onnxio_status st = ONNXIO_OK;
+    while ((got = fread(chunk, 1, sizeof chunk, fp)) > 0) {
+        if (n + got > cap) {
+            size_t c = cap ? cap * 2 : sizeof chunk;
+            while (c < n + got) c *= 2;
+            char *p = realloc(text, c);
+            if (!p) {
+                st = ONNXIO_ERR_NO_MEMORY;
+                break;
+            }
+            text = p;
+            cap = c;
+        }
+        memcpy(text + n, chunk, got);
+        n += got;
+    }
+    if (ferror(fp) && !st) st = ONNXIO_ERR_IO;
+    fclose(fp);
+    if (!st) {
+        onnxio_text_options to = ONNXIO_TEXT_OPTIONS_INIT;
+        to.style = style;
+        to.max_depth = opts->max_depth;
+        to.max_expansion = opts->max_expansion;
+        st = onnxio_text_parse(desc, text ? text : "", n, &to, arena, out);
+    }
+    free(text);
+    if (st) return st;
+    if (desc == &onnxio_desc_ModelProto && opts->load_external_data != ONNXIO_OFF && !opts->skip_raw_data) {
+        char *dir = strdup(path);
+        char *slash = dir ? strrchr(dir, '/') : NULL;
+        const char *base = !dir ? NULL : slash ? (slash == dir ? "/" : (*slash = '\0', dir)) : ".";
+        st = base ? onnxio_load_external_data(*out, opts->base_dir ? opts->base_dir : base, opts) : ONNXIO_ERR_NO_MEMORY;
+        free(dir);
+        if (st) *out = NULL;
+    }
+    return st;
+}
+
+onnxio_status cli_load_model_quiet(const char *path, const onnxio_parse_options *opts, onnxio_arena *arena,
+                                   onnxio_ModelProto **out)
+{
+    onnxio_text_style style;
+    if (cli_text_style(path, &style)) {
+        onnxio_parse_options o = opts ? *opts : (onnxio_parse_options)ONNXIO_PARSE_OPTIONS_INIT;
+        return load_text(&onnxio_desc_ModelProto, path, style, &o, arena, (void **)out);
+    }
+    return onnxio_load_model(path, opts, arena, out);
+}
+
 onnxio_status cli_load_model(const char *path, const onnxio_parse_options *opts,
                              onnxio_arena *arena, onnxio_ModelProto **out)
 {
+    onnxio_text_style style;
+    if (cli_text_style(path, &style)) return cli_load_model_quiet(path, opts, arena, out);
     cli_progress_begin("loading", path);
     onnxio_parse_options o = opts ? *opts : (onnxio_parse_options)ONNXIO_PARSE_OPTIONS_INIT;
     if (cli_progress_active()) {
@@ -240,6 +329,11 @@ onnxio_status cli_load_model(const char *path, const onnxio_parse_options *opts,
 onnxio_status cli_load_file(const onnxio_message_desc *desc, const char *path,
                             const onnxio_parse_options *opts, onnxio_arena *arena, void **out)
 {
+    onnxio_text_style style;
+    if (cli_text_style(path, &style)) {
+        onnxio_parse_options o = opts ? *opts : (onnxio_parse_options)ONNXIO_PARSE_OPTIONS_INIT;
+        return load_text(desc, path, style, &o, arena, out);
+    }
     cli_progress_begin("loading", path);
     onnxio_parse_options o = opts ? *opts : (onnxio_parse_options)ONNXIO_PARSE_OPTIONS_INIT;
     if (cli_progress_active()) {

@@ -134,6 +134,16 @@ int cli_file_is_archive(const char *path);
 /* onnxio_load_model / onnxio_load_file / onnxio_save_model with a progress
  * indicator ("loading FILE", "saving FILE") on stderr when it is a
  * terminal. */
+/* Whether the file at `path` is a text message the library reads, by its
+ * extension (.textproto, .txtpb, .prototxt, .pbtxt; .json, .onnxjson) or
+ * its content (text that starts with '{': JSON, else protobuf text
+ * format; ONNX's textual syntax, '<', is not read here): 1 with *style. */
+int cli_text_style(const char *path, onnxio_text_style *style);
+/* Loads a model (cli_load_file: a message of type desc) as the library
+ * loads it, or from text (cli_text_style) with its external data read
+ * from beside it as for a binary file. */
+onnxio_status cli_load_model_quiet(const char *path, const onnxio_parse_options *opts, onnxio_arena *arena,
+                                   onnxio_ModelProto **out); /* the same, without progress */
 onnxio_status cli_load_model(const char *path, const onnxio_parse_options *opts,
                              onnxio_arena *arena, onnxio_ModelProto **out);
 onnxio_status cli_load_file(const onnxio_message_desc *desc, const char *path,

@@ -463,13 +463,15 @@ static void print_text(const char *path, const onnxio_ModelProto *m, const cli_s
     }
 
     if (s->external_tensors) {
-        printf("external data:    %" PRIu64 " tensors in %zu %s\n", s->external_tensors, s->ext_count,
-               s->in_archive ? "archive entries" : "files");
+        printf("external data:    %" PRIu64 " %s in %zu %s\n", s->external_tensors,
+               s->external_tensors == 1 ? "tensor" : "tensors", s->ext_count,
+               s->in_archive ? (s->ext_count == 1 ? "archive entry" : "archive entries")
+                             : (s->ext_count == 1 ? "file" : "files"));
         for (size_t i = 0; i < s->ext_count; i++) {
             const cli_external_file *f = &s->ext[i];
             printf("  ");
             put_escaped(stdout, f->location);
-            printf(": %" PRIu64 " tensors, %s", f->tensors, cli_human_size(f->bytes, size, sizeof size));
+            printf(": %" PRIu64 " %s, %s", f->tensors, f->tensors == 1 ? "tensor" : "tensors", cli_human_size(f->bytes, size, sizeof size));
             if (f->refused) {
                 fputs(" (refused: ", stdout);
                 put_escaped_c(stdout, f->refused);
@@ -482,7 +484,7 @@ static void print_text(const char *path, const onnxio_ModelProto *m, const cli_s
             fputc('\n', stdout);
         }
         if (s->bad_ref_count) {
-            printf("  invalid references: %zu tensors\n", s->bad_ref_count);
+            printf("  invalid references: %zu %s\n", s->bad_ref_count, s->bad_ref_count == 1 ? "tensor" : "tensors");
             size_t shown = s->bad_ref_count < CLI_BAD_REFS_SHOWN ? s->bad_ref_count : CLI_BAD_REFS_SHOWN;
             for (size_t i = 0; i < shown; i++) {
                 fputs("    ", stdout);

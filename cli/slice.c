@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "npprint.h"
 #include "tensor.h"
 
 static int run_cat(int argc, char **argv);
@@ -17,15 +18,18 @@ static int run_extract(int argc, char **argv);
 
 const cli_verb cli_verb_cat = {
     "cat",
-    "print a tensor (or a slice of it) of a model, or write it as .npy",
+    "Print a tensor (or a slice of it) of a model, or write it as .npy.",
     "onnxio cat MODEL TENSOR [--slice SPEC] [--output FILE.npy] [--threads N]",
     "Prints the initializer TENSOR of MODEL (an .onnx file, with or without\n"
     "external data, or an .onnxz archive), or the slice SPEC of it, reading only\n"
     "the bytes of the slice (the model is not loaded). First a line with the\n"
-    "name, data type and the slice's shape, then the values as numpy prints\n"
-    "them (nested brackets, every value). Values of types without a C\n"
-    "rendering here (FLOAT8*, 4- and 2-bit types, FLOAT6*) print as the hex of\n"
-    "their bytes.\n"
+    "name, data type and the slice's shape, then the values as numpy's\n"
+    "str(array) prints them (shortest round-trip digits, aligned columns,\n"
+    "more than 1000 values summarised with '...'; BFLOAT16 as ml_dtypes\n"
+    "prints it; strings as Python's repr). Values held in typed fields\n"
+    "(float_data, int32_data, ...) are read whole when they take at most\n"
+    "64 MiB. Values of types without a rendering here (FLOAT8*, 4- and 2-bit\n"
+    "types, FLOAT6*) print as the hex of their bytes.\n"
     "\n"
     "SPEC is numpy's basic index, one item per axis separated by commas:\n"
     "START:STOP (either may be left out; negative counts from the end; clamped\n"
@@ -49,7 +53,7 @@ const cli_verb cli_verb_cat = {
 
 const cli_verb cli_verb_extract = {
     "extract",
-    "save a model keeping only the initializers that match a pattern",
+    "Save a model keeping only the initializers that match a pattern.",
     "onnxio extract MODEL OUT --tensors PATTERN[,PATTERN...] [--external-data LOCATION] [--threads N] [--no-fsync]",
     "Saves MODEL (an .onnx file, with or without external data, or an .onnxz\n"
     "archive) as OUT with only the initializers of its main graph whose names\n"
@@ -191,97 +195,61 @@ static int parse_spec(const char *spec, const char *tensor, const int64_t *dims,
 
 /* ---- values ------------------------------------------------------------------------- */
 
-static double half_to_double(uint16_t h)
+static void print_header(const char *name, const char *dtn, const int64_t *shape, size_t kr, const char *spec)
 {
-    int e = (h >> 10) & 31, m = h & 1023;
-    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
-    return h & 0x8000 ? -v : v;
+    printf("%s: %s [", name, dtn);
+    for (size_t i = 0; i < kr; i++) printf("%s%lld", i ? ", " : "", (long long)shape[i]);
+    printf("]%s%s\n", spec ? " slice " : "", spec ? spec : "");
 }
 
-static double bf16_to_double(uint16_t h)
+/* A slice of a STRING tensor: its values are in the structure
+ * (string_data), one per element. */
+static int cat_strings(const char *model, const onnxio_TensorProto *t, const char *spec, const onnxio_slice_range *r,
+                       size_t rank, const int64_t *shape, size_t kr)
 {
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-/* Prints element `i` of `data` (little-endian); 0, or -1 for a type with
- * no rendering here. */
-static int print_value(int32_t dt, const uint8_t *data, uint64_t i)
-{
-    switch (dt) {
-#define CASE_INT(DT, T, FMT)                  \
-    case ONNXIO_TensorProto_DataType_##DT: { \
-        T v;                                  \
-        memcpy(&v, data + i * sizeof v, sizeof v); \
-        printf(FMT, v);                       \
-        return 0;                             \
+    const char *name = t->name.data ? t->name.data : "";
+    uint64_t elements = 1, count = 1;
+    for (size_t i = 0; i < rank; i++) {
+        if (t->dims.data[i] < 0) return cli_fail_msg("cat", model, "tensor '%s': dimension %zu is negative", name, i);
+        elements = t->dims.data[i] && elements > UINT64_MAX / (uint64_t)t->dims.data[i] ? UINT64_MAX
+                                                                                       : elements * (uint64_t)t->dims.data[i];
+        count *= (uint64_t)(r[i].stop - r[i].start);
     }
-        CASE_INT(INT8, int8_t, "%" PRId8)
-        CASE_INT(UINT8, uint8_t, "%" PRIu8)
-        CASE_INT(INT16, int16_t, "%" PRId16)
-        CASE_INT(UINT16, uint16_t, "%" PRIu16)
-        CASE_INT(INT32, int32_t, "%" PRId32)
-        CASE_INT(UINT32, uint32_t, "%" PRIu32)
-        CASE_INT(INT64, int64_t, "%" PRId64)
-        CASE_INT(UINT64, uint64_t, "%" PRIu64)
-#undef CASE_INT
-    case ONNXIO_TensorProto_DataType_BOOL: printf("%s", data[i] ? "True" : "False"); return 0;
-    case ONNXIO_TensorProto_DataType_FLOAT: {
-        float v;
-        memcpy(&v, data + i * 4, 4);
-        printf("%.8g", v);
-        return 0;
+    if (elements != t->string_data.size)
+        return cli_fail_msg("cat", model, "tensor '%s' holds %zu strings, its shape needs %llu", name,
+                            t->string_data.size, (unsigned long long)elements);
+    char dtbuf[32];
+    print_header(name, cli_dtype_name(t->data_type, dtbuf, sizeof dtbuf), shape, kr, spec);
+    if (count == 0) {
+        puts("[]");
+        return cli_finish_stdout("cat", CLI_EXIT_OK);
     }
-    case ONNXIO_TensorProto_DataType_DOUBLE: {
-        double v;
-        memcpy(&v, data + i * 8, 8);
-        printf("%.17g", v);
-        return 0;
+    const onnxio_string **v = malloc((size_t)count * sizeof *v);
+    int64_t *idx = malloc((rank ? rank : 1) * sizeof *idx);
+    int rc = CLI_EXIT_FAILURE;
+    if (!v || !idx) {
+        cli_fail_msg("cat", model, "out of memory");
+        goto out;
     }
-    case ONNXIO_TensorProto_DataType_FLOAT16:
-    case ONNXIO_TensorProto_DataType_BFLOAT16: {
-        uint16_t h;
-        memcpy(&h, data + i * 2, 2);
-        printf("%.5g", dt == ONNXIO_TensorProto_DataType_FLOAT16 ? half_to_double(h) : bf16_to_double(h));
-        return 0;
-    }
-    case ONNXIO_TensorProto_DataType_COMPLEX64: {
-        float v[2];
-        memcpy(v, data + i * 8, 8);
-        printf("(%.8g%+.8gj)", v[0], v[1]);
-        return 0;
-    }
-    case ONNXIO_TensorProto_DataType_COMPLEX128: {
-        double v[2];
-        memcpy(v, data + i * 16, 16);
-        printf("(%.17g%+.17gj)", v[0], v[1]);
-        return 0;
-    }
-    default: return -1;
-    }
-}
-
-/* numpy's nested brackets over the kept axes `shape` (`rank` of them). */
-static void print_nested(int32_t dt, const uint8_t *data, const int64_t *shape, size_t rank, size_t axis, uint64_t *i)
-{
-    if (axis == rank) {
-        print_value(dt, data, (*i)++);
-        return;
-    }
-    putchar('[');
-    for (int64_t k = 0; k < shape[axis]; k++) {
-        if (k) {
-            if (axis + 1 == rank) putchar(' ');
-            else {
-                putchar('\n');
-                for (size_t s = 0; s <= axis; s++) putchar(' ');
-            }
+    for (size_t i = 0; i < rank; i++) idx[i] = r[i].start;
+    for (uint64_t n = 0; n < count; n++) {
+        uint64_t at = 0;
+        for (size_t i = 0; i < rank; i++) at = at * (uint64_t)t->dims.data[i] + (uint64_t)idx[i];
+        v[n] = &t->string_data.data[at];
+        for (size_t i = rank; i-- > 0;) {
+            if (++idx[i] < r[i].stop) break;
+            idx[i] = r[i].start;
         }
-        print_nested(dt, data, shape, rank, axis + 1, i);
     }
-    putchar(']');
+    if (cli_np_print(stdout, t->data_type, NULL, v, shape, kr)) {
+        cli_fail_msg("cat", model, "out of memory");
+        goto out;
+    }
+    rc = cli_finish_stdout("cat", CLI_EXIT_OK);
+out:
+    free(v);
+    free(idx);
+    return rc;
 }
 
 /* The .npy descr of a data type, or NULL when numpy has none. */
@@ -371,13 +339,22 @@ static int run_cat(int argc, char **argv)
     size_t kr = 0;
     for (size_t i = 0; i < rank; i++)
         if (kept[i]) shape[kr++] = r[i].stop - r[i].start;
+    char dtbuf[32];
+    const char *dtn = cli_dtype_name(t->data_type, dtbuf, sizeof dtbuf);
+    if (t->data_type == ONNXIO_TensorProto_DataType_STRING) {
+        if (output) {
+            cli_fail_msg("cat", output, "STRING tensors have no .npy form here: print them, or read them with "
+                                        "Python's onnxio.read_tensor");
+            goto done;
+        }
+        status = cat_strings(model, t, spec, r, rank, shape, kr);
+        goto done;
+    }
     onnxio_slice_stats st = {sizeof st, 0, 0, 0, 0};
     if (onnxio_tensor_file_read(f, name, r, rank, NULL, 0, &b, &st)) {
         cli_fail("cat", model);
         goto done;
     }
-    char dtbuf[32];
-    const char *dtn = cli_dtype_name(t->data_type, dtbuf, sizeof dtbuf);
     if (output) {
         const char *descr = npy_descr(t->data_type);
         if (!descr) {
@@ -388,9 +365,7 @@ static int run_cat(int argc, char **argv)
         status = write_npy(output, descr, shape, kr, onnxio_buffer_data(b), st.bytes);
         goto done;
     }
-    printf("%s: %s [", name, dtn);
-    for (size_t i = 0; i < kr; i++) printf("%s%lld", i ? ", " : "", (long long)shape[i]);
-    printf("]%s%s\n", spec ? " slice " : "", spec ? spec : "");
+    print_header(name, dtn, shape, kr, spec);
     const uint8_t *data = onnxio_buffer_data(b);
     int empty = 0;
     for (size_t i = 0; i < kr; i++) empty |= shape[i] == 0;
@@ -399,12 +374,11 @@ static int run_cat(int argc, char **argv)
          * shape; nested brackets would take work the size of the other
          * axes, which a 40-byte model can make 2^124. */
         puts("[]");
-    } else if (!npy_descr(t->data_type) && t->data_type != ONNXIO_TensorProto_DataType_BFLOAT16) {
+    } else if (!cli_np_prints(t->data_type)) {
         for (uint64_t i = 0; i < st.bytes; i++) printf("%02x%s", data[i], (i + 1) % 32 == 0 || i + 1 == st.bytes ? "\n" : " ");
-    } else {
-        uint64_t i = 0;
-        print_nested(t->data_type, data, shape, kr, 0, &i);
-        putchar('\n');
+    } else if (cli_np_print(stdout, t->data_type, data, NULL, shape, kr)) {
+        cli_fail_msg("cat", model, "out of memory");
+        goto done;
     }
     status = cli_finish_stdout("cat", CLI_EXIT_OK);
 done:

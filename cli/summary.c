@@ -99,12 +99,17 @@ static uint64_t add_sat(uint64_t a, uint64_t b)
     return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
-/* Bytes of an external tensor with a valid reference into `f`. */
-static uint64_t ref_bytes(const onnxio_external_ref *ref, const cli_external_file *f)
+/* Bytes of an external tensor with a valid reference into `f` (NULL: not
+ * known): its length key, else what its data type and dims need, else
+ * (strings, unknown types) the rest of the file. */
+static uint64_t ref_bytes(const onnxio_TensorProto *t, const onnxio_external_ref *ref, const cli_external_file *f)
 {
+    uint64_t raw;
     if (ref->has_length)
         return ref->length;
-    return f->exists && f->file_size > ref->offset ? f->file_size - ref->offset : 0;
+    if (onnxio_tensor_raw_size(t, &raw) == 1)
+        return raw;
+    return f && f->exists && f->file_size > ref->offset ? f->file_size - ref->offset : 0;
 }
 
 static void add_bad_ref(walk_state *w, const onnxio_TensorProto *t, onnxio_status status)
@@ -162,7 +167,7 @@ static void visit_external(void *ctx, void *msg)
     }
     cli_external_file *f = &s->ext[e->value];
     f->tensors++;
-    f->bytes = add_sat(f->bytes, ref_bytes(&ref, f));
+    f->bytes = add_sat(f->bytes, ref_bytes(t, &ref, f));
     uint64_t end = add_sat(ref.offset, ref.has_length ? ref.length : 0);
     if (end > f->needed_bytes)
         f->needed_bytes = end;
@@ -186,7 +191,7 @@ uint64_t cli_summary_tensor_bytes(const cli_summary *s, const onnxio_TensorProto
         return 0;
     onnxio_string location = {ref.location, ref.location_size};
     const cli_strmap_entry *e = cli_strmap_find(&s->ext_index, location, empty_string);
-    return e ? ref_bytes(&ref, &s->ext[e->value]) : ref.has_length ? ref.length : 0;
+    return ref_bytes(t, &ref, e ? &s->ext[e->value] : NULL);
 }
 
 static int cmp_ops(const void *pa, const void *pb)

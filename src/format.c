@@ -243,6 +243,59 @@ ONNXIO_API int onnxio_tensor_raw_size(const onnxio_TensorProto *t, uint64_t *byt
     return 1;
 }
 
+onnxio_status onnxio__typed_to_raw(const onnxio_TensorProto *t, uint64_t bytes, uint8_t *dst)
+{
+    unsigned bits = onnxio_data_type_bits(t->data_type);
+    const uint8_t *src;
+    size_t have, src_width;
+    switch (t->data_type) {
+    case ONNXIO_TensorProto_DataType_FLOAT:
+    case ONNXIO_TensorProto_DataType_COMPLEX64:
+        src = (const uint8_t *)t->float_data.data, have = t->float_data.size, src_width = 4, bits = 32;
+        break;
+    case ONNXIO_TensorProto_DataType_DOUBLE:
+    case ONNXIO_TensorProto_DataType_COMPLEX128:
+        src = (const uint8_t *)t->double_data.data, have = t->double_data.size, src_width = 8, bits = 64;
+        break;
+    case ONNXIO_TensorProto_DataType_INT64:
+        src = (const uint8_t *)t->int64_data.data, have = t->int64_data.size, src_width = 8;
+        break;
+    case ONNXIO_TensorProto_DataType_UINT32:
+    case ONNXIO_TensorProto_DataType_UINT64:
+        src = (const uint8_t *)t->uint64_data.data, have = t->uint64_data.size, src_width = 8;
+        break;
+    default:
+        src = (const uint8_t *)t->int32_data.data, have = t->int32_data.size, src_width = 4;
+        if (bits < 8 && bits != 6) bits = 8; /* one packed byte per value */
+        break;
+    }
+    /* Values the field must hold: one per element (two for complex), one
+     * per packed byte for 4- and 2-bit types. */
+    uint64_t count = bits == 6 ? (bytes * 8) / 6 : bytes / (bits / 8);
+    if (bits == 6) {
+        /* The elements: raw_data's bytes do not say, the dims do. */
+        count = 1;
+        for (size_t i = 0; i < t->dims.size; i++) count *= (uint64_t)t->dims.data[i];
+    }
+    if (have != count)
+        return onnxio__fail(ONNXIO_ERR_SLICE, "tensor '%s' holds %zu values in its typed data field, its type and shape need %llu",
+                            onnxio__tensor_name(t), have, (unsigned long long)count);
+    if (bits == 6) {
+        memset(dst, 0, (size_t)bytes);
+        for (size_t i = 0; i < have; i++) {
+            unsigned v = src[i * src_width] & 0x3F;
+            uint64_t at = (uint64_t)i * 6;
+            dst[at / 8] |= (uint8_t)(v << (at % 8));
+            if (at % 8 > 2) dst[at / 8 + 1] |= (uint8_t)(v >> (8 - at % 8));
+        }
+        return ONNXIO_OK;
+    }
+    size_t width = bits / 8;
+    for (size_t i = 0; i < have; i++) /* little-endian: the low `width` bytes of each value */
+        memcpy(dst + i * width, src + i * src_width, width);
+    return ONNXIO_OK;
+}
+
 const unsigned onnxio__tensor_typed_fields[ONNXIO__TYPED_FIELDS] = {
     ONNXIO_FIELD_TensorProto_float_data, ONNXIO_FIELD_TensorProto_int32_data,  ONNXIO_FIELD_TensorProto_string_data,
     ONNXIO_FIELD_TensorProto_int64_data, ONNXIO_FIELD_TensorProto_double_data, ONNXIO_FIELD_TensorProto_uint64_data,

@@ -263,6 +263,17 @@ const char *onnxio__path_problem(const char *p, size_t n, onnxio_status *status)
 size_t onnxio__utf8_sequence(const unsigned char *p, size_t n);
 
 onnxio_status onnxio__check_raw_size(const onnxio_TensorProto *t, uint64_t length, const char *where);
+/* The raw_data bytes (`bytes` of them: onnxio_tensor_raw_size) of a
+ * tensor whose values are in its typed field, as onnx's
+ * numpy_helper.to_array reads them: float_data (FLOAT, COMPLEX64),
+ * double_data (DOUBLE, COMPLEX128), int64_data (INT64), uint64_data
+ * (UINT32, UINT64), int32_data for the rest; each value cut to its low
+ * bytes, little-endian (FLOAT16 and BFLOAT16 bits, BOOL, 8-bit floats;
+ * for 4- and 2-bit types each int32_data value is one packed byte; FLOAT6
+ * values, one per element, are packed as raw_data packs them). Written
+ * to `dst`. ONNXIO_ERR_SLICE naming the tensor when the field holds a
+ * number of values other than the shape needs. */
+onnxio_status onnxio__typed_to_raw(const onnxio_TensorProto *t, uint64_t bytes, uint8_t *dst);
 
 /* ---- options.c ---------------------------------------------------------- */
 

@@ -155,6 +155,22 @@ ONNXIO_API onnxio_status onnxio_tensor_file_open(const char *path, const onnxio_
     }
     s = onnxio_parse_into(f->model, data, size, owner, &po, f->arena);
     onnxio__map_random(onnxio_buffer_data(f->map), onnxio_buffer_size(f->map), false);
+    if (s && !f->archive && onnxio_detect_format(data, size) == ONNXIO_FORMAT_TEXT) {
+        /* Protobuf text format or JSON ('{'), as onnxio_text_parse reads
+         * them; ONNX's textual syntax ('<') keeps the load's message. */
+        size_t i = 0;
+        while (i < size && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r')) i++;
+        if (i < size && data[i] != '<') {
+            onnxio_text_options to = ONNXIO_TEXT_OPTIONS_INIT;
+            to.style = data[i] == '{' ? ONNXIO_TEXT_JSON : ONNXIO_TEXT_PROTO;
+            to.max_depth = cfg.max_depth;
+            to.max_expansion = cfg.max_expansion;
+            void *m = NULL;
+            onnxio__clear_error();
+            s = onnxio_text_parse(&onnxio_desc_ModelProto, data, size, &to, f->arena, &m);
+            if (!s) f->model = m;
+        }
+    }
     if (s) goto fail;
     *out = f;
     return ONNXIO_OK;
@@ -274,7 +290,11 @@ typedef struct source {
     const uint8_t *mem;  /* the payload in memory (a mapping, an inflated entry), or NULL */
     onnxio_buffer *owner;
     const char *what;    /* the file or entry, for read errors */
+    onnxio_buffer *held; /* values converted from a typed field: released after the read */
 } source;
+
+/* The most bytes of decoded values a slice converts from a typed field. */
+#define ONNXIO__TYPED_SLICE_MAX ((uint64_t)64 << 20)
 
 /* The payload of `t`: inline in the model file (the mapping's bytes are
  * the file's), or its external range, checked as a load checks it. */
@@ -282,16 +302,31 @@ static onnxio_status locate(onnxio_tensor_file *f, const onnxio_TensorProto *t, 
 {
     const char *tn = onnxio__tensor_name(t);
     if (!onnxio__is_external(t)) {
-        if (!onnxio_has(t, ONNXIO_FIELD_TensorProto_raw_data))
-            return onnxio__fail(ONNXIO_ERR_SLICE,
-                                "tensor '%s' holds its values in typed fields (float_data, int32_data, ...), not raw_data: "
-                                "load it whole",
-                                tn);
+        if (!onnxio_has(t, ONNXIO_FIELD_TensorProto_raw_data)) {
+            /* Values in a typed field (float_data, int32_data, ...): they
+             * are parsed with the structure; converted whole to raw bytes,
+             * up to a bound. */
+            if (payload > ONNXIO__TYPED_SLICE_MAX)
+                return onnxio__fail(ONNXIO_ERR_SLICE,
+                                    "tensor '%s' holds its values in a typed field (float_data, int32_data, ...), not "
+                                    "raw_data, and they take %llu bytes decoded: more than the %llu that a slice "
+                                    "converts; load the model whole",
+                                    tn, (unsigned long long)payload, (unsigned long long)ONNXIO__TYPED_SLICE_MAX);
+            onnxio_buffer *b = onnxio_buffer_new(payload ? (size_t)payload : 1, 64);
+            if (!b) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+            onnxio_status s = onnxio__typed_to_raw(t, payload, onnxio_buffer_data(b));
+            if (s) {
+                onnxio_buffer_unref(b);
+                return s;
+            }
+            *src = (source){-1, 0, onnxio_buffer_data(b), b, f->path, b};
+            return ONNXIO_OK;
+        }
         if (t->raw_data.size != payload)
             return onnxio__fail(ONNXIO_ERR_SLICE, "tensor '%s': raw_data has %zu bytes, its type and shape need %llu", tn,
                                 t->raw_data.size, (unsigned long long)payload);
         const uint8_t *base = onnxio_buffer_data(f->map), *p = t->raw_data.data;
-        *src = (source){-1, 0, p, t->raw_data.owner, f->path};
+        *src = (source){-1, 0, p, t->raw_data.owner, f->path, NULL};
         if (p && p >= base && (size_t)(p - base) <= onnxio_buffer_size(f->map) - payload) {
             src->fd = f->fd;
             src->offset = (uint64_t)(p - base);
@@ -329,7 +364,7 @@ static onnxio_status locate(onnxio_tensor_file *f, const onnxio_TensorProto *t, 
     }
     uint64_t length;
     if ((s = onnxio__check_external_range(t, &r, e->size, e->name, &length))) return s;
-    *src = (source){e->fd, e->offset + r.offset, e->data ? e->data + r.offset : NULL, e->owner, e->name};
+    *src = (source){e->fd, e->offset + r.offset, e->data ? e->data + r.offset : NULL, e->owner, e->name, NULL};
     return ONNXIO_OK;
 }
 
@@ -338,6 +373,7 @@ static onnxio_status prepare(onnxio_tensor_file *f, const char *name, const onnx
                              plan *p, source *src)
 {
     *p = (plan){0};
+    *src = (source){0};
     const onnxio_TensorProto *t = onnxio_tensor_file_find(f, name);
     if (!t) return onnxio__fail(ONNXIO_ERR_NOT_FOUND, "%s has no initializer named '%s'", f->path, name);
     onnxio_status s = plan_make(t, ranges, rank, p);
@@ -445,6 +481,7 @@ ONNXIO_API onnxio_status onnxio_tensor_file_read(onnxio_tensor_file *f, const ch
     }
 done:
     plan_free(&p);
+    onnxio_buffer_unref(src.held);
     pthread_mutex_unlock(&f->lock);
     if (s) {
         onnxio_buffer_unref(b);
@@ -473,6 +510,7 @@ ONNXIO_API onnxio_status onnxio_tensor_file_view(onnxio_tensor_file *f, const ch
         *owner = onnxio_buffer_ref(src.owner);
     }
     plan_free(&p);
+    onnxio_buffer_unref(src.held);
     pthread_mutex_unlock(&f->lock);
     return s;
 }

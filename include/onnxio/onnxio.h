@@ -1162,9 +1162,12 @@ onnxio_status onnxio_safetensors_save(onnxio_ModelProto *model, const char *path
  * payload (or end at the tensor's end); otherwise ONNXIO_ERR_SLICE says
  * which axis breaks it. FLOAT6 types (6 bits) follow the same rule.
  *
- * What cannot be sliced (ONNXIO_ERR_SLICE): tensors whose values are not in
- * raw_data (typed fields such as float_data, STRING tensors), segments,
- * UNDEFINED or unknown data types. Checksums are not verified (neither an
+ * Values in a typed field (float_data, int32_data, ...) are converted
+ * whole to raw bytes as onnx's numpy_helper.to_array reads them, then
+ * sliced, when they take at most 64 MiB decoded; larger ones fail with
+ * ONNXIO_ERR_SLICE (load the model whole). What cannot be sliced
+ * (ONNXIO_ERR_SLICE): STRING tensors, segments, UNDEFINED or unknown data
+ * types. Checksums are not verified (neither an
  * external "checksum" key nor an archive entry's CRC-32: both cover whole
  * entries, which a slice does not read). A deflated archive entry is
  * inflated whole when it is first read (charged to max_expansion).

@@ -93,6 +93,15 @@ class TensorFile:
         """``numpy_helper.to_array(initializer)[index]``, reading only the slice's bytes."""
         from onnxio import numpy_helper
 
+        data_type, shape = self.info(name)
+        if data_type == 8:  # STRING: the values are in the structure, one string per element
+            ranges, kept = _ranges(index, shape, name)
+            import onnxio
+
+            model = onnxio.load_model(self.path, load_external_data=False)
+            tensor = next(t for t in _initializers(model.graph) if t.name == name)
+            whole = numpy_helper.to_array(tensor)
+            return whole[tuple(slice(a, b) for a, b in ranges)].reshape(kept)
         tensor, kept = self._read_tensor(name, index, no_copy=no_copy, stats=stats)
         return numpy_helper.to_array(tensor).reshape(kept)
 
@@ -110,6 +119,16 @@ class TensorFile:
         return tensor, kept
 
 
+def _initializers(graph):
+    """The initializers of ``graph``, then those of its subgraphs (the
+    order in which the slice reader looks a name up)."""
+    yield from graph.initializer
+    for node in graph.node:
+        for attr in node.attribute:
+            for g in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+                yield from _initializers(g)
+
+
 def read_tensor(source: str | os.PathLike | TensorFile, name: str, index: Any = None, *, no_copy: bool = False,
                 num_threads: int = 0, base_dir: str | os.PathLike | None = None,
                 stats: dict | None = None) -> np.ndarray:
@@ -122,7 +141,7 @@ def read_tensor(source: str | os.PathLike | TensorFile, name: str, index: Any = 
     Raises ``KeyError`` (no such initializer), ``IndexError`` (an index out
     of bounds or of a kind other than int, slice with step 1, Ellipsis),
     ``ValueError`` (a packed 4-/2-bit slice that splits bytes; values in
-    typed fields or strings, which cannot be sliced), and the errors of
+    a typed field of more than 64 MiB decoded), and the errors of
     ``onnxio.load`` for the file and its external data."""
     if isinstance(source, TensorFile):
         return source.read(name, index, no_copy=no_copy, stats=stats)

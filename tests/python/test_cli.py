@@ -424,9 +424,11 @@ def text_model_files(d):
 
 @pytest.mark.filterwarnings("ignore:The onnxtxt format is experimental")
 def test_text_models_are_named_text(tmp_path):
-    """Every verb that reads a model says a text file is text, which text
-    (JSON, protobuf text format, ONNX's textual syntax), and which call
-    reads it; that call reads it as the onnx package does."""
+    """Every verb that reads a model reads JSON and protobuf text format
+    (test_text_models_read_like_binary compares the outputs), says where
+    JSON that is not a model fails, and says that a file in ONNX's textual
+    syntax, which the library does not read, is text and which call reads
+    it; that call reads it as the onnx package does."""
     import onnxio
 
     files = text_model_files(tmp_path)
@@ -439,9 +441,16 @@ def test_text_models_are_named_text(tmp_path):
         for args in (["info", path], ["print", path], ["convert", path, out], ["bench", path], ["cat", path, "w"],
                      ["extract", path, out, "--tensors", "w"]):
             rc, stdout, err = run(*args)
+            if fmt in ("json", "textproto"):
+                assert rc == 0, (args, err)
+                out.unlink(missing_ok=True)
+                continue
             assert_failure(rc, stdout, err, args[0], path)
-            assert "the file is text, not binary protobuf: it looks like " + kind in err, (args, err)
-            assert f"onnxio.load(path, {call})" in err, (args, err)
+            if fmt == "nested":
+                assert 'JSON, line 1 column 3: Message type "onnx.ModelProto" has no field named' in err, (args, err)
+            else:
+                assert "the file is text, not binary protobuf: it looks like " + kind in err, (args, err)
+                assert f"onnxio.load(path, {call})" in err, (args, err)
             assert not out.exists()
         if fmt != "nested":
             loaded = onnxio.load(str(path), format=call.split('"')[1])
@@ -551,6 +560,24 @@ def test_info_external_and_missing_data():
     assert len(j["external_data"]) == 1 and j["external_data"][0]["exists"] is False
     out = run_ok("info", corpus_model("image_classifier16")).decode()
     assert "(missing)" in out
+
+
+def test_info_external_size_without_length_or_file(tmp_path):
+    """An external tensor with no "length" key whose data file is missing
+    counts the bytes its data type and dims need (numpy's nbytes), not 0."""
+    shapes = {"emb": (TensorProto.FLOAT16, [1000, 1920]), "s": (TensorProto.INT64, [3])}
+    inits = []
+    for name, (dt, dims) in shapes.items():
+        t = TensorProto(name=name, data_type=dt, dims=dims, data_location=TensorProto.EXTERNAL)
+        t.external_data.add(key="location", value="gone.bin")
+        inits.append(t)
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(helper.make_graph([], "g", [], [], inits)), str(path))
+    want = {n: int(np.prod(d)) * helper.tensor_dtype_to_np_dtype(dt).itemsize for n, (dt, d) in shapes.items()}
+    j = info_json(path)
+    assert {t["name"]: t["bytes"] for t in j["initializers"]["largest"]} == want
+    assert j["initializers"]["bytes"] == sum(want.values())
+    assert j["external_data"][0]["exists"] is False and j["external_data"][0]["bytes"] == sum(want.values())
 
 
 @needs_corpus
@@ -865,3 +892,59 @@ def test_bench_warm_reads_every_file_first(synthetic, tmp_path):
     assert "load (copy, num_threads 0):" in out
     out = run_ok("bench", ext, "--repeat", "1", "--no-direct-io").decode()
     assert "load (copy, num_threads 0, direct_io off):" in out
+
+
+def test_text_models_read_like_binary(tmp_path):
+    """Every verb that reads a model reads the textproto and JSON files the
+    onnx package writes (by extension, and by content under another name),
+    their external data from beside them, with the output it gives for the
+    binary model."""
+    w = numpy_helper.from_array(np.arange(4096, dtype=np.float32).reshape(64, 64) / 7, "w")
+    b = numpy_helper.from_array(np.arange(5, dtype=np.int64), "b")
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 64])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 64])], [w, b])
+    binary = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g), str(binary), save_as_external_data=True, location="m.data", size_threshold=1024)
+    structure = onnx.load(str(binary), load_external_data=False)
+    texts = [tmp_path / "m.textproto", tmp_path / "m.json", tmp_path / "m_textproto.txt", tmp_path / "m_json.txt"]
+    for path, fmt in zip(texts, ["textproto", "json", "textproto", "json"]):
+        onnx.save(structure, str(path), format=fmt)
+
+    def outputs(path):
+        out = {}
+        info = run_ok("info", path).decode().splitlines()
+        out["info"] = info[1:]  # the first line names the file
+        out["print"] = run_ok("print", path)
+        out["cat"] = run_ok("cat", path, "w", "--slice", "2:5,-3:") + run_ok("cat", path, "b")
+        conv = tmp_path / f"conv_{path.name}.onnx"
+        run_ok("convert", path, conv)
+        out["convert"] = onnx.load(str(conv)).SerializeToString()
+        ext = tmp_path / f"ext_{path.name}.onnx"
+        run_ok("extract", path, ext, "--tensors", "w")
+        out["extract"] = onnx.load(str(ext)).SerializeToString()
+        bench = run_ok("bench", path, "--repeat", "1").decode().splitlines()
+        out["bench"] = bench[0].split(" file, ")[1]  # payload and structure sizes
+        return out
+
+    want = outputs(binary)
+    # independent references: the onnx package's values
+    assert onnx.load(str(binary)).graph.initializer[0].raw_data == w.raw_data
+    assert want["cat"].decode().splitlines()[1:4] == str(numpy_helper.to_array(w)[2:5, -3:]).splitlines()
+    for path in texts:
+        assert outputs(path) == want, path
+    onnxtxt = tmp_path / "m.onnxtxt"
+    onnxtxt.write_text("<ir_version: 8, opset_import: [\"\" : 17]>\nagraph (float[N] x) => (float[N] y) {\n y = Relu(x)\n}\n")
+    rc, _, err = run("info", onnxtxt)
+    assert rc == 1 and "ONNX's textual syntax" in err
+
+
+def test_info_plurals(tmp_path):
+    """Counts of one are singular: "1 tensor in 1 file", not "1 files"."""
+    t = TensorProto(name="e", data_type=TensorProto.FLOAT, dims=[2], data_location=TensorProto.EXTERNAL)
+    t.external_data.add(key="location", value="gone.bin")
+    path = tmp_path / "one.onnx"
+    onnx.save(helper.make_model(helper.make_graph([], "g", [], [], [t])), str(path))
+    out = run_ok("info", path).decode()
+    assert "external data:    1 tensor in 1 file\n" in out
+    assert "  gone.bin: 1 tensor, 8 B (missing)" in out

@@ -325,7 +325,7 @@ def test_info_invalid_references(tmp_path):
     assert sizes["a"] == 32 and all(sizes[n] == 0 for n in bad)
 
     text = run_ok("info", path).decode()
-    assert "external data:    7 tensors in 1 files" in text
+    assert "external data:    7 tensors in 1 file" in text
     assert "invalid references: 6 tensors" in text
     assert "/etc/passwd" in text and "../up.bin" in text and "0x10" in text
 

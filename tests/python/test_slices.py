@@ -135,8 +135,7 @@ def test_errors(layouts):
         onnxio.read_tensor(p, "f32", (Ellipsis, Ellipsis))
     with pytest.raises(IndexError, match="only integers"):
         onnxio.read_tensor(p, "f32", [0, 1])
-    with pytest.raises(ValueError, match="typed fields"):
-        onnxio.read_tensor(p, "typed", 0)
+    assert np.array_equal(onnxio.read_tensor(p, "typed", 0), np.array([1, 2, 3], np.float32))
     with pytest.raises(FileNotFoundError):
         onnxio.read_tensor(p + ".missing", "f32")
     # The C library's own bounds check, below the Python index rules.
@@ -145,6 +144,68 @@ def test_errors(layouts):
             onnxio._onnxio._tensor_file_read(f._cap, "f32", [(30, 40), (0, 1)])
         with pytest.raises(ValueError, match="has 2 axes, the slice gives 1 ranges"):
             onnxio._onnxio._tensor_file_read(f._cap, "f32", [(0, 1)])
+
+
+def _typed_tensors():
+    """Tensors whose values are in typed fields, as the onnx package's
+    make_tensor packs them (int32_data for FLOAT16, BFLOAT16, BOOL, INT8,
+    packed INT4 bytes, FLOAT8; uint64_data for UINT32; ...), and strings."""
+    T = TensorProto
+    r = np.random.default_rng(5)
+    f = r.standard_normal(24).astype(np.float32)
+    made = [helper.make_tensor("t_float", T.FLOAT, [2, 3, 4], f),
+            helper.make_tensor("t_double", T.DOUBLE, [4, 6], f.astype(np.float64) / 3),
+            helper.make_tensor("t_f16", T.FLOAT16, [4, 6], f.astype(np.float16)),
+            helper.make_tensor("t_bf16", T.BFLOAT16, [4, 6], f),
+            helper.make_tensor("t_bool", T.BOOL, [4, 6], f > 0),
+            helper.make_tensor("t_i8", T.INT8, [4, 6], (f * 50).astype(np.int8)),
+            helper.make_tensor("t_u16", T.UINT16, [4, 6], (abs(f) * 9000).astype(np.uint16)),
+            helper.make_tensor("t_i32", T.INT32, [4, 6], (f * 1e6).astype(np.int32)),
+            helper.make_tensor("t_u32", T.UINT32, [4, 6], (abs(f) * 1e9).astype(np.uint32)),
+            helper.make_tensor("t_i64", T.INT64, [4, 6], (f * 1e12).astype(np.int64)),
+            helper.make_tensor("t_u64", T.UINT64, [4, 6], (abs(f) * 1e18).astype(np.uint64)),
+            helper.make_tensor("t_c64", T.COMPLEX64, [2, 3], (f[:6] + 1j * f[6:12]).astype(np.complex64)),
+            helper.make_tensor("t_c128", T.COMPLEX128, [2, 3], f[:6] + 1j * f[6:12]),
+            helper.make_tensor("t_i4", T.INT4, [4, 6], np.clip(f * 4, -8, 7).astype(np.int8)),
+            helper.make_tensor("t_f8", T.FLOAT8E4M3FN, [4, 6], f),
+            helper.make_tensor("t_str", T.STRING, [2, 3], [b"a", b"bc", "\u00e9t\u00e9".encode(), b"", b"x'y", b"q"]),
+            helper.make_tensor("t_scalar", T.FLOAT, [], [2.5])]
+    if hasattr(T, "FLOAT6E2M3"):
+        made.append(helper.make_tensor("t_f6", T.FLOAT6E2M3, [4, 8], np.clip(np.resize(f, 32), -7, 7)))
+    return made
+
+
+def test_typed_fields_read_as_onnx_reads_them(tmp_path):
+    """Values in typed fields are read (whole, then sliced) and equal the
+    onnx package's numpy_helper.to_array, in a model file and in an
+    archive."""
+    made = _typed_tensors()
+    model = helper.make_model(helper.make_graph([], "g", [], [], made))
+    paths = save_layouts(model, tmp_path)
+    for layout in ("single", "onnxz"):
+        for t in made:
+            want = numpy_helper.to_array(t)
+            # (rows of FLOAT6 begin on whole bytes, not every third column)
+            cases = [None, (0,), (slice(1, 3),), (Ellipsis, slice(2, None))][: 3 if t.name == "t_f6" else 4]
+            for index in cases if want.ndim else [None]:
+                got = onnxio.read_tensor(paths[layout], t.name, index)
+                ref = want[index] if index is not None else want
+                assert got.dtype == ref.dtype and got.shape == ref.shape, (t.name, index)
+                assert got.tobytes() == ref.tobytes() if ref.dtype != object else list(got.ravel()) == list(ref.ravel())
+
+
+def test_typed_fields_bounded(tmp_path):
+    """A typed field is converted whole only up to 64 MiB decoded: a shape
+    of more is refused before anything is allocated for it, and a count of
+    values that does not match the shape is named."""
+    big = TensorProto(name="big", data_type=TensorProto.FLOAT, dims=[2**24 + 1], float_data=[0.0])
+    short = TensorProto(name="short", data_type=TensorProto.INT64, dims=[3], int64_data=[1, 2])
+    path = tmp_path / "typed.onnx"
+    onnx.save(helper.make_model(helper.make_graph([], "g", [], [], [big, short])), str(path))
+    with pytest.raises(ValueError, match="typed field .* 67108868 bytes decoded: more than the 67108864"):
+        onnxio.read_tensor(str(path), "big", slice(0, 1))
+    with pytest.raises(ValueError, match="tensor 'short' holds 2 values in its typed data field, its type and shape need 3"):
+        onnxio.read_tensor(str(path), "short")
 
 
 def _weights_model(d, layout):
@@ -225,12 +286,67 @@ def test_cli_cat_npy(layouts, layout, tmp_path):
     p = subprocess.run([CLI, "cat", paths[layout], "i8", "--slice", "0,0"], capture_output=True, text=True, check=True)
     lines = p.stdout.splitlines()
     assert lines[0] == "i8: INT8 [7] slice 0,0"
-    assert lines[1] == "[" + " ".join(str(v) for v in ref["i8"][0, 0]) + "]"
+    assert "\n".join(lines[1:]) == str(ref["i8"][0, 0])
     p = subprocess.run([CLI, "cat", paths[layout], "bf16", "--output", str(tmp_path / "x.npy")], capture_output=True,
                        text=True)
     assert p.returncode == 1 and "BFLOAT16 has no numpy .npy type" in p.stderr
     p = subprocess.run([CLI, "cat", paths[layout], "f32", "--slice", "0:40:2"], capture_output=True, text=True)
     assert p.returncode == 2 and "steps are not supported" in p.stderr
+
+
+@cli
+def test_cli_cat_prints_as_numpy_prints(tmp_path):
+    """cat's values are numpy's str() of numpy_helper.to_array(t)[index]:
+    shortest round-trip digits, aligned columns, scientific notation where
+    numpy chooses it, lines wrapped at 75 columns, '...' summaries past 1000
+    elements, scalars as numpy scalars print; for raw_data tensors of every
+    type numpy prints (bfloat16 as ml_dtypes prints it) and typed-field ones."""
+    import ml_dtypes
+
+    r = np.random.default_rng(7)
+    arrays = {
+        "f32": r.standard_normal((4, 5)).astype(np.float32),
+        "f32_big": r.standard_normal((40, 50)).astype(np.float32),
+        "f32_exp": np.array([1e-5, 1.0, 3.5e10, -2], np.float32),
+        "f32_nonfinite": np.array([np.nan, 1.5, -np.inf, 0, np.inf], np.float32),
+        "f32_one": np.array([3.25], np.float32),
+        "f32_zeros": np.zeros((2, 2), np.float32),
+        "f16": r.standard_normal((3, 7)).astype(np.float16),
+        "f64": r.standard_normal(30),
+        "f64_3d": r.standard_normal((12, 11, 10)) * 1e3,
+        "i64": r.integers(-10**12, 10**12, (5, 6)),
+        "u8": r.integers(0, 255, (3, 4, 5)).astype(np.uint8),
+        "i16": np.arange(100, dtype=np.int16),
+        "i32_big": np.arange(3000, dtype=np.int32).reshape(30, 100),
+        "u64": np.array([0, 2**64 - 1], np.uint64),
+        "bool": r.random((2, 9)) < 0.5,
+        "c64": np.array([1 + 2j, 3.5 - 4j, 0], np.complex64),
+        "bf16": np.array([1, 2.5, -3, 1e-5, 100000], ml_dtypes.bfloat16),
+    }
+    tensors = []
+    for name, a in arrays.items():
+        if a.dtype == ml_dtypes.bfloat16:
+            tensors.append(helper.make_tensor(name, TensorProto.BFLOAT16, a.shape, a.tobytes(), raw=True))
+        else:
+            tensors.append(numpy_helper.from_array(a, name))
+    tensors += [t for t in _typed_tensors() if t.name not in ("t_i4", "t_f8", "t_f6")]
+    path = tmp_path / "p.onnx"
+    onnx.save(helper.make_model(helper.make_graph([], "g", [], [], tensors)), str(path))
+    checked = 0
+    for t in tensors:
+        want = numpy_helper.to_array(t)
+        cases = [(None, ())]
+        if want.ndim >= 1:
+            cases.append(("0", (0,)))
+        if want.ndim >= 2:
+            cases += [("...,1:3", (Ellipsis, slice(1, 3))), ("-1,-1", (-1, -1))]
+        for spec, index in cases:
+            args = [CLI, "cat", str(path), t.name] + (["--slice", spec] if spec else [])
+            p = subprocess.run(args, capture_output=True, text=True, timeout=60)
+            assert p.returncode == 0, p.stderr
+            assert "\n".join(p.stdout.splitlines()[1:]) == str(want[index]), (t.name, spec)
+            checked += 1
+    assert checked > 60
 
 
 @cli
