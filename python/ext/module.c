@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 PyObject *pyonnxio_DecodeError;
@@ -389,40 +390,74 @@ static const char *path_str(PyObject *bytes_or_null)
  * the library calls it on the thread that made the load or save, which
  * released the GIL; the trampoline takes the GIL for the call. An exception
  * it raises is kept and cancels the operation (ONNXIO_ERR_CANCELLED); the
- * caller raises it once the GIL is back (progress_call_raised). */
+ * caller raises it once the GIL is back (progress_call_raised).
+ *
+ * Without a callable, on the main thread (the one Python runs signal
+ * handlers on), the trampoline is installed all the same to let Ctrl-C
+ * stop the operation: while the GIL is released, Python's C handler only
+ * notes the signal, and its Python handler (KeyboardInterrupt) would run
+ * after the whole load or save, a save having replaced the old files by
+ * then. Every SIGNAL_CHECK_NS at most, the trampoline takes the GIL and
+ * runs the pending handlers (PyErr_CheckSignals); one that raises cancels
+ * the operation like a callback's exception (a save leaves the old files).
+ * Between checks a call costs one clock read. */
+#define SIGNAL_CHECK_NS 50000000ull /* 50 ms */
+
 typedef struct {
     PyObject *fn; /* borrowed, or NULL */
+    int signals;  /* no fn: check for signals */
+    uint64_t last_check_ns;
     PyObject *exc_type, *exc_value, *exc_tb;
 } progress_call;
+
+static uint64_t monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static int progress_trampoline(void *user, uint64_t done, uint64_t total)
 {
     progress_call *p = user;
+    if (p->exc_type) return 1;
+    if (!p->fn) {
+        uint64_t now = monotonic_ns();
+        if (now - p->last_check_ns < SIGNAL_CHECK_NS) return 0;
+        p->last_check_ns = now;
+    }
     PyGILState_STATE g = PyGILState_Ensure();
-    int cancel = p->exc_type != NULL;
-    if (!cancel) {
+    int failed;
+    if (p->fn) {
         PyObject *r = PyObject_CallFunction(p->fn, "KK", (unsigned long long)done, (unsigned long long)total);
+        failed = !r;
         Py_XDECREF(r);
-        if (!r) {
-            PyErr_Fetch(&p->exc_type, &p->exc_value, &p->exc_tb);
-            if (!p->exc_type) p->exc_type = Py_NewRef(PyExc_SystemError);
-            cancel = 1;
-        }
+    } else {
+        failed = PyErr_CheckSignals() < 0;
+    }
+    if (failed) {
+        PyErr_Fetch(&p->exc_type, &p->exc_value, &p->exc_tb);
+        if (!p->exc_type) p->exc_type = Py_NewRef(PyExc_SystemError);
     }
     PyGILState_Release(g);
-    return cancel;
+    return failed;
 }
 
-/* Sets up `p` for the callable `fn` (None: no callback); -1 with TypeError
- * for anything else that is not callable. */
+/* Sets up `p` for the callable `fn` (None: no callback, and the signal
+ * check on the main thread); -1 with TypeError for anything else that is
+ * not callable. */
 static int progress_call_init(progress_call *p, PyObject *fn, onnxio_progress_fn *opt_fn, void **opt_user)
 {
-    if (fn == Py_None || !fn) return 0;
-    if (!PyCallable_Check(fn)) {
+    if (fn == Py_None || !fn) {
+        if (!_PyOS_IsMainThread()) return 0;
+        p->signals = 1;
+        p->last_check_ns = monotonic_ns();
+    } else if (!PyCallable_Check(fn)) {
         PyErr_SetString(PyExc_TypeError, "progress must be callable or None");
         return -1;
+    } else {
+        p->fn = fn;
     }
-    p->fn = fn;
     *opt_fn = progress_trampoline;
     *opt_user = p;
     return 0;
@@ -600,7 +635,9 @@ PyDoc_STRVAR(load_file_doc,
              "None/True (load), False (skip) or a writable buffer of at least `size` bytes to copy it into;\n"
              "`tensor` must not be modified. progress(done, total): called with the payload bytes placed so far\n"
              "and in all (onnxio_parse_options.progress), with the GIL; an exception it raises stops the load\n"
-             "and propagates. The GIL is released during the load.");
+             "and propagates. progress=None on the main thread: a signal whose Python handler raises\n"
+             "(Ctrl-C: KeyboardInterrupt) stops the load within about 50 ms and propagates. The GIL is released\n"
+             "during the load.");
 
 static PyObject *mod_load_file(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -791,7 +828,8 @@ PyDoc_STRVAR(save_file_doc,
              "no fsync (onnxio_serialize_options.fsync OFF): a killed save still leaves the old or the new\n"
              "files, a power cut may leave a new file incomplete. progress(done, total): called with the payload\n"
              "bytes written so far and in all (onnxio_serialize_options.progress), with the GIL; an exception it\n"
-             "raises stops the save, which leaves the old files, and propagates. max_expansion: refuse\n"
+             "raises stops the save, which leaves the old files, and propagates; progress=None on the main\n"
+             "thread: so does a signal whose Python handler raises (Ctrl-C). max_expansion: refuse\n"
              "(ExpansionError) payloads adding up to more than this many times the distinct bytes they come\n"
              "from (0: 100).");
 
