@@ -69,8 +69,26 @@ static status_class class_of(onnxio_status status)
     }
 }
 
-/* Raises the exception of `cls` with `msg`. */
-static PyObject *raise_class(status_class cls, const char *msg)
+/* OSError(err, msg[, filename]): OSError's constructor picks the subclass
+ * of `err` (FileNotFoundError, PermissionError, IsADirectoryError, ...),
+ * as for the OSError that open() raises. */
+static PyObject *raise_os(int err, const char *msg, const char *filename)
+{
+    PyObject *name = filename ? PyUnicode_DecodeFSDefault(filename) : NULL;
+    if (filename && !name) return NULL;
+    PyObject *e = name ? PyObject_CallFunction(PyExc_OSError, "isO", err, msg, name)
+                       : PyObject_CallFunction(PyExc_OSError, "is", err, msg);
+    Py_XDECREF(name);
+    if (e) {
+        PyErr_SetObject((PyObject *)Py_TYPE(e), e);
+        Py_DECREF(e);
+    }
+    return NULL;
+}
+
+/* Raises the exception of `cls` with `msg`; `err`: the failure's errno
+ * (onnxio_last_errno, 0: none), `filename`: the path it is about, or NULL. */
+static PyObject *raise_class(status_class cls, const char *msg, int err, const char *filename)
 {
     PyObject *type;
     switch (cls) {
@@ -78,18 +96,12 @@ static PyObject *raise_class(status_class cls, const char *msg)
     case CLASS_ARCHIVE: type = pyonnxio_ArchiveError; break;
     case CLASS_EXTERNAL: type = pyonnxio_ExternalDataError; break;
     case CLASS_ENCODE: type = pyonnxio_EncodeError; break;
-    case CLASS_IO: type = PyExc_OSError; break;
+    case CLASS_IO:
+        if (err) return raise_os(err, msg, filename);
+        type = PyExc_OSError;
+        break;
     case CLASS_MEMORY: type = PyExc_MemoryError; break;
-    case CLASS_NOT_FOUND: {
-        /* FileNotFoundError(errno, text) so that e.errno == ENOENT, as the
-         * OSError that open() raises. */
-        PyObject *e = PyObject_CallFunction(PyExc_FileNotFoundError, "is", ENOENT, msg);
-        if (e) {
-            PyErr_SetObject(PyExc_FileNotFoundError, e);
-            Py_DECREF(e);
-        }
-        return NULL;
-    }
+    case CLASS_NOT_FOUND: return raise_os(err ? err : ENOENT, msg, filename);
     case CLASS_OK: /* not a failure: a bug of the caller, said as one */
         PyErr_Format(PyExc_SystemError, "onnxio: an exception raised for ONNXIO_OK (%s)", msg);
         return NULL;
@@ -106,17 +118,42 @@ static const char *failure_text(onnxio_status status)
     return msg && *msg ? msg : onnxio_status_message(status);
 }
 
-/* Raises the exception for `status` with `msg`; `writing`: a writing
- * operation, where the DECODE class is EncodeError. */
-static PyObject *raise_status(onnxio_status status, int writing, const char *msg)
+/* Whether `msg` names `path` (followed by ':', ' ' or the end, so that a
+ * file inside a directory is not taken for the directory). */
+static int names_path(const char *msg, const char *path)
 {
-    status_class cls = class_of(status);
-    return raise_class(writing && cls == CLASS_DECODE ? CLASS_ENCODE : cls, msg);
+    size_t n = path ? strlen(path) : 0;
+    if (!n) return 0;
+    for (const char *p = strstr(msg, path); p; p = strstr(p + 1, path))
+        if (p[n] == ':' || p[n] == ' ' || p[n] == '\0') return 1;
+    return 0;
 }
 
-PyObject *pyonnxio_raise(onnxio_status status) { return raise_status(status, 0, failure_text(status)); }
+/* Raises the exception for `status` with `msg`; `writing`: a writing
+ * operation, where the DECODE class is EncodeError. `err`, `path`: the
+ * failure's errno, and the path the caller passed (the exception's
+ * filename when the message is about it). */
+static PyObject *raise_status(onnxio_status status, int writing, const char *msg, int err, const char *path)
+{
+    status_class cls = class_of(status);
+    return raise_class(writing && cls == CLASS_DECODE ? CLASS_ENCODE : cls, msg, err,
+                       names_path(msg, path) ? path : NULL);
+}
 
-PyObject *pyonnxio_raise_writing(onnxio_status status) { return raise_status(status, 1, failure_text(status)); }
+PyObject *pyonnxio_raise(onnxio_status status)
+{
+    return raise_status(status, 0, failure_text(status), onnxio_last_errno(), NULL);
+}
+
+PyObject *pyonnxio_raise_writing(onnxio_status status)
+{
+    return raise_status(status, 1, failure_text(status), onnxio_last_errno(), NULL);
+}
+
+PyObject *pyonnxio_raise_path(onnxio_status status, int writing, const char *path)
+{
+    return raise_status(status, writing, failure_text(status), onnxio_last_errno(), path);
+}
 
 /* ---- payload owners made of Python objects ------------------------------ */
 
@@ -488,6 +525,7 @@ typedef struct {
     onnxio_buffer **placed;
     size_t placed_count, placed_cap;
     progress_call progress;
+    const char *path; /* the file loaded, for the exception; or NULL */
 } parse_call;
 
 #define PARSE_KWLIST \
@@ -611,7 +649,7 @@ static int parse_call_end(parse_call *c, onnxio_status s)
         return -1;
     }
     if (s) {
-        pyonnxio_raise(s);
+        pyonnxio_raise_path(s, 0, c->path);
         return -1;
     }
     return 0;
@@ -663,8 +701,9 @@ static PyObject *mod_load_file(PyObject *self, PyObject *args, PyObject *kw)
     else
         s = onnxio_load_file(desc, PyBytes_AS_STRING(path), &c.opts, c.arena, &out);
     parse_call_take_gil(&c);
-    Py_DECREF(path);
+    c.path = PyBytes_AS_STRING(path);
     PyObject *result = parse_call_end(&c, s) < 0 ? NULL : pyonnxio_message_wrap(c.arena, out);
+    Py_DECREF(path);
     onnxio_arena_unref(c.arena);
     return result;
 fail_args:
@@ -880,10 +919,12 @@ static PyObject *mod_save_file(PyObject *self, PyObject *args, PyObject *kw)
     Py_END_ALLOW_THREADS
     pyonnxio_busy_leave(keep);
     onnxio_arena_unref(keep);
-    Py_DECREF(path);
     Py_XDECREF(location);
-    if (progress_call_raised(&progress)) return NULL;
-    if (s) return pyonnxio_raise_writing(s);
+    if (progress_call_raised(&progress) || (s && !pyonnxio_raise_path(s, 1, PyBytes_AS_STRING(path)))) {
+        Py_DECREF(path);
+        return NULL;
+    }
+    Py_DECREF(path);
     Py_RETURN_NONE;
 fail:
     Py_XDECREF(path);
@@ -1435,7 +1476,7 @@ static PyObject *mod_raise_status(PyObject *self, PyObject *args, PyObject *kw)
     int status, writing = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "i|p:_raise_status", kwlist, &status, &writing)) return NULL;
     if (status == ONNXIO_OK) Py_RETURN_NONE;
-    return raise_status((onnxio_status)status, writing, onnxio_status_message((onnxio_status)status));
+    return raise_status((onnxio_status)status, writing, onnxio_status_message((onnxio_status)status), 0, NULL);
 }
 
 /* ---- module ----------------------------------------------------------------- */
