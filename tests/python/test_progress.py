@@ -285,3 +285,51 @@ def test_ctrl_c_stops_a_save_and_keeps_the_old_files(tmp_path):
     assert after.keys() == before.keys()  # no temporary file, no journal
     for name in before:
         assert after[name] == before[name], name
+
+
+_LOAD_UNTIL_CTRL_C = r"""
+import sys, time
+import onnxio
+print("ready", flush=True)
+try:
+    onnxio.load_model(sys.argv[1])
+    print("loaded", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", time.monotonic(), flush=True)
+"""
+
+
+def test_ctrl_c_stops_a_load(tmp_path):
+    """SIGINT during a load without progress= (3 GiB of external data, out
+    of the page cache, written by numpy and the onnx package) raises
+    KeyboardInterrupt out of the load before it would have read the rest.
+    A load that ran to its end takes about 1.5 s here; the bound leaves
+    room for a loaded machine."""
+    n, each = 12, 256 * MiB
+    tensors = []
+    with open(tmp_path / "m.data", "wb") as f:
+        for i in range(n):
+            np.full(each // 4, i, np.float32).tofile(f)
+            t = onnx.TensorProto(name=f"w{i}", dims=[each // 4], data_type=onnx.TensorProto.FLOAT,
+                                 data_location=onnx.TensorProto.EXTERNAL)
+            for k, v in (("location", "m.data"), ("offset", str(i * each)), ("length", str(each))):
+                t.external_data.add(key=k, value=v)
+            tensors.append(t)
+        f.flush()
+        os.fsync(f.fileno())
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)  # cold: read from the device
+    onnx.save_model(helper.make_model(helper.make_graph([], "g", [], [], tensors)), str(tmp_path / "m.onnx"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    child = subprocess.Popen([sys.executable, "-c", _LOAD_UNTIL_CTRL_C, str(tmp_path / "m.onnx")],
+                             stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        time.sleep(0.2)
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        out = child.communicate(timeout=120)[0].split()
+    finally:
+        child.kill()
+        child.wait()
+    assert out[0] == "interrupted", out
+    assert float(out[1]) - sent < 1.0, float(out[1]) - sent
