@@ -488,8 +488,11 @@ static bool journal_ours(const struct stat *st)
  * journal that is not this user's regular file, a save refuses it at once
  * (another user could hold its lock forever). A journal this thread holds
  * (a call from inside its own save) is never waited on: a load gets *jfd
- * -1, a save fails at once. */
-static onnxio_status lock_journal(int dir_fd, const char *jname, bool create, bool exclusive, int *jfd)
+ * -1, a save fails at once. `target`: the path saved or loaded, named
+ * when the directory refuses the journal's creation (read-only, not
+ * writable). */
+static onnxio_status lock_journal(int dir_fd, const char *jname, const char *target, bool create, bool exclusive,
+                                  int *jfd)
 {
     *jfd = -1;
     for (int tries = 0; tries < 100; tries++) {
@@ -505,6 +508,10 @@ static onnxio_status lock_journal(int dir_fd, const char *jname, bool create, bo
         if (fd < 0) {
             int err = errno;
             if (!create && (err == ENOENT || err == EACCES || err == EROFS)) return ONNXIO_OK;
+            /* A save's first file in the target's directory: a refusal
+             * there (read-only, not writable) is the target's. */
+            if (create && (err == EACCES || err == EPERM || err == EROFS))
+                return onnxio__fail(onnxio__errno_status(err), "cannot save %s: %s", target, strerror(err));
             return onnxio__fail(onnxio__errno_status(err), "cannot open the save journal %s: %s", jname, strerror(err));
         }
         struct stat a, b;
@@ -585,7 +592,8 @@ static onnxio_status resolve_target(const char *path, int *dir_fd, char **name)
     int fd = onnxio__sys_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY, 0);
     if (fd < 0) {
         int err = errno;
-        onnxio_status s = onnxio__fail(onnxio__errno_status(err), "cannot open the directory %s: %s", dir, strerror(err));
+        onnxio_status s = onnxio__fail(onnxio__errno_status(err), "cannot open the directory %s of %s: %s", dir, path,
+                                       strerror(err));
         onnxio__free(dir);
         onnxio__free(t);
         return s;
@@ -611,7 +619,7 @@ onnxio_status onnxio__recover(const char *path)
     /* A quick look first: almost always there is no journal. */
     struct stat st;
     if (!s && onnxio__sys_fstatat(dir_fd, jname, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        !(s = lock_journal(dir_fd, jname, false, true, &jfd)) && jfd >= 0) {
+        !(s = lock_journal(dir_fd, jname, path, false, true, &jfd)) && jfd >= 0) {
         bool unfinished;
         replay(jfd, &unfinished);
         if (unfinished)
@@ -706,7 +714,7 @@ onnxio_status onnxio__txn_begin(const char *path, onnxio__txn **out)
     struct stat st;
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         if (S_ISDIR(st.st_mode)) {
-            s = onnxio__fail(ONNXIO_ERR_IO, "cannot save to %s: it is a directory", path);
+            s = onnxio__fail_errno(ONNXIO_ERR_IO, EISDIR, "cannot save to %s: it is a directory", path);
             goto fail;
         }
         /* A terminal, a pipe, /dev/null, /dev/stdout: written in one pass,
@@ -732,7 +740,7 @@ onnxio_status onnxio__txn_begin(const char *path, onnxio__txn **out)
     /* Made and registered with signals blocked: a handler removing the
      * temporary files sees the journal as soon as it exists. */
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    s = lock_journal(t->dir_fd, t->jname, true, true, &t->jfd);
+    s = lock_journal(t->dir_fd, t->jname, path, true, true, &t->jfd);
     if (!s) {
         char *dir = fd_path(t->dir_fd);
         char *abs = dir ? onnxio__path_join(dir, t->jname) : NULL;

@@ -299,8 +299,13 @@ onnxio_status onnxio__archive_save_config(const onnxio_serialize_options *opts, 
 /* A requested depth limit (0: the default) capped at ONNXIO_MAX_DEPTH. */
 int onnxio__depth_limit(int requested);
 
-/* error.c: records the thread's last error and returns `status`. */
+/* error.c: records the thread's last error and returns `status`. For an
+ * ERR_IO or ERR_NOT_FOUND status whose message ends with strerror(errno),
+ * errno is kept as the failure's (onnxio_last_errno); else none is. */
 onnxio_status onnxio__fail(onnxio_status status, const char *fmt, ...) ONNXIO_PRINTF(2, 3);
+/* onnxio__fail with `err` kept as the failure's errno (0: none), for a
+ * refusal the message words itself ("it is a directory": EISDIR). */
+onnxio_status onnxio__fail_errno(onnxio_status status, int err, const char *fmt, ...) ONNXIO_PRINTF(3, 4);
 /* Prefixes the current last error with more context ("loading x.onnx: ..."). */
 onnxio_status onnxio__context(onnxio_status status, const char *fmt, ...) ONNXIO_PRINTF(2, 3);
 void onnxio__clear_error(void);

@@ -516,7 +516,8 @@ onnxio_status onnxio__open_regular(int dirfd, const char *path, int flags, const
     }
     if (!S_ISREG(st.st_mode)) {
         onnxio__close(fd);
-        return onnxio__fail(ONNXIO_ERR_PATH_SPECIAL, "%s is not a regular file (%s)", what, onnxio__file_type(st.st_mode));
+        return onnxio__fail_errno(ONNXIO_ERR_PATH_SPECIAL, S_ISDIR(st.st_mode) ? EISDIR : 0, "%s is not a regular file (%s)",
+                                  what, onnxio__file_type(st.st_mode));
     }
     /* Back to blocking reads: O_NONBLOCK means nothing for regular files,
      * but a caller may hand the descriptor on. */

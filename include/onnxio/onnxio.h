@@ -81,6 +81,12 @@ const char *onnxio_status_message(onnxio_status status);
 /* The message of the last failure on this thread; "" when none. Valid until
  * the next onnxio call on this thread. */
 const char *onnxio_last_error(void);
+/* The errno of the last failure on this thread when the operating system
+ * refused (ONNXIO_ERR_IO, ONNXIO_ERR_NOT_FOUND: ENOENT, EACCES, EROFS,
+ * ENOSPC, ...; EISDIR for a directory opened as a model file or saved
+ * over), the message then ending with its strerror text; 0 for any other
+ * failure, and when there was none. Changes with onnxio_last_error(). */
+int onnxio_last_errno(void);
 
 /* ---- arena ---------------------------------------------------------- */
 

@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 PyObject *pyonnxio_DecodeError;
@@ -68,8 +69,26 @@ static status_class class_of(onnxio_status status)
     }
 }
 
-/* Raises the exception of `cls` with `msg`. */
-static PyObject *raise_class(status_class cls, const char *msg)
+/* OSError(err, msg[, filename]): OSError's constructor picks the subclass
+ * of `err` (FileNotFoundError, PermissionError, IsADirectoryError, ...),
+ * as for the OSError that open() raises. */
+static PyObject *raise_os(int err, const char *msg, const char *filename)
+{
+    PyObject *name = filename ? PyUnicode_DecodeFSDefault(filename) : NULL;
+    if (filename && !name) return NULL;
+    PyObject *e = name ? PyObject_CallFunction(PyExc_OSError, "isO", err, msg, name)
+                       : PyObject_CallFunction(PyExc_OSError, "is", err, msg);
+    Py_XDECREF(name);
+    if (e) {
+        PyErr_SetObject((PyObject *)Py_TYPE(e), e);
+        Py_DECREF(e);
+    }
+    return NULL;
+}
+
+/* Raises the exception of `cls` with `msg`; `err`: the failure's errno
+ * (onnxio_last_errno, 0: none), `filename`: the path it is about, or NULL. */
+static PyObject *raise_class(status_class cls, const char *msg, int err, const char *filename)
 {
     PyObject *type;
     switch (cls) {
@@ -77,18 +96,12 @@ static PyObject *raise_class(status_class cls, const char *msg)
     case CLASS_ARCHIVE: type = pyonnxio_ArchiveError; break;
     case CLASS_EXTERNAL: type = pyonnxio_ExternalDataError; break;
     case CLASS_ENCODE: type = pyonnxio_EncodeError; break;
-    case CLASS_IO: type = PyExc_OSError; break;
+    case CLASS_IO:
+        if (err) return raise_os(err, msg, filename);
+        type = PyExc_OSError;
+        break;
     case CLASS_MEMORY: type = PyExc_MemoryError; break;
-    case CLASS_NOT_FOUND: {
-        /* FileNotFoundError(errno, text) so that e.errno == ENOENT, as the
-         * OSError that open() raises. */
-        PyObject *e = PyObject_CallFunction(PyExc_FileNotFoundError, "is", ENOENT, msg);
-        if (e) {
-            PyErr_SetObject(PyExc_FileNotFoundError, e);
-            Py_DECREF(e);
-        }
-        return NULL;
-    }
+    case CLASS_NOT_FOUND: return raise_os(err ? err : ENOENT, msg, filename);
     case CLASS_OK: /* not a failure: a bug of the caller, said as one */
         PyErr_Format(PyExc_SystemError, "onnxio: an exception raised for ONNXIO_OK (%s)", msg);
         return NULL;
@@ -105,17 +118,42 @@ static const char *failure_text(onnxio_status status)
     return msg && *msg ? msg : onnxio_status_message(status);
 }
 
-/* Raises the exception for `status` with `msg`; `writing`: a writing
- * operation, where the DECODE class is EncodeError. */
-static PyObject *raise_status(onnxio_status status, int writing, const char *msg)
+/* Whether `msg` names `path` (followed by ':', ' ' or the end, so that a
+ * file inside a directory is not taken for the directory). */
+static int names_path(const char *msg, const char *path)
 {
-    status_class cls = class_of(status);
-    return raise_class(writing && cls == CLASS_DECODE ? CLASS_ENCODE : cls, msg);
+    size_t n = path ? strlen(path) : 0;
+    if (!n) return 0;
+    for (const char *p = strstr(msg, path); p; p = strstr(p + 1, path))
+        if (p[n] == ':' || p[n] == ' ' || p[n] == '\0') return 1;
+    return 0;
 }
 
-PyObject *pyonnxio_raise(onnxio_status status) { return raise_status(status, 0, failure_text(status)); }
+/* Raises the exception for `status` with `msg`; `writing`: a writing
+ * operation, where the DECODE class is EncodeError. `err`, `path`: the
+ * failure's errno, and the path the caller passed (the exception's
+ * filename when the message is about it). */
+static PyObject *raise_status(onnxio_status status, int writing, const char *msg, int err, const char *path)
+{
+    status_class cls = class_of(status);
+    return raise_class(writing && cls == CLASS_DECODE ? CLASS_ENCODE : cls, msg, err,
+                       names_path(msg, path) ? path : NULL);
+}
 
-PyObject *pyonnxio_raise_writing(onnxio_status status) { return raise_status(status, 1, failure_text(status)); }
+PyObject *pyonnxio_raise(onnxio_status status)
+{
+    return raise_status(status, 0, failure_text(status), onnxio_last_errno(), NULL);
+}
+
+PyObject *pyonnxio_raise_writing(onnxio_status status)
+{
+    return raise_status(status, 1, failure_text(status), onnxio_last_errno(), NULL);
+}
+
+PyObject *pyonnxio_raise_path(onnxio_status status, int writing, const char *path)
+{
+    return raise_status(status, writing, failure_text(status), onnxio_last_errno(), path);
+}
 
 /* ---- payload owners made of Python objects ------------------------------ */
 
@@ -389,40 +427,74 @@ static const char *path_str(PyObject *bytes_or_null)
  * the library calls it on the thread that made the load or save, which
  * released the GIL; the trampoline takes the GIL for the call. An exception
  * it raises is kept and cancels the operation (ONNXIO_ERR_CANCELLED); the
- * caller raises it once the GIL is back (progress_call_raised). */
+ * caller raises it once the GIL is back (progress_call_raised).
+ *
+ * Without a callable, on the main thread (the one Python runs signal
+ * handlers on), the trampoline is installed all the same to let Ctrl-C
+ * stop the operation: while the GIL is released, Python's C handler only
+ * notes the signal, and its Python handler (KeyboardInterrupt) would run
+ * after the whole load or save, a save having replaced the old files by
+ * then. Every SIGNAL_CHECK_NS at most, the trampoline takes the GIL and
+ * runs the pending handlers (PyErr_CheckSignals); one that raises cancels
+ * the operation like a callback's exception (a save leaves the old files).
+ * Between checks a call costs one clock read. */
+#define SIGNAL_CHECK_NS 50000000ull /* 50 ms */
+
 typedef struct {
     PyObject *fn; /* borrowed, or NULL */
+    int signals;  /* no fn: check for signals */
+    uint64_t last_check_ns;
     PyObject *exc_type, *exc_value, *exc_tb;
 } progress_call;
+
+static uint64_t monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static int progress_trampoline(void *user, uint64_t done, uint64_t total)
 {
     progress_call *p = user;
+    if (p->exc_type) return 1;
+    if (!p->fn) {
+        uint64_t now = monotonic_ns();
+        if (now - p->last_check_ns < SIGNAL_CHECK_NS) return 0;
+        p->last_check_ns = now;
+    }
     PyGILState_STATE g = PyGILState_Ensure();
-    int cancel = p->exc_type != NULL;
-    if (!cancel) {
+    int failed;
+    if (p->fn) {
         PyObject *r = PyObject_CallFunction(p->fn, "KK", (unsigned long long)done, (unsigned long long)total);
+        failed = !r;
         Py_XDECREF(r);
-        if (!r) {
-            PyErr_Fetch(&p->exc_type, &p->exc_value, &p->exc_tb);
-            if (!p->exc_type) p->exc_type = Py_NewRef(PyExc_SystemError);
-            cancel = 1;
-        }
+    } else {
+        failed = PyErr_CheckSignals() < 0;
+    }
+    if (failed) {
+        PyErr_Fetch(&p->exc_type, &p->exc_value, &p->exc_tb);
+        if (!p->exc_type) p->exc_type = Py_NewRef(PyExc_SystemError);
     }
     PyGILState_Release(g);
-    return cancel;
+    return failed;
 }
 
-/* Sets up `p` for the callable `fn` (None: no callback); -1 with TypeError
- * for anything else that is not callable. */
+/* Sets up `p` for the callable `fn` (None: no callback, and the signal
+ * check on the main thread); -1 with TypeError for anything else that is
+ * not callable. */
 static int progress_call_init(progress_call *p, PyObject *fn, onnxio_progress_fn *opt_fn, void **opt_user)
 {
-    if (fn == Py_None || !fn) return 0;
-    if (!PyCallable_Check(fn)) {
+    if (fn == Py_None || !fn) {
+        if (!_PyOS_IsMainThread()) return 0;
+        p->signals = 1;
+        p->last_check_ns = monotonic_ns();
+    } else if (!PyCallable_Check(fn)) {
         PyErr_SetString(PyExc_TypeError, "progress must be callable or None");
         return -1;
+    } else {
+        p->fn = fn;
     }
-    p->fn = fn;
     *opt_fn = progress_trampoline;
     *opt_user = p;
     return 0;
@@ -453,6 +525,7 @@ typedef struct {
     onnxio_buffer **placed;
     size_t placed_count, placed_cap;
     progress_call progress;
+    const char *path; /* the file loaded, for the exception; or NULL */
 } parse_call;
 
 #define PARSE_KWLIST \
@@ -576,7 +649,7 @@ static int parse_call_end(parse_call *c, onnxio_status s)
         return -1;
     }
     if (s) {
-        pyonnxio_raise(s);
+        pyonnxio_raise_path(s, 0, c->path);
         return -1;
     }
     return 0;
@@ -600,7 +673,9 @@ PyDoc_STRVAR(load_file_doc,
              "None/True (load), False (skip) or a writable buffer of at least `size` bytes to copy it into;\n"
              "`tensor` must not be modified. progress(done, total): called with the payload bytes placed so far\n"
              "and in all (onnxio_parse_options.progress), with the GIL; an exception it raises stops the load\n"
-             "and propagates. The GIL is released during the load.");
+             "and propagates. progress=None on the main thread: a signal whose Python handler raises\n"
+             "(Ctrl-C: KeyboardInterrupt) stops the load within about 50 ms and propagates. The GIL is released\n"
+             "during the load.");
 
 static PyObject *mod_load_file(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -626,8 +701,9 @@ static PyObject *mod_load_file(PyObject *self, PyObject *args, PyObject *kw)
     else
         s = onnxio_load_file(desc, PyBytes_AS_STRING(path), &c.opts, c.arena, &out);
     parse_call_take_gil(&c);
-    Py_DECREF(path);
+    c.path = PyBytes_AS_STRING(path);
     PyObject *result = parse_call_end(&c, s) < 0 ? NULL : pyonnxio_message_wrap(c.arena, out);
+    Py_DECREF(path);
     onnxio_arena_unref(c.arena);
     return result;
 fail_args:
@@ -791,7 +867,8 @@ PyDoc_STRVAR(save_file_doc,
              "no fsync (onnxio_serialize_options.fsync OFF): a killed save still leaves the old or the new\n"
              "files, a power cut may leave a new file incomplete. progress(done, total): called with the payload\n"
              "bytes written so far and in all (onnxio_serialize_options.progress), with the GIL; an exception it\n"
-             "raises stops the save, which leaves the old files, and propagates. max_expansion: refuse\n"
+             "raises stops the save, which leaves the old files, and propagates; progress=None on the main\n"
+             "thread: so does a signal whose Python handler raises (Ctrl-C). max_expansion: refuse\n"
              "(ExpansionError) payloads adding up to more than this many times the distinct bytes they come\n"
              "from (0: 100).");
 
@@ -842,10 +919,12 @@ static PyObject *mod_save_file(PyObject *self, PyObject *args, PyObject *kw)
     Py_END_ALLOW_THREADS
     pyonnxio_busy_leave(keep);
     onnxio_arena_unref(keep);
-    Py_DECREF(path);
     Py_XDECREF(location);
-    if (progress_call_raised(&progress)) return NULL;
-    if (s) return pyonnxio_raise_writing(s);
+    if (progress_call_raised(&progress) || (s && !pyonnxio_raise_path(s, 1, PyBytes_AS_STRING(path)))) {
+        Py_DECREF(path);
+        return NULL;
+    }
+    Py_DECREF(path);
     Py_RETURN_NONE;
 fail:
     Py_XDECREF(path);
@@ -1397,7 +1476,7 @@ static PyObject *mod_raise_status(PyObject *self, PyObject *args, PyObject *kw)
     int status, writing = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "i|p:_raise_status", kwlist, &status, &writing)) return NULL;
     if (status == ONNXIO_OK) Py_RETURN_NONE;
-    return raise_status((onnxio_status)status, writing, onnxio_status_message((onnxio_status)status));
+    return raise_status((onnxio_status)status, writing, onnxio_status_message((onnxio_status)status), 0, NULL);
 }
 
 /* ---- module ----------------------------------------------------------------- */

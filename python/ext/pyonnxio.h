@@ -185,8 +185,9 @@ extern PyObject *pyonnxio_ArchiveError;
  * follows the status's class column in onnxio/status.def, the one list of
  * statuses: DECODE -> onnxio.DecodeError, ARCHIVE -> onnxio.ArchiveError (a
  * DecodeError), EXTERNAL -> onnxio.ExternalDataError (a ValueError), ENCODE
- * -> onnxio.EncodeError, IO -> OSError, NOT_FOUND -> FileNotFoundError
- * (errno ENOENT), MEMORY -> MemoryError, ARGUMENT (and a number status.def
+ * -> onnxio.EncodeError, IO -> OSError (the subclass of its errno when the
+ * operating system refused: onnxio_last_errno), NOT_FOUND ->
+ * FileNotFoundError (errno ENOENT), MEMORY -> MemoryError, ARGUMENT (and a number status.def
  * lacks) -> ValueError. Returns NULL so that callers can
  * `return pyonnxio_raise(s);`. */
 PyObject *pyonnxio_raise(onnxio_status status);
@@ -194,6 +195,12 @@ PyObject *pyonnxio_raise(onnxio_status status);
  * format): a DECODE-class status (ONNXIO_ERR_DEPTH: a tree nested deeper
  * than max_depth) raises onnxio.EncodeError, since nothing was decoded. */
 PyObject *pyonnxio_raise_writing(onnxio_status status);
+/* pyonnxio_raise (writing: pyonnxio_raise_writing) for a call on `path`:
+ * an operating system refusal (onnxio_last_errno) raises the OSError
+ * subclass of its errno (PermissionError, IsADirectoryError, ...) with
+ * errno and strerror set, and filename = `path` when the message is about
+ * it, as open() does. */
+PyObject *pyonnxio_raise_path(onnxio_status status, int writing, const char *path);
 /* A payload owner for the bytes of `obj` (a bytes object, or any object
  * exporting a contiguous read-only or writable buffer): the buffer keeps a
  * strong reference to `obj` (and its Py_buffer) and releases them, taking

@@ -12,10 +12,14 @@ extension ``onnxio._onnxio`` and point into C messages; the functions here
 map onnx's keyword arguments, plus onnxio's own (``no_copy``,
 ``num_threads``, ``base_dir``, ``skip_raw_data``, ``alignment``,
 ``max_external_file_size``, ...), onto the C library's options
-(``onnxio.h``). Loading, saving, parsing and serializing release the GIL.
+(``onnxio.h``). Loading, saving, parsing and serializing release the GIL;
+on the main thread, Ctrl-C (KeyboardInterrupt) stops a load or save within
+about 50 ms, a save leaving the old files.
 
-Errors: a missing file raises ``FileNotFoundError``, other file errors
-``OSError``, malformed bytes ``onnxio.DecodeError`` (a ``ValueError``),
+Errors: a file the operating system refuses raises the ``OSError`` that
+``open()`` would (``FileNotFoundError``, ``PermissionError``,
+``IsADirectoryError``, ..., with ``errno`` and ``filename``), other file
+errors ``OSError``, malformed bytes ``onnxio.DecodeError`` (a ``ValueError``),
 refused external data (unsafe location, out-of-range offset or length,
 checksum mismatch) ``onnxio.ExternalDataError`` (a ``ValueError``), a
 malformed or unsafe ``.onnxz`` archive ``onnxio.ArchiveError`` (a

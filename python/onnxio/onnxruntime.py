@@ -261,7 +261,9 @@ def InferenceSession(  # noqa: N802 (onnxruntime's class name)
             external data or not, or ``.onnxz``) or bytes, loaded with
             ``onnxio.load(model, no_copy=True)``.
         sess_options: an ``onnxruntime.SessionOptions``, or None for a new
-            one. It gets the handed-over initializers added and
+            one whose session logs fatal messages only (so that the
+            attempts retried, below, print nothing; a failure still raises
+            with onnxruntime's message). It gets the handed-over initializers added and
             ``session.model_external_initializers_file_folder_path`` set
             (so a SessionOptions cannot serve two calls; ValueError when it
             already sets that entry), and ``session.disable_prepacking =
@@ -294,7 +296,7 @@ def InferenceSession(  # noqa: N802 (onnxruntime's class name)
     kept = frozenset(keep)
     while True:
         data, names, arrays, types = _split(proto, min_size, kept)
-        options = sess_options if sess_options is not None else ort.SessionOptions()
+        options = sess_options if sess_options is not None else _quiet_options(ort)
         values = _prepare(ort, options, arrays, types, names)
         try:
             session = ort.InferenceSession(data, sess_options=options, providers=providers, **kwargs)
@@ -319,6 +321,16 @@ def InferenceSession(  # noqa: N802 (onnxruntime's class name)
 # (an optimizer) or wants it in the bytes (shape inference).
 _READ_PLACEHOLDER = re.compile(r"External initializer: (.+?) offset: \d+ size to read"
                                r"|Please load external data into raw data for tensor: (\S+)")
+
+
+def _quiet_options(ort: Any) -> Any:
+    """A SessionOptions whose session logs fatal messages only: an attempt
+    that fails on the placeholder (and is retried) prints nothing, and a
+    failure that is not retried surfaces as the exception, which carries
+    onnxruntime's message."""
+    options = ort.SessionOptions()
+    options.log_severity_level = 4  # onnxruntime's ORT_LOGGING_LEVEL_FATAL
+    return options
 
 
 def _prepare(ort: Any, options: Any, arrays: list[np.ndarray], types: list[int], names: list[str]) -> list[Any]:

@@ -775,6 +775,46 @@ static void test_options_of_0_2(void)
     tu_end();
 }
 
+/* onnxio_last_errno: the errno of an operating system refusal (checked
+ * against the errno that open(2) gives on the same path), 0 for any other
+ * failure and after a success. */
+static void test_last_errno(void)
+{
+    tu_begin("onnxio_last_errno: the operating system's errno of the last failure");
+    char *dir = tu_make_temp_dir("errno");
+    char *missing = tu_path_join(dir, "missing.onnx"), *in_missing = tu_path_join(missing, "m.onnx");
+    onnxio_arena *a = onnxio_arena_new();
+    onnxio_ModelProto *m = NULL;
+    struct {
+        const char *path;
+        int flags;
+        onnxio_status load;
+    } cases[] = {{missing, O_RDONLY, ONNXIO_ERR_NOT_FOUND}, {dir, O_WRONLY, ONNXIO_ERR_IO}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        errno = 0;
+        int fd = open(cases[i].path, cases[i].flags);
+        int want = errno;
+        CHECK(fd < 0 && want != 0);
+        CHECK_STATUS(onnxio_load_model(cases[i].path, NULL, a, &m), cases[i].load);
+        CHECK_MSG(onnxio_last_errno() == want, "%s: errno %d, want %d (%s)", cases[i].path, onnxio_last_errno(), want,
+                  onnxio_last_error());
+    }
+    /* A save into a directory that does not exist: open(2)'s ENOENT. */
+    onnxio_ModelProto *empty = onnxio_message_new(a, &onnxio_desc_ModelProto);
+    CHECK(empty && onnxio_save_model(empty, in_missing, NULL) == ONNXIO_ERR_NOT_FOUND);
+    CHECK(onnxio_last_errno() == ENOENT);
+    /* Not the operating system's: no errno, even with a stale errno set. */
+    static const unsigned char bad[] = {0xff};
+    errno = ENOENT;
+    CHECK(onnxio_load_model_from_bytes(bad, sizeof bad, NULL, NULL, a, &m) == ONNXIO_ERR_DECODE);
+    CHECK(onnxio_last_errno() == 0);
+    onnxio_arena_unref(a);
+    free(in_missing);
+    free(missing);
+    tu_remove_tree(dir);
+    free(dir);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -787,5 +827,6 @@ int main(int argc, char **argv)
     test_special_data();
     test_journal();
     test_fsync_off();
+    test_last_errno();
     return tu_finish();
 }

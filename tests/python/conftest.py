@@ -20,3 +20,9 @@ def pytest_runtest_logstart(nodeid, location):
     if _CURRENT:
         with open(_CURRENT, "w") as f:
             f.write(nodeid + "\n")
+
+
+def pytest_configure(config):
+    # A helper named like a test is collected and its return value warned
+    # about: an error here, so that such a helper is renamed.
+    config.addinivalue_line("filterwarnings", "error::pytest.PytestReturnNotNoneWarning")

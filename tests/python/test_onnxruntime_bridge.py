@@ -259,14 +259,11 @@ def test_small_initializers_stay_in_the_bytes(files):
     assert np.array_equal(run(s), reference(files["single"]))
 
 
-def test_what_onnxruntime_reads_while_it_makes_the_session_stays_in_the_bytes():
-    """Tensors onnxruntime reads at session creation cannot be handed over:
-    constant folding (a Transpose of a weight: kept beforehand), a fusion
-    that rewrites weights (Conv + BatchNormalization: onnxruntime fails on
-    the placeholder, and the call retries with the conv weight kept) and
-    shape inference (a Reshape's shape, with min_size=1: retried too).
-    The outputs are onnxruntime's for the same bytes; the bfloat16 weight
-    goes over as an OrtValue of ONNX type BFLOAT16."""
+def reads_at_creation_model():
+    """Conv + BatchNormalization (fused by onnxruntime, which reads the
+    weights at session creation), a Transpose of a weight (folded), a
+    Reshape (its shape read by shape inference) and a bfloat16 weight
+    (handed over); and an input for it."""
     rng = np.random.default_rng(3)
     f32 = np.float32
     inits = [onh.from_array(rng.standard_normal((8, 4, 3, 3)).astype(f32), "conv_w"),
@@ -291,6 +288,18 @@ def test_what_onnxruntime_reads_while_it_makes_the_session_stays_in_the_bytes():
                       [oh.make_tensor_value_info("y", TensorProto.FLOAT, [5, 64])], inits)
     model = oh.make_model(g, opset_imports=[oh.make_opsetid("", 17)], ir_version=9)
     x = rng.standard_normal((2, 4, 4, 4)).astype(f32)
+    return model, x
+
+
+def test_what_onnxruntime_reads_while_it_makes_the_session_stays_in_the_bytes():
+    """Tensors onnxruntime reads at session creation cannot be handed over:
+    constant folding (a Transpose of a weight: kept beforehand), a fusion
+    that rewrites weights (Conv + BatchNormalization: onnxruntime fails on
+    the placeholder, and the call retries with the conv weight kept) and
+    shape inference (a Reshape's shape, with min_size=1: retried too).
+    The outputs are onnxruntime's for the same bytes; the bfloat16 weight
+    goes over as an OrtValue of ONNX type BFLOAT16."""
+    model, x = reads_at_creation_model()
     try:
         want = ort.InferenceSession(model.SerializeToString(), options(), providers=CPU).run(None, {"x": x})[0]
     except Exception as e:  # pragma: no cover
@@ -308,6 +317,43 @@ def test_what_onnxruntime_reads_while_it_makes_the_session_stays_in_the_bytes():
     s = bridge.InferenceSession(onnxio.from_onnx(model), options(), providers=CPU, min_size=1,
                                 keep=["shape2", "conv_w", "conv_b", "bn_s", "bn_b", "bn_m", "bn_v"])
     assert np.array_equal(s.run(None, {"x": x})[0], want)
+
+
+def test_the_retries_print_nothing(tmp_path):
+    """A session the call retries (min_size=1 on a model onnxruntime reads
+    at creation: fusion and shape inference fail on the placeholder first)
+    is made without onnxruntime printing an error line; its outputs are
+    onnxruntime's on the same file. A model onnxruntime refuses still
+    raises, with onnxruntime's message."""
+    model, x = reads_at_creation_model()
+    path, bad, xs = tmp_path / "m.onnx", tmp_path / "bad.onnx", tmp_path / "x.npy"
+    onnx.save(model, str(path))
+    model.graph.node[0].op_type = "NoSuchOp"
+    onnx.save(model, str(bad))
+    np.save(xs, x)
+    code = textwrap.dedent(f"""
+        import json, numpy as np, onnxruntime as ort, onnxio.onnxruntime as bridge
+        cpu = ["CPUExecutionProvider"]
+        x = np.load({str(xs)!r})
+        s = bridge.InferenceSession({str(path)!r}, providers=cpu, min_size=1)
+        so = ort.SessionOptions()
+        so.add_session_config_entry("session.disable_prepacking", "1")
+        want = ort.InferenceSession({str(path)!r}, so, providers=cpu).run(None, {{"x": x}})[0]
+        try:
+            bridge.InferenceSession({str(bad)!r}, providers=cpu, min_size=1)
+            error = None
+        except Exception as e:
+            error = str(e)
+        print(json.dumps({{"handed": sorted(s._onnxio_initializers), "error": error,
+                          "equal": bool(np.array_equal(s.run(None, {{"x": x}})[0], want))}}))
+        """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["handed"] == ["w_bf16"] and out["equal"], out
+    assert "NoSuchOp" in out["error"], out
+    assert "[E:onnxruntime" not in proc.stderr, proc.stderr
 
 
 def test_a_tensor_left_out_fails_loudly(files):

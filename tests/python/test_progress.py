@@ -15,6 +15,7 @@ with stderr to a pipe prints nothing on it.
 import os
 import re
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -230,3 +231,105 @@ def test_cli_no_progress_into_a_pipe(large_model, tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stderr == b""
     assert out.read_bytes() == large_model.read_bytes()
+
+
+_SAVE_UNTIL_CTRL_C = r"""
+import sys, time
+import numpy as np
+import onnxio
+from onnxio import helper, numpy_helper
+out, mib = sys.argv[1], int(sys.argv[2])
+tensors = [numpy_helper.from_array(np.full((mib // 4, MIB_FLOATS), i + 7, np.float32), f"w{i}") for i in range(4)]
+model = helper.make_model(helper.make_graph([], "g", [], [], tensors))
+print("ready", flush=True)
+try:
+    onnxio.save_model(model, out, save_as_external_data=True, location="m.data")
+    print("saved", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", time.monotonic(), flush=True)
+""".replace("MIB_FLOATS", str(MiB // 4))
+
+
+def test_ctrl_c_stops_a_save_and_keeps_the_old_files(tmp_path):
+    """SIGINT during a save without progress= (a 1 GiB model with external
+    data, the signal sent once the save's first temporary file exists)
+    raises KeyboardInterrupt out of the save, well before the save would
+    end, and leaves the old files (written by the onnx package) byte for
+    byte, with no temporary file."""
+    old = helper.make_model(helper.make_graph([], "g", [], [], [
+        numpy_helper.from_array(np.arange(MiB, dtype=np.float32), "w0")]))
+    onnx.save_model(old, str(tmp_path / "m.onnx"), save_as_external_data=True, location="m.data",
+                    size_threshold=0)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    child = subprocess.Popen([sys.executable, "-c", _SAVE_UNTIL_CTRL_C, str(tmp_path / "m.onnx"), "1024"],
+                             stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        deadline = time.monotonic() + 120
+        while set(os.listdir(tmp_path)) <= before.keys():  # the save has not begun
+            assert child.poll() is None and time.monotonic() < deadline
+            time.sleep(0.001)
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        out = child.communicate(timeout=120)[0].split()
+    finally:
+        child.kill()
+        child.wait()
+    assert out[0] == "interrupted", out
+    # CLOCK_MONOTONIC is the system's: the child's time of the exception
+    # against the parent's time of the signal. Checked every 50 ms; the
+    # bound is loose for a loaded machine, the save itself takes seconds.
+    assert float(out[1]) - sent < 1.0, float(out[1]) - sent
+    after = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert after.keys() == before.keys()  # no temporary file, no journal
+    for name in before:
+        assert after[name] == before[name], name
+
+
+_LOAD_UNTIL_CTRL_C = r"""
+import sys, time
+import onnxio
+print("ready", flush=True)
+try:
+    onnxio.load_model(sys.argv[1])
+    print("loaded", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", time.monotonic(), flush=True)
+"""
+
+
+def test_ctrl_c_stops_a_load(tmp_path):
+    """SIGINT during a load without progress= (3 GiB of external data, out
+    of the page cache, written by numpy and the onnx package) raises
+    KeyboardInterrupt out of the load before it would have read the rest.
+    A load that ran to its end takes about 1.5 s here; the bound leaves
+    room for a loaded machine."""
+    n, each = 12, 256 * MiB
+    tensors = []
+    with open(tmp_path / "m.data", "wb") as f:
+        for i in range(n):
+            np.full(each // 4, i, np.float32).tofile(f)
+            t = onnx.TensorProto(name=f"w{i}", dims=[each // 4], data_type=onnx.TensorProto.FLOAT,
+                                 data_location=onnx.TensorProto.EXTERNAL)
+            for k, v in (("location", "m.data"), ("offset", str(i * each)), ("length", str(each))):
+                t.external_data.add(key=k, value=v)
+            tensors.append(t)
+        f.flush()
+        os.fsync(f.fileno())
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)  # cold: read from the device
+    onnx.save_model(helper.make_model(helper.make_graph([], "g", [], [], tensors)), str(tmp_path / "m.onnx"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    child = subprocess.Popen([sys.executable, "-c", _LOAD_UNTIL_CTRL_C, str(tmp_path / "m.onnx")],
+                             stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        time.sleep(0.2)
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        out = child.communicate(timeout=120)[0].split()
+    finally:
+        child.kill()
+        child.wait()
+    assert out[0] == "interrupted", out
+    assert float(out[1]) - sent < 1.0, float(out[1]) - sent

@@ -57,7 +57,7 @@ def pair():
     return ours, theirs
 
 
-def testdata_models():
+def _testdata_models():
     root = LIBONNX_TESTDATA / "node"
     names = ["test_conv_with_strides_padding", "test_lstm_defaults", "test_loop11", "test_if", "test_gemm_default_no_bias"]
     paths = [root / n / "model.onnx" for n in names if (root / n / "model.onnx").exists()]
@@ -132,7 +132,7 @@ def test_checker_by_path(tmp_path, pair):
 
 @pytest.mark.parametrize("data_prop", [False, True])
 def test_shape_inference_same_as_onnx(data_prop):
-    for path in testdata_models():
+    for path in _testdata_models():
         theirs = onnx.shape_inference.infer_shapes(onnx.load(str(path)), check_type=True, data_prop=data_prop)
         ours = onnxio.shape_inference.infer_shapes(onnxio.load(path), check_type=True, data_prop=data_prop)
         assert type(ours) is onnxio.ModelProto
@@ -185,7 +185,7 @@ def test_infer_node_outputs_and_function_types(pair):
 
 
 def test_version_converter():
-    for path in testdata_models():
+    for path in _testdata_models():
         for target in (11, 18):
             try:
                 want = onnx.version_converter.convert_version(onnx.load(str(path)), target)
