@@ -429,15 +429,18 @@ static const char *path_str(PyObject *bytes_or_null)
  * it raises is kept and cancels the operation (ONNXIO_ERR_CANCELLED); the
  * caller raises it once the GIL is back (progress_call_raised).
  *
- * Without a callable, on the main thread (the one Python runs signal
- * handlers on), the trampoline is installed all the same to let Ctrl-C
- * stop the operation: while the GIL is released, Python's C handler only
- * notes the signal, and its Python handler (KeyboardInterrupt) would run
- * after the whole load or save, a save having replaced the old files by
- * then. Every SIGNAL_CHECK_NS at most, the trampoline takes the GIL and
- * runs the pending handlers (PyErr_CheckSignals); one that raises cancels
- * the operation like a callback's exception (a save leaves the old files).
- * Between checks a call costs one clock read. */
+ * A save without a callable, on the main thread (the one Python runs
+ * signal handlers on), installs the trampoline all the same to let Ctrl-C
+ * stop it: while the GIL is released, Python's C handler only notes the
+ * signal, and its Python handler (KeyboardInterrupt) would run after the
+ * whole save, which has replaced the old files by then. Every
+ * SIGNAL_CHECK_NS at most, the trampoline takes the GIL and runs the
+ * pending handlers (PyErr_CheckSignals); one that raises cancels the save
+ * like a callback's exception (the old files stay). Between checks a call
+ * costs one clock read. Loads do not: a load with a progress callback
+ * takes other paths than one without (docs/design.md, "Progress": its
+ * payloads are deferred until the total is known, and a cold copy load is
+ * not read whole with direct reads), so the hook would slow cold loads. */
 #define SIGNAL_CHECK_NS 50000000ull /* 50 ms */
 
 typedef struct {
@@ -480,13 +483,13 @@ static int progress_trampoline(void *user, uint64_t done, uint64_t total)
     return failed;
 }
 
-/* Sets up `p` for the callable `fn` (None: no callback, and the signal
- * check on the main thread); -1 with TypeError for anything else that is
- * not callable. */
-static int progress_call_init(progress_call *p, PyObject *fn, onnxio_progress_fn *opt_fn, void **opt_user)
+/* Sets up `p` for the callable `fn` (None: no callback, and with
+ * `signals` the signal check on the main thread); -1 with TypeError for
+ * anything else that is not callable. */
+static int progress_call_init(progress_call *p, PyObject *fn, int signals, onnxio_progress_fn *opt_fn, void **opt_user)
 {
     if (fn == Py_None || !fn) {
-        if (!_PyOS_IsMainThread()) return 0;
+        if (!signals || !_PyOS_IsMainThread()) return 0;
         p->signals = 1;
         p->last_check_ns = monotonic_ns();
     } else if (!PyCallable_Check(fn)) {
@@ -604,7 +607,7 @@ static onnxio_payload_action payload_trampoline(void *ctx, const onnxio_payload_
 static int parse_call_finish_args(parse_call *c, int b_no_copy, int b_skip, int b_verify, PyObject *payload_fn,
                                   PyObject *progress_fn)
 {
-    if (progress_call_init(&c->progress, progress_fn, &c->opts.progress, &c->opts.progress_user) < 0) return -1;
+    if (progress_call_init(&c->progress, progress_fn, 0, &c->opts.progress, &c->opts.progress_user) < 0) return -1;
     c->opts.no_copy = b_no_copy;
     c->opts.skip_raw_data = b_skip;
     c->opts.verify_checksum = b_verify;
@@ -673,9 +676,7 @@ PyDoc_STRVAR(load_file_doc,
              "None/True (load), False (skip) or a writable buffer of at least `size` bytes to copy it into;\n"
              "`tensor` must not be modified. progress(done, total): called with the payload bytes placed so far\n"
              "and in all (onnxio_parse_options.progress), with the GIL; an exception it raises stops the load\n"
-             "and propagates. progress=None on the main thread: a signal whose Python handler raises\n"
-             "(Ctrl-C: KeyboardInterrupt) stops the load within about 50 ms and propagates. The GIL is released\n"
-             "during the load.");
+             "and propagates. The GIL is released during the load.");
 
 static PyObject *mod_load_file(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -890,7 +891,7 @@ static PyObject *mod_save_file(PyObject *self, PyObject *args, PyObject *kw)
                                      conv_u64, &so.external_data.max_file_size, &checksum, conv_depth,
                                      &so.max_depth, &fsync, &progress_fn, conv_u64, &so.max_expansion))
         goto fail;
-    if (progress_call_init(&progress, progress_fn, &so.progress, &so.progress_user) < 0) goto fail;
+    if (progress_call_init(&progress, progress_fn, 1, &so.progress, &so.progress_user) < 0) goto fail;
     so.fsync = fsync ? ONNXIO_ON : ONNXIO_OFF;
     so.external_data.location = path_str(location);
     so.external_data.convert_attribute = convert_attribute;

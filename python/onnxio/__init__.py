@@ -13,8 +13,9 @@ map onnx's keyword arguments, plus onnxio's own (``no_copy``,
 ``num_threads``, ``base_dir``, ``skip_raw_data``, ``alignment``,
 ``max_external_file_size``, ...), onto the C library's options
 (``onnxio.h``). Loading, saving, parsing and serializing release the GIL;
-on the main thread, Ctrl-C (KeyboardInterrupt) stops a load or save within
-about 50 ms, a save leaving the old files.
+on the main thread, Ctrl-C (KeyboardInterrupt) stops a save within about
+50 ms, the old files left as they were (a load stops at its end, or within
+50 ms with ``progress=``).
 
 Errors: a file the operating system refuses raises the ``OSError`` that
 ``open()`` would (``FileNotFoundError``, ``PermissionError``,

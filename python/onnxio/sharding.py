@@ -203,15 +203,16 @@ def _index(shape: tuple[int, ...], axis: int | str, rank: int, world_size: int) 
 # ---- putting a part into a tensor ---------------------------------------------------
 
 
-def _set_payload(tensor: Any, dims: tuple[int, ...], buffer: Any, keep_location: bool) -> None:
+def _set_payload(tensor: Any, dims: tuple[int, ...], buffer: Any, keep_location: bool, entry: bool = False) -> None:
     """``tensor``'s dims and raw_data (``buffer``, shared, not copied) set
     to a part; data_location as a load leaves it (``keep_location``: the
-    tensor was external, and a load marks it DEFAULT)."""
+    tensor was external, and a load marks it DEFAULT, or, read from an
+    .onnxz entry (``entry``), clears it)."""
     had_location = tensor.HasField("data_location")
     location = tensor.data_location
     tensor.ClearField("dims")
     tensor.dims.extend(dims)
-    _C._set_fetched_payload(tensor, buffer)  # raw_data = buffer, external_data cleared
+    _C._set_fetched_payload(tensor, buffer, entry)  # raw_data = buffer, external_data cleared
     if keep_location:
         return
     if had_location:
@@ -311,6 +312,8 @@ def _shard_file(path: str, rank: int, world_size: int, entries, num_threads: int
                              "(onnxio.shard(onnxio.load(path), ...))")
         st["bytes_read"] += st["other_payload_bytes"]
         st["payload_bytes"] += st["other_payload_bytes"]
+        with open(path, "rb") as head:
+            archive = _C._bytes_are_archive(head.read(64))
         for tensor in model.graph.initializer:
             name = tensor.name
             axis = decided[name]
@@ -325,7 +328,7 @@ def _shard_file(path: str, rank: int, world_size: int, entries, num_threads: int
             read: dict = {}
             part, _ = f._read_tensor(name, index, stats=read)
             external = tensor.data_location == tensor.EXTERNAL
-            _set_payload(tensor, tuple(part.dims), numpy_helper._raw_payload(part), external)
+            _set_payload(tensor, tuple(part.dims), numpy_helper._raw_payload(part), external, archive and external)
             st["bytes_read"] += read["bytes_read"]
             st["runs"] += read["runs"]
             _count_tensor(st, name, axis, read["payload_bytes"], read["bytes"])
