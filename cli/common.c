@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "progress.h"
 
@@ -38,6 +39,22 @@ int cli_fail(const char *verb, const char *file)
         msg += n + 2;
     fprintf(stderr, "onnxio: %s: %s: %s\n", verb, file, msg);
     return CLI_EXIT_FAILURE;
+}
+
+void cli_note_load(const char *verb, const char *path, const void *msg, bool type_guessed)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) {
+        fprintf(stderr, "onnxio: %s: %s: note: the file is empty (it reads as an empty %s)\n", verb, path,
+                ((const onnxio_message *)msg)->desc->name);
+        return;
+    }
+    const onnxio_message *m = msg;
+    if (type_guessed && m && m->unknown.size > 0)
+        fprintf(stderr,
+                "onnxio: %s: %s: note: it has fields a %s does not know; if it holds another message, pass "
+                "--type (TensorProto, GraphProto, NodeProto, ...)\n",
+                verb, path, m->desc->name);
 }
 
 int cli_fail_msg(const char *verb, const char *file, const char *fmt, ...)

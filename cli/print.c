@@ -103,9 +103,14 @@ static int run_print(int argc, char **argv)
     }
     if (st != ONNXIO_OK) {
         rc = cli_fail("print", path);
+        if (!type_name && (st == ONNXIO_ERR_DECODE || st == ONNXIO_ERR_DEPTH))
+            fprintf(stderr, "onnxio: print: %s: note: it was read as a ModelProto; if it holds another message, pass "
+                            "--type (TensorProto, GraphProto, NodeProto, ...)\n",
+                    path);
         onnxio_arena_unref(arena);
         return rc;
     }
+    cli_note_load("print", path, msg, !type_name);
     st = onnxio_text_print(msg, &to, stdout);
     if (st == ONNXIO_OK && to.style == ONNXIO_TEXT_JSON && putchar('\n') == EOF)
         st = ONNXIO_ERR_IO;
