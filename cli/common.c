@@ -28,7 +28,7 @@ int cli_usage_error(const cli_verb *verb, const char *fmt, ...)
     return CLI_EXIT_USAGE;
 }
 
-int cli_fail(const char *verb, const char *file)
+int cli_fail_hint(const char *verb, const char *file, const char *hint)
 {
     const char *msg = onnxio_last_error();
     if (!msg || !msg[0])
@@ -37,9 +37,11 @@ int cli_fail(const char *verb, const char *file)
     size_t n = strlen(file);
     if (strncmp(msg, file, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
         msg += n + 2;
-    fprintf(stderr, "onnxio: %s: %s: %s\n", verb, file, msg);
+    fprintf(stderr, "onnxio: %s: %s: %s%s%s\n", verb, file, msg, hint ? "; " : "", hint ? hint : "");
     return CLI_EXIT_FAILURE;
 }
+
+int cli_fail(const char *verb, const char *file) { return cli_fail_hint(verb, file, NULL); }
 
 void cli_note_load(const char *verb, const char *path, const void *msg, bool type_guessed)
 {

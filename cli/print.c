@@ -102,11 +102,11 @@ static int run_print(int argc, char **argv)
         st = cli_load_file(desc, path, &po, arena, &msg);
     }
     if (st != ONNXIO_OK) {
-        rc = cli_fail("print", path);
-        if (!type_name && (st == ONNXIO_ERR_DECODE || st == ONNXIO_ERR_DEPTH))
-            fprintf(stderr, "onnxio: print: %s: note: it was read as a ModelProto; if it holds another message, pass "
-                            "--type (TensorProto, GraphProto, NodeProto, ...)\n",
-                    path);
+        rc = cli_fail_hint("print", path,
+                           !type_name && (st == ONNXIO_ERR_DECODE || st == ONNXIO_ERR_DEPTH)
+                               ? "it was read as a ModelProto: if it holds another message, pass --type "
+                                 "(TensorProto, GraphProto, NodeProto, ...)"
+                               : NULL);
         onnxio_arena_unref(arena);
         return rc;
     }
