@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "progress.h"
 
@@ -27,7 +28,7 @@ int cli_usage_error(const cli_verb *verb, const char *fmt, ...)
     return CLI_EXIT_USAGE;
 }
 
-int cli_fail(const char *verb, const char *file)
+int cli_fail_hint(const char *verb, const char *file, const char *hint)
 {
     const char *msg = onnxio_last_error();
     if (!msg || !msg[0])
@@ -36,8 +37,26 @@ int cli_fail(const char *verb, const char *file)
     size_t n = strlen(file);
     if (strncmp(msg, file, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
         msg += n + 2;
-    fprintf(stderr, "onnxio: %s: %s: %s\n", verb, file, msg);
+    fprintf(stderr, "onnxio: %s: %s: %s%s%s\n", verb, file, msg, hint ? "; " : "", hint ? hint : "");
     return CLI_EXIT_FAILURE;
+}
+
+int cli_fail(const char *verb, const char *file) { return cli_fail_hint(verb, file, NULL); }
+
+void cli_note_load(const char *verb, const char *path, const void *msg, bool type_guessed)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) {
+        fprintf(stderr, "onnxio: %s: %s: note: the file is empty (it reads as an empty %s)\n", verb, path,
+                ((const onnxio_message *)msg)->desc->name);
+        return;
+    }
+    const onnxio_message *m = msg;
+    if (type_guessed && m && m->unknown.size > 0)
+        fprintf(stderr,
+                "onnxio: %s: %s: note: it has fields a %s does not know; if it holds another message, pass "
+                "--type (TensorProto, GraphProto, NodeProto, ...)\n",
+                verb, path, m->desc->name);
 }
 
 int cli_fail_msg(const char *verb, const char *file, const char *fmt, ...)

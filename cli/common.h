@@ -77,6 +77,14 @@ int cli_usage_error(const cli_verb *verb, const char *fmt, ...)
 
 /* Prints `onnxio: VERB: FILE: onnxio_last_error()` on stderr; returns 1. */
 int cli_fail(const char *verb, const char *file);
+/* The same, with `hint` (NULL: none) after the library's message, on the
+ * same line. */
+int cli_fail_hint(const char *verb, const char *file, const char *hint);
+/* After a successful load of `path` as `msg`: a note on stderr when the
+ * file is empty (it reads as an empty message of any type), and, when
+ * `type_guessed` (no --type: read as a ModelProto), when the message's top
+ * level holds fields a ModelProto does not have (another message's file). */
+void cli_note_load(const char *verb, const char *path, const void *msg, bool type_guessed);
 /* Prints `onnxio: VERB: FILE: message` on stderr; returns 1. */
 int cli_fail_msg(const char *verb, const char *file, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -865,6 +865,7 @@ static int run_info(int argc, char **argv)
         onnxio_archive_close(archive);
         return rc;
     }
+    cli_note_load("info", path, model, !archive);
     cli_summary s;
     if (cli_summarize_archive(model, path, archive, &s) != 0) {
         cli_summary_free(&s);

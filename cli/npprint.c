@@ -1,7 +1,8 @@
 /* numpy's str(array) (numpy/_core/arrayprint.py, default options): the
  * element formats (FloatingFormat with floatmode 'maxprec' and precision 8,
  * IntegerFormat, BoolFormat, ComplexFloatingFormat, repr for the objects of
- * a STRING tensor, str for ml_dtypes' bfloat16) are fitted to the elements
+ * a STRING tensor, str for ml_dtypes' types: bfloat16, the 8- and 4-bit
+ * floats, the 4- and 2-bit integers, unaligned as ml_dtypes prints them) are fitted to the elements
  * shown, then _formatArray lays them out: nested brackets, rows wrapped at
  * 75 columns, '...' in place of all but 3 items at each edge of an axis when
  * the array has more than 1000 elements. */
@@ -68,6 +69,49 @@ static double bf16_to_double(uint16_t h)
     float f;
     memcpy(&f, &u, 4);
     return f;
+}
+
+/* A minifloat of `ebits` exponent and `mbits` mantissa bits (no sign
+ * bit here), exponent bias `bias`: finite for every pattern but those the
+ * caller treats as NaN or infinity. */
+static double minifloat(unsigned bits, int ebits, int mbits, int bias)
+{
+    unsigned e = (bits >> mbits) & ((1u << ebits) - 1), m = bits & ((1u << mbits) - 1);
+    return e == 0 ? ldexp(m, 1 - bias - mbits) : ldexp(m + (1u << mbits), (int)e - bias - mbits);
+}
+
+/* The value of one element of ml_dtypes' 8- and 4-bit floats (ONNX's
+ * FLOAT8E4M3FN, FLOAT8E4M3FNUZ, FLOAT8E5M2, FLOAT8E5M2FNUZ, FLOAT8E8M0,
+ * FLOAT4E2M1), from its bits. */
+static double ml_float(int32_t dt, unsigned b)
+{
+    int neg = (b & 0x80) != 0;
+    double v;
+    switch (dt) {
+    case ONNXIO_TensorProto_DataType_FLOAT8E4M3FN:
+        if ((b & 0x7f) == 0x7f) return NAN;
+        v = minifloat(b & 0x7f, 4, 3, 7);
+        break;
+    case ONNXIO_TensorProto_DataType_FLOAT8E4M3FNUZ:
+        if (b == 0x80) return NAN;
+        v = minifloat(b & 0x7f, 4, 3, 8);
+        break;
+    case ONNXIO_TensorProto_DataType_FLOAT8E5M2:
+        if ((b & 0x7c) == 0x7c) return b & 3 ? NAN : neg ? -INFINITY : INFINITY;
+        v = minifloat(b & 0x7f, 5, 2, 15);
+        break;
+    case ONNXIO_TensorProto_DataType_FLOAT8E5M2FNUZ:
+        if (b == 0x80) return NAN;
+        v = minifloat(b & 0x7f, 5, 2, 16);
+        break;
+    case ONNXIO_TensorProto_DataType_FLOAT8E8M0: return b == 0xff ? NAN : ldexp(1, (int)b - 127);
+    case ONNXIO_TensorProto_DataType_FLOAT4E2M1:
+        neg = (b & 8) != 0;
+        v = minifloat(b & 7, 2, 1, 1);
+        break;
+    default: return 0;
+    }
+    return neg ? -v : v;
 }
 
 /* x rounded to the nearest value of the kind (ties to even). */
@@ -348,6 +392,63 @@ static int is_complex(int32_t dt)
     return dt == ONNXIO_TensorProto_DataType_COMPLEX64 || dt == ONNXIO_TensorProto_DataType_COMPLEX128;
 }
 
+/* ml_dtypes' floats: printed as str(float(x)) would be in C ("%g"),
+ * unaligned, as ml_dtypes' scalars print themselves. */
+static int is_ml_float(int32_t dt)
+{
+    switch (dt) {
+    case ONNXIO_TensorProto_DataType_BFLOAT16:
+    case ONNXIO_TensorProto_DataType_FLOAT8E4M3FN:
+    case ONNXIO_TensorProto_DataType_FLOAT8E4M3FNUZ:
+    case ONNXIO_TensorProto_DataType_FLOAT8E5M2:
+    case ONNXIO_TensorProto_DataType_FLOAT8E5M2FNUZ:
+    case ONNXIO_TensorProto_DataType_FLOAT8E8M0:
+    case ONNXIO_TensorProto_DataType_FLOAT4E2M1: return 1;
+    default: return 0;
+    }
+}
+
+/* ml_dtypes' 4- and 2-bit integers, packed low bits first: unaligned. */
+static int is_ml_int(int32_t dt)
+{
+    return dt == ONNXIO_TensorProto_DataType_INT4 || dt == ONNXIO_TensorProto_DataType_UINT4 ||
+           dt == ONNXIO_TensorProto_DataType_INT2 || dt == ONNXIO_TensorProto_DataType_UINT2;
+}
+
+/* Element i of a packed type: its bits (4 or 2 of them). */
+static unsigned packed_bits(const uint8_t *data, uint64_t i, unsigned bits)
+{
+    unsigned per = 8 / bits;
+    return (data[i / per] >> ((i % per) * bits)) & ((1u << bits) - 1);
+}
+
+/* The text of an ml_dtypes element. */
+static void ml_text(const arr *a, uint64_t i, char *buf, size_t n)
+{
+    switch (a->dt) {
+    case ONNXIO_TensorProto_DataType_BFLOAT16: {
+        uint16_t h;
+        memcpy(&h, a->data + i * 2, 2);
+        snprintf(buf, n, "%g", (double)(float)bf16_to_double(h));
+        return;
+    }
+    case ONNXIO_TensorProto_DataType_FLOAT4E2M1: snprintf(buf, n, "%g", ml_float(a->dt, packed_bits(a->data, i, 4))); return;
+    case ONNXIO_TensorProto_DataType_UINT4: snprintf(buf, n, "%u", packed_bits(a->data, i, 4)); return;
+    case ONNXIO_TensorProto_DataType_UINT2: snprintf(buf, n, "%u", packed_bits(a->data, i, 2)); return;
+    case ONNXIO_TensorProto_DataType_INT4: {
+        unsigned v = packed_bits(a->data, i, 4);
+        snprintf(buf, n, "%d", (int)v - (v & 8 ? 16 : 0));
+        return;
+    }
+    case ONNXIO_TensorProto_DataType_INT2: {
+        unsigned v = packed_bits(a->data, i, 2);
+        snprintf(buf, n, "%d", (int)v - (v & 2 ? 4 : 0));
+        return;
+    }
+    default: snprintf(buf, n, "%g", ml_float(a->dt, a->data[i])); return;
+    }
+}
+
 /* Element i as a double: part 0 the value (the real part), 1 the imaginary part. */
 static double fval(const arr *a, uint64_t i, int part)
 {
@@ -446,8 +547,8 @@ static void elem(const arr *a, uint64_t i, sb *out)
         sb_put(out, im.p ? im.p + sp : "", im.n - sp);
         out->failed |= im.failed;
         free(im.p);
-    } else if (a->dt == ONNXIO_TensorProto_DataType_BFLOAT16) {
-        snprintf(buf, sizeof buf, "%g", (double)(float)fval(a, i, 0));
+    } else if (is_ml_float(a->dt) || is_ml_int(a->dt)) {
+        ml_text(a, i, buf, sizeof buf);
         sb_puts(out, buf);
     } else if (a->dt == ONNXIO_TensorProto_DataType_BOOL) {
         sb_puts(out, a->data[i] ? " True" : "False");
@@ -590,7 +691,7 @@ int cli_np_prints(int32_t dt)
     case ONNXIO_TensorProto_DataType_UINT32:
     case ONNXIO_TensorProto_DataType_INT64:
     case ONNXIO_TensorProto_DataType_UINT64: return 1;
-    default: return 0;
+    default: return is_ml_float(dt) || is_ml_int(dt);
     }
 }
 
@@ -611,8 +712,8 @@ static void scalar(const arr *a, sb *out)
             scalar_float(im, k, 1, 1, out);
             sb_puts(out, "j)");
         }
-    } else if (a->dt == ONNXIO_TensorProto_DataType_BFLOAT16) {
-        snprintf(buf, sizeof buf, "%g", (double)(float)fval(a, 0, 0));
+    } else if (is_ml_float(a->dt) || is_ml_int(a->dt)) {
+        ml_text(a, 0, buf, sizeof buf);
         sb_puts(out, buf);
     } else if (a->dt == ONNXIO_TensorProto_DataType_BOOL) {
         sb_puts(out, a->data[0] ? "True" : "False");
@@ -657,7 +758,7 @@ int cli_np_print(FILE *fp, int32_t dt, const uint8_t *data, const onnxio_string 
             }
             free(c.v);
         } else if (dt != ONNXIO_TensorProto_DataType_BOOL && dt != ONNXIO_TensorProto_DataType_STRING &&
-                   dt != ONNXIO_TensorProto_DataType_BFLOAT16) {
+                   !is_ml_float(dt) && !is_ml_int(dt)) {
             visit(&a, 0, 0, int_width, NULL);
         }
         recurse(&a, 0, 0, 1, LINE_WIDTH, &out);

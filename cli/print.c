@@ -102,10 +102,15 @@ static int run_print(int argc, char **argv)
         st = cli_load_file(desc, path, &po, arena, &msg);
     }
     if (st != ONNXIO_OK) {
-        rc = cli_fail("print", path);
+        rc = cli_fail_hint("print", path,
+                           !type_name && (st == ONNXIO_ERR_DECODE || st == ONNXIO_ERR_DEPTH)
+                               ? "it was read as a ModelProto: if it holds another message, pass --type "
+                                 "(TensorProto, GraphProto, NodeProto, ...)"
+                               : NULL);
         onnxio_arena_unref(arena);
         return rc;
     }
+    cli_note_load("print", path, msg, !type_name);
     st = onnxio_text_print(msg, &to, stdout);
     if (st == ONNXIO_OK && to.style == ONNXIO_TEXT_JSON && putchar('\n') == EOF)
         st = ONNXIO_ERR_IO;

@@ -93,7 +93,7 @@ static onnxio_status skip_value(dec *d, const onnxio_message *m, unsigned wt, ui
         break;
     case WIRE_LEN:
         if (!(p = wire_read_varint(p, end, &v)) || v > (uint64_t)(end - p))
-            return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: %s: unknown field %u: length runs past the end of the input",
+            return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: %s: unknown field %u is truncated: its length runs past the end of the input",
                                 OFFSET(d, start), m->desc->name, number);
         p += v;
         break;
@@ -285,7 +285,7 @@ static onnxio_status parse_field(dec *d, onnxio_message *m, const onnxio_field_d
         if (wt == WIRE_LEN && repeated) {
             const uint8_t *at = p;
             if (!(p = wire_read_varint(p, end, &v)) || v > (uint64_t)(end - p))
-                return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: packed field %s.%s: length runs past the end of the input",
+                return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: packed field %s.%s is truncated: its length runs past the end of the input",
                                     OFFSET(d, at), m->desc->name, f->name);
             onnxio_status s = parse_packed(d, m, f, p, p + v);
             *pp = p + v;
@@ -312,7 +312,7 @@ static onnxio_status parse_field(dec *d, onnxio_message *m, const onnxio_field_d
 
     const uint8_t *at = p;
     if (!(p = wire_read_varint(p, end, &v)) || v > (uint64_t)(end - p))
-        return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: field %s.%s (%u): length runs past the end of the input",
+        return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: field %s.%s (%u) is truncated: its length runs past the end of the input",
                             OFFSET(d, at), m->desc->name, f->name, f->number);
     size_t len = (size_t)v;
     *pp = p + len;
@@ -380,7 +380,7 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const uint8_t *p, 
             if (ONNXIO_LIKELY(p < end && *p < 0x80)) q = p + 1, v = *p;
             else q = wire_read_varint(p, end, &v);
             if (ONNXIO_UNLIKELY(!q || v > (uint64_t)(end - q)))
-                return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: field %s.%s (%u): length runs past the end of the input",
+                return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: field %s.%s (%u) is truncated: its length runs past the end of the input",
                                     OFFSET(d, at), desc->name, f->name, f->number);
             size_t len = (size_t)v;
             void *member = onnxio__member(m, f);

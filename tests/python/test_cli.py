@@ -527,10 +527,13 @@ def test_info_empty_model(tmp_path):
     """An empty file is a valid, empty ModelProto."""
     path = tmp_path / "empty.onnx"
     path.write_bytes(b"")
-    j = info_json(path)
+    rc, out, err = run("info", "--json", path)
+    assert rc == 0 and "note: the file is empty" in err
+    j = json.loads(out)
     assert j["graph_name"] is None and j["inputs"] == [] and j["node_count"] == 0
     assert j["opset_import"] == [] and j["initializers"]["count"] == 0
-    assert run_ok("print", path) == b""
+    rc, out, err = run("print", path)
+    assert rc == 0 and out == b"" and "note: the file is empty" in err
 
 
 def test_dash_dash_ends_options(synthetic, tmp_path):
@@ -948,3 +951,46 @@ def test_info_plurals(tmp_path):
     out = run_ok("info", path).decode()
     assert "external data:    1 tensor in 1 file\n" in out
     assert "  gone.bin: 1 tensor, 8 B (missing)" in out
+
+
+def test_empty_file_is_named_empty(tmp_path):
+    """An empty file is a valid empty ModelProto (protobuf reads it so, and
+    so does onnx.load): `info` and `print` show it, and say the file is
+    empty."""
+    path = tmp_path / "empty.onnx"
+    path.write_bytes(b"")
+    assert onnx.load(str(path)) == onnx.ModelProto()
+    for verb in ("info", "print"):
+        rc, _out, err = run(verb, path)
+        assert rc == 0 and "note: the file is empty" in err, (verb, err)
+    rc, _out, err = run("info", REPO / "tests" / "python" / "conftest.py")  # not empty: no such note
+    assert "the file is empty" not in err
+
+
+def test_print_of_another_message_says_pass_type(tmp_path):
+    """A TensorProto file given to `print` without --type is read as a
+    ModelProto: when that fails or finds fields a ModelProto lacks, the
+    command says to pass --type; with it, the tensor prints as onnx reads it."""
+    t = numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "w")
+    path = tmp_path / "t.pb"
+    path.write_bytes(t.SerializeToString())
+    rc, _out, err = run("print", path)
+    assert "pass --type" in err, err
+    out = run_ok("print", "--type", "TensorProto", path).decode()
+    assert 'name: "w"' in out and "dims: 2" in out
+    # A ModelProto file prints without the note.
+    model = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(helper.make_graph([], "g", [], [])), str(model))
+    rc, _out, err = run("print", model)
+    assert rc == 0 and err == ""
+
+
+def test_truncated_file_says_truncated(tmp_path):
+    """A model cut short: the error says "truncated" and where."""
+    data = helper.make_model(helper.make_graph([], "g", [], [])).SerializeToString()
+    path = tmp_path / "cut.onnx"
+    path.write_bytes(data[:-3])
+    with pytest.raises(Exception):
+        onnx.load(str(path))  # the reference refuses it too
+    rc, _out, err = run("info", path)
+    assert rc == 1 and "is truncated" in err and "at byte" in err, err

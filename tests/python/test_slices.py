@@ -453,3 +453,42 @@ def test_close_while_other_threads_read(tmp_path, layout):
         f.close()  # closing twice is a no-op
     assert not failures, failures[:5]
     assert outcomes["read"] + outcomes["closed"] > 0
+
+
+@cli
+def test_cli_cat_prints_ml_dtypes_as_they_print(tmp_path):
+    """The 8- and 4-bit floats and the 4- and 2-bit integers print as
+    numpy_helper.to_array's ml_dtypes arrays print (str(x) of each element,
+    unaligned), whole and by rows, NaN and infinity included."""
+    import ml_dtypes
+
+    values = np.array([[1, 2.5, -0.125, 3], [448, 0.1015625, -6, 0]], np.float32)
+    arrays = {
+        "f8e4m3fn": values.astype(ml_dtypes.float8_e4m3fn),
+        "f8e4m3fnuz": values.astype(ml_dtypes.float8_e4m3fnuz),
+        "f8e5m2": np.array([[1, -np.inf, np.nan, 3], [57344, 1.5e-5, -2, 0]], np.float32).astype(ml_dtypes.float8_e5m2),
+        "f8e5m2fnuz": values.astype(ml_dtypes.float8_e5m2fnuz),
+        "f8e8m0": np.array([[1, 2, 0.125, 4], [2.0**-127, 2.0**127, 1024, 0.5]], np.float32).astype(
+            ml_dtypes.float8_e8m0fnu),
+        "f4e2m1": np.array([[1, 0.5, -6, 3], [-0.0, 1.5, 4, -2]], np.float32).astype(ml_dtypes.float4_e2m1fn),
+        "i4": np.array([[1, -8, 7, 0], [-1, 2, -3, 4]], ml_dtypes.int4),
+        "u4": np.array([[1, 15, 7, 0], [9, 2, 3, 4]], ml_dtypes.uint4),
+        "i2": np.array([[1, -2, -1, 0], [0, 1, 1, -2]], ml_dtypes.int2),
+        "u2": np.array([[1, 3, 2, 0], [0, 1, 3, 2]], ml_dtypes.uint2),
+    }
+    tensors = {}
+    for name, a in arrays.items():
+        try:
+            tensors[name] = numpy_helper.from_array(a, name)
+        except Exception:  # noqa: BLE001 - an ml_dtypes type this onnx does not map
+            continue
+    assert len(tensors) >= 8, sorted(tensors)
+    path = tmp_path / "ml.onnx"
+    onnx.save(helper.make_model(helper.make_graph([], "g", [], [], list(tensors.values()))), str(path))
+    for name, t in tensors.items():
+        want = numpy_helper.to_array(t)
+        for spec, index in ((None, ()), ("1", (1,))):
+            args = [CLI, "cat", str(path), name] + (["--slice", spec] if spec else [])
+            p = subprocess.run(args, capture_output=True, text=True, timeout=60)
+            assert p.returncode == 0, (name, p.stderr)
+            assert "\n".join(p.stdout.splitlines()[1:]) == str(want[index]), (name, spec, p.stdout)
