@@ -243,7 +243,7 @@ ONNXIO_API int onnxio_tensor_raw_size(const onnxio_TensorProto *t, uint64_t *byt
     return 1;
 }
 
-onnxio_status onnxio__typed_to_raw(const onnxio_TensorProto *t, uint64_t bytes, uint8_t *dst)
+onnxio_status onnxio__typed_to_raw(const onnxio_TensorProto *t, uint64_t bytes, uint8_t *dst, onnxio_status status)
 {
     unsigned bits = onnxio_data_type_bits(t->data_type);
     const uint8_t *src;
@@ -278,8 +278,9 @@ onnxio_status onnxio__typed_to_raw(const onnxio_TensorProto *t, uint64_t bytes, 
         for (size_t i = 0; i < t->dims.size; i++) count *= (uint64_t)t->dims.data[i];
     }
     if (have != count)
-        return onnxio__fail(ONNXIO_ERR_SLICE, "tensor '%s' holds %zu values in its typed data field, its type and shape need %llu",
+        return onnxio__fail(status, "tensor '%s' holds %zu values in its typed data field, its type and shape need %llu",
                             onnxio__tensor_name(t), have, (unsigned long long)count);
+    if (!dst) return ONNXIO_OK;
     if (bits == 6) {
         memset(dst, 0, (size_t)bytes);
         for (size_t i = 0; i < have; i++) {

@@ -271,9 +271,11 @@ onnxio_status onnxio__check_raw_size(const onnxio_TensorProto *t, uint64_t lengt
  * bytes, little-endian (FLOAT16 and BFLOAT16 bits, BOOL, 8-bit floats;
  * for 4- and 2-bit types each int32_data value is one packed byte; FLOAT6
  * values, one per element, are packed as raw_data packs them). Written
- * to `dst`. ONNXIO_ERR_SLICE naming the tensor when the field holds a
- * number of values other than the shape needs. */
-onnxio_status onnxio__typed_to_raw(const onnxio_TensorProto *t, uint64_t bytes, uint8_t *dst);
+ * to `dst` (NULL: only checked). `status` (the caller's: ERR_SLICE,
+ * ERR_SAFETENSORS), naming the tensor, when the field holds a number of
+ * values other than the shape needs. Shared by the slice reader and the
+ * safetensors writer. */
+onnxio_status onnxio__typed_to_raw(const onnxio_TensorProto *t, uint64_t bytes, uint8_t *dst, onnxio_status status);
 
 /* ---- options.c ---------------------------------------------------------- */
 

@@ -404,52 +404,35 @@ ONNXIO_API onnxio_status onnxio_load_tensor_external_data(onnxio_TensorProto *te
 
 /* ---- save ------------------------------------------------------------------ */
 
-/* A save's progress total: the loaded raw_data bytes of every tensor of
- * the tree. */
-static onnxio_status add_payload(onnxio_message *msg, onnxio_message *parent, const onnxio_field_desc *via, void *ctx)
-{
-    (void)parent;
-    (void)via;
-    const onnxio_TensorProto *t = (const onnxio_TensorProto *)msg;
-    if (onnxio_has(t, ONNXIO_FIELD_TensorProto_raw_data) && t->raw_data.data) onnxio__progress_total(ctx, t->raw_data.size);
-    return ONNXIO_OK;
-}
-
-static onnxio_status save_total(void *msg, onnxio__progress *p)
-{
-    if (!p) return ONNXIO_OK;
-    onnxio_status s = onnxio__visit(msg, &onnxio_desc_TensorProto, add_payload, p);
-    onnxio__progress_ready(p);
-    return s;
-}
-
-/* The save's budget: the payload bytes it writes against the distinct
- * bytes they come from (tensors sharing one buffer count it once). */
-typedef struct write_budget {
+/* What a save's payloads add up to (`written`: the loaded raw_data bytes
+ * of every tensor of the tree, the progress total) and the address ranges
+ * they come from, to count the distinct bytes (tensors sharing one buffer
+ * count it once). */
+typedef struct payload_walk {
     struct {
         uintptr_t start, end;
     } *ranges;
     size_t count, capacity;
     uint64_t written;
     bool no_memory;
-} write_budget;
+} payload_walk;
 
-static onnxio_status add_range(onnxio_message *msg, onnxio_message *parent, const onnxio_field_desc *via, void *ctx)
+static onnxio_status add_payload(onnxio_message *msg, onnxio_message *parent, const onnxio_field_desc *via, void *ctx)
 {
     (void)parent;
     (void)via;
-    write_budget *b = ctx;
+    payload_walk *w = ctx;
     const onnxio_TensorProto *t = (const onnxio_TensorProto *)msg;
     if (!onnxio_has(t, ONNXIO_FIELD_TensorProto_raw_data) || !t->raw_data.data || !t->raw_data.size) return ONNXIO_OK;
-    if (!onnxio__grow((void **)&b->ranges, &b->capacity, b->count, sizeof *b->ranges)) {
-        b->no_memory = true;
+    if (!onnxio__grow((void **)&w->ranges, &w->capacity, w->count, sizeof *w->ranges)) {
+        w->no_memory = true;
         return ONNXIO_ERR_NO_MEMORY;
     }
     uintptr_t start = (uintptr_t)t->raw_data.data;
-    b->ranges[b->count].start = start;
-    b->ranges[b->count].end = start + t->raw_data.size;
-    b->count++;
-    b->written += t->raw_data.size;
+    w->ranges[w->count].start = start;
+    w->ranges[w->count].end = start + t->raw_data.size;
+    w->count++;
+    w->written += t->raw_data.size;
     return ONNXIO_OK;
 }
 
@@ -459,43 +442,51 @@ static int by_start(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Refuses (ONNXIO_ERR_EXPANSION) a save whose payloads add up to more than
- * max_expansion times the distinct bytes they come from, plus the load's
- * allowance: what bounds a load's memory bounds a save's output. */
-static onnxio_status check_write_budget(void *msg, const char *path, uint64_t ratio)
+/* The bytes the sorted ranges cover. */
+static uint64_t distinct_bytes(payload_walk *w)
 {
-    if (ratio == UINT64_MAX) return ONNXIO_OK;
-    write_budget b = {0};
-    onnxio_status s = onnxio__visit(msg, &onnxio_desc_TensorProto, add_range, &b);
-    if (s || b.no_memory) {
-        onnxio__free(b.ranges);
-        if (b.no_memory) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-        /* Deeper than any save writes: the writer refuses it with its own
-         * max_depth message. */
-        return onnxio__clear_error(), ONNXIO_OK;
-    }
+    if (!w->count) return 0;
+    qsort(w->ranges, w->count, sizeof *w->ranges, by_start);
     uint64_t distinct = 0;
-    if (b.count) {
-        qsort(b.ranges, b.count, sizeof *b.ranges, by_start);
-        uintptr_t start = b.ranges[0].start, end = b.ranges[0].end;
-        for (size_t i = 1; i < b.count; i++) {
-            if (b.ranges[i].start > end) {
-                distinct += end - start;
-                start = b.ranges[i].start;
-            }
-            if (b.ranges[i].end > end) end = b.ranges[i].end;
+    uintptr_t start = w->ranges[0].start, end = w->ranges[0].end;
+    for (size_t i = 1; i < w->count; i++) {
+        if (w->ranges[i].start > end) {
+            distinct += end - start;
+            start = w->ranges[i].start;
         }
-        distinct += end - start;
+        if (w->ranges[i].end > end) end = w->ranges[i].end;
     }
-    onnxio__free(b.ranges);
-    onnxio__budget budget = {ratio, distinct, 0};
-    if (b.written > onnxio__budget_left(&budget))
+    return distinct + (end - start);
+}
+
+/* One walk of the tree before a save: the progress total of `p` (NULL:
+ * none), and the save's budget: ONNXIO_ERR_EXPANSION when the payloads add
+ * up to more than max_expansion (`ratio`) times the distinct bytes they
+ * come from, plus the load's allowance (what bounds a load's memory bounds
+ * a save's output). */
+static onnxio_status save_payloads(void *msg, const char *path, uint64_t ratio, onnxio__progress *p)
+{
+    if (ratio == UINT64_MAX && !p) return ONNXIO_OK;
+    payload_walk w = {0};
+    onnxio_status s = onnxio__visit(msg, &onnxio_desc_TensorProto, add_payload, &w);
+    if (s) {
+        onnxio__free(w.ranges);
+        if (w.no_memory) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+        /* Deeper than any save writes: the writer refuses it with its own
+         * max_depth message (with progress, the walk's). */
+        return p ? s : (onnxio__clear_error(), ONNXIO_OK);
+    }
+    onnxio__progress_total(p, w.written);
+    onnxio__progress_ready(p);
+    onnxio__budget budget = {ratio, distinct_bytes(&w), 0};
+    onnxio__free(w.ranges);
+    if (ratio != UINT64_MAX && w.written > onnxio__budget_left(&budget))
         return onnxio__fail(ONNXIO_ERR_EXPANSION,
                             "%s: the save would write %llu payload bytes from %llu distinct bytes in memory (tensors "
                             "share their bytes), more than max_expansion (%llu) times that plus %u MiB; raise "
                             "max_expansion to write it",
-                            path, (unsigned long long)b.written, (unsigned long long)distinct, (unsigned long long)ratio,
-                            (unsigned)(ONNXIO_EXPANSION_ALLOWANCE >> 20));
+                            path, (unsigned long long)w.written, (unsigned long long)budget.input,
+                            (unsigned long long)ratio, (unsigned)(ONNXIO_EXPANSION_ALLOWANCE >> 20));
     return ONNXIO_OK;
 }
 
@@ -509,11 +500,10 @@ static onnxio_status save(void *msg, const char *path, const onnxio_serialize_op
     if (kind == SAVE_MODEL && onnxio_path_is_archive(path)) kind = SAVE_ARCHIVE;
     onnxio_serialize_options cfg;
     onnxio_status s = kind == SAVE_ARCHIVE ? onnxio__archive_save_config(opts, &cfg) : onnxio__serialize_config(opts, &cfg);
-    if (!s) s = check_write_budget(msg, path, cfg.max_expansion);
     if (s) return s;
     progress_scope ps;
     onnxio__progress_enter(&ps.progress, cfg.progress, cfg.progress_user, &ps.saved);
-    if ((s = save_total(msg, onnxio__progress_now()))) return progress_end(&ps, s);
+    if ((s = save_payloads(msg, path, cfg.max_expansion, onnxio__progress_now()))) return progress_end(&ps, s);
     const onnxio_external_data_options *x = &cfg.external_data;
     /* save.c makes the last progress call before it commits. */
     if (kind == SAVE_ARCHIVE) s = onnxio__save_archive(msg, path, &cfg);

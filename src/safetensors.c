@@ -923,40 +923,12 @@ static int out_cmp(const void *a, const void *b)
  * cut to the element's width). */
 static onnxio_status convert_typed(out_tensor *o, uint64_t bytes)
 {
-    const onnxio_TensorProto *t = o->t;
-    unsigned width = o->dtype->bits / 8;
-    uint64_t count = width ? bytes / width : 0;
-    const void *src = NULL;
-    size_t have = 0, src_width = 0;
-    switch (t->data_type) {
-    case DT(FLOAT):
-    case DT(COMPLEX64):
-        src = t->float_data.data, have = t->float_data.size, src_width = 4, width = 4, count = bytes / 4;
-        break;
-    case DT(DOUBLE):
-        src = t->double_data.data, have = t->double_data.size, src_width = 8;
-        break;
-    case DT(INT64):
-        src = t->int64_data.data, have = t->int64_data.size, src_width = 8;
-        break;
-    case DT(UINT32):
-    case DT(UINT64):
-        src = t->uint64_data.data, have = t->uint64_data.size, src_width = 8;
-        break;
-    default:
-        src = t->int32_data.data, have = t->int32_data.size, src_width = 4;
-        break;
-    }
-    if (have != count)
-        return onnxio__fail(ONNXIO_ERR_SAFETENSORS,
-                            "tensor '%s' holds %zu values in its typed data field, its dims need %llu",
-                            onnxio__tensor_name(t), have, (unsigned long long)count);
-    if (!bytes) return ONNXIO_OK;
+    /* The count checked before anything is allocated (format.c's rule). */
+    onnxio_status s = onnxio__typed_to_raw(o->t, bytes, NULL, ONNXIO_ERR_SAFETENSORS);
+    if (s || !bytes) return s;
     if (!(o->converted = onnxio__malloc((size_t)bytes))) return nomem();
-    for (size_t i = 0; i < have; i++) /* little-endian: the low `width` bytes of each value */
-        memcpy(o->converted + i * width, (const uint8_t *)src + i * src_width, width);
     o->data = o->converted;
-    return ONNXIO_OK;
+    return onnxio__typed_to_raw(o->t, bytes, o->converted, ONNXIO_ERR_SAFETENSORS);
 }
 
 /* Appends to a growing string; 0 when out of memory. */

@@ -314,7 +314,7 @@ static onnxio_status locate(onnxio_tensor_file *f, const onnxio_TensorProto *t, 
                                     tn, (unsigned long long)payload, (unsigned long long)ONNXIO__TYPED_SLICE_MAX);
             onnxio_buffer *b = onnxio_buffer_new(payload ? (size_t)payload : 1, 64);
             if (!b) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-            onnxio_status s = onnxio__typed_to_raw(t, payload, onnxio_buffer_data(b));
+            onnxio_status s = onnxio__typed_to_raw(t, payload, onnxio_buffer_data(b), ONNXIO_ERR_SLICE);
             if (s) {
                 onnxio_buffer_unref(b);
                 return s;
