@@ -142,7 +142,7 @@ for model in "${models[@]}"; do
             run "unzip -t m.onnxz (not onnxio: every CRC-32)" unzip -tq m.onnxz || true
         fi
         if run "convert m.onnxz z.onnx" "$onnxio" convert m.onnxz z.onnx && onnx_reference m.onnxz z.ref; then
-            same "z.onnx == onnx.load(unzipped m.onnxz)" z.ref z.onnx
+            same "z.onnx == onnxref of unzipped m.onnxz" z.ref z.onnx
             rm -f z.ref
         fi
     fi
