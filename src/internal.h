@@ -288,6 +288,8 @@ onnxio_status onnxio__copy_options(void *dst, size_t dst_size, const void *src, 
 /* The size of onnxio_serialize_options in 0.2, what struct_size 0 stands
  * for: the members before max_expansion. */
 #define ONNXIO__SERIALIZE_OPTIONS_0_2_SIZE offsetof(onnxio_serialize_options, max_expansion)
+/* The same for onnxio_parse_options. */
+#define ONNXIO__PARSE_OPTIONS_0_2_SIZE offsetof(onnxio_parse_options, cancel)
 /* The same for onnxio_text_options. */
 #define ONNXIO__TEXT_OPTIONS_0_2_SIZE offsetof(onnxio_text_options, max_expansion)
 /* The public parse options read and checked (alignment a power of two at
@@ -855,6 +857,24 @@ typedef struct onnxio__progress {
     bool ready;            /* total is final: calls may begin */
     bool called, finished, cancelled;
 } onnxio__progress;
+/* The cancel poll of one load (onnxio_cancel_fn), made current for the
+ * calling thread like the progress; `cancelled` is read by pool threads. */
+typedef struct onnxio__cancel {
+    onnxio_cancel_fn fn;
+    void *user;
+    atomic_bool cancelled;
+} onnxio__cancel;
+/* The calling thread's current cancel poll, or NULL. */
+onnxio__cancel *onnxio__cancel_now(void);
+/* Makes `c` (for poll `fn`; NULL: none) current until
+ * onnxio__cancel_leave(saved). */
+void onnxio__cancel_enter(onnxio__cancel *c, onnxio_cancel_fn fn, void *user, onnxio__cancel **saved);
+void onnxio__cancel_leave(onnxio__cancel **saved);
+/* On the calling thread: polls `c` (NULL: OK), ONNXIO_ERR_CANCELLED (with
+ * the error set) once it has said to cancel. */
+onnxio_status onnxio__cancel_poll(onnxio__cancel *c);
+/* On any thread: whether `c` has been cancelled. */
+bool onnxio__cancelled(onnxio__cancel *c);
 /* The calling thread's current progress, or NULL (no callback). */
 onnxio__progress *onnxio__progress_now(void);
 /* Begins an operation with callback `fn` (NULL: nothing is made current,

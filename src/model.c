@@ -18,19 +18,40 @@ static onnxio__budget budget_for(const onnxio_parse_options *cfg)
  * then never touched, and never count against the process). Payloads are
  * moved on the pool while the structure is parsed; the arena may grow only
  * as far as the budget allows. `opts` is resolved. */
-/* Progress (progress.c): the operation's progress, made current for the
- * calling thread while a load or save with a callback runs. */
+/* Progress (progress.c): the operation's progress and, for a load, its
+ * cancel poll, made current for the calling thread while it runs. */
 typedef struct progress_scope {
     onnxio__progress progress;
     onnxio__progress *saved;
+    onnxio__cancel cancel;
+    onnxio__cancel *saved_cancel;
 } progress_scope;
+
+static void load_begin(progress_scope *ps, const onnxio_parse_options *cfg)
+{
+    onnxio__progress_enter(&ps->progress, cfg->progress, cfg->progress_user, &ps->saved);
+    onnxio__cancel_enter(&ps->cancel, cfg->cancel, cfg->cancel_user, &ps->saved_cancel);
+}
+
+/* A save has no cancel poll but its progress callback's return. */
+static void save_begin(progress_scope *ps, const onnxio_serialize_options *cfg)
+{
+    onnxio__progress_enter(&ps->progress, cfg->progress, cfg->progress_user, &ps->saved);
+    onnxio__cancel_enter(&ps->cancel, NULL, NULL, &ps->saved_cancel);
+}
+
+static void scope_leave(progress_scope *ps)
+{
+    onnxio__progress_leave(&ps->saved);
+    onnxio__cancel_leave(&ps->saved_cancel);
+}
 
 /* The last call (done == total) of a successful operation, then the end of
  * the scope. */
 static onnxio_status progress_end(progress_scope *ps, onnxio_status s)
 {
     if (!s) s = onnxio__progress_report(onnxio__progress_now(), true);
-    onnxio__progress_leave(&ps->saved);
+    scope_leave(ps);
     return s;
 }
 
@@ -136,7 +157,7 @@ ONNXIO_API onnxio_status onnxio_parse_into(void *msg, const void *data, size_t s
     onnxio__budget budget = budget_for(&cfg);
     budget.input = size;
     progress_scope ps;
-    onnxio__progress_enter(&ps.progress, cfg.progress, cfg.progress_user, &ps.saved);
+    load_begin(&ps, &cfg);
     s = parse_bytes(msg, data, size, owner, -1, false, false, &cfg, arena, &budget, NULL);
     return progress_end(&ps, s);
 }
@@ -303,7 +324,7 @@ static onnxio_status load_path(const onnxio_message_desc *desc, const char *path
     onnxio_status s = onnxio__parse_config(opts, &cfg);
     if (s) return s;
     progress_scope ps;
-    onnxio__progress_enter(&ps.progress, cfg.progress, cfg.progress_user, &ps.saved);
+    load_begin(&ps, &cfg);
     bool crossed = true;
     for (int attempt = 0; crossed && attempt < ONNXIO__LOAD_ATTEMPTS; attempt++) {
         onnxio__clear_error();
@@ -348,7 +369,7 @@ ONNXIO_API onnxio_status onnxio_load_model_from_bytes(const void *data, size_t s
     onnxio__budget budget = budget_for(&cfg);
     void *m = NULL;
     progress_scope ps;
-    onnxio__progress_enter(&ps.progress, cfg.progress, cfg.progress_user, &ps.saved);
+    load_begin(&ps, &cfg);
     if (onnxio_detect_format(data, size) == ONNXIO_FORMAT_ARCHIVE) {
         s = load_archive(data, size, owner, -1, NULL, &cfg, arena, &budget, &m);
     } else if (!(s = new_message(arena, &onnxio_desc_ModelProto, &m))) {
@@ -380,7 +401,7 @@ static onnxio_status load_external(onnxio_message *root, const char *base_dir, c
     onnxio__container *c;
     if ((s = onnxio__dir_container(base_dir, NULL, &cfg, &c))) return s;
     progress_scope ps;
-    onnxio__progress_enter(&ps.progress, cfg.progress, cfg.progress_user, &ps.saved);
+    load_begin(&ps, &cfg);
     return progress_end(&ps, load_from(c, root, &cfg, &budget));
 }
 
@@ -502,7 +523,7 @@ static onnxio_status save(void *msg, const char *path, const onnxio_serialize_op
     onnxio_status s = kind == SAVE_ARCHIVE ? onnxio__archive_save_config(opts, &cfg) : onnxio__serialize_config(opts, &cfg);
     if (s) return s;
     progress_scope ps;
-    onnxio__progress_enter(&ps.progress, cfg.progress, cfg.progress_user, &ps.saved);
+    save_begin(&ps, &cfg);
     if ((s = save_payloads(msg, path, cfg.max_expansion, onnxio__progress_now()))) return progress_end(&ps, s);
     const onnxio_external_data_options *x = &cfg.external_data;
     /* save.c makes the last progress call before it commits. */
@@ -510,7 +531,7 @@ static onnxio_status save(void *msg, const char *path, const onnxio_serialize_op
     else if (kind == SAVE_MODEL && (x->location || x->all_tensors_to_one_file == ONNXIO_OFF))
         s = onnxio__save_external(msg, path, &cfg);
     else s = onnxio__save_plain(msg, path, &cfg);
-    onnxio__progress_leave(&ps.saved);
+    scope_leave(&ps);
     return s;
 }
 

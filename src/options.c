@@ -63,7 +63,7 @@ static onnxio_status common(int *max_depth, int num_threads, uint64_t alignment,
 
 onnxio_status onnxio__parse_config(const onnxio_parse_options *opts, onnxio_parse_options *cfg)
 {
-    onnxio_status s = onnxio__copy_options(cfg, sizeof *cfg, opts, "onnxio_parse_options", sizeof *cfg);
+    onnxio_status s = onnxio__copy_options(cfg, sizeof *cfg, opts, "onnxio_parse_options", ONNXIO__PARSE_OPTIONS_0_2_SIZE);
     if (!s) s = common(&cfg->max_depth, cfg->num_threads, cfg->alignment, &cfg->raw_data_threshold);
     if (s) return s;
     if (cfg->alignment == 0) cfg->alignment = ONNXIO_DEFAULT_ALIGNMENT;

@@ -64,3 +64,32 @@ onnxio_status onnxio__progress_report(onnxio__progress *p, bool last)
     }
     return ONNXIO_OK;
 }
+
+/* Cancel polls (onnxio_cancel_fn): current like the progress, polled by
+ * the calling thread in the pool (pool.c), read by its workers. */
+static _Thread_local onnxio__cancel *current_cancel;
+
+onnxio__cancel *onnxio__cancel_now(void) { return current_cancel; }
+
+void onnxio__cancel_enter(onnxio__cancel *c, onnxio_cancel_fn fn, void *user, onnxio__cancel **saved)
+{
+    *saved = current_cancel;
+    c->fn = fn;
+    c->user = user;
+    atomic_init(&c->cancelled, false);
+    current_cancel = fn ? c : NULL;
+}
+
+void onnxio__cancel_leave(onnxio__cancel **saved) { current_cancel = *saved; }
+
+bool onnxio__cancelled(onnxio__cancel *c) { return c && atomic_load_explicit(&c->cancelled, memory_order_relaxed); }
+
+onnxio_status onnxio__cancel_poll(onnxio__cancel *c)
+{
+    if (!c) return ONNXIO_OK;
+    if (!atomic_load_explicit(&c->cancelled, memory_order_relaxed)) {
+        if (c->fn(c->user) == 0) return ONNXIO_OK;
+        atomic_store_explicit(&c->cancelled, true, memory_order_relaxed);
+    }
+    return onnxio__fail(ONNXIO_ERR_CANCELLED, "cancelled by the cancel poll");
+}

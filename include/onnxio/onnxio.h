@@ -343,6 +343,17 @@ typedef onnxio_payload_action (*onnxio_payload_fn)(void *ctx, const onnxio_paylo
 typedef int (*onnxio_progress_fn)(void *user, uint64_t done, uint64_t total);
 #define ONNXIO_PROGRESS_STEP (1u << 20)
 
+/* A cancel poll (onnxio_parse_options.cancel), for an interrupt such as
+ * Ctrl-C: called on the thread that called the load, while it moves or
+ * waits for payloads, at least every ONNXIO_CANCEL_POLL_MS milliseconds of
+ * waiting and between pieces of at most 64 MiB of payload; never on a pool
+ * thread, never two calls at once. A non-zero return cancels: the load
+ * fails with ONNXIO_ERR_CANCELLED and leaves no message. Unlike a progress
+ * callback it changes nothing else of how the load runs (which reads, which
+ * threads). The poll must not call onnxio on the same thread. */
+typedef int (*onnxio_cancel_fn)(void *user);
+#define ONNXIO_CANCEL_POLL_MS 20
+
 typedef struct onnxio_parse_options {
     /* sizeof(onnxio_parse_options), or 0 (see "Options"). */
     size_t struct_size;
@@ -417,6 +428,9 @@ typedef struct onnxio_parse_options {
      * cache from the cache, so that the kernel does not evict the ranges
      * still to be read (docs/design.md, "Drop-behind"). */
     onnxio_toggle direct_io;
+    /* Polled to cancel the load (see onnxio_cancel_fn); NULL: never. */
+    onnxio_cancel_fn cancel;
+    void *cancel_user;
 } onnxio_parse_options;
 
 #define ONNXIO_PARSE_OPTIONS_INIT ONNXIO_OPTIONS_INIT_(onnxio_parse_options)

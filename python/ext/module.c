@@ -437,10 +437,9 @@ static const char *path_str(PyObject *bytes_or_null)
  * SIGNAL_CHECK_NS at most, the trampoline takes the GIL and runs the
  * pending handlers (PyErr_CheckSignals); one that raises cancels the save
  * like a callback's exception (the old files stay). Between checks a call
- * costs one clock read. Loads do not: a load with a progress callback
- * takes other paths than one without (docs/design.md, "Progress": its
- * payloads are deferred until the total is known, and a cold copy load is
- * not read whole with direct reads), so the hook would slow cold loads. */
+ * costs one clock read. A load without a callable installs the same check
+ * as its cancel poll (onnxio_cancel_fn), which, unlike a progress callback,
+ * leaves the load's reads and threads as they are. */
 #define SIGNAL_CHECK_NS 50000000ull /* 50 ms */
 
 typedef struct {
@@ -457,24 +456,33 @@ static uint64_t monotonic_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static int signal_check(progress_call *p)
+{
+    uint64_t now = monotonic_ns();
+    if (p->exc_type) return 1;
+    if (now - p->last_check_ns < SIGNAL_CHECK_NS) return 0;
+    p->last_check_ns = now;
+    PyGILState_STATE g = PyGILState_Ensure();
+    int failed = PyErr_CheckSignals() < 0;
+    if (failed) {
+        PyErr_Fetch(&p->exc_type, &p->exc_value, &p->exc_tb);
+        if (!p->exc_type) p->exc_type = Py_NewRef(PyExc_SystemError);
+    }
+    PyGILState_Release(g);
+    return failed;
+}
+
+static int cancel_trampoline(void *user) { return signal_check(user); }
+
 static int progress_trampoline(void *user, uint64_t done, uint64_t total)
 {
     progress_call *p = user;
     if (p->exc_type) return 1;
-    if (!p->fn) {
-        uint64_t now = monotonic_ns();
-        if (now - p->last_check_ns < SIGNAL_CHECK_NS) return 0;
-        p->last_check_ns = now;
-    }
+    if (!p->fn) return signal_check(p);
     PyGILState_STATE g = PyGILState_Ensure();
-    int failed;
-    if (p->fn) {
-        PyObject *r = PyObject_CallFunction(p->fn, "KK", (unsigned long long)done, (unsigned long long)total);
-        failed = !r;
-        Py_XDECREF(r);
-    } else {
-        failed = PyErr_CheckSignals() < 0;
-    }
+    PyObject *r = PyObject_CallFunction(p->fn, "KK", (unsigned long long)done, (unsigned long long)total);
+    int failed = !r;
+    Py_XDECREF(r);
     if (failed) {
         PyErr_Fetch(&p->exc_type, &p->exc_value, &p->exc_tb);
         if (!p->exc_type) p->exc_type = Py_NewRef(PyExc_SystemError);
@@ -607,7 +615,14 @@ static onnxio_payload_action payload_trampoline(void *ctx, const onnxio_payload_
 static int parse_call_finish_args(parse_call *c, int b_no_copy, int b_skip, int b_verify, PyObject *payload_fn,
                                   PyObject *progress_fn)
 {
+    c->opts.struct_size = sizeof c->opts;
     if (progress_call_init(&c->progress, progress_fn, 0, &c->opts.progress, &c->opts.progress_user) < 0) return -1;
+    if (!c->opts.progress && _PyOS_IsMainThread()) {
+        /* No callable: Ctrl-C stops the load through the cancel poll. */
+        c->progress.last_check_ns = monotonic_ns();
+        c->opts.cancel = cancel_trampoline;
+        c->opts.cancel_user = &c->progress;
+    }
     c->opts.no_copy = b_no_copy;
     c->opts.skip_raw_data = b_skip;
     c->opts.verify_checksum = b_verify;

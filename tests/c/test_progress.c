@@ -240,6 +240,66 @@ static void test_cancel(const char *dir)
     free(c);
 }
 
+/* The cancel poll (onnxio_parse_options.cancel): asked to cancel at its
+ * first or second poll, a load fails with ONNXIO_ERR_CANCELLED and gives
+ * no model; a poll that never cancels gives the model the test built. With
+ * struct_size 0 (the 0.2 layout, which has no cancel member) the member is
+ * not read. */
+typedef struct polls {
+    int n, cancel_at; /* -1: never */
+} polls;
+
+static int poll_once(void *user)
+{
+    polls *p = user;
+    return p->cancel_at >= 0 && p->n++ >= p->cancel_at;
+}
+
+static void test_cancel_poll(const char *dir)
+{
+    onnxio_arena *a = onnxio_arena_new();
+    onnxio_ModelProto *m = model_of(a, 3);
+    const char *names[] = {"p.onnx", "p_ext.onnx", "p.onnxz"};
+    const char *locations[] = {NULL, "p.data", NULL};
+    for (size_t k = 0; k < 3; k++)
+        for (int threads = 0; threads <= 1; threads++) {
+            tu_begin("cancel poll: load of %s, num_threads %d", names[k], threads);
+            char *path = tu_path_join(dir, names[k]);
+            onnxio_serialize_options so = ONNXIO_SERIALIZE_OPTIONS_INIT;
+            so.external_data.location = locations[k];
+            CHECK_STATUS(onnxio_save_model(m, path, &so), ONNXIO_OK);
+            for (int at = -1; at <= 1; at++) {
+                onnxio_arena *b = onnxio_arena_new();
+                polls p = {0, at};
+                onnxio_parse_options po = ONNXIO_PARSE_OPTIONS_INIT;
+                po.num_threads = threads;
+                po.cancel = poll_once;
+                po.cancel_user = &p;
+                onnxio_ModelProto *back = NULL;
+                onnxio_status st = onnxio_load_model(path, &po, b, &back);
+                if (at < 0) {
+                    CHECK_STATUS(st, ONNXIO_OK);
+                    CHECK(back && tu_equal_as_loaded(back, m));
+                } else {
+                    CHECK_STATUS(st, ONNXIO_ERR_CANCELLED);
+                    CHECK(back == NULL);
+                    CHECK_MSG(strstr(onnxio_last_error(), "cancel") != NULL, "message: %s", onnxio_last_error());
+                }
+                /* struct_size 0: the 0.2 layout, without the poll. */
+                p = (polls){0, 0};
+                po.struct_size = 0;
+                back = NULL;
+                CHECK_STATUS(onnxio_load_model(path, &po, b, &back), ONNXIO_OK);
+                CHECK(back && tu_equal_as_loaded(back, m));
+                CHECK_EQ_U64((uint64_t)p.n, 0);
+                onnxio_arena_unref(b);
+            }
+            free(path);
+            tu_end();
+        }
+    onnxio_arena_unref(a);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -247,6 +307,7 @@ int main(int argc, char **argv)
     char *dir = tu_make_temp_dir("onnxio_progress");
     test_paths(dir);
     test_cancel(dir);
+    test_cancel_poll(dir);
     tu_remove_tree(dir);
     free(dir);
     return tu_finish();
