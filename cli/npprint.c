@@ -80,9 +80,9 @@ static double minifloat(unsigned bits, int ebits, int mbits, int bias)
     return e == 0 ? ldexp(m, 1 - bias - mbits) : ldexp(m + (1u << mbits), (int)e - bias - mbits);
 }
 
-/* The value of one element of ml_dtypes' 8- and 4-bit floats (ONNX's
+/* The value of one element of ml_dtypes' 8-, 6- and 4-bit floats (ONNX's
  * FLOAT8E4M3FN, FLOAT8E4M3FNUZ, FLOAT8E5M2, FLOAT8E5M2FNUZ, FLOAT8E8M0,
- * FLOAT4E2M1), from its bits. */
+ * FLOAT6E2M3, FLOAT6E3M2, FLOAT4E2M1), from its bits. */
 static double ml_float(int32_t dt, unsigned b)
 {
     int neg = (b & 0x80) != 0;
@@ -105,6 +105,14 @@ static double ml_float(int32_t dt, unsigned b)
         v = minifloat(b & 0x7f, 5, 2, 16);
         break;
     case ONNXIO_TensorProto_DataType_FLOAT8E8M0: return b == 0xff ? NAN : ldexp(1, (int)b - 127);
+    case ONNXIO_TensorProto_DataType_FLOAT6E2M3:
+        neg = (b & 0x20) != 0;
+        v = minifloat(b & 0x1f, 2, 3, 1);
+        break;
+    case ONNXIO_TensorProto_DataType_FLOAT6E3M2:
+        neg = (b & 0x20) != 0;
+        v = minifloat(b & 0x1f, 3, 2, 3);
+        break;
     case ONNXIO_TensorProto_DataType_FLOAT4E2M1:
         neg = (b & 8) != 0;
         v = minifloat(b & 7, 2, 1, 1);
@@ -403,6 +411,8 @@ static int is_ml_float(int32_t dt)
     case ONNXIO_TensorProto_DataType_FLOAT8E5M2:
     case ONNXIO_TensorProto_DataType_FLOAT8E5M2FNUZ:
     case ONNXIO_TensorProto_DataType_FLOAT8E8M0:
+    case ONNXIO_TensorProto_DataType_FLOAT6E2M3:
+    case ONNXIO_TensorProto_DataType_FLOAT6E3M2:
     case ONNXIO_TensorProto_DataType_FLOAT4E2M1: return 1;
     default: return 0;
     }
@@ -415,11 +425,14 @@ static int is_ml_int(int32_t dt)
            dt == ONNXIO_TensorProto_DataType_INT2 || dt == ONNXIO_TensorProto_DataType_UINT2;
 }
 
-/* Element i of a packed type: its bits (4 or 2 of them). */
+/* Element i of a packed type: its bits (6, 4 or 2 of them), a stream
+ * low bits first (a 6-bit element may span two bytes). */
 static unsigned packed_bits(const uint8_t *data, uint64_t i, unsigned bits)
 {
-    unsigned per = 8 / bits;
-    return (data[i / per] >> ((i % per) * bits)) & ((1u << bits) - 1);
+    uint64_t at = i * bits;
+    unsigned v = data[at / 8] >> (at % 8);
+    if (at % 8 + bits > 8) v |= (unsigned)data[at / 8 + 1] << (8 - at % 8);
+    return v & ((1u << bits) - 1);
 }
 
 /* The text of an ml_dtypes element. */
@@ -433,6 +446,8 @@ static void ml_text(const arr *a, uint64_t i, char *buf, size_t n)
         return;
     }
     case ONNXIO_TensorProto_DataType_FLOAT4E2M1: snprintf(buf, n, "%g", ml_float(a->dt, packed_bits(a->data, i, 4))); return;
+    case ONNXIO_TensorProto_DataType_FLOAT6E2M3:
+    case ONNXIO_TensorProto_DataType_FLOAT6E3M2: snprintf(buf, n, "%g", ml_float(a->dt, packed_bits(a->data, i, 6))); return;
     case ONNXIO_TensorProto_DataType_UINT4: snprintf(buf, n, "%u", packed_bits(a->data, i, 4)); return;
     case ONNXIO_TensorProto_DataType_UINT2: snprintf(buf, n, "%u", packed_bits(a->data, i, 2)); return;
     case ONNXIO_TensorProto_DataType_INT4: {

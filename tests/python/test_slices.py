@@ -457,7 +457,7 @@ def test_close_while_other_threads_read(tmp_path, layout):
 
 @cli
 def test_cli_cat_prints_ml_dtypes_as_they_print(tmp_path):
-    """The 8- and 4-bit floats and the 4- and 2-bit integers print as
+    """The 8-, 6- and 4-bit floats and the 4- and 2-bit integers print as
     numpy_helper.to_array's ml_dtypes arrays print (str(x) of each element,
     unaligned), whole and by rows, NaN and infinity included."""
     import ml_dtypes
@@ -471,6 +471,8 @@ def test_cli_cat_prints_ml_dtypes_as_they_print(tmp_path):
         "f8e8m0": np.array([[1, 2, 0.125, 4], [2.0**-127, 2.0**127, 1024, 0.5]], np.float32).astype(
             ml_dtypes.float8_e8m0fnu),
         "f4e2m1": np.array([[1, 0.5, -6, 3], [-0.0, 1.5, 4, -2]], np.float32).astype(ml_dtypes.float4_e2m1fn),
+        "f6e2m3": np.array([[0.5, 1.25, -3, 7.5], [1, -0.0, -0.125, 6]], np.float32).astype(ml_dtypes.float6_e2m3fn),
+        "f6e3m2": np.array([[0.5, 1.25, -3, 28], [1, 0.0625, -0.25, 6]], np.float32).astype(ml_dtypes.float6_e3m2fn),
         "i4": np.array([[1, -8, 7, 0], [-1, 2, -3, 4]], ml_dtypes.int4),
         "u4": np.array([[1, 15, 7, 0], [9, 2, 3, 4]], ml_dtypes.uint4),
         "i2": np.array([[1, -2, -1, 0], [0, 1, 1, -2]], ml_dtypes.int2),
@@ -482,7 +484,7 @@ def test_cli_cat_prints_ml_dtypes_as_they_print(tmp_path):
             tensors[name] = numpy_helper.from_array(a, name)
         except Exception:  # noqa: BLE001 - an ml_dtypes type this onnx does not map
             continue
-    assert len(tensors) >= 8, sorted(tensors)
+    assert len(tensors) >= 12, sorted(tensors)
     path = tmp_path / "ml.onnx"
     onnx.save(helper.make_model(helper.make_graph([], "g", [], [], list(tensors.values()))), str(path))
     for name, t in tensors.items():
