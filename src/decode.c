@@ -58,12 +58,25 @@ static void read_ahead(dec *d, const uint8_t *p)
 
 static onnxio_status parse_message(dec *d, onnxio_message *m, const uint8_t *p, const uint8_t *end, int depth);
 
-/* Marks a field present; only oneof members need onnxio_set_has's sibling
- * clearing, and most fields are not in one. */
+/* Marks a field present. Most fields are in no oneof; a oneof member goes
+ * through onnxio_set_has's sibling clearing only when a sibling is present
+ * (TypeProto.tensor_type and Dimension.dim_value as parsed have none). */
 static inline void mark_present(onnxio_message *m, const onnxio_field_desc *f)
 {
-    if (ONNXIO_LIKELY(!f->oneof)) m->has |= (uint64_t)1 << f->index;
-    else onnxio_set_has(m, f->index);
+    if (ONNXIO_UNLIKELY(f->oneof)) {
+        const onnxio_message_desc *desc = m->desc;
+        for (size_t i = 0; i < desc->field_count; i++) {
+            const onnxio_field_desc *g = &desc->fields[i];
+            if (g == f || g->oneof != f->oneof) continue;
+            const void *member = onnxio__member(m, g);
+            bool present = g->kind == ONNXIO_KIND_MESSAGE ? *(void *const *)member != NULL : (m->has >> g->index) & 1;
+            if (present) {
+                onnxio_set_has(m, f->index);
+                return;
+            }
+        }
+    }
+    m->has |= (uint64_t)1 << f->index;
 }
 
 static onnxio_status truncated(dec *d, const uint8_t *at, const onnxio_message *m, const char *what)
@@ -172,7 +185,8 @@ static size_t run_length(const uint8_t *tag, size_t tag_len, const uint8_t *p, c
         if (!q || v > (uint64_t)(end - q)) break;
         p = q + v;
         n++;
-        if ((size_t)(end - p) <= tag_len || memcmp(p, tag, tag_len) != 0) break;
+        if ((size_t)(end - p) <= tag_len || p[0] != tag[0] || (tag_len > 1 && memcmp(p + 1, tag + 1, tag_len - 1) != 0))
+            break;
         p += tag_len;
     }
     return n ? n : 1;
@@ -419,6 +433,23 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const uint8_t *p, 
             sub->cached_size = len; /* onnxio_serialize_to's hint */
             onnxio_status s = parse_message(d, sub, q, p, depth + 1);
             if (s) return s;
+            continue;
+        }
+        /* A singular integer (AttributeProto.i, Dimension.dim_value,
+         * ir_version, opset versions, data types held as int32), inline. */
+        if (wt == WIRE_VARINT && f->kind <= ONNXIO_KIND_UINT64 && f->label < ONNXIO_LABEL_REPEATED) {
+            uint64_t v;
+            const uint8_t *at = p;
+            if (ONNXIO_LIKELY(p < end && *p < 0x80)) v = *p++;
+            else if (!(p = wire_read_varint(p, end, &v))) return truncated(d, at, m, "truncated or overlong varint");
+            void *member = onnxio__member(m, f);
+            if (f->kind == ONNXIO_KIND_INT32) {
+                int32_t v32 = (int32_t)(uint32_t)v;
+                memcpy(member, &v32, 4);
+            } else {
+                memcpy(member, &v, 8);
+            }
+            mark_present(m, f);
             continue;
         }
         onnxio_status s = parse_field(d, m, f, wt, tag_at, &p, end);

@@ -400,6 +400,10 @@ static inline void *onnxio__message_new(onnxio_arena *arena, const onnxio_messag
  * than it; an allocation past it fails (NULL) and sets limit_hit, so that
  * the caller reports ONNXIO_ERR_EXPANSION rather than out of memory. */
 void onnxio__arena_limit(onnxio_arena *arena, size_t limit);
+/* A parse of `input` bytes is about to fill the arena: its next block is
+ * sized for the tree such input makes (ARENA_PER_INPUT_BYTE times it,
+ * within the block limits), so that a small parse takes one block. */
+void onnxio__arena_expect(onnxio_arena *arena, size_t input);
 bool onnxio__arena_limit_hit(const onnxio_arena *arena);
 
 /* The expansion budget of one load (onnxio.h, "Expansion"): bytes read

@@ -98,6 +98,7 @@ static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxi
         return s;
     }
     if (in_place) onnxio__payloads_in_place(payloads, owner);
+    onnxio__arena_expect(arena, size);
     size_t before = onnxio_arena_used(arena);
     uint64_t left = onnxio__budget_left(budget);
     onnxio__arena_limit(arena, left < SIZE_MAX - before ? before + (size_t)left : 0);

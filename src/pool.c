@@ -64,7 +64,11 @@ struct onnxio__pool {
     bool reading_direct;     /* a job that reads directly was queued */
     int started;             /* workers started so far */
     int closing;
-    pthread_t workers[MAX_THREADS];
+    /* The lock and conditions are made with the first job of a pool of
+     * several threads, the worker and bounce arrays when first needed: a
+     * parse that queues no job (every small input) makes none of them. */
+    bool synced;
+    pthread_t *workers;      /* MAX_THREADS of them */
     onnxio_buffer **keeps;   /* references held for queued jobs (job.keep) */
     size_t keep_count, keep_capacity;
     onnxio_status status;    /* the first failure */
@@ -86,16 +90,25 @@ struct onnxio__pool {
     bool direct;             /* onnxio__pool_read_direct */
     struct onnxio__pool_file *files; /* one per descriptor read so far (file_of) */
     /* Bounce buffers by thread slot (workers 0.., the calling thread
-     * MAX_THREADS - 1), made by that thread on its first need. */
-    onnxio_buffer *bounce[MAX_THREADS];
+     * MAX_THREADS - 1), made by that thread on its first need; the array,
+     * by the calling thread with the first direct read. */
+    onnxio_buffer **bounce;
 };
 
 int onnxio__num_threads(int requested)
 {
     if (requested > 0) return requested > MAX_THREADS ? MAX_THREADS : requested;
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    if (n < 1) n = 1;
-    return n > MAX_THREADS ? MAX_THREADS : (int)n;
+    /* Asked once per process: glibc reads /sys/devices/system/cpu/online
+     * on every call (three system calls, about 3 us: more than the whole
+     * parse of a small model). */
+    static atomic_int cores;
+    int n = atomic_load_explicit(&cores, memory_order_relaxed);
+    if (n == 0) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        n = c < 1 ? 1 : c > MAX_THREADS ? MAX_THREADS : (int)c;
+        atomic_store_explicit(&cores, n, memory_order_relaxed);
+    }
+    return n;
 }
 
 /* Bytes moved between CRC updates: small enough that they are still in
@@ -311,11 +324,6 @@ onnxio_status onnxio__pool_new(int num_threads, onnxio__pool **out)
     p->io_threads = num_threads == 0 && p->threads > 1 ? onnxio__num_threads(2 * p->threads) : p->threads;
     p->progress = onnxio__progress_now();
     p->cancel = onnxio__cancel_now();
-    if (p->threads > 1) {
-        pthread_mutex_init(&p->lock, NULL);
-        pthread_cond_init(&p->wake, NULL);
-        pthread_cond_init(&p->idle, NULL);
-    }
     *out = p;
     return ONNXIO_OK;
 }
@@ -442,11 +450,21 @@ onnxio_status onnxio__pool_add(onnxio__pool *p, const onnxio__job *in)
         with.direct = p->direct && onnxio__file_cold(in->fd, in->offset, in->size) ? direct_of(f) : NULL;
         with.drop_behind = drop_behind(p);
     }
+    if (with.direct && !p->bounce && !(p->bounce = onnxio__calloc(MAX_THREADS, sizeof *p->bounce)))
+        with.direct = NULL; /* read buffered */
     if (with.direct) p->reading_direct = true;
     int wanted = p->reading_direct ? p->io_threads : p->threads;
     if (job->size == 0) {
         if (job->crc) job->crc[0] = 0;
         return ONNXIO_OK;
+    }
+    if (p->threads > 1 && !p->synced) {
+        if (!(p->workers = onnxio__malloc(MAX_THREADS * sizeof *p->workers)))
+            return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory for the job list");
+        pthread_mutex_init(&p->lock, NULL);
+        pthread_cond_init(&p->wake, NULL);
+        pthread_cond_init(&p->idle, NULL);
+        p->synced = true;
     }
     /* Reported before the job is queued, so that the first call says 0
      * bytes done: once the job is queued a worker may finish a piece of
@@ -524,7 +542,7 @@ onnxio_status onnxio__pool_finish(onnxio__pool *p)
 {
     if (!p) return ONNXIO_OK;
     onnxio_status s;
-    if (p->threads > 1) {
+    if (p->synced) {
         pthread_mutex_lock(&p->lock);
         drain(p, true, MAX_THREADS - 1);
         while (p->running) {
@@ -557,7 +575,9 @@ onnxio_status onnxio__pool_finish(onnxio__pool *p)
     s = p->status;
     if (s) onnxio__fail(s, "%s", p->error);
     for (size_t i = 0; i < p->keep_count; i++) onnxio_buffer_unref(p->keeps[i]);
-    for (int i = 0; i < MAX_THREADS; i++) onnxio_buffer_unref(p->bounce[i]);
+    for (int i = 0; p->bounce && i < MAX_THREADS; i++) onnxio_buffer_unref(p->bounce[i]);
+    onnxio__free(p->bounce);
+    onnxio__free(p->workers);
     while (p->files) {
         struct onnxio__pool_file *f = p->files;
         p->files = f->next;

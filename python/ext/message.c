@@ -1050,6 +1050,10 @@ static PyObject *m_MergeFrom(PyOnnxioMessage *self, PyObject *other)
 
 /* Parses `data` into self, merging (protobuf's MergeFromString). Returns
  * the number of bytes read, as protobuf. */
+/* Parses and serializations of big messages run without the GIL (payload
+ * copies dominate them); small ones are not worth a GIL round trip. */
+#define RELEASE_GIL_ABOVE (64u * 1024)
+
 static PyObject *parse_merge(PyOnnxioMessage *self, PyObject *data, int clear_first)
 {
     Py_buffer view;
@@ -1067,9 +1071,30 @@ static PyObject *parse_merge(PyOnnxioMessage *self, PyObject *data, int clear_fi
         PyBuffer_Release(&view);
         return NULL;
     }
-    Py_BEGIN_ALLOW_THREADS
-    s = onnxio_parse_into(c, view.buf, (size_t)view.len, NULL, NULL, arena);
-    Py_END_ALLOW_THREADS
+    /* An immutable bytes object is borrowed, as upb does: large payloads
+     * point into it and hold a reference to it (docs/memory.md); any other
+     * buffer may change after the call, so its payloads are copied. An
+     * input smaller than a large payload (ONNXIO_DEFAULT_RAW_DATA_THRESHOLD)
+     * has none to borrow. */
+    onnxio_parse_options opts = ONNXIO_PARSE_OPTIONS_INIT, *o = NULL;
+    onnxio_buffer *owner = NULL;
+    if (PyBytes_CheckExact(data) && view.len >= ONNXIO_DEFAULT_RAW_DATA_THRESHOLD) {
+        if (!(owner = pyonnxio_buffer_for_object(data))) {
+            pyonnxio_busy_leave(arena);
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        opts.no_copy = true;
+        o = &opts;
+    }
+    if ((size_t)view.len < RELEASE_GIL_ABOVE) {
+        s = onnxio_parse_into(c, view.buf, (size_t)view.len, owner, o, arena);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        s = onnxio_parse_into(c, view.buf, (size_t)view.len, owner, o, arena);
+        Py_END_ALLOW_THREADS
+    }
+    onnxio_buffer_unref(owner);
     pyonnxio_busy_leave(arena);
     Py_ssize_t n = view.len;
     PyBuffer_Release(&view);
@@ -1100,9 +1125,6 @@ static PyObject *m_FromString(PyObject *cls, PyObject *data)
     return m;
 }
 
-/* Payload copies dominate big messages; small ones are not worth a GIL
- * round trip. */
-#define RELEASE_GIL_ABOVE (64u * 1024)
 
 /* The destination of a one-pass serialization: a bytes object resized in
  * place (the encoder may run without the GIL; resizing takes it back). */

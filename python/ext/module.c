@@ -757,6 +757,15 @@ static PyObject *mod_load_bytes(PyObject *self, PyObject *args, PyObject *kw)
     const void *bytes;
     size_t size;
     int has_view = 0;
+    /* An immutable bytes object is borrowed unless an alignment is asked
+     * for, as FromString borrows it (docs/memory.md); the CRC check of an
+     * archive's entries stays on as in a copy load. */
+    uint64_t threshold = c.opts.raw_data_threshold ? c.opts.raw_data_threshold : ONNXIO_DEFAULT_RAW_DATA_THRESHOLD;
+    if (!c.opts.no_copy && !c.opts.alignment && PyBytes_CheckExact(data) &&
+        (uint64_t)PyBytes_GET_SIZE(data) >= threshold) {
+        c.opts.no_copy = true;
+        if (c.opts.verify_crc == ONNXIO_DEFAULT) c.opts.verify_crc = ONNXIO_ON;
+    }
     if (c.opts.no_copy) {
         if (!(owner = pyonnxio_buffer_for_object(data))) goto fail_args;
         bytes = onnxio_buffer_data(owner);
