@@ -188,7 +188,8 @@ bench/out/onnxio_bench: bench/onnxio_bench.c tests/c/testutil.c $(BENCH_BUILD)/l
 	$(CC) -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wpedantic -Iinclude -I$(BENCH_BUILD)/include -Itests/c -o $@ $< \
 	  tests/c/testutil.c $(BENCH_BUILD)/libonnxio.a $(BENCH_LIBS)
 
-models: .cache/models/gpt2.onnx .cache/models/gpt2_external/gpt2.onnx .cache/models/many_nodes.onnx
+models: .cache/models/gpt2.onnx .cache/models/gpt2_external/gpt2.onnx .cache/models/many_nodes.onnx \
+	.cache/models/many_attributes.onnx
 
 .cache/models/gpt2.onnx: scripts/make_gpt2.py
 	scripts/ticker.sh make_gpt2 $(PYTHON) scripts/make_gpt2.py --force --out $@
@@ -199,6 +200,9 @@ models: .cache/models/gpt2.onnx .cache/models/gpt2_external/gpt2.onnx .cache/mod
 
 .cache/models/many_nodes.onnx: scripts/make_many_nodes.py
 	$(PYTHON) scripts/make_many_nodes.py --force --out $@
+
+.cache/models/many_attributes.onnx: scripts/make_many_nodes.py
+	$(PYTHON) scripts/make_many_nodes.py --attributes --force --out $@
 
 # ---- cleaning ---------------------------------------------------------------
 

@@ -1,24 +1,74 @@
-"""Many small messages through the Python package (issue 14, item 1): parse,
-serialize, CopyFrom, deepcopy, iterate, compare and build on the 200k-node
-model, by onnx (upb, the protobuf 7 backend) and by onnxio.
+"""Messages through the Python package: parse, serialize, CopyFrom,
+deepcopy, iterate, compare and build on the 200k-node model, by onnx (upb,
+the protobuf 7 backend) and by onnxio; then parse and serialize file by
+file over sets of files nobody here made.
 
 Each package runs in fresh processes, one package at a time, the processes
 of the two packages alternating (--repeats pairs). In a process every
 operation runs --calls times. "first" is the first call: for parse, the
 process's first parse, on a fresh heap, as a script that loads once; "warm"
-is the median of the calls after it, on memory the heap already holds. The result of a call is dropped outside
-the timer. The table gives the medians over the processes and the ratio
-onnxio / onnx, checked against issue 14's targets on the warm medians.
+is the median of the calls after it, on memory the heap already holds. The
+result of a call is dropped outside the timer. The table gives the medians
+over the processes and the ratio onnxio / onnx, checked against the targets
+on the warm medians.
 
-    .venv/bin/python bench/bench_messages.py [--repeats 5] [--calls 9] [MODEL]
+The file sets: Debian's libonnx-testdata (every model), ../shared/corpus
+(third-party models; skipped when absent) and the generated graph with
+attributes, doc strings and value_info (scripts/make_many_nodes.py
+--attributes). A process parses (ModelProto.FromString of the file's
+bytes) and serializes each file --calls times, file after file; the
+per-file time is the median over calls, then over processes. A set's
+ratio is the sum of onnxio's per-file times over the sum of onnx's; the
+worst file is the largest per-file ratio among files onnxio parses in at
+least 5 us (below that the timer's own cost dominates).
+
+    .venv/bin/python bench/bench_messages.py [--repeats 5] [--calls 9] [--no-sets] [MODEL]
 
 MODEL defaults to .cache/models/many_nodes.onnx (scripts/make_many_nodes.py).
 """
 import argparse
+import glob
 import json
+import os
 import statistics
 import subprocess
 import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SETS = {
+    "libonnx-testdata": "/usr/share/libonnx-testdata/data/**/*.onnx",
+    "shared corpus": os.path.join(ROOT, "..", "shared", "corpus", "*.onnx"),
+    "attribute graph": os.path.join(ROOT, ".cache", "models", "many_attributes.onnx"),
+}
+
+SET_CHILD = r"""
+import json, statistics, sys, time
+pkg, calls, paths = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+lib = __import__(pkg)
+FS = lib.ModelProto.FromString
+out = {}
+for path in paths:
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        m = FS(data)
+    except Exception:  # a file the package cannot parse is left out of both
+        continue
+    parse, ser = [], []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        r = FS(data)
+        t1 = time.perf_counter()
+        del r
+        parse.append(t1 - t0)
+        t0 = time.perf_counter()
+        r = m.SerializeToString()
+        t1 = time.perf_counter()
+        del r
+        ser.append(t1 - t0)
+    out[path] = [statistics.median(parse), statistics.median(ser)]
+print(json.dumps(out))
+"""
 
 CHILD = r"""
 import copy, gc, json, statistics, sys, time
@@ -88,6 +138,7 @@ def main():
     ap.add_argument("model", nargs="?", default=".cache/models/many_nodes.onnx")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--calls", type=int, default=9)
+    ap.add_argument("--no-sets", action="store_true", help="only the 200k-node model")
     args = ap.parse_args()
     runs = {"onnx": [], "onnxio": []}
     for _ in range(args.repeats):
@@ -106,6 +157,41 @@ def main():
         verdict = "" if target is None else f"<= {target} {'PASS' if bw / aw <= target else 'MISS'}"
         print(f"{op:10} {a1 * 1e3:9.1f}ms {b1 * 1e3:7.1f}ms {b1 / a1:6.2f}   {aw * 1e3:8.1f}ms {bw * 1e3:7.1f}ms "
               f"{bw / aw:6.2f}  {verdict}")
+    if not args.no_sets:
+        file_sets(args.repeats, args.calls)
+
+
+def file_sets(repeats, calls):
+    """Per-set aggregate parse and serialize ratios, and the worst file."""
+    print()
+    print(f"File sets: ModelProto.FromString and SerializeToString file by file, medians of {calls} calls, "
+          f"then of {repeats} processes a package")
+    print(f"{'set':18} {'files':>6} {'parse onnx':>11} {'onnxio':>9} {'ratio':>6}   {'serialize onnx':>15} "
+          f"{'onnxio':>9} {'ratio':>6}   worst parse file (>= 5 us)")
+    for name, pattern in SETS.items():
+        paths = sorted(glob.glob(pattern, recursive=True))
+        if not paths:
+            print(f"{name:18} (none found: {pattern})")
+            continue
+        runs = {"onnx": [], "onnxio": []}
+        for _ in range(repeats):
+            for pkg in runs:
+                p = subprocess.run([sys.executable, "-c", SET_CHILD, pkg, str(calls)] + paths, check=True,
+                                   capture_output=True, text=True)
+                runs[pkg].append(json.loads(p.stdout))
+        common = sorted(set.intersection(*(set(r) for rs in runs.values() for r in rs)))
+        per = {pkg: {f: [statistics.median(r[f][k] for r in rs) for k in (0, 1)] for f in common}
+               for pkg, rs in runs.items()}
+        tot = {pkg: [sum(v[k] for v in per[pkg].values()) for k in (0, 1)] for pkg in per}
+        worst, worst_file = 0.0, ""
+        for f in common:
+            if per["onnxio"][f][0] >= 5e-6 and per["onnxio"][f][0] / per["onnx"][f][0] > worst:
+                worst, worst_file = per["onnxio"][f][0] / per["onnx"][f][0], f
+        a, b = tot["onnx"], tot["onnxio"]
+        label = os.path.basename(os.path.dirname(worst_file) if name == "libonnx-testdata" else worst_file)
+        print(f"{name:18} {len(common):6} {a[0] * 1e3:9.2f}ms {b[0] * 1e3:7.2f}ms {b[0] / a[0]:6.2f}   "
+              f"{a[1] * 1e3:13.2f}ms {b[1] * 1e3:7.2f}ms {b[1] / a[1]:6.2f}   "
+              + (f"{worst:.2f} {label}" if worst_file else "none"))
 
 
 if __name__ == "__main__":
