@@ -34,7 +34,7 @@ ONNXIO_API onnxio_status onnxio_consolidate_tensors_to_buffer(void *msg, const o
     if (!msg) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "consolidate: NULL message");
     onnxio__clear_error();
     onnxio_consolidate_options cfg;
-    onnxio_status s = onnxio__copy_options(&cfg, sizeof cfg, opts, "onnxio_consolidate_options", sizeof cfg);
+    onnxio_status s = onnxio__copy_options(&cfg, sizeof cfg, opts, "onnxio_consolidate_options", ONNXIO__CONSOLIDATE_OPTIONS_0_2_SIZE);
     if (s) return s;
     uint64_t alignment = cfg.alignment ? cfg.alignment : ONNXIO_DEFAULT_ALIGNMENT;
     if ((alignment & (alignment - 1)) || alignment > (1u << 30))

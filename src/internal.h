@@ -285,13 +285,16 @@ onnxio_status onnxio__typed_to_raw(const onnxio_TensorProto *t, uint64_t bytes, 
  * onnxio.h. `what` names the struct in errors; `first_size` is what
  * struct_size 0 stands for, the struct's size in 0.2. */
 onnxio_status onnxio__copy_options(void *dst, size_t dst_size, const void *src, const char *what, size_t first_size);
-/* The size of onnxio_serialize_options in 0.2, what struct_size 0 stands
- * for: the members before max_expansion. */
+/* The size of each option struct in 0.2, what struct_size 0 stands for:
+ * the members before the first one added since. A struct with no member
+ * added yet is its sizeof; options.c pins every size (LP64), so that the
+ * first member added to one fails the build until its macro names it. */
 #define ONNXIO__SERIALIZE_OPTIONS_0_2_SIZE offsetof(onnxio_serialize_options, max_expansion)
-/* The same for onnxio_parse_options. */
 #define ONNXIO__PARSE_OPTIONS_0_2_SIZE offsetof(onnxio_parse_options, cancel)
-/* The same for onnxio_text_options. */
 #define ONNXIO__TEXT_OPTIONS_0_2_SIZE offsetof(onnxio_text_options, max_expansion)
+#define ONNXIO__SAFETENSORS_OPTIONS_0_2_SIZE sizeof(onnxio_safetensors_options)
+#define ONNXIO__SLICE_OPTIONS_0_2_SIZE sizeof(onnxio_slice_options)
+#define ONNXIO__CONSOLIDATE_OPTIONS_0_2_SIZE sizeof(onnxio_consolidate_options)
 /* The public parse options read and checked (alignment a power of two at
  * most 1 GiB, no negative counts), with every default resolved: what the
  * library's load and parse paths use. */

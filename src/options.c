@@ -6,6 +6,22 @@
 
 #include "internal.h"
 
+/* The 0.2 layouts, pinned where they were measured (LP64: x86-64,
+ * aarch64). onnxio_external_data_options is embedded by value in
+ * onnxio_serialize_options, so it never grows. */
+#if UINTPTR_MAX == UINT64_MAX
+_Static_assert(ONNXIO__PARSE_OPTIONS_0_2_SIZE == 112, "onnxio_parse_options: the 0.2 layout changed");
+_Static_assert(ONNXIO__SERIALIZE_OPTIONS_0_2_SIZE == 96, "onnxio_serialize_options: the 0.2 layout changed");
+_Static_assert(ONNXIO__TEXT_OPTIONS_0_2_SIZE == 24, "onnxio_text_options: the 0.2 layout changed");
+_Static_assert(ONNXIO__SAFETENSORS_OPTIONS_0_2_SIZE == 56, "onnxio_safetensors_options: a member was added: "
+                                                           "make ONNXIO__SAFETENSORS_OPTIONS_0_2_SIZE its offset");
+_Static_assert(ONNXIO__SLICE_OPTIONS_0_2_SIZE == 40, "onnxio_slice_options: a member was added: "
+                                                     "make ONNXIO__SLICE_OPTIONS_0_2_SIZE its offset");
+_Static_assert(ONNXIO__CONSOLIDATE_OPTIONS_0_2_SIZE == 24, "onnxio_consolidate_options: a member was added: "
+                                                           "make ONNXIO__CONSOLIDATE_OPTIONS_0_2_SIZE its offset");
+_Static_assert(sizeof(onnxio_external_data_options) == 40, "onnxio_external_data_options is frozen");
+#endif
+
 onnxio_status onnxio__copy_options(void *dst, size_t dst_size, const void *src, const char *what, size_t first_size)
 {
     memset(dst, 0, dst_size);

@@ -778,7 +778,7 @@ static void clear_field(onnxio_TensorProto *t, unsigned index)
 static onnxio_status read_options(const onnxio_safetensors_options *opts, const char *path, const char *who,
                                   onnxio_safetensors_options *cfg)
 {
-    onnxio_status s = onnxio__copy_options(cfg, sizeof *cfg, opts, "onnxio_safetensors_options", sizeof *cfg);
+    onnxio_status s = onnxio__copy_options(cfg, sizeof *cfg, opts, "onnxio_safetensors_options", ONNXIO__SAFETENSORS_OPTIONS_0_2_SIZE);
     if (s) return s;
     if (!path) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "%s: path is NULL", who);
     if (cfg->num_threads < 0)

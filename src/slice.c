@@ -39,7 +39,7 @@ struct onnxio_tensor_file {
 
 static onnxio_status slice_config(const onnxio_slice_options *opts, onnxio_slice_options *cfg)
 {
-    onnxio_status s = onnxio__copy_options(cfg, sizeof *cfg, opts, "onnxio_slice_options", sizeof *cfg);
+    onnxio_status s = onnxio__copy_options(cfg, sizeof *cfg, opts, "onnxio_slice_options", ONNXIO__SLICE_OPTIONS_0_2_SIZE);
     if (s) return s;
     if (cfg->num_threads < 0 || cfg->max_depth < 0)
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "onnxio_slice_options: negative num_threads or max_depth");

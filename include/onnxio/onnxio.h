@@ -266,7 +266,8 @@ int onnxio_unknown_field_next(const void *data, size_t size, size_t *offset, onn
 
 /* Every option struct starts with `struct_size`. Zero-initialized (or a
  * NULL pointer) it means the defaults: struct_size 0 stands for the layout
- * of this version (0.2). A program that uses options added later sets it to
+ * of 0.2 (the members that 0.2 had: a program built against 0.2 passes a
+ * zeroed struct of that size, and nothing past it is read). A program that uses options added later sets it to
  * sizeof the struct it was compiled with (the ONNXIO_*_INIT macros do). The
  * library reads only the members struct_size covers, and refuses
  * (ONNXIO_ERR_INVALID_ARGUMENT) a larger struct whose members unknown to it

@@ -1,0 +1,94 @@
+/* The option ABI (include/onnxio/onnxio.h, "Options"): a program built
+ * against the 0.2 headers passes zero-initialized option structs of the
+ * 0.2 sizes with struct_size 0. Here each such struct ends exactly where
+ * an inaccessible page begins, so a library that reads one byte past the
+ * 0.2 layout dies with SIGSEGV; loads, saves, text, slices and
+ * consolidation must run as with default options. The sizes are the 0.2
+ * layouts on LP64, written out as a 0.2 program has them compiled in (not
+ * taken from the library's own macros). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#if UINTPTR_MAX == UINT64_MAX
+enum { PARSE_0_2 = 112, SERIALIZE_0_2 = 96, TEXT_0_2 = 24, SLICE_0_2 = 40, CONSOLIDATE_0_2 = 24 };
+
+/* `size` zero bytes that end where a PROT_NONE page starts. */
+static void *at_page_end(size_t size)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    uint8_t *p = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        perror("mmap");
+        exit(1);
+    }
+    if (mprotect(p + page, (size_t)page, PROT_NONE) != 0) {
+        perror("mprotect");
+        exit(1);
+    }
+    memset(p + page - size, 0, size);
+    return p + page - size;
+}
+
+static void test_0_2_structs(const char *dir)
+{
+    onnxio_arena *a = onnxio_arena_new();
+    int64_t counts[] = {300000, 7};
+    onnxio_ModelProto *m = tu_model_of_initializers(a, 2, counts, ONNXIO_TensorProto_DataType_UINT8, 1, 5);
+    char *path = tu_path_join(dir, "m.onnx");
+
+    tu_begin("0.2 serialize options (96 bytes, struct_size 0) before an inaccessible page: save");
+    const onnxio_serialize_options *so = at_page_end(SERIALIZE_0_2);
+    CHECK_STATUS(onnxio_save_model(m, path, so), ONNXIO_OK);
+    tu_end();
+
+    tu_begin("0.2 parse options (112 bytes, struct_size 0) before an inaccessible page: load");
+    const onnxio_parse_options *po = at_page_end(PARSE_0_2);
+    onnxio_arena *b = onnxio_arena_new();
+    onnxio_ModelProto *back = NULL;
+    CHECK_STATUS(onnxio_load_model(path, po, b, &back), ONNXIO_OK);
+    CHECK(back && tu_equal_as_loaded(back, m));
+    tu_end();
+
+    tu_begin("0.2 text options (24 bytes) and consolidate options (24 bytes)");
+    onnxio_buffer *text = NULL;
+    CHECK_STATUS(onnxio_text_format(back, at_page_end(TEXT_0_2), &text), ONNXIO_OK);
+    CHECK(text && onnxio_buffer_size(text) > 0);
+    onnxio_buffer_unref(text);
+    onnxio_buffer *joined = NULL;
+    CHECK_STATUS(onnxio_consolidate_tensors_to_buffer(back, at_page_end(CONSOLIDATE_0_2), &joined), ONNXIO_OK);
+    CHECK(joined != NULL);
+    onnxio_buffer_unref(joined);
+    tu_end();
+
+    tu_begin("0.2 slice options (40 bytes): a tensor file opened");
+    onnxio_tensor_file *tf = NULL;
+    CHECK_STATUS(onnxio_tensor_file_open(path, at_page_end(SLICE_0_2), &tf), ONNXIO_OK);
+    onnxio_tensor_file_close(tf);
+    tu_end();
+
+    onnxio_arena_unref(b);
+    free(path);
+    onnxio_arena_unref(a);
+}
+#endif
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+#if UINTPTR_MAX == UINT64_MAX
+    char *dir = tu_make_temp_dir("onnxio_abi");
+    test_0_2_structs(dir);
+    tu_remove_tree(dir);
+    free(dir);
+#else
+    printf("test_abi: the pinned 0.2 sizes are LP64's; skipped on this platform\n");
+#endif
+    return tu_finish();
+}
