@@ -82,9 +82,7 @@ onnxio_buffer *onnxio__buffer_new_phase(size_t size, size_t alignment, size_t ph
         uint8_t *end = start + ((span + page - 1) & ~(page - 1));
         if (start > raw) onnxio__sys_munmap(raw, (size_t)(start - raw));
         if (raw + span + LARGE_BLOCK > end) onnxio__sys_munmap(end, (size_t)(raw + span + LARGE_BLOCK - end));
-#ifdef MADV_HUGEPAGE
-        madvise(start, span, MADV_HUGEPAGE);
-#endif
+        onnxio__map_hugepage(start, span);
         data = start + phase;
         return init(b, data, size, release_unmap, (void *)(uintptr_t)phase);
     }

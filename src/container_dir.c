@@ -68,7 +68,7 @@ static onnxio_status splice_pending(walk *w, const char *head, size_t head_size,
 onnxio_status onnxio__base_open(const char *base_dir, onnxio__base *out)
 {
     out->fd = -1;
-    if (!realpath(base_dir, out->real)) {
+    if (!onnxio__sys_realpath(base_dir, out->real)) {
         int err = errno;
         return onnxio__fail(onnxio__errno_status(err), "base directory %s: %s", base_dir, strerror(err));
     }
@@ -96,7 +96,7 @@ onnxio_status onnxio__resolve_in(const onnxio__base *b, const char *location, on
     const char *base_real = b->real;
     /* The walk owns every descriptor on its stack: its own copy of the
      * base directory's. */
-    int base = fcntl(b->fd, F_DUPFD_CLOEXEC, 0);
+    int base = onnxio__sys_dup(b->fd);
     if (base < 0) {
         int err = errno;
         return onnxio__fail(onnxio__errno_status(err), "cannot open the base directory %s: %s", base_real, strerror(err));
@@ -262,8 +262,7 @@ onnxio_status onnxio__open_resolved(const onnxio__resolved *r, const char *locat
         onnxio__close(fd);
         return onnxio__fail(ONNXIO_ERR_IO, "external data file '%s' changed while it was being opened", location);
     }
-    int fl = fcntl(fd, F_GETFL);
-    if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    onnxio__sys_set_blocking(fd);
     *fd_out = fd;
     return ONNXIO_OK;
 }
@@ -404,7 +403,7 @@ onnxio_status onnxio__dir_container(const char *base_dir, const char *model_path
     c->base.finish = dir_finish;
     c->dir.fd = -1;
     c->no_copy = opts->no_copy;
-    if (!model_path || stat(model_path, &c->model) != 0) c->model.st_nlink = 0;
+    if (!model_path || onnxio__sys_fstatat(AT_FDCWD, model_path, &c->model, 0) != 0) c->model.st_nlink = 0;
     *out = &c->base;
     return ONNXIO_OK;
 }

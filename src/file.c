@@ -22,7 +22,6 @@
  * file named after its target, in the same directory, owned by this user,
  * in a journal owned by this user; a planted journal can do nothing the
  * planter could not do directly. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -34,7 +33,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -227,7 +225,7 @@ static char *fd_path(int dir_fd)
 {
     char proc[64], buf[PATH_MAX];
     snprintf(proc, sizeof proc, "/proc/self/fd/%d", dir_fd);
-    ssize_t n = readlink(proc, buf, sizeof buf - 1);
+    ssize_t n = onnxio__sys_readlinkat(AT_FDCWD, proc, buf, sizeof buf - 1);
     if (n <= 0 || buf[0] != '/') return NULL;
     buf[n] = '\0';
     return onnxio__strdup(buf);
@@ -285,7 +283,7 @@ ONNXIO_API void onnxio_remove_temporary_files(void)
 {
     int saved = errno;
     for (temp_node *n = atomic_load(&temps); n; n = atomic_load(&n->next))
-        if (!atomic_load(&n->committed)) unlink(n->path);
+        if (!atomic_load(&n->committed)) onnxio__sys_unlinkat(AT_FDCWD, n->path, 0);
     errno = saved;
 }
 
@@ -312,7 +310,7 @@ static char *hidden_name(const char *name, const char *suffix)
 static void random_hex(char out[RANDOM_HEX + 1])
 {
     unsigned char r[RANDOM_HEX / 2];
-    if (getrandom(r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
+    if (onnxio__sys_getrandom(r, sizeof r) != (ssize_t)sizeof r) {
         /* No entropy yet: pid, time and a counter still make it unique
          * among this machine's processes (O_EXCL catches the rest). */
         static atomic_uint counter;
@@ -419,23 +417,24 @@ static onnxio_status replay(int jfd, bool *unfinished)
 /* Removes the temporary files of dead single-file saves of `name` in
  * `dir_fd` (their records may not have reached the journal). Called with
  * the journal's lock held: no live save of this file is writing. */
+typedef struct sweep_ctx {
+    int dir_fd;
+    const char *name;
+} sweep_ctx;
+
+static void sweep_entry(void *ctx, const char *entry)
+{
+    sweep_ctx *c = ctx;
+    struct stat st;
+    if (is_tmp_of(entry, c->name) && onnxio__sys_fstatat(c->dir_fd, entry, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISREG(st.st_mode) && st.st_uid == geteuid())
+        onnxio__sys_unlinkat(c->dir_fd, entry, 0);
+}
+
 static void sweep(int dir_fd, const char *name)
 {
-    int fd = dup(dir_fd);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        onnxio__close(fd);
-        return;
-    }
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (is_tmp_of(e->d_name, name)) {
-            struct stat st;
-            if (onnxio__sys_fstatat(dir_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-                st.st_uid == geteuid())
-                onnxio__sys_unlinkat(dir_fd, e->d_name, 0);
-        }
-    closedir(d);
+    sweep_ctx c = {dir_fd, name};
+    onnxio__sys_each_entry(dir_fd, sweep_entry, &c);
 }
 
 /* The journals this thread holds locked: its saves in progress. A load or
@@ -556,14 +555,14 @@ static onnxio_status resolve_target(const char *path, int *dir_fd, char **name)
     *name = NULL;
     char *t = NULL;
     struct stat st;
-    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+    if (onnxio__sys_fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
         /* realpath needs the target to exist; a dangling link is resolved
          * one hop at a time, as creat(2) through it would. */
         char *cur = onnxio__strdup(path);
         for (int hops = 0; cur && hops < 40; hops++) {
-            if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode)) break;
+            if (onnxio__sys_fstatat(AT_FDCWD, cur, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISLNK(st.st_mode)) break;
             char buf[PATH_MAX];
-            ssize_t n = readlink(cur, buf, sizeof buf - 1);
+            ssize_t n = onnxio__sys_readlinkat(AT_FDCWD, cur, buf, sizeof buf - 1);
             if (n <= 0) break;
             buf[n] = '\0';
             char *next;
@@ -712,7 +711,7 @@ onnxio_status onnxio__txn_begin(const char *path, onnxio__txn **out)
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     }
     struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (onnxio__sys_fstatat(AT_FDCWD, path, &st, 0) == 0 && !S_ISREG(st.st_mode)) {
         if (S_ISDIR(st.st_mode)) {
             s = onnxio__fail_errno(ONNXIO_ERR_IO, EISDIR, "cannot save to %s: it is a directory", path);
             goto fail;
@@ -824,7 +823,7 @@ onnxio_status onnxio__txn_create(onnxio__txn *t, int dir_fd, const char *name, i
     memcpy(suffix, TMP_INFIX, sizeof TMP_INFIX - 1);
     random_hex(suffix + sizeof TMP_INFIX - 1);
     onnxio_status s = ONNXIO_OK;
-    if ((f->dir_fd = dup(dir_fd)) < 0 || !(f->name = onnxio__strdup(name)) || !(f->tmp = hidden_name(name, suffix))) {
+    if ((f->dir_fd = onnxio__sys_dup(dir_fd)) < 0 || !(f->name = onnxio__strdup(name)) || !(f->tmp = hidden_name(name, suffix))) {
         s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
         goto fail;
     }

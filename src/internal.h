@@ -73,6 +73,13 @@ int onnxio__sys_renameat(int olddir, const char *oldpath, int newdir, const char
 int onnxio__sys_unlinkat(int dirfd, const char *path, int flags);
 int onnxio__sys_fchmod(int fd, mode_t mode);
 int onnxio__sys_flock(int fd, int op); /* EINTR retried */
+int onnxio__sys_dup(int fd); /* a new descriptor of the same file, close-on-exec */
+int onnxio__sys_set_blocking(int fd); /* O_NONBLOCK cleared */
+ssize_t onnxio__sys_getrandom(void *buf, size_t n); /* without blocking */
+char *onnxio__sys_realpath(const char *path, char out[PATH_MAX]);
+/* Calls fn(ctx, name) for each entry of the directory `dir_fd` (which
+ * stays open); -1 (errno set) when it cannot be read. */
+int onnxio__sys_each_entry(int dir_fd, void (*fn)(void *ctx, const char *name), void *ctx);
 void *onnxio__sys_mmap(size_t size, int prot, int flags, int fd);
 /* mmap with MAP_FIXED: maps [offset, offset + size) of fd at addr, over
  * what was there. On failure what was mapped there may be gone. */
@@ -141,6 +148,9 @@ void onnxio__map_willneed(const void *p, size_t size);
  * zeroed here, on the calling thread, instead of inside the read that
  * fills it. It only moves work, so a failure is ignored. */
 void onnxio__map_populate(void *p, size_t size);
+/* Asks for huge pages behind [p, p + size) (MADV_HUGEPAGE; nothing where
+ * the system has none). */
+void onnxio__map_hugepage(void *p, size_t size);
 /* Gives back the whole pages inside [p, p + size) (MADV_DONTNEED). Of a
  * private file mapping that was never written, the pages stay in the page
  * cache, and a later access maps them again with the file's bytes; of

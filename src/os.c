@@ -9,7 +9,9 @@
  * files layer turns failures into statuses and messages. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/random.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -183,6 +185,43 @@ int onnxio__sys_fstatat(int dirfd, const char *path, struct stat *st, int flags)
 ssize_t onnxio__sys_readlinkat(int dirfd, const char *path, char *buf, size_t size)
 {
     return readlinkat(dirfd, path, buf, size);
+}
+
+int onnxio__sys_dup(int fd)
+{
+    if (fail_now(ONNXIO__OP_OPEN, EMFILE)) return -1;
+    return fcntl(fd, F_DUPFD_CLOEXEC, 0);
+}
+
+int onnxio__sys_set_blocking(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+}
+
+ssize_t onnxio__sys_getrandom(void *buf, size_t n)
+{
+    return getrandom(buf, n, GRND_NONBLOCK);
+}
+
+char *onnxio__sys_realpath(const char *path, char out[PATH_MAX])
+{
+    if (fail_now(ONNXIO__OP_OPEN, EIO)) return NULL;
+    return realpath(path, out);
+}
+
+int onnxio__sys_each_entry(int dir_fd, void (*fn)(void *ctx, const char *name), void *ctx)
+{
+    int fd = onnxio__sys_dup(dir_fd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        onnxio__close(fd);
+        return -1;
+    }
+    struct dirent *e;
+    while ((e = readdir(d))) fn(ctx, e->d_name);
+    closedir(d);
+    return 0;
 }
 
 ssize_t onnxio__sys_pread(int fd, void *buf, size_t n, uint64_t offset)
@@ -453,6 +492,15 @@ void onnxio__map_keep_only(const uint8_t *start, const uint8_t *end, uint8_t *co
         if (next > at) onnxio__map_drop(at, (size_t)(next - at));
         if (i < n && kept[2 * i + 1] > at) at = kept[2 * i + 1];
     }
+}
+
+void onnxio__map_hugepage(void *p, size_t size)
+{
+#ifdef MADV_HUGEPAGE
+    madvise(p, size, MADV_HUGEPAGE);
+#else
+    (void)p, (void)size;
+#endif
 }
 
 void onnxio__map_populate(void *p, size_t size)

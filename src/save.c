@@ -568,7 +568,7 @@ static onnxio_status save_external(onnxio_ModelProto *model, const char *path, c
         goto done;
     }
     struct stat model_st;
-    bool have_model = stat(path, &model_st) == 0;
+    bool have_model = onnxio__sys_fstatat(AT_FDCWD, path, &model_st, 0) == 0;
     if ((s = onnxio__base_open(dir, &base))) goto done;
     for (size_t k = 0; k < d.count; k++) {
         if ((s = resolve_file(&d.files[k], &base, have_model ? &model_st : NULL))) goto done;
@@ -576,7 +576,7 @@ static onnxio_status save_external(onnxio_ModelProto *model, const char *path, c
          * model file itself: the same directory and name. */
         struct stat a, b;
         if (!d.files[k].res.exists && strcmp(d.files[k].res.name, onnxio__basename(path)) == 0 &&
-            onnxio__sys_fstat(d.files[k].res.dir_fd, &a) == 0 && stat(dir, &b) == 0 && a.st_dev == b.st_dev &&
+            onnxio__sys_fstat(d.files[k].res.dir_fd, &a) == 0 && onnxio__sys_fstatat(AT_FDCWD, dir, &b, 0) == 0 && a.st_dev == b.st_dev &&
             a.st_ino == b.st_ino) {
             s = onnxio__fail(ONNXIO_ERR_PATH_SELF, "external data location '%s' is the model file itself",
                              d.files[k].location);
