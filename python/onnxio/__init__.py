@@ -560,7 +560,7 @@ def _with_progress(progress, what: str, subject, kwargs: dict, run):
 
 def _load(cls, f, fmt, load_external_data, kwargs):
     """Loads one message of class `cls` from a path, file object or bytes."""
-    if _is_remote(f):  # a URL or an fsspec file object: onnxio/_remote.py (issue 16)
+    if _is_remote(f):  # a URL or an fsspec file object: onnxio/_remote.py
         from onnxio import _remote
 
         local = _remote.local_path(f)
@@ -1191,5 +1191,5 @@ def __dir__():
     return sorted(set(globals()) | set(_SUBMODULES) | set(_ONNX_SUBMODULES) | set(_EXTERNAL_DATA_FUNCTIONS))
 
 
-# Streaming saves (issue 16).
+# Streaming saves.
 from onnxio._streaming import save_streaming  # noqa: E402,F401

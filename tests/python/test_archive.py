@@ -961,7 +961,7 @@ def test_replace_crash_safety(tmp_path):
 
     # A replacement that fails with an error (EFBIG: SIGXFSZ ignored, as
     # Python leaves it) leaves the old archive byte for byte (what it
-    # appended is cut off again: issue 11), and a later one works.
+    # appended is cut off again), and a later one works.
     shutil.copy(pristine, p)
     child = _CHILD.replace("signal.signal(signal.SIGXFSZ, signal.SIG_DFL)", "pass")
     r = subprocess.run([sys.executable, "-c", child, str(p), str(final + old_dir // 2), "crash"], env=_child_env(),
