@@ -82,7 +82,7 @@ run with 16384 handed over 400 GiB back; so for the full run, as root:
 The run prints how much was handed back during it: even with these
 settings it was 114 GiB in a 10-minute run at 16 GiB, and 4 GiB left free
 for a minute took 7x as long to touch again as 4 GiB the process had just
-freed (BENCHMARKS.md). So each child touches and frees as much memory as the
+freed. So each child touches and frees as much memory as the
 files hold, or as is free beside the page cache, before the timer starts.
 
 The figures are medians of --repeats children per operation and state (the
@@ -127,8 +127,7 @@ LOADS = [
     # The limit of a load that hands back its own copy: the same reads into
     # memory the process has not touched yet, which it must take from the
     # system (asked for huge pages, as onnxio's payload buffers are; on this
-    # VM, memory not touched before costs up to ~1 s a GiB: see
-    # BENCHMARKS.md).
+    # VM, memory not touched before costs up to ~1 s a GiB).
     ("read into new memory", ["onnx", "ext", "onnxz", "safetensors"]),
     ("onnxio copy", ["onnx", "ext", "onnxz"]),
     ("onnxio copy 1t", ["onnx", "ext", "onnxz"]),

@@ -1071,8 +1071,7 @@ def from_onnx(proto) -> Message:  # noqa: F405
 
     The parse copies the payloads: a no_copy parse (payloads borrowing the
     bytes object) takes as much memory once the bytes object is gone, saves
-    0.05 s on GPT-2 but costs 0.04 s more on the 200,000-node model
-    (BENCHMARKS.md)."""
+    0.05 s on GPT-2 but costs 0.04 s more on the 200,000-node model."""
     if isinstance(proto, _onnxio.Message):
         return _onnxio._load_bytes(_onnxio._serialize(proto), type(proto))
     converted = _onnxio._coerce(proto)
