@@ -159,7 +159,7 @@ bench: bootstrap
 	$(PYTHON) bench/bench_crc.py
 	$(PYTHON) bench/bench_messages.py
 
-# The Python package against onnx (and onnxruntime, onnx_ir): issue 4's targets.
+# The Python package against onnx (and onnxruntime, onnx_ir), with its targets.
 bench-python: bootstrap python-install
 	@$(MAKE) --no-print-directory models
 	$(PYTHON) bench/bench_python.py $(BENCH_PY_ARGS)

@@ -1,8 +1,8 @@
-"""Messages built from Python (issue 14, item 4): 100,000 nodes made with
+"""Messages built from Python: 100,000 nodes made with
 helper.make_node, then a graph and a model, by onnx (upb) and by onnxio,
 each in a fresh process; prints the anonymous memory they take (RSS growth),
 what stays after they are dropped, and the time, with the ratio onnxio /
-onnx against issue 14's targets (memory <= 1.5x, after the drop <= 1.2x,
+onnx against the targets (memory <= 1.5x, after the drop <= 1.2x,
 time <= 1.0x). Medians of --repeats processes per package.
 
     .venv/bin/python bench/bench_build.py [--repeats 3] [--nodes 100000]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What the CRC-32 costs a warm `.onnxz` copy load (issue 14, item 3).
+"""What the CRC-32 costs a warm `.onnxz` copy load.
 
     .venv/bin/python bench/bench_crc.py [--gib 3.5] [--repeats 15] [--models .cache/models/user]
 

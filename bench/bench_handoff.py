@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The handoff benchmark (issue 15): weights from onnxio to onnxruntime
+"""The handoff benchmark: weights from onnxio to onnxruntime
 without a copy. Time to a ready session and peak RSS of onnxruntime on a
 model of >= 1 GiB of float32 weights, each way of getting it there, in
 fresh processes.
@@ -33,7 +33,7 @@ Outputs: every way's output is compared with "ort path" of the same layout
 and prepacking setting (bit-equal expected; prepacking changes the GEMM
 kernel, so on/off differ in the last bits).
 
-Targets of issue 15 (PASS/MISS): peak RSS <= 1.2x the weights (absolute
+Targets (PASS/MISS): peak RSS <= 1.2x the weights (absolute
 VmHWM of the child, interpreter and libraries included) for onnxio no_copy;
 4 sessions add <= 10% RSS over one (onnxio no_copy); outputs equal. Writes
 bench/out/bench_handoff.json.
@@ -256,7 +256,7 @@ def main() -> int:
     def verdict(ok):
         return "PASS" if ok else "MISS"
 
-    print("\ntargets (issue 15), onnxio no_copy with prepacking off (onnxio.onnxruntime's default):")
+    print("\ntargets, onnxio no_copy with prepacking off (onnxio.onnxruntime's default):")
     for layout in ("onnx", "ext"):
         one = next(r for r in doc_rows if r["layout"] == layout and r["way"] == "onnxio no_copy"
                    and not r["prepack"] and r["sessions"] == 1)

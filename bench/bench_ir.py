@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The onnx-ir bridge (issue 15): onnxio.ir.to_ir / from_ir against onnx_ir
+"""The onnx-ir bridge: onnxio.ir.to_ir / from_ir against onnx_ir
 over protobuf (the onnx package).
 
     .venv/bin/python bench/bench_ir.py [--repeats N] [--models gpt2,many_nodes] [--models-dir DIR]

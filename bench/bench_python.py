@@ -18,7 +18,7 @@ parses everything; onnxio.load parses everything into C structures that the
 Python objects point into. `walk` reads every node's op_type and inputs from
 Python. Saves write to a temporary directory on the same disk as the models.
 
-It prints a table with onnxio / onnx ratios, checks the targets of issue 4,
+It prints a table with onnxio / onnx ratios, checks its targets,
 and (unless --no-write) replaces its section of BENCHMARKS.md and draws
 docs/bench_python.png.
 """
@@ -265,7 +265,7 @@ def main():
     def target(label, value, limit, ok):
         return f"| {label} | {value} | {limit} | {'PASS' if ok else '**MISS**'} |"
 
-    t = ["| target (issue 4) | measured | limit | result |", "|---|---|---|---|"]
+    t = ["| target | measured | limit | result |", "|---|---|---|---|"]
     a, b = m(ox, "load many_nodes"), m(io, "load many_nodes")
     if a and b:
         t.append(target("onnxio.load of the 200k-node model / onnx.load", f"{b:.4f} / {a:.4f} = {b / a:.3f}",

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Remote loads (issue 16): a ~256 MiB model (64 float32 tensors of 4 MiB)
+"""Remote loads: a ~256 MiB model (64 float32 tensors of 4 MiB)
 served from loopback by an HTTP server with Range support and by moto's S3
 server (behind a proxy that counts GET bytes), both from
 tests/python/remote_servers.py.

@@ -1,4 +1,4 @@
-"""Streaming save demonstration (issue 16): N GiB of generated float16
+"""Streaming save demonstration: N GiB of generated float16
 weights streamed to an .onnx + external data file under an address-space
 limit (RLIMIT_AS), peak RSS (VmHWM) reported, throughput compared with a
 write+fsync loop of the same bytes, and the result loaded back (no_copy)

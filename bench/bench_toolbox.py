@@ -1,4 +1,4 @@
-"""The cost of onnxio's bridges to onnx's toolbox (issue 12): from_onnx,
+"""The cost of onnxio's bridges to onnx's toolbox: from_onnx,
 to_onnx, checker.check_model and shape_inference.infer_shapes on onnxio's
 messages, against the same call of the onnx package on its own messages,
 on the 200,000-node model and on GPT-2 (scripts/make_many_nodes.py,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The benchmark from the user's side (issue 14, item 6): loading and saving
+"""The benchmark from the user's side: loading and saving
 float16 LLM-shaped models of several sizes with onnxio, against onnx (upb),
 onnx_ir, safetensors and the physical limits of this machine (a read(2)
 loop, cat, write + fsync), warm and cold, all in one run.
@@ -28,7 +28,7 @@ the cache state asked for:
         children had read of the other layouts, and there a warm child
         found 22-100 % of the file it had just read still cached, and warm
         .onnxz copies of fully cached files took 7.5-12 s where external
-        data took 2.6-5.4 s (BENCHMARKS.md, ninth session);
+        data took 2.6-5.4 s;
         fincore (util-linux) then tells how many of their bytes are still
         cached ("cached" in the JSON; a warning is printed above 1 %; when
         fincore is missing, eviction is not verified and the run says so);
@@ -82,7 +82,7 @@ run with 16384 handed over 400 GiB back; so for the full run, as root:
 The run prints how much was handed back during it: even with these
 settings it was 114 GiB in a 10-minute run at 16 GiB, and 4 GiB left free
 for a minute took 7x as long to touch again as 4 GiB the process had just
-freed (BENCHMARKS.md). So each child touches and frees as much memory as the
+freed. So each child touches and frees as much memory as the
 files hold, or as is free beside the page cache, before the timer starts.
 
 The figures are medians of --repeats children per operation and state (the
@@ -90,7 +90,7 @@ repeats interleaved: round 1 of everything, then round 2, ..., each round
 in its own shuffled order, from a fixed seed). GiB/s is
 payload bytes / s. Ratios: "/cat" against cat of the same files in the same
 state, "/ext" against onnxio copy of the external data layout in the same
-state. Then the targets of issue 14 print PASS or MISS (or "not measured").
+state. Then the targets print PASS or MISS (or "not measured").
 Writes bench/out/bench_user.json (every run) and docs/bench_user.png
 (seconds per GiB against size; unless --no-chart). The per-message
 operations are bench/bench_messages.py (`make bench` runs it after this).
@@ -127,8 +127,7 @@ LOADS = [
     # The limit of a load that hands back its own copy: the same reads into
     # memory the process has not touched yet, which it must take from the
     # system (asked for huge pages, as onnxio's payload buffers are; on this
-    # VM, memory not touched before costs up to ~1 s a GiB: see
-    # BENCHMARKS.md).
+    # VM, memory not touched before costs up to ~1 s a GiB).
     ("read into new memory", ["onnx", "ext", "onnxz", "safetensors"]),
     ("onnxio copy", ["onnx", "ext", "onnxz"]),
     ("onnxio copy 1t", ["onnx", "ext", "onnxz"]),
@@ -544,7 +543,7 @@ def print_size(gib, res):
 
 
 def check(results, sizes):
-    """The targets of issue 14: (label, value, limit, verdict)."""
+    """The targets: (label, value, limit, verdict)."""
     lines = []
 
     def add(label, value, limit):
@@ -700,7 +699,7 @@ def main():
         reporting["reported_during_run_kib"] = after - reporting["reported_kib"]
         print(f"\nfree page reporting during the run: {reporting['reported_during_run_kib'] / 2**20:.1f} GiB handed "
               "back to the hypervisor (each GiB of it cost host faults when touched again)")
-    print("\ntargets (issue 14, medians of this run):")
+    print("\ntargets (medians of this run):")
     for label, value, limit, verdict in targets:
         v = f"{value:.3f}" if value is not None else "-"
         lim = f"<= {limit:g}" if limit is not None else ""

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Two builds of bench/out/onnxio_bench against each other, in one session.
+"""Two builds of bench/out/onnxio_bench against each other, in one run.
 
 Runs each harness in turn (ROUNDS rounds, so that both see the same state of
 the machine) on gpt2.onnx, gpt2 with external data and many_nodes.onnx from

@@ -49,20 +49,18 @@ static void release_mapping(void *ctx, void *data, size_t size)
 
 /* A mapping of a large file is made of windows of MAP_WINDOW bytes, each
  * mapped from its own open file description of the file: the kernel keeps
- * read-ahead state per open file description, and one description serving
- * a whole large file read cold page by page was measured up to 2x slower.
- * On the 2-core VM of BENCHMARKS.md ("Tenth session"), touching one byte
- * of every page of a 16 GiB file, cold, in one mapping: 10.2-15.6 s (16
- * runs); the same with a fresh description every 256 MiB (or every tensor,
- * as onnx_ir opens the file once per tensor): 7.3-7.8 s in 10 of 13 runs,
- * 10.6-11.0 s in the other 3. The disk did the same reads in both (about
- * 4,080 reads of 4 MiB, 7.3-8.6 s busy); the extra time was user time on
- * the first touch of each page. We have not
- * established the kernel's mechanism; the windows are one contiguous
+ * read-ahead state per open file description, and one description serving a
+ * whole large file read cold page by page was measured up to 2x slower. On a
+ * 2-core VM (Linux 6.18, ext4), touching one byte of every page of a 16 GiB
+ * file, cold, in one mapping: 10.2-15.6 s (16 runs); the same with a fresh
+ * description every 256 MiB (or every tensor, as onnx_ir opens the file once
+ * per tensor): 7.3-7.8 s in 10 of 13 runs, 10.6-11.0 s in the other 3. The
+ * disk did the same reads in both (about 4,080 reads of 4 MiB, 7.3-8.6 s
+ * busy); the extra time was user time on the first touch of each page. The
+ * kernel's mechanism is not established; the windows are one contiguous
  * range, so callers see one mapping either way. At most MAP_WINDOWS_MAX
- * windows (the kernel limits the mappings of a process, 65,530 by
- * default). Tests set onnxio__test_map_window (not 0) to make the window
- * smaller. */
+ * windows (the kernel limits the mappings of a process, 65,530 by default).
+ * Tests set onnxio__test_map_window (not 0) to make the window smaller. */
 #define MAP_WINDOW ((size_t)256 << 20)
 #define MAP_WINDOWS_MAX 4096
 size_t onnxio__test_map_window;

@@ -449,7 +449,7 @@ void onnxio__buffer_ref_n(onnxio_buffer *b, size_t n);
  * boundary (mod 4096), for a block of at least 2 MiB that a pread fills
  * from a file offset with the same phase: the kernel then copies each page
  * of the page cache to one page, which a warm load of 64-byte-aligned
- * archive entries took 1.7% less time for (BENCHMARKS.md). `phase`
+ * archive entries took 1.7% less time for. `phase`
  * is ignored (0) when it is not a multiple of `alignment`, or the block is
  * smaller (aligned_alloc). */
 onnxio_buffer *onnxio__buffer_new_phase(size_t size, size_t alignment, size_t phase);

@@ -1,4 +1,4 @@
-/* Remote sources (issue 16; onnxio.h, "remote sources"): the ranges of
+/* Remote sources (onnxio.h, "remote sources"): the ranges of
  * external data a load needs, checked with the load pipeline's rules
  * (load.c's onnxio__check_external_range, format.c's key parsing), for a
  * front end that fetches them itself, and the setting of a payload it

@@ -839,7 +839,7 @@ bool onnxio_archive_entry_is_model(const onnxio_archive_entry *e);
  * the no_copy load's alignment option. */
 bool onnxio_archive_entry_borrowable(const onnxio_archive_entry *e, uint64_t alignment);
 
-/* Structure-first reading (remote sources, issue 16: a front end that
+/* Structure-first reading (remote sources: a front end that
  * fetches byte ranges itself, python/onnxio/_remote.py). The front end
  * fetches the last bytes of the file (e.g. 64 KiB) and opens the archive
  * from them; the library validates the end records, the ZIP64 records and
@@ -1406,7 +1406,7 @@ onnxio_status onnxio_text_print(const void *msg, const onnxio_text_options *opts
 onnxio_status onnxio_text_parse(const onnxio_message_desc *desc, const void *text, size_t size,
                                 const onnxio_text_options *opts, onnxio_arena *arena, void **out);
 
-/* ---- remote sources (issue 16) ---------------------------------------- */
+/* ---- remote sources ---------------------------------------------------- */
 
 /* A front end that reads external data from somewhere the library cannot
  * open (object storage, HTTP: python/onnxio/_remote.py) asks the library

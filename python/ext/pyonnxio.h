@@ -235,7 +235,7 @@ extern const char pyonnxio_safetensors_save_doc[];
 PyObject *pyonnxio_save_streaming(PyObject *self, PyObject *args, PyObject *kw);
 extern const char pyonnxio_save_streaming_doc[];
 
-/* ---- remote.c (issue 16: remote sources) ------------------------------- */
+/* ---- remote.c (remote sources) ----------------------------------------- */
 
 /* _external_ranges and _set_fetched_payload of module.c's method table
  * (METH_VARARGS), and their doc strings. */

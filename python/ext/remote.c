@@ -1,5 +1,5 @@
-/* remote.c: the extension's entry points for remote loads (issue 16;
- * python/onnxio/_remote.py fetches the bytes). Every rule is the C
+/* remote.c: the extension's entry points for remote loads
+ * (python/onnxio/_remote.py fetches the bytes). Every rule is the C
  * library's (onnxio.h, "remote sources"): which tensors are external, their
  * keys, the location's spelling, the range against the file's size and the
  * length against the type and shape; this file converts arguments. */

@@ -560,7 +560,7 @@ def _with_progress(progress, what: str, subject, kwargs: dict, run):
 
 def _load(cls, f, fmt, load_external_data, kwargs):
     """Loads one message of class `cls` from a path, file object or bytes."""
-    if _is_remote(f):  # a URL or an fsspec file object: onnxio/_remote.py (issue 16)
+    if _is_remote(f):  # a URL or an fsspec file object: onnxio/_remote.py
         from onnxio import _remote
 
         local = _remote.local_path(f)
@@ -1071,8 +1071,7 @@ def from_onnx(proto) -> Message:  # noqa: F405
 
     The parse copies the payloads: a no_copy parse (payloads borrowing the
     bytes object) takes as much memory once the bytes object is gone, saves
-    0.05 s on GPT-2 but costs 0.04 s more on the 200,000-node model
-    (BENCHMARKS.md)."""
+    0.05 s on GPT-2 but costs 0.04 s more on the 200,000-node model."""
     if isinstance(proto, _onnxio.Message):
         return _onnxio._load_bytes(_onnxio._serialize(proto), type(proto))
     converted = _onnxio._coerce(proto)
@@ -1191,5 +1190,5 @@ def __dir__():
     return sorted(set(globals()) | set(_SUBMODULES) | set(_ONNX_SUBMODULES) | set(_EXTERNAL_DATA_FUNCTIONS))
 
 
-# Streaming saves (issue 16).
+# Streaming saves.
 from onnxio._streaming import save_streaming  # noqa: E402,F401

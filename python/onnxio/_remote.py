@@ -1,4 +1,4 @@
-"""Remote sources (issue 16): ``onnxio.load`` of an fsspec URL
+"""Remote sources: ``onnxio.load`` of an fsspec URL
 (``s3://bucket/model.onnx``, ``https://host/model.onnx``, ``memory://m.onnx``,
 any protocol fsspec knows) or of an fsspec file object (``fsspec.open(url)``
 opened, or anything with ``.fs`` and ``.path``).

@@ -1,4 +1,4 @@
-"""Streaming saves (issue 16): ``onnxio.save_streaming``.
+"""Streaming saves: ``onnxio.save_streaming``.
 
 The rules (which initializers are placeholders, their byte counts, the
 layout, the save transaction) are the C library's

@@ -7,7 +7,7 @@ are, on onnx messages converted at the boundary (onnxio.to_onnx on the way
 in, onnxio.from_onnx on the way out; `inplace=True` copies the result back
 into the onnxio message passed). Measured against running them on onnxio's
 classes, the conversion costs less than the Python walk itself does on
-either (BENCHMARKS.md), and it is exact by construction.
+either, and it is exact by construction.
 
 Needs the onnx package (`pip install onnxio[onnx]`).
 """

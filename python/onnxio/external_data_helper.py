@@ -214,7 +214,7 @@ def load_external_data_for_tensor(tensor: Any, base_dir: str) -> None:
 def load_external_data_for_model(model: Any, base_dir: str) -> None:
     """load_external_data_for_tensor for every external tensor of `model`
     (initializers, also in subgraphs, and attribute tensors). A URL
-    base_dir ("s3://bucket/dir", "https://host/dir": issue 16) fetches
+    base_dir ("s3://bucket/dir", "https://host/dir") fetches
     every external tensor's range from under it (onnxio._remote; fsspec
     needed), with the library's checks, coalesced and in parallel."""
     if isinstance(base_dir, str) and "://" in base_dir:

@@ -12,10 +12,10 @@ not, or ``.onnxz``, loaded with ``no_copy=True``)::
     sess = InferenceSession(model, providers=["CPUExecutionProvider"])
     sess.run(None, {"x": x})
 
-The route (chosen by measurement, onnxruntime 1.31.1; README.md and
-BENCHMARKS.md have the figures): onnxruntime gets the model's structure as
-serialized bytes in which every initializer of the main graph of at least
-``min_size`` bytes (but those it reads itself, below) has no ``raw_data``
+The route (chosen by measurement, onnxruntime 1.31.1; BENCHMARKS.md,
+"Handoff to onnxruntime", has the figures): onnxruntime gets the
+model's structure as serialized bytes in which every initializer of the
+main graph of at least ``min_size`` bytes (but those it reads itself, below) has no ``raw_data``
 but a placeholder external-data
 reference (location ``PLACEHOLDER``, an empty file shipped in this package,
 found through the session option

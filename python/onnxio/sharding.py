@@ -1,4 +1,4 @@
-"""Sharded loading for tensor parallelism (issue 16): ``onnxio.shard``.
+"""Sharded loading for tensor parallelism: ``onnxio.shard``.
 
 ``shard(model_or_path, rank, world_size, plan)`` gives rank ``rank``'s model
 of ``world_size``: every initializer of the main graph that ``plan`` splits

@@ -1,4 +1,4 @@
-"""Slices of tensors read straight from a model file (issue 16).
+"""Slices of tensors read straight from a model file.
 
 ``onnxio.read_tensor(source, name, index)`` gives ``to_array(tensor)[index]``
 for an initializer of a model file without loading the model: the file's

@@ -9,8 +9,8 @@ with the most common reasons of the others.
 
 The tests are those of the onnx sdist of the installed version (pip
 download onnx==<version> --no-binary :all:, from PyPI), extracted to
-.cache/onnx-suite/. Not part of `make test`: it measures issue 12's
-"95% of the natively-passing tests" and takes a while. Each run's outcomes
+.cache/onnx-suite/. Not part of `make test`: it measures the target
+"95% of the natively-passing tests pass" and takes a while. Each run's outcomes
 are kept in .cache/onnx-suite/{native,onnxio}.xml and the summary in
 .cache/onnx-suite/summary.json.
 """

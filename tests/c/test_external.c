@@ -1570,7 +1570,7 @@ static void test_save_modes(void)
             check_dir_is("refused saves: outside", outside, onames, 2);
         }
         /* a symlink that stays inside is written through to its target,
-         * as cp does (issue 11, item 11): the link stays a link */
+         * as cp does: the link stays a link */
         write_data_file(dir, "target.bin");
         char *inl = tu_path_join(dir, "in.bin"), *target = tu_path_join(dir, "target.bin");
         CHECK(symlink("target.bin", inl) == 0);

@@ -1,4 +1,4 @@
-/* Fault injection (issue 11), as SQLite's test_malloc.c and its I/O error
+/* Fault injection, as SQLite's test_malloc.c and its I/O error
  * injection do it: every allocation point and every open, read, write,
  * fsync, ftruncate, rename, unlink and mmap of loads, saves, archives and
  * model replacement is made to fail in turn (src/os.c counts them), and each

@@ -1046,7 +1046,7 @@ static onnxio_TypeProto *deep_typeproto(onnxio_arena *arena, int levels, onnxio_
     return top;
 }
 
-/* Issue 11, item 2: nesting built in memory past every limit must give
+/* Nesting built in memory past every limit must give
  * clean errors (no stack overflow) on write, copy and text, and work for
  * equality and clearing; the writer refuses what a reader with the same
  * limit would refuse. */

@@ -1,5 +1,5 @@
-/* The progress callback of loads and saves (onnxio_progress_fn; issue 14,
- * item 5): what it is told (done never decreasing, the same total in every
+/* The progress callback of loads and saves (onnxio_progress_fn): what it
+ * is told (done never decreasing, the same total in every
  * call, the last call and only it with done == total, total the payload
  * bytes of the model, counted here from the tensors the test built), on
  * every load and save path and thread count; and cancelling: a non-zero

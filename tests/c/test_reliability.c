@@ -1,11 +1,10 @@
-/* Regressions of issue 11 ("nothing crashes, nothing is lost") in the files
- * wing, each reproducing a finding: modes and the umask (item 3), special
- * files and symlinks as external data (items 6, 7), outputs that are
- * symlinks, devices or read-only, and saves that move nothing (item 11),
- * the journal of a dead save (item 4; the crash-point sweep is in
- * test_faults), the option structs' sizes, and what a file is. The
- * reference is the file system itself (stat, lstat, the bytes on disk) and
- * the serialized bytes of the model. */
+/* Regressions of the file handling ("nothing crashes, nothing is lost"), each
+ * reproducing a finding: modes and the umask, special files and symlinks as
+ * external data, outputs that are symlinks, devices or read-only, and saves
+ * that move nothing, the journal of a dead save (the crash-point sweep is in
+ * test_faults), the option structs' sizes, and what a file is. The reference
+ * is the file system itself (stat, lstat, the bytes on disk) and the
+ * serialized bytes of the model. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>

@@ -1,4 +1,4 @@
-/* Streaming saves (onnxio_save_streaming, issue 16): a model's structure
+/* Streaming saves (onnxio_save_streaming): a model's structure
  * plus tensors from a source, in any order, must give the bytes that
  * onnxio_save_model writes for the full model (every file: the model, data
  * files, the archive) in every layout; wrong tensors are refused naming

@@ -1,4 +1,4 @@
-"""Loopback servers for remote loads (issue 16), shared by
+"""Loopback servers for remote loads, shared by
 tests/python/test_remote.py and bench/bench_remote.py:
 
 - RangeHTTPServer: serves a dict {path: bytes} over HTTP/1.1 with HEAD and

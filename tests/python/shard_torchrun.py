@@ -1,5 +1,5 @@
-"""One rank of the torchrun test of onnxio.shard (tests/python/test_shard.py,
-issue 16); also the measurement of BENCHMARKS.md's "Sharded loads".
+"""One rank of the torchrun test of onnxio.shard (tests/python/test_shard.py);
+also the measurement of BENCHMARKS.md's "Sharded loads".
 
     torchrun --nproc_per_node=4 --standalone tests/python/shard_torchrun.py CONFIG.json
 

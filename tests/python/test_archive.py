@@ -262,8 +262,8 @@ def test_copy_load_keeps_each_payload_where_it_is_in_a_page(tmp_path, load_align
     """A copy load reads each large payload with pread into memory that
     starts where its entry's data starts in a page (mod 4096), as zipfile
     and the local headers place it, when the load's alignment allows (the
-    kernel then copies page to page: BENCHMARKS.md); the bytes are numpy's,
-    and always aligned as the load asks."""
+    kernel then copies page to page: docs/design.md, "Cold reads"); the
+    bytes are numpy's, and always aligned as the load asks."""
     sizes = {"big": 3 << 20, "mid1": 512 << 10, "mid2": 300 << 10, "mid3": 260 << 10}
     arrays = {n: _arr(np.uint8, s, i) for i, (n, s) in enumerate(sizes.items())}
     graph = oh.make_graph([], "g", [], [], [onh.from_array(a, n) for n, a in arrays.items()])
@@ -961,7 +961,7 @@ def test_replace_crash_safety(tmp_path):
 
     # A replacement that fails with an error (EFBIG: SIGXFSZ ignored, as
     # Python leaves it) leaves the old archive byte for byte (what it
-    # appended is cut off again: issue 11), and a later one works.
+    # appended is cut off again), and a later one works.
     shutil.copy(pristine, p)
     child = _CHILD.replace("signal.signal(signal.SIGXFSZ, signal.SIG_DFL)", "pass")
     r = subprocess.run([sys.executable, "-c", child, str(p), str(final + old_dir // 2), "crash"], env=_child_env(),

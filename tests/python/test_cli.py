@@ -682,8 +682,8 @@ def check_external_round_trip(src, tmp_path, threshold=None):
     # what moved: raw_data payloads of at least the threshold, nothing else
     limit = 1024 if threshold is None else max(int(threshold), 1)
     sizes = raw_sizes(src)
-    # a data file exists exactly when a payload moved (issue 11, item 11:
-    # a save that moves nothing writes no empty data file)
+    # a data file exists exactly when a payload moved (a save that moves
+    # nothing writes no empty data file)
     assert (tmp_path / "weights.bin").exists() == any(s >= limit for s in sizes.values())
     m = onnx.load(str(ext), load_external_data=False)
     for t in m.graph.initializer:

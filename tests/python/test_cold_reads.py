@@ -1,5 +1,5 @@
 """A no_copy load of a model whose file is not in the page cache reads its
-structure from the disk, not its payloads (issue 14, item 4): the parse asks
+structure from the disk, not its payloads: the parse asks
 for the pages it reads and keeps the kernel's read-around out of the large
 tensors it skips, in a single .onnx file and in an .onnxz archive.
 

@@ -1,4 +1,4 @@
-"""Amplification (issue 11, item 5): a small file must not make onnxio
+"""Amplification: a small file must not make onnxio
 allocate or write without bound.
 
 - A load may allocate at most max_expansion (default 100) times the bytes it

@@ -1,4 +1,4 @@
-"""onnxio.onnxruntime (issue 15): onnxruntime sessions on onnxio's models,
+"""onnxio.onnxruntime: onnxruntime sessions on onnxio's models,
 the weights handed over without a copy.
 
 References: onnxruntime loading the same model from its path (the outputs

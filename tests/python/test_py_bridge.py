@@ -1,4 +1,4 @@
-"""Real onnx messages wherever onnxio takes a message (issue 12, item 2):
+"""Real onnx messages wherever onnxio takes a message:
 constructors, CopyFrom, MergeFrom, append, extend, insert, helper
 functions, save, to_array. Each result is compared with onnx doing the same
 with its own messages (the serialized bytes), and the type errors for

@@ -1,4 +1,4 @@
-"""onnx's toolbox on onnxio's messages (issue 12, item 1): onnxio.checker,
+"""onnx's toolbox on onnxio's messages: onnxio.checker,
 shape_inference, version_converter, printer, parser, inliner, compose,
 utils, reference, model_container and defs. Each call on onnxio messages is
 compared with the same call of the onnx package on onnx messages: the same

@@ -1,4 +1,4 @@
-"""Remote loads (issue 16): onnxio.load of fsspec URLs and file objects,
+"""Remote loads: onnxio.load of fsspec URLs and file objects,
 against a real S3 API server on loopback (moto's ThreadedMotoServer, behind
 a proxy that counts the bytes of every GET), an HTTP server with Range
 support on loopback (counting the bytes it serves) and memory://.

@@ -1,4 +1,4 @@
-"""Sharded loading (issue 16): onnxio.shard against numpy.array_split of the
+"""Sharded loading: onnxio.shard against numpy.array_split of the
 onnx package's full load, for several plans, world sizes, layouts (one .onnx
 file, .onnx + external data, .onnxz) and dtypes, from a path and from a
 model in memory; the bytes read (the reader's count against the parts'

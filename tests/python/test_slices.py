@@ -1,4 +1,4 @@
-"""Tensor slices (issue 16): onnxio.read_tensor against numpy slicing of the
+"""Tensor slices: onnxio.read_tensor against numpy slicing of the
 onnx package's full load, in every layout (one .onnx file, .onnx + external
 data, .onnxz written by onnxio.save); the bytes read (counted by the reader,
 and by the kernel's rchar in a subprocess); the CLI's cat (numpy.load as the

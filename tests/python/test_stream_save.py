@@ -1,4 +1,4 @@
-"""onnxio.save_streaming (issue 16): tensors from an iterator, checked
+"""onnxio.save_streaming: tensors from an iterator, checked
 against the onnx package's load, numpy, and onnxio.save's bytes of the same
 full model; errors leave old files; memory bounded by the largest tensor."""
 import os
