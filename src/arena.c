@@ -50,6 +50,9 @@ struct onnxio_arena {
     size_t total;
     size_t limit;   /* 0, or the most `total` may reach (a load's expansion budget) */
     bool limit_hit; /* an allocation failed because of `limit` */
+    /* Filled by a parse (onnxio__arena_expect) or with a cached block: its
+     * blocks go back to the cache. */
+    bool caches;
     span_chunk *spans;
 };
 
@@ -94,8 +97,11 @@ static void note_freed(size_t n)
 #endif
 }
 
-/* Freed blocks of ARENA_MAX_BLOCK bytes, up to BLOCK_CACHE_MAX of them in
- * the process, serve the next arenas' blocks. glibc gives the top of its
+/* Freed blocks of ARENA_MAX_BLOCK bytes of parsed trees (and of trees
+ * that took cached blocks, such as a copy of a parsed one), up to
+ * BLOCK_CACHE_MAX of them in the process, serve the next arenas' blocks
+ * (trees built from Python give theirs back, see note_freed). glibc gives
+ * the top of its
  * heap back to the system on free once more than its trim threshold (128
  * KiB until a large mapped chunk is freed) is free there, which a freed
  * tree is: the next parse of the same model then faulted every page of
@@ -124,7 +130,7 @@ ONNXIO_API void onnxio_arena_unref(onnxio_arena *a)
     for (span_chunk *c = a->spans; c; c = c->next)
         for (size_t i = 0; i < c->count; i++) onnxio_span_clear(c->spans[i]);
     block *b = a->head, *next;
-    if (a->total > SMALL_ARENA) {
+    if (a->caches && a->total > SMALL_ARENA) {
         pthread_mutex_lock(&block_cache_lock);
         for (; b && block_cache_bytes < BLOCK_CACHE_MAX; b = next) {
             next = b->next;
@@ -160,7 +166,8 @@ void *onnxio__arena_grow(onnxio_arena *a, size_t size)
         return NULL;
     }
     block *nb = want == ARENA_MAX_BLOCK ? block_cache_take() : NULL;
-    if (!nb && !(nb = onnxio__malloc(BLOCK_HEADER + want))) return NULL;
+    if (nb) a->caches = true;
+    else if (!(nb = onnxio__malloc(BLOCK_HEADER + want))) return NULL;
     nb->size = want;
     a->total += BLOCK_HEADER + want;
     char *p = (char *)nb + BLOCK_HEADER;
@@ -201,6 +208,7 @@ void onnxio__arena_expect(onnxio_arena *a, size_t input)
 {
     size_t want = input > ARENA_MAX_BLOCK / ARENA_PER_INPUT_BYTE ? ARENA_MAX_BLOCK : input * ARENA_PER_INPUT_BYTE;
     size_t free_now = (size_t)(a->bump.end - a->bump.cur);
+    a->caches = true;
     if (free_now < want && a->next_block < want) a->next_block = want;
 }
 

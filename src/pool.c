@@ -370,9 +370,8 @@ void onnxio__pool_read_direct(onnxio__pool *p, bool on) { p->direct = on; }
  * the pages it copied out (onnxio__sys_drop_cached), from the first read
  * on, so that what the copies take the cache gives back. Warm 16 GiB copy
  * loads with 7 GiB free beside the cached file, fresh C processes:
- * external data 5.7-7.7 s against 9.4-10.1 s, .onnxz 5.3 against 9.1 s
- * (BENCHMARKS.md, eighth session). A load that fits leaves the page cache
- * as it was. */
+ * external data 5.7-7.7 s against 9.4-10.1 s, .onnxz 5.3 against 9.1 s.
+ * A load that fits leaves the page cache as it was. */
 static bool drop_behind(onnxio__pool *p)
 {
     if (p->dropping) return true; /* what is needed only grows */

@@ -1,4 +1,4 @@
-"""Progress of long operations (issue 14, item 5).
+"""Progress of long operations.
 
 Python: ``progress=`` of load_model / load_model_from_string / save_model
 is told the payload bytes done and in all; the total is checked against the
