@@ -1,10 +1,11 @@
 /* Reading messages from text: protobuf's text format, as
  * google.protobuf.text_format.Parse reads it, and protobuf JSON, as
  * google.protobuf.json_format.Parse reads it (onnxio_text_parse in
- * onnxio.h), and the helpers the text readers share (text_read.h). Both
- * walk the input once, straight into the message tree: no token list, no
- * JSON document in between. Memory grows with what the text holds, never
- * with a number it states. Writing is src/text.c. */
+ * onnxio.h; ONNX's textual syntax is text_onnx.c), and the helpers every
+ * text reader shares (text_read.h). Both walk the input once, straight
+ * into the message tree: no token list, no JSON document in between.
+ * Memory grows with what the text holds, never with a number it states.
+ * Writing is src/text.c. */
 #include <errno.h>
 #include <float.h>
 #include <math.h>
@@ -1204,8 +1205,14 @@ ONNXIO_API onnxio_status onnxio_text_parse(const onnxio_message_desc *desc, cons
     onnxio_text_options cfg;
     onnxio_status s = onnxio__copy_options(&cfg, sizeof cfg, opts, "onnxio_text_options", ONNXIO__TEXT_OPTIONS_0_2_SIZE);
     if (s) return s;
-    if ((unsigned)cfg.style > ONNXIO_TEXT_JSON)
+    if ((unsigned)cfg.style > ONNXIO_TEXT_ONNX)
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "text_parse: unknown text style %d", (int)cfg.style);
+    if (cfg.style == ONNXIO_TEXT_ONNX && desc != &onnxio_desc_ModelProto && desc != &onnxio_desc_GraphProto &&
+        desc != &onnxio_desc_FunctionProto && desc != &onnxio_desc_NodeProto)
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT,
+                            "text_parse: ONNX's textual syntax reads a ModelProto, GraphProto, FunctionProto or "
+                            "NodeProto, not a %s",
+                            desc->name);
     onnxio_message *m = onnxio_message_new(arena, desc);
     if (!m) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "text_parse: out of memory");
     reader r = {.start = text ? text : "", .arena = arena, .max_depth = onnxio__depth_limit(cfg.max_depth)};
@@ -1218,7 +1225,10 @@ ONNXIO_API onnxio_status onnxio_text_parse(const onnxio_message_desc *desc, cons
     size_t before = onnxio_arena_used(arena);
     uint64_t left = onnxio__budget_left(&r.budget);
     onnxio__arena_limit(arena, left < SIZE_MAX - before ? before + (size_t)left : 0);
-    if (cfg.style == ONNXIO_TEXT_JSON) {
+    if (cfg.style == ONNXIO_TEXT_ONNX) {
+        r.format = "ONNX textual syntax";
+        onnxio__text_parse_onnx(&r, m);
+    } else if (cfg.style == ONNXIO_TEXT_JSON) {
         r.format = "JSON";
         r.json = 1;
         if (json_message(&r, m, 0) && json_peek(&r) != -1)

@@ -1,5 +1,6 @@
-/* The state and helpers shared by the text readers (text_parse.c, which
- * also holds onnxio_text_parse). Errors name the line and column,
+/* The state and helpers shared by the text readers: protobuf's text
+ * format and JSON (text_parse.c, which also holds onnxio_text_parse) and
+ * ONNX's textual syntax (text_onnx.c). Errors name the line and column,
  * the arena grows within the expansion budget of onnxio_text_parse, and
  * integers past 64 bits are refused the same way in every style. */
 #ifndef ONNXIO_TEXT_READ_H
@@ -14,7 +15,7 @@ typedef struct onnxio__text_reader {
     const char *start, *p, *end;
     onnxio_arena *arena;
     int max_depth;
-    const char *format;     /* "text format" or "JSON", for messages */
+    const char *format;     /* "text format", "JSON" or "ONNX textual syntax", for messages */
     int json;
     onnxio_status status;   /* the first error */
     char *scratch;          /* a string value being unescaped */
@@ -39,5 +40,10 @@ size_t onnxio__text_utf8_prefix(const unsigned char *p, size_t n);
 /* Decimal digits only of [p, e) into *mag; 0 when there are none, or
  * another character, or they pass 2^64 - 1. */
 int onnxio__text_decimal(const char *p, const char *e, uint64_t *mag);
+
+/* ONNX's textual syntax (text_onnx.c) into `m`, a new ModelProto,
+ * GraphProto, FunctionProto or NodeProto, with r set up as for the other
+ * styles. Returns r->status after recording any error. */
+onnxio_status onnxio__text_parse_onnx(onnxio__text_reader *r, onnxio_message *m);
 
 #endif
