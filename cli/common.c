@@ -254,16 +254,10 @@ int cli_text_style(const char *path, onnxio_text_style *style)
     for (size_t i = 0; i < sizeof proto / sizeof proto[0]; i++)
         if (has_suffix(path, proto[i])) return (*style = ONNXIO_TEXT_PROTO, 1);
     if (has_suffix(path, ".json") || has_suffix(path, ".onnxjson")) return (*style = ONNXIO_TEXT_JSON, 1);
+    if (has_suffix(path, ".onnxtxt") || has_suffix(path, ".onnxtext")) return (*style = ONNXIO_TEXT_ONNX, 1);
     onnxio_format format;
     if (onnxio_detect_file_format(path, &format) != ONNXIO_OK || format != ONNXIO_FORMAT_TEXT) return 0;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return 0;
-    int c;
-    while ((c = fgetc(fp)) == ' ' || c == '\t' || c == '\n' || c == '\r')
-        ;
-    fclose(fp);
-    if (c == '<') return 0; /* ONNX's textual syntax: the load's message says what reads it */
-    *style = c == '{' ? ONNXIO_TEXT_JSON : ONNXIO_TEXT_PROTO;
+    *style = CLI_TEXT_BY_CONTENT;
     return 1;
 }
 
@@ -300,7 +294,7 @@ static onnxio_status load_text(const onnxio_message_desc *desc, const char *path
     fclose(fp);
     if (!st) {
         onnxio_text_options to = ONNXIO_TEXT_OPTIONS_INIT;
-        to.style = style;
+        to.style = style == CLI_TEXT_BY_CONTENT ? onnxio_detect_text_style(text, n) : style;
         to.max_depth = opts->max_depth;
         to.max_expansion = opts->max_expansion;
         st = onnxio_text_parse(desc, text ? text : "", n, &to, arena, out);

@@ -143,9 +143,11 @@ int cli_file_is_archive(const char *path);
  * indicator ("loading FILE", "saving FILE") on stderr when it is a
  * terminal. */
 /* Whether the file at `path` is a text message the library reads, by its
- * extension (.textproto, .txtpb, .prototxt, .pbtxt; .json, .onnxjson) or
- * its content (text that starts with '{': JSON, else protobuf text
- * format; ONNX's textual syntax, '<', is not read here): 1 with *style. */
+ * extension (.textproto, .txtpb, .prototxt, .pbtxt; .json, .onnxjson;
+ * .onnxtxt, .onnxtext) or its content (onnxio_detect_file_format: text):
+ * 1 with *style, CLI_TEXT_BY_CONTENT when the extension names none (the
+ * style is then onnxio_detect_text_style's, once the text is read). */
+#define CLI_TEXT_BY_CONTENT ((onnxio_text_style)-1)
 int cli_text_style(const char *path, onnxio_text_style *style);
 /* Loads a model (cli_load_file: a message of type desc) as the library
  * loads it, or from text (cli_text_style) with its external data read

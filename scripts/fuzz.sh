@@ -26,7 +26,9 @@
 # and python3's zipfile (.cache/fuzz/seed-archive/); fuzz_cli (the onnxio
 # command run in-process) and fuzz_slice with both; fuzz_safetensors only
 # with the .safetensors files make_seeds.sh writes
-# (.cache/fuzz/seed-safetensors/). What a fuzzer finds
+# (.cache/fuzz/seed-safetensors/); fuzz_text and fuzz_onnx_text with seed
+# models printed as text (.cache/fuzz/seed-text/, seed-onnx-text/). What a
+# fuzzer finds
 # beyond them accumulates in
 # .cache/fuzz/corpus/NAME/; a crash leaves its input in
 # .cache/fuzz/artifacts/ and makes the script exit 1 (after the other
@@ -143,6 +145,34 @@ for f in "$seed"/*; do
 done
 echo "==> fuzz: $(find "$text_seed" -type f | wc -l) text seeds in $text_seed"
 
+# fuzz_onnx_text reads ONNX's textual syntax: small seed models as
+# onnx.printer writes them (the model, its graph, its first node and its
+# functions, after the byte that picks the type: 0 model, 1 graph,
+# 2 function, 3 node), when the onnx package is there to print them.
+onnx_text_seed="$cache/seed-onnx-text"
+rm -rf "$onnx_text_seed"
+mkdir -p "$onnx_text_seed"
+"${FUZZ_PYTHON:-$root/.venv/bin/python}" - "$seed" "$onnx_text_seed" <<'PY' 2>/dev/null || true
+import os, sys
+import onnx, onnx.printer
+src, out = sys.argv[1], sys.argv[2]
+n = 0
+for name in sorted(os.listdir(src)):
+    path = os.path.join(src, name)
+    if os.path.getsize(path) > 16384 or n >= 80:
+        continue
+    try:
+        m = onnx.load_model_from_string(open(path, "rb").read())
+        parts = [(0, m), (1, m.graph)] + [(3, node) for node in m.graph.node[:1]] + [(2, f) for f in m.functions]
+        for kind, msg in parts:
+            with open(os.path.join(out, f"{kind}-{name}"), "wb") as f:
+                f.write(bytes([kind]) + onnx.printer.to_text(msg).encode())
+        n += 1
+    except Exception:
+        continue
+PY
+echo "==> fuzz: $(find "$onnx_text_seed" -type f | wc -l) ONNX text seeds in $onnx_text_seed"
+
 # ---- run -------------------------------------------------------------------
 
 want=("$@")
@@ -205,6 +235,8 @@ for src in "${sources[@]}"; do
         these=("${seeds[@]}" "${archive_seeds[@]}")
     elif [[ "$name" == fuzz_text ]]; then
         these=("$text_seed")
+    elif [[ "$name" == fuzz_onnx_text ]]; then
+        these=("$onnx_text_seed")
     elif [[ "$name" == fuzz_safetensors ]]; then
         these=("${safetensors_seeds[@]}")
     fi

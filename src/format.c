@@ -49,17 +49,47 @@ ONNXIO_API onnxio_format onnxio_detect_format(const void *data, size_t size)
     return ONNXIO_FORMAT_PROTOBUF;
 }
 
+/* White space, and '#' comments to the end of their line (both text
+ * formats that have comments write them so). */
+static size_t skip_text_space(const uint8_t *p, size_t n, size_t i)
+{
+    for (;;) {
+        while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r' || p[i] == '\v' || p[i] == '\f'))
+            i++;
+        if (i == n || p[i] != '#') return i;
+        const uint8_t *nl = memchr(p + i, '\n', n - i);
+        i = nl ? (size_t)(nl - p) : n;
+    }
+}
+
+ONNXIO_API onnxio_text_style onnxio_detect_text_style(const void *data, size_t size)
+{
+    const uint8_t *p = data;
+    size_t i = p ? skip_text_space(p, size, 0) : size;
+    if (i == size) return ONNXIO_TEXT_PROTO;
+    if (p[i] == '{') return ONNXIO_TEXT_JSON;
+    if (p[i] == '<') return ONNXIO_TEXT_ONNX;
+    /* a name, then '(' or '=': a graph, function or node of ONNX's textual
+     * syntax without its header ("agraph (x) => (y) {...}", "y = Relu(x)");
+     * protobuf text format puts ':', '{' or '<' after a field's name */
+    if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') || p[i] == '_')) return ONNXIO_TEXT_PROTO;
+    while (i < size && ((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') || (p[i] >= '0' && p[i] <= '9') ||
+                        p[i] == '_'))
+        i++;
+    i = skip_text_space(p, size, i);
+    return i < size && (p[i] == '(' || p[i] == '=') ? ONNXIO_TEXT_ONNX : ONNXIO_TEXT_PROTO;
+}
+
 const char *onnxio__text_hint(const void *data, size_t size)
 {
     if (onnxio_detect_format(data, size) != ONNXIO_FORMAT_TEXT) return NULL;
-    const uint8_t *p = data;
-    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++; /* text has a byte that is not */
-    if (*p == '{')
+    onnxio_text_style style = onnxio_detect_text_style(data, size);
+    if (style == ONNXIO_TEXT_JSON)
         return "the file is text, not binary protobuf: it looks like JSON (protobuf's json_format), which "
                "onnxio_text_parse reads with ONNXIO_TEXT_JSON (Python: onnxio.load(path, format=\"json\"))";
-    if (*p == '<')
+    if (style == ONNXIO_TEXT_ONNX)
         return "the file is text, not binary protobuf: it looks like ONNX's textual syntax (onnx.printer), which "
-               "Python's onnxio.load(path, format=\"onnxtxt\") reads through the onnx package";
+               "onnxio_text_parse reads with ONNXIO_TEXT_ONNX (Python: onnxio.load(path, format=\"onnxtxt\"))";
     return "the file is text, not binary protobuf: it looks like protobuf text format (textproto), which "
            "onnxio_text_parse reads with ONNXIO_TEXT_PROTO (Python: onnxio.load(path, format=\"textproto\"))";
 }

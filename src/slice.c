@@ -156,20 +156,16 @@ ONNXIO_API onnxio_status onnxio_tensor_file_open(const char *path, const onnxio_
     s = onnxio_parse_into(f->model, data, size, owner, &po, f->arena);
     onnxio__map_random(onnxio_buffer_data(f->map), onnxio_buffer_size(f->map), false);
     if (s && !f->archive && onnxio_detect_format(data, size) == ONNXIO_FORMAT_TEXT) {
-        /* Protobuf text format or JSON ('{'), as onnxio_text_parse reads
-         * them; ONNX's textual syntax ('<') keeps the load's message. */
-        size_t i = 0;
-        while (i < size && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r')) i++;
-        if (i < size && data[i] != '<') {
-            onnxio_text_options to = ONNXIO_TEXT_OPTIONS_INIT;
-            to.style = data[i] == '{' ? ONNXIO_TEXT_JSON : ONNXIO_TEXT_PROTO;
-            to.max_depth = cfg.max_depth;
-            to.max_expansion = cfg.max_expansion;
-            void *m = NULL;
-            onnxio__clear_error();
-            s = onnxio_text_parse(&onnxio_desc_ModelProto, data, size, &to, f->arena, &m);
-            if (!s) f->model = m;
-        }
+        /* Protobuf text format, JSON or ONNX's textual syntax
+         * (onnxio_detect_text_style), as onnxio_text_parse reads them. */
+        onnxio_text_options to = ONNXIO_TEXT_OPTIONS_INIT;
+        to.style = onnxio_detect_text_style(data, size);
+        to.max_depth = cfg.max_depth;
+        to.max_expansion = cfg.max_expansion;
+        void *m = NULL;
+        onnxio__clear_error();
+        s = onnxio_text_parse(&onnxio_desc_ModelProto, data, size, &to, f->arena, &m);
+        if (!s) f->model = m;
     }
     if (s) goto fail;
     *out = f;

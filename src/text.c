@@ -507,6 +507,11 @@ static onnxio_status write_text(const void *msg, const onnxio_text_options *opts
     o->stream = stream;
     onnxio_status s = onnxio__copy_options(&cfg, sizeof cfg, opts, "onnxio_text_options", ONNXIO__TEXT_OPTIONS_0_2_SIZE);
     if (s) return s;
+    if (cfg.style == ONNXIO_TEXT_ONNX)
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT,
+                            "%s: ONNX's textual syntax (ONNXIO_TEXT_ONNX) is read, not written; onnx.printer "
+                            "writes it",
+                            what);
     if ((unsigned)cfg.style > ONNXIO_TEXT_JSON)
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "%s: unknown text style %d", what, (int)cfg.style);
     o->style = cfg.style;

@@ -1,9 +1,11 @@
 /* Reading messages from text: protobuf's text format, as
  * google.protobuf.text_format.Parse reads it, and protobuf JSON, as
  * google.protobuf.json_format.Parse reads it (onnxio_text_parse in
- * onnxio.h). Both walk the input once, straight into the message tree: no
- * token list, no JSON document in between. Memory grows with what the text
- * holds, never with a number it states. Writing is src/text.c. */
+ * onnxio.h; ONNX's textual syntax is text_onnx.c), and the helpers every
+ * text reader shares (text_read.h). Both walk the input once, straight
+ * into the message tree: no token list, no JSON document in between.
+ * Memory grows with what the text holds, never with a number it states.
+ * Writing is src/text.c. */
 #include <errno.h>
 #include <float.h>
 #include <math.h>
@@ -14,24 +16,11 @@
 #include <string.h>
 
 #include "internal.h"
+#include "text_read.h"
 
-typedef struct reader {
-    const char *start, *p, *end;
-    onnxio_arena *arena;
-    int max_depth;
-    const char *format;     /* "text format" or "JSON", for messages */
-    int json;
-    onnxio_status status;   /* the first error */
-    char *scratch;          /* a string value being unescaped */
-    size_t scratch_size, scratch_cap;
-    onnxio__budget budget;  /* the text's size as input; raw_data charged here, the arena by its limit */
-} reader;
+typedef onnxio__text_reader reader;
 
-/* Records the first error, naming the line and column (both from 1; the
- * column counts bytes) of `at`. */
-static onnxio_status fail_at(reader *r, const char *at, onnxio_status status, const char *fmt, ...)
-    ONNXIO_PRINTF(4, 5);
-static onnxio_status fail_at(reader *r, const char *at, onnxio_status status, const char *fmt, ...)
+onnxio_status onnxio__text_fail(reader *r, const char *at, onnxio_status status, const char *fmt, ...)
 {
     if (r->status) return r->status;
     char what[512];
@@ -51,30 +40,30 @@ static onnxio_status fail_at(reader *r, const char *at, onnxio_status status, co
     return r->status;
 }
 
-#define SYNTAX(r, at, ...) fail_at(r, at, ONNXIO_ERR_SYNTAX, __VA_ARGS__)
+#define SYNTAX(r, at, ...) onnxio__text_fail(r, at, ONNXIO_ERR_SYNTAX, __VA_ARGS__)
 
-/* An allocation failed: out of memory, or past the expansion budget (the
- * arena's limit). */
-static onnxio_status no_memory(reader *r)
+onnxio_status onnxio__text_no_memory(reader *r)
 {
     if (r->status) return r->status;
     if (onnxio__arena_limit_hit(r->arena))
-        return fail_at(r, r->p, ONNXIO_ERR_EXPANSION,
-                       "the message needs more memory than max_expansion (%llu) times the text's %llu bytes plus "
-                       "%u MiB allows (%zu bytes so far); raise max_expansion if the input is trusted",
-                       (unsigned long long)r->budget.ratio, (unsigned long long)r->budget.input,
-                       (unsigned)(ONNXIO_EXPANSION_ALLOWANCE >> 20), onnxio_arena_used(r->arena));
+        return onnxio__text_fail(r, r->p, ONNXIO_ERR_EXPANSION,
+                                 "the message needs more memory than max_expansion (%llu) times the text's %llu "
+                                 "bytes plus %u MiB allows (%zu bytes so far); raise max_expansion if the input is "
+                                 "trusted",
+                                 (unsigned long long)r->budget.ratio, (unsigned long long)r->budget.input,
+                                 (unsigned)(ONNXIO_EXPANSION_ALLOWANCE >> 20), onnxio_arena_used(r->arena));
     r->status = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "%s: out of memory", r->format);
     return r->status;
 }
 
-static int scratch_put(reader *r, const void *p, size_t n)
+int onnxio__text_scratch_put(reader *r, const void *p, size_t n)
 {
+    if (n == 0) return 1;
     if (r->scratch_cap - r->scratch_size < n) {
         size_t cap = r->scratch_cap ? r->scratch_cap : 256;
         while (cap - r->scratch_size < n) cap *= 2;
         char *b = onnxio__realloc(r->scratch, cap);
-        if (!b) return no_memory(r), 0;
+        if (!b) return onnxio__text_no_memory(r), 0;
         r->scratch = b;
         r->scratch_cap = cap;
     }
@@ -106,15 +95,20 @@ static int put_utf8(reader *r, uint32_t cp)
         b[3] = (char)(0x80 | (cp & 0x3f));
         n = 4;
     }
-    return scratch_put(r, b, n);
+    return onnxio__text_scratch_put(r, b, n);
 }
 
-/* 1 when the n bytes at p are well-formed UTF-8. */
-static int utf8_valid(const unsigned char *p, size_t n)
+size_t onnxio__text_utf8_prefix(const unsigned char *p, size_t n)
 {
-    for (size_t i = 0, len; i < n; i += len)
-        if (!(len = p[i] < 0x80 ? 1 : onnxio__utf8_sequence(p + i, n - i))) return 0;
-    return 1;
+    size_t i = 0, len;
+    for (; i < n; i += len)
+        if (!(len = p[i] < 0x80 ? 1 : onnxio__utf8_sequence(p + i, n - i))) break;
+    return i;
+}
+
+onnxio_status onnxio__text_too_deep(reader *r, const char *at)
+{
+    return onnxio__text_fail(r, at, ONNXIO_ERR_DEPTH, "messages nested deeper than %d", r->max_depth);
 }
 
 /* ---- storing values ------------------------------------------------------ */
@@ -129,7 +123,7 @@ static void *value_slot(reader *r, const char *at, onnxio_message *m, const onnx
     void *member = onnxio__member(m, f);
     if (f->label >= ONNXIO_LABEL_REPEATED) {
         void *e = onnxio_array_append(r->arena, member, onnxio__elem_size(f));
-        if (!e) no_memory(r);
+        if (!e) onnxio__text_no_memory(r);
         return e;
     }
     if (once && onnxio_field_present(m, f)) {
@@ -162,7 +156,7 @@ static onnxio_message *message_slot(reader *r, const char *at, onnxio_message *m
         }
         sub = *slot;
     }
-    if (!sub) no_memory(r);
+    if (!sub) onnxio__text_no_memory(r);
     return sub;
 }
 
@@ -226,16 +220,17 @@ static void store_real(const onnxio_field_desc *f, void *dst, double v)
 /* The bytes in r->scratch into a string, bytes or raw_data member. */
 static int store_bytes(reader *r, const char *at, const onnxio_field_desc *f, void *dst)
 {
-    if (f->kind == ONNXIO_KIND_STRING && !utf8_valid((const unsigned char *)r->scratch, r->scratch_size))
+    if (f->kind == ONNXIO_KIND_STRING &&
+        onnxio__text_utf8_prefix((const unsigned char *)r->scratch, r->scratch_size) != r->scratch_size)
         return SYNTAX(r, at, "String field \"%s\" is not valid UTF-8.", f->name), 0;
     if (f->kind == ONNXIO_KIND_RAW) {
         /* An owned payload, outside the arena: charged to the budget. */
         onnxio_status s = onnxio__budget_take(&r->budget, r->scratch_size, "raw_data");
-        if (s) return fail_at(r, at, s, "%s", onnxio_last_error()), 0;
-        if (onnxio_span_copy_from(dst, r->scratch, r->scratch_size)) return no_memory(r), 0;
+        if (s) return onnxio__text_fail(r, at, s, "%s", onnxio_last_error()), 0;
+        if (onnxio_span_copy_from(dst, r->scratch, r->scratch_size)) return onnxio__text_no_memory(r), 0;
         return 1;
     }
-    if (onnxio_string_set(r->arena, dst, r->scratch, r->scratch_size)) return no_memory(r), 0;
+    if (onnxio_string_set(r->arena, dst, r->scratch, r->scratch_size)) return onnxio__text_no_memory(r), 0;
     return 1;
 }
 
@@ -266,9 +261,9 @@ static int parse_magnitude(const char *p, const char *e, uint64_t *mag)
     return 1;
 }
 
-/* Decimal digits only (Python's int(str)) of [p, e) into *mag; 0 when
- * there are none, or another character, or they pass 2^64 - 1. */
-static int parse_decimal(const char *p, const char *e, uint64_t *mag)
+/* Decimal digits only (Python's int(str)); onnxio__text_decimal in
+ * text_read.h. */
+int onnxio__text_decimal(const char *p, const char *e, uint64_t *mag)
 {
     if (p == e) return 0;
     uint64_t v = 0;
@@ -394,7 +389,7 @@ static int unescape_text(reader *r, token t)
     while (p < e) {
         const char *run = p;
         while (p < e && *p != '\\') p++;
-        if (p > run && !scratch_put(r, run, (size_t)(p - run))) return 0;
+        if (p > run && !onnxio__text_scratch_put(r, run, (size_t)(p - run))) return 0;
         if (p == e) break;
         const char *esc = p++;
         char c = *p++;
@@ -444,11 +439,11 @@ static int unescape_text(reader *r, token t)
                 b = (char)v;
                 break;
             }
-            if (!scratch_put(r, esc, 1)) return 0;
+            if (!onnxio__text_scratch_put(r, esc, 1)) return 0;
             b = c;
             break;
         }
-        if (!scratch_put(r, &b, 1)) return 0;
+        if (!onnxio__text_scratch_put(r, &b, 1)) return 0;
     }
     return 1;
 }
@@ -540,7 +535,7 @@ static int text_value(reader *r, onnxio_message *m, const onnxio_field_desc *f, 
         char close = is_char(t, '<') ? '>' : '}';
         if (!expect_char(r, close == '>' ? '<' : '{')) return 0;
         if (depth + 1 > r->max_depth)
-            return fail_at(r, t.p, ONNXIO_ERR_DEPTH, "messages nested deeper than %d", r->max_depth), 0;
+            return onnxio__text_too_deep(r, t.p), 0;
         onnxio_message *sub = message_slot(r, t.p, m, f);
         return sub && text_message_body(r, sub, depth + 1, close);
     }
@@ -708,7 +703,7 @@ static int json_string(reader *r)
     for (;;) {
         const char *run = r->p;
         while (r->p < r->end && *r->p != '"' && *r->p != '\\' && (unsigned char)*r->p >= 0x20) r->p++;
-        if (r->p > run && !scratch_put(r, run, (size_t)(r->p - run))) return 0;
+        if (r->p > run && !onnxio__text_scratch_put(r, run, (size_t)(r->p - run))) return 0;
         if (r->p == r->end) return SYNTAX(r, at, "Failed to load JSON: unterminated string."), 0;
         char c = *r->p;
         if (c == '"') {
@@ -743,7 +738,7 @@ static int json_string(reader *r)
         }
         default: return SYNTAX(r, esc, "Failed to load JSON: invalid \\escape."), 0;
         }
-        if (!scratch_put(r, &b, 1)) return 0;
+        if (!onnxio__text_scratch_put(r, &b, 1)) return 0;
     }
 }
 
@@ -809,7 +804,7 @@ static int json_number_at(reader *r, json_number *n)
         n->v = strtod(buf, NULL);
     }
     n->neg = *p == '-';
-    if (n->integral && !n->big) n->big = !parse_decimal(digits, int_end, &n->mag);
+    if (n->integral && !n->big) n->big = !onnxio__text_decimal(digits, int_end, &n->mag);
     r->p = q;
     return 1;
 }
@@ -828,7 +823,7 @@ static int scratch_integer(reader *r, int *neg, uint64_t *mag)
     if (p == e) return 0;
     for (const char *q = p; q < e; q++)
         if (*q < '0' || *q > '9') return 0;
-    return parse_decimal(p, e, mag) ? 1 : -1;
+    return onnxio__text_decimal(p, e, mag) ? 1 : -1;
 }
 
 /* Base64 digit values, both alphabets (+/ and -_); -2 for '=', -1 for
@@ -1093,7 +1088,7 @@ static int json_value(reader *r, onnxio_message *m, const onnxio_field_desc *f, 
     if (json_peek(r) != '{')
         return SYNTAX(r, r->p, "Field \"%s\" of message type \"%s\" wants an object.", f->name, full_name(m)), 0;
     if (depth + 1 > r->max_depth)
-        return fail_at(r, r->p, ONNXIO_ERR_DEPTH, "messages nested deeper than %d", r->max_depth), 0;
+        return onnxio__text_too_deep(r, r->p), 0;
     onnxio_message *sub = message_slot(r, r->p, m, f);
     return sub && json_message(r, sub, depth + 1);
 }
@@ -1210,8 +1205,14 @@ ONNXIO_API onnxio_status onnxio_text_parse(const onnxio_message_desc *desc, cons
     onnxio_text_options cfg;
     onnxio_status s = onnxio__copy_options(&cfg, sizeof cfg, opts, "onnxio_text_options", ONNXIO__TEXT_OPTIONS_0_2_SIZE);
     if (s) return s;
-    if ((unsigned)cfg.style > ONNXIO_TEXT_JSON)
+    if ((unsigned)cfg.style > ONNXIO_TEXT_ONNX)
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "text_parse: unknown text style %d", (int)cfg.style);
+    if (cfg.style == ONNXIO_TEXT_ONNX && desc != &onnxio_desc_ModelProto && desc != &onnxio_desc_GraphProto &&
+        desc != &onnxio_desc_FunctionProto && desc != &onnxio_desc_NodeProto)
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT,
+                            "text_parse: ONNX's textual syntax reads a ModelProto, GraphProto, FunctionProto or "
+                            "NodeProto, not a %s",
+                            desc->name);
     onnxio_message *m = onnxio_message_new(arena, desc);
     if (!m) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "text_parse: out of memory");
     reader r = {.start = text ? text : "", .arena = arena, .max_depth = onnxio__depth_limit(cfg.max_depth)};
@@ -1224,7 +1225,10 @@ ONNXIO_API onnxio_status onnxio_text_parse(const onnxio_message_desc *desc, cons
     size_t before = onnxio_arena_used(arena);
     uint64_t left = onnxio__budget_left(&r.budget);
     onnxio__arena_limit(arena, left < SIZE_MAX - before ? before + (size_t)left : 0);
-    if (cfg.style == ONNXIO_TEXT_JSON) {
+    if (cfg.style == ONNXIO_TEXT_ONNX) {
+        r.format = "ONNX textual syntax";
+        onnxio__text_parse_onnx(&r, m);
+    } else if (cfg.style == ONNXIO_TEXT_JSON) {
         r.format = "JSON";
         r.json = 1;
         if (json_message(&r, m, 0) && json_peek(&r) != -1)

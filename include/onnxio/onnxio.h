@@ -527,13 +527,12 @@ typedef enum onnxio_format {
      * protobuf message starts with 0 (field number 0 does not exist). */
     ONNXIO_FORMAT_ARCHIVE = 1,
     /* Text (protobuf text format, ONNX's textual syntax, JSON), which the
-     * loads of binary files do not read (onnxio_text_parse reads protobuf
-     * text format and JSON): it starts, after white space, with a letter,
+     * loads of binary files do not read (onnxio_text_parse reads each of
+     * them): it starts, after white space, with a letter,
      * '<', '{' or '#', and its first 64 bytes are printable ASCII or UTF-8
      * or white space. Loading still tries protobuf first; this only
      * explains why it fails: the error then says which text it looks like
-     * ('{': JSON, '<': ONNX's textual syntax, else protobuf text format)
-     * and what reads it. */
+     * (onnxio_detect_text_style) and what reads it. */
     ONNXIO_FORMAT_TEXT = 2,
 } onnxio_format;
 
@@ -1333,8 +1332,9 @@ onnxio_status onnxio_consolidate_tensors_to_buffer(void *msg, const onnxio_conso
 
 /* ---- text formats --------------------------------------------------- */
 
-/* Which text a message is written as, and read from. Each is byte for byte
- * what Python protobuf (protobuf 7, the upb backend) writes. */
+/* Which text a message is written as, and read from. STR, PROTO and JSON
+ * are written byte for byte as Python protobuf (protobuf 7, the upb
+ * backend) writes them; ONNX is read only. */
 typedef enum onnxio_text_style {
     /* str(message): upb's text encoder (floats and doubles as %g with
      * FLT_DIG / DBL_DIG digits, widened until they read back). What
@@ -1351,7 +1351,25 @@ typedef enum onnxio_text_style {
      * bytes in base64, enums by name, "NaN" / "Infinity" / "-Infinity",
      * non-ASCII escaped as \uXXXX. No newline at the end. */
     ONNXIO_TEXT_JSON = 2,
+    /* ONNX's textual syntax, the language of onnx.parser and onnx.printer
+     * (files named *.onnxtxt): `<ir_version: 8, opset_import: ["" : 18]>
+     * agraph (float[N, 128] X) => (float[N] Y) { Y = Relu(X) }`. Read
+     * only: onnxio_text_format and onnxio_text_print refuse it
+     * (ONNXIO_ERR_INVALID_ARGUMENT; onnx.printer writes it). What
+     * onnxio_text_parse accepts and builds is what onnx.parser (ONNX 1.23)
+     * does, see there. */
+    ONNXIO_TEXT_ONNX = 3,
 } onnxio_text_style;
+
+/* Which text style `size` bytes of text (ONNXIO_FORMAT_TEXT) look like,
+ * after white space and '#' comment lines: '{' is JSON; '<', or a name
+ * followed by '(' or '=' (a graph, function or node without the model's
+ * header: "agraph (x) => (y) {...}"), is ONNX's textual syntax; anything
+ * else is protobuf text format (a field's name is followed by ':', '{' or
+ * '<'). ONNXIO_TEXT_PROTO stands for protobuf text format (STR reads the
+ * same). What the library's text loads (onnxio_tensor_file_open), the
+ * binary loads' error messages and the command go by. */
+onnxio_text_style onnxio_detect_text_style(const void *data, size_t size);
 
 typedef struct onnxio_text_options {
     /* sizeof(onnxio_text_options), or 0 (see "Options"). */
@@ -1363,7 +1381,8 @@ typedef struct onnxio_text_options {
      * abbreviated. 0 prints everything (JSON always prints everything). */
     uint64_t max_bytes_shown;
     /* What is written or read; ONNXIO_TEXT_STR and ONNXIO_TEXT_PROTO read
-     * the same way (protobuf's text format). */
+     * the same way (protobuf's text format); ONNXIO_TEXT_ONNX is only
+     * read. */
     onnxio_text_style style;
     /* Reading: the deepest message nesting accepted, as
      * onnxio_parse_options.max_depth (0: ONNXIO_DEFAULT_MAX_DEPTH). */
@@ -1381,7 +1400,8 @@ typedef struct onnxio_text_options {
  * buffer holding the text (not NUL-terminated; its size is the text's
  * length). Errors: ONNXIO_ERR_DEPTH (a tree nested deeper than
  * ONNXIO_MAX_DEPTH), ONNXIO_ERR_MISSING_PAYLOAD (JSON: a payload that was
- * never loaded), ONNXIO_ERR_NO_MEMORY, ONNXIO_ERR_INVALID_ARGUMENT. */
+ * never loaded), ONNXIO_ERR_NO_MEMORY, ONNXIO_ERR_INVALID_ARGUMENT (also
+ * for ONNXIO_TEXT_ONNX, which is not written). */
 onnxio_status onnxio_text_format(const void *msg, const onnxio_text_options *opts, onnxio_buffer **out);
 /* The same, written to a stdio stream. ONNXIO_ERR_IO when writing fails. */
 onnxio_status onnxio_text_print(const void *msg, const onnxio_text_options *opts, FILE *stream);
@@ -1394,15 +1414,32 @@ onnxio_status onnxio_text_print(const void *msg, const onnxio_text_options *opts
  * numbers, inf / nan) and google.protobuf.json_format.Parse (proto or
  * lowerCamelCase names, null for "not set", integers as numbers or
  * strings, base64 in either alphabet, "NaN" / "Infinity"). raw_data is
- * copied into an owned payload. Errors: ONNXIO_ERR_SYNTAX, naming the line
- * and column, for text that is not valid in the style or does not fit the
- * schema (an unknown field, a value out of range, a singular field given
- * twice, two members of one oneof, a string that is not UTF-8),
- * ONNXIO_ERR_DEPTH, ONNXIO_ERR_EXPANSION (the message would take more
- * memory than opts->max_expansion allows: "Expansion" above, the text's
- * size as the bytes read), ONNXIO_ERR_NO_MEMORY,
- * ONNXIO_ERR_INVALID_ARGUMENT. On error *out is NULL and the arena may
- * hold garbage. */
+ * copied into an owned payload.
+ *
+ * ONNXIO_TEXT_ONNX reads what onnx.parser (ONNX 1.23) reads and builds the
+ * message it builds, field presence included (its serialization is
+ * byte for byte that of onnx's): `desc` is ModelProto (parse_model),
+ * GraphProto (parse_graph), FunctionProto (parse_function) or NodeProto
+ * (parse_node); others are ONNXIO_ERR_INVALID_ARGUMENT. As onnx.parser:
+ * '#' starts a comment; a graph, function or node ends where its syntax
+ * ends, and what follows it is not read (a model reads functions to the
+ * end); the text ends at its first NUL byte; a backslash in a string keeps
+ * the byte after it as it is; an error in the default value of a
+ * function's attribute is ignored, reading going on from where it
+ * stopped; list attribute values that are tensors, graphs or types are
+ * read but not kept. Its syntax errors carry onnx.parser's words at
+ * onnx.parser's line and column; where onnx.parser's C++ throws instead
+ * (an integer past 64 bits, a float past its range, '-' apart from its
+ * digits) the error names the literal. The whole text must be UTF-8.
+ *
+ * Errors: ONNXIO_ERR_SYNTAX, naming the line and column, for text that is
+ * not valid in the style or does not fit the schema (an unknown field, a
+ * value out of range, a singular field given twice, two members of one
+ * oneof, a string that is not UTF-8), ONNXIO_ERR_DEPTH, ONNXIO_ERR_EXPANSION
+ * (the message would take more memory than opts->max_expansion allows:
+ * "Expansion" above, the text's size as the bytes read),
+ * ONNXIO_ERR_NO_MEMORY, ONNXIO_ERR_INVALID_ARGUMENT. On error *out is NULL
+ * and the arena may hold garbage. */
 onnxio_status onnxio_text_parse(const onnxio_message_desc *desc, const void *text, size_t size,
                                 const onnxio_text_options *opts, onnxio_arena *arena, void **out);
 

@@ -1029,13 +1029,15 @@ static PyObject *mod_unknown_fields(PyObject *self, PyObject *obj)
 
 /* ---- text formats ------------------------------------------------------------ */
 
-/* "str", "textproto" or "json" to the library's style; -1 with a ValueError. */
+/* "str", "textproto", "json" or "onnxtxt" to the library's style; -1 with a
+ * ValueError. */
 static int text_style(const char *name)
 {
     if (strcmp(name, "str") == 0) return ONNXIO_TEXT_STR;
     if (strcmp(name, "textproto") == 0) return ONNXIO_TEXT_PROTO;
     if (strcmp(name, "json") == 0) return ONNXIO_TEXT_JSON;
-    PyErr_Format(PyExc_ValueError, "unknown text style '%s' (str, textproto or json)", name);
+    if (strcmp(name, "onnxtxt") == 0) return ONNXIO_TEXT_ONNX;
+    PyErr_Format(PyExc_ValueError, "unknown text style '%s' (str, textproto, json or onnxtxt)", name);
     return -1;
 }
 
@@ -1081,10 +1083,11 @@ static PyObject *mod_text_format(PyObject *self, PyObject *args)
 PyDoc_STRVAR(text_parse_doc,
              "_text_parse(data, cls, style, max_depth=0, max_expansion=0) -> message\n"
              "Reads text (bytes-like in UTF-8, or str) in `style` (\"textproto\" or \"str\": protobuf's text\n"
-             "format, \"json\": protobuf JSON) into a new message of class `cls` (onnxio_text_parse), accepting\n"
-             "what text_format.Parse and json_format.Parse accept. DecodeError says what and at which line and\n"
-             "column; ExpansionError when the message would take more than max_expansion (0: 100) times the\n"
-             "text's size plus 1 MiB. The GIL is released.");
+             "format, \"json\": protobuf JSON, \"onnxtxt\": ONNX's textual syntax) into a new message of class\n"
+             "`cls` (onnxio_text_parse), accepting what text_format.Parse, json_format.Parse and onnx.parser\n"
+             "accept. DecodeError says what and at which line and column; ExpansionError when the message\n"
+             "would take more than max_expansion (0: 100) times the text's size plus 1 MiB. The GIL is\n"
+             "released.");
 
 static PyObject *mod_text_parse(PyObject *self, PyObject *args, PyObject *kw)
 {

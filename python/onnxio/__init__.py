@@ -66,17 +66,20 @@ an aligned file offset, and the model last as the entry ``__MODEL_PROTO``):
 
 The text formats "textproto" and "json" are read and written by the C
 library, byte for byte as onnx (protobuf's text_format and json_format)
-writes them; "onnxtxt" goes through the ``onnx`` package's printer and
-parser (imported only then).
+writes them; "onnxtxt" (ONNX's textual syntax) is read by the C library
+into the message onnx.parser builds, and written by the ``onnx`` package's
+printer (imported only then).
 
 onnx's toolbox: ``onnxio.checker``, ``shape_inference``,
-``version_converter``, ``printer``, ``parser``, ``inliner`` (onnx's C++
-code on onnxio's serialized bytes), ``compose``, ``utils``,
-``model_container``, ``reference`` (onnx's Python code, messages converted
-at the boundary) and ``defs`` take onnxio's messages and return onnxio's;
-they need the onnx package (ImportError naming ``pip install onnxio[onnx]``
-otherwise) and import it only when first used. The onnx package's messages
-are taken wherever onnxio takes a message.
+``version_converter``, ``printer``, ``inliner`` (onnx's C++ code on
+onnxio's serialized bytes), ``compose``, ``utils``, ``model_container``,
+``reference`` (onnx's Python code, messages converted at the boundary) and
+``defs`` take onnxio's messages and return onnxio's; they need the onnx
+package (ImportError naming ``pip install onnxio[onnx]`` otherwise) and
+import it only when first used. ``parser`` is onnx.parser's API on the C
+library's reader (onnx's ParseError when onnx is installed; it works
+without). The onnx package's messages are taken wherever onnxio takes a
+message.
 """
 from __future__ import annotations
 
@@ -129,7 +132,7 @@ ONNX_ML = True
 
 _SUBMODULES = ("helper", "numpy_helper", "external_data_helper", "safetensors", "slices",
                "sharding",
-               # onnx's toolbox on onnxio's messages (they need the onnx package)
+               # onnx's toolbox on onnxio's messages (they need the onnx package but parser)
                "checker", "shape_inference", "version_converter", "printer", "parser", "inliner", "compose",
                "utils", "reference", "model_container", "defs",
                # onnxio's classes under the names of onnx's generated modules
@@ -628,7 +631,8 @@ def load_model(
         format: "protobuf" (default; inferred from the file extension when
             ``f`` is a path) or a textual format of onnx: "textproto" and
             "json" (read by the C library as protobuf's text_format and
-            json_format read them), "onnxtxt" (through the onnx package).
+            json_format read them), "onnxtxt" (ONNX's textual syntax, read
+            by the C library as onnx.parser reads it).
         load_external_data: read tensors stored in external data files, from
             the model's directory (or ``base_dir``). A bytes input reads them
             only when ``base_dir`` is given.

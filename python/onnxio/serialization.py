@@ -15,8 +15,12 @@ The formats registered here, each reading and writing what onnx's does:
   ``onnxio.DecodeError``, which is also ``text_format.ParseError`` /
   ``json_format.ParseError`` when the program has imported that module (as
   a program that catches it has);
-- "onnxtxt" (.onnxtxt, .onnxtext): onnx's printer and parser
-  (``onnxio.printer`` / ``onnxio.parser``; needs the onnx package).
+- "onnxtxt" (.onnxtxt, .onnxtext): ONNX's textual syntax, read by the C
+  library (``onnxio_text_parse``, the message ``onnx.parser`` builds, byte
+  for byte; a malformed text raises ``onnxio.DecodeError``, which is also
+  ``onnx.parser.ParseError`` when the program has imported ``onnx.parser``
+  or ``onnxio.parser``) and written by onnx's printer (``onnxio.printer``;
+  needs the onnx package).
 
 Nothing here imports onnx or protobuf.
 """
@@ -92,12 +96,25 @@ _POSITION = re.compile(r"line (\d+) column (\d+): ")
 _ERROR_CLASSES: dict = {}
 
 
+def _error_base(fmt: str):
+    """The ParseError class a program that reads format `fmt` catches, when
+    it has imported its module: protobuf's text_format / json_format, or
+    for onnxtxt onnx.parser (whose class onnxio.parser exports)."""
+    if fmt == "onnxtxt":
+        for name in ("onnxio.parser", "onnx.parser"):
+            base = getattr(sys.modules.get(name), "ParseError", None)
+            if base is not None:
+                return base
+        return None
+    module = sys.modules.get("google.protobuf.json_format" if fmt == "json" else "google.protobuf.text_format")
+    return getattr(module, "ParseError", None)
+
+
 def _parse_error(fmt: str, err):
     """`err` (an onnxio.DecodeError from the text reader) as an instance
-    that is also protobuf's ParseError of that format, when the program has
-    imported protobuf's text_format / json_format; else `err` itself."""
-    module = sys.modules.get("google.protobuf.json_format" if fmt == "json" else "google.protobuf.text_format")
-    base = getattr(module, "ParseError", None)
+    that is also the ParseError of that format (_error_base), when the
+    program has imported its module; else `err` itself."""
+    base = _error_base(fmt)
     if base is None or isinstance(err, base):
         return err
     cls = _ERROR_CLASSES.get((type(err), base))
@@ -139,31 +156,37 @@ class _LibraryTextSerializer:
         return proto
 
 
-class _TextualSerializer:
-    """ONNX's textual syntax, through onnx's printer and parser."""
+class _TextualSerializer(_LibraryTextSerializer):
+    """ONNX's textual syntax: read by the C library as onnx.parser reads
+    it, written by onnx's printer."""
 
-    supported_format = "onnxtxt"
-    file_extensions = frozenset({".onnxtxt", ".onnxtext"})
+    _CLASSES = ("onnx.ModelProto", "onnx.GraphProto", "onnx.FunctionProto", "onnx.NodeProto")
+
+    def __init__(self) -> None:
+        super().__init__("onnxtxt", {".onnxtxt", ".onnxtext"})
 
     def serialize_proto(self, proto) -> bytes:
         from onnxio import printer
 
         return printer.to_text(proto).encode(_ENCODING)
 
-    def deserialize_proto(self, serialized, proto):
-        import onnxio
-        from onnxio import parser
-
+    def parse(self, serialized, cls, max_depth: int = 0, max_expansion: int = 0):
+        """A new message of class `cls` (ModelProto, GraphProto,
+        FunctionProto or NodeProto, as onnx.parser reads them) read from
+        `serialized` (bytes or str), within max_depth and max_expansion."""
         warnings.warn("The onnxtxt format is experimental. Please report any errors to the ONNX GitHub repository.",
-                      stacklevel=2)
+                      stacklevel=3)
         if not isinstance(serialized, (bytes, str)):
             raise TypeError(f"Parameter 'serialized' must be bytes or str, but got type: {type(serialized)}")
-        text = serialized.decode(_ENCODING) if isinstance(serialized, bytes) else serialized
-        for cls, parse in ((onnxio.ModelProto, parser.parse_model), (onnxio.GraphProto, parser.parse_graph),
-                           (onnxio.FunctionProto, parser.parse_function), (onnxio.NodeProto, parser.parse_node)):
-            if isinstance(proto, cls):
-                return parse(text)
-        raise ValueError(f"Unsupported proto type: {type(proto)}")
+        name = getattr(getattr(cls, "DESCRIPTOR", None), "full_name", None)
+        if name not in self._CLASSES:
+            raise ValueError(f"Unsupported proto type: {cls}")
+        # onnxio's class of that name (an onnx package class gives onnxio's message)
+        return super().parse(serialized, _onnxio._messages[name], max_depth, max_expansion)
+
+    def deserialize_proto(self, serialized, proto):
+        # as onnx: a new message is returned, `proto` only names the type
+        return self.parse(serialized, type(proto))
 
 
 registry = _Registry()

@@ -276,6 +276,30 @@ static onnxio_status text_formats_round_trip(void)
     return s;
 }
 
+/* ONNX's textual syntax read (onnxio_text_parse's allocations: arena,
+ * scratch buffer, the copy of a long number), an ignored error included. */
+static onnxio_status onnx_text_read(void)
+{
+    static const char text[] =
+        "<ir_version: 10, opset_import: [\"\" : 21], doc_string: \"esc\\\"aped\">\n"
+        "g (float[N] x, float[2] w = {0.10000000000000000000000000000000000000000000000000000000000000000001, 2})"
+        " => (float[N] y) <int64[1] a = {1}, string[2] s = {\"p\", \"q\\\\\"}> {\n"
+        "  y = If <then_branch = t () => (y) { y = Neg <l = [1, 2], f = [1.5, 2], n = \"x\"> (x) }> (x)\n}\n"
+        "<domain: \"d\">\nF <a: int = \"s\", b> (x) => (y) { y = Identity(x) }\n";
+    onnxio_text_options o = ONNXIO_TEXT_OPTIONS_INIT;
+    o.style = ONNXIO_TEXT_ONNX;
+    onnxio_arena *a = onnxio_arena_new();
+    if (!a) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "test: no arena");
+    void *m = NULL;
+    onnxio_status s = onnxio_text_parse(&onnxio_desc_ModelProto, text, sizeof text - 1, &o, a, &m);
+    const onnxio_ModelProto *model = m;
+    if (!s && (model->graph->node.size != 1 || model->graph->initializer.size != 3 || model->functions.size != 1 ||
+               model->functions.data[0]->attribute_proto.size != 1))
+        s = onnxio__fail(ONNXIO_ERR_DECODE, "test: not the model the text holds");
+    onnxio_arena_unref(a);
+    return s;
+}
+
 typedef struct scenario {
     const char *name;
     onnxio_status (*run)(void);
@@ -300,6 +324,7 @@ static const scenario scenarios[] = {
     {"replace the model of an .onnxz in place", replace_model, "replace.onnxz"},
     {"text format and copy", text_and_copy, NULL},
     {"JSON and text format, written and read back", text_formats_round_trip, NULL},
+    {"ONNX's textual syntax read", onnx_text_read, NULL},
     {"onnxio convert: external data in, checksummed external data out", convert_external, "cv.onnx"},
     {"onnxio convert: a deflated .onnxz in, an .onnxz out", convert_archive, "cv.onnxz"},
 };

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import onnx.parser
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -424,36 +425,27 @@ def text_model_files(d):
 
 @pytest.mark.filterwarnings("ignore:The onnxtxt format is experimental")
 def test_text_models_are_named_text(tmp_path):
-    """Every verb that reads a model reads JSON and protobuf text format
-    (test_text_models_read_like_binary compares the outputs), says where
-    JSON that is not a model fails, and says that a file in ONNX's textual
-    syntax, which the library does not read, is text and which call reads
-    it; that call reads it as the onnx package does."""
+    """Every verb that reads a model reads JSON, protobuf text format and
+    ONNX's textual syntax (test_text_models_read_like_binary compares the
+    outputs) and says where JSON that is not a model fails; the Python
+    package reads each as the onnx package does."""
     import onnxio
 
     files = text_model_files(tmp_path)
-    kinds = {"json": ("JSON", 'format="json"'), "nested": ("JSON", 'format="json"'),
-             "textproto": ("protobuf text format (textproto)", 'format="textproto"'),
-             "onnxtxt": ("ONNX's textual syntax", 'format="onnxtxt"')}
     out = tmp_path / "out.onnx"
     for fmt, path in files.items():
-        kind, call = kinds[fmt]
         for args in (["info", path], ["print", path], ["convert", path, out], ["bench", path], ["cat", path, "w"],
                      ["extract", path, out, "--tensors", "w"]):
             rc, stdout, err = run(*args)
-            if fmt in ("json", "textproto"):
+            if fmt != "nested":
                 assert rc == 0, (args, err)
                 out.unlink(missing_ok=True)
                 continue
             assert_failure(rc, stdout, err, args[0], path)
-            if fmt == "nested":
-                assert 'JSON, line 1 column 3: Message type "onnx.ModelProto" has no field named' in err, (args, err)
-            else:
-                assert "the file is text, not binary protobuf: it looks like " + kind in err, (args, err)
-                assert f"onnxio.load(path, {call})" in err, (args, err)
+            assert 'JSON, line 1 column 3: Message type "onnx.ModelProto" has no field named' in err, (args, err)
             assert not out.exists()
         if fmt != "nested":
-            loaded = onnxio.load(str(path), format=call.split('"')[1])
+            loaded = onnxio.load(str(path), format=fmt)
             assert loaded.SerializeToString() == onnx.load(str(path), format=fmt).SerializeToString()
 
 def test_print_other_type_malformed(tmp_path):
@@ -938,10 +930,66 @@ def test_text_models_read_like_binary(tmp_path):
     assert want["cat"].decode().splitlines()[1:4] == str(numpy_helper.to_array(w)[2:5, -3:]).splitlines()
     for path in texts:
         assert outputs(path) == want, path
-    onnxtxt = tmp_path / "m.onnxtxt"
-    onnxtxt.write_text("<ir_version: 8, opset_import: [\"\" : 17]>\nagraph (float[N] x) => (float[N] y) {\n y = Relu(x)\n}\n")
-    rc, _, err = run("info", onnxtxt)
-    assert rc == 1 and "ONNX's textual syntax" in err
+
+
+ONNXTXT = """<ir_version: 10, opset_import: ["" : 21, "local" : 1], producer_name: "hand">
+main (float[N, 4] x, float[4] w = {0.5, -1, 2, 0.25}) => (float[N, 4] y)
+   <int64[1] axes = {1}, float[N, 4] t>
+{
+   # a comment
+   [mul] t = Mul (x, w)
+   s = ReduceSum <keepdims = 1> (t, axes)
+   y = local.Twice (s)
+}
+<domain: "local", opset_import: ["" : 21]>
+Twice (a) => (b) {
+   b = Add (a, a)
+}
+"""
+
+
+@pytest.mark.filterwarnings("ignore:The onnxtxt format is experimental")
+def test_onnxtxt_models_read_as_onnx_parser(tmp_path):
+    """ONNX's textual syntax, by extension (.onnxtxt, .onnxtext) or by its
+    content (a leading '<', or a graph without the header, after comments):
+    `convert` writes the bytes of onnx.parser's model, `info` shows what it
+    shows for that model's binary file, `cat` and `extract` read it too and
+    external data from beside it; a syntax error names its line and
+    column."""
+    want = onnx.parser.parse_model(ONNXTXT).SerializeToString()
+    binary = tmp_path / "ref.onnx"
+    binary.write_bytes(want)
+    headerless = ONNXTXT.split(">", 1)[1]
+    for name, text in (("m.onnxtxt", ONNXTXT), ("m.onnxtext", ONNXTXT), ("m.txt", ONNXTXT),
+                       ("headerless.onnxtxt", headerless), ("headerless.txt", "# a comment\n" + headerless)):
+        path = tmp_path / name
+        path.write_text(text)
+        out = tmp_path / (name + ".onnx")
+        run_ok("convert", path, out)
+        ref = want if text == ONNXTXT else onnx.parser.parse_model(text).SerializeToString()
+        assert out.read_bytes() == ref, name
+        if text == ONNXTXT:
+            assert run_ok("info", path).decode().splitlines()[1:] == run_ok("info", binary).decode().splitlines()[1:]
+        # cat and extract open the file for slices (onnxio_tensor_file_open)
+        assert run_ok("cat", path, "w", "--slice", "1:3").decode().splitlines()[1:] == ["[-1.  2.]"], name
+        run_ok("extract", path, out, "--tensors", "w")
+        assert onnx.load(str(out)).graph.initializer[0].float_data == [0.5, -1, 2, 0.25], name
+    # external data beside the text
+    (tmp_path / "w.bin").write_bytes(np.arange(6, dtype=np.float32).tobytes())
+    ext = tmp_path / "ext.onnxtxt"
+    ext.write_text('<ir_version: 10, opset_import: ["" : 21]>\n'
+                   'g (float[2, 3] x) => (float[2, 3] y) <float[2, 3] w = ["location": "w.bin"]> { y = Add(x, w) }\n')
+    want_w = str(np.arange(6, dtype=np.float32).reshape(2, 3)).splitlines()
+    assert run_ok("cat", ext, "w").decode().splitlines()[1:] == want_w
+    # errors: onnx.parser's words and position
+    bad = tmp_path / "bad.onnxtxt"
+    bad.write_text("agraph (float[N] x) => (float[N] y) {\n y = Relu(x\n}\n")
+    for args in (["info", bad], ["convert", bad, tmp_path / "bad.onnx"]):
+        rc, stdout, err = run(*args)
+        assert_failure(rc, stdout, err, args[0], bad)
+        assert "ONNX textual syntax, line 3 column 1: Expected character ) not found." in err
+    with pytest.raises(onnx.parser.ParseError, match=r"line: 3 column: 1\)"):
+        onnx.parser.parse_model(bad.read_text())
 
 
 def test_info_plurals(tmp_path):
