@@ -147,7 +147,7 @@ ONNXIO_API void onnxio_span_set(onnxio_span *span, uint8_t *data, size_t size, o
 
 ONNXIO_API onnxio_status onnxio_span_copy_from(onnxio_span *span, const void *data, size_t size)
 {
-    onnxio_buffer *b = onnxio_buffer_new(size, 64);
+    onnxio_buffer *b = onnxio_buffer_new(size, (size_t)onnxio__alignment(0));
     if (!b) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory for a %zu-byte payload", size);
     if (size) memcpy(b->data, data, size);
     onnxio_span_set(span, b->data, size, b);

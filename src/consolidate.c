@@ -34,13 +34,10 @@ ONNXIO_API onnxio_status onnxio_consolidate_tensors_to_buffer(void *msg, const o
     if (!msg) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "consolidate: NULL message");
     onnxio__clear_error();
     onnxio_consolidate_options cfg;
-    onnxio_status s = onnxio__copy_options(&cfg, sizeof cfg, opts, "onnxio_consolidate_options", ONNXIO__CONSOLIDATE_OPTIONS_0_2_SIZE);
+    onnxio_status s = onnxio__consolidate_config(opts, &cfg);
     if (s) return s;
-    uint64_t alignment = cfg.alignment ? cfg.alignment : ONNXIO_DEFAULT_ALIGNMENT;
-    if ((alignment & (alignment - 1)) || alignment > (1u << 30))
-        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "alignment %llu is not a power of two of at most 1 GiB",
-                            (unsigned long long)alignment);
-    collect c = {NULL, 0, 0, cfg.raw_data_threshold ? cfg.raw_data_threshold : ONNXIO_DEFAULT_RAW_DATA_THRESHOLD};
+    uint64_t alignment = cfg.alignment;
+    collect c = {NULL, 0, 0, cfg.raw_data_threshold};
     s = onnxio__visit(msg, &onnxio_desc_TensorProto, gather, &c);
     if (s || c.count == 0) {
         onnxio__free(c.items);

@@ -498,7 +498,7 @@ ONNXIO_API onnxio_status onnxio_serialize_into(void *msg, void *dst, uint64_t si
 {
     if (!msg || (!dst && size && size != ONNXIO_SIZE_TOO_DEEP))
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "serialize: NULL argument");
-    if (size == ONNXIO_SIZE_TOO_DEEP) return too_deep(msg, ONNXIO_DEFAULT_MAX_DEPTH);
+    if (size == ONNXIO_SIZE_TOO_DEEP) return too_deep(msg, onnxio__depth_limit(0));
     if (((onnxio_message *)msg)->cached_size != size)
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT,
                             "serialize: destination is %llu bytes but the message needs %llu (call onnxio_serialized_size first)",

@@ -315,6 +315,18 @@ onnxio_status onnxio__serialize_config(const onnxio_serialize_options *opts, onn
 onnxio_status onnxio__archive_save_config(const onnxio_serialize_options *opts, onnxio_serialize_options *cfg);
 /* A requested depth limit (0: the default) capped at ONNXIO_MAX_DEPTH. */
 int onnxio__depth_limit(int requested);
+/* A requested payload alignment (0: the default). */
+uint64_t onnxio__alignment(uint64_t requested);
+/* A requested expansion limit (0: the default). */
+uint64_t onnxio__max_expansion(uint64_t requested);
+/* The alignment of a save's payloads: cfg->alignment, or the default of
+ * where they go (`data_file`: an external data file, else the model or
+ * archive itself). */
+uint64_t onnxio__save_alignment(const onnxio_serialize_options *cfg, bool data_file);
+/* The slice and consolidate options read and checked, defaults resolved
+ * (for consolidation: alignment and raw_data_threshold). */
+onnxio_status onnxio__slice_config(const onnxio_slice_options *opts, onnxio_slice_options *cfg);
+onnxio_status onnxio__consolidate_config(const onnxio_consolidate_options *opts, onnxio_consolidate_options *cfg);
 
 /* error.c: records the thread's last error and returns `status`. For an
  * ERR_IO or ERR_NOT_FOUND status whose message ends with strerror(errno),

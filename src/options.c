@@ -56,6 +56,39 @@ int onnxio__depth_limit(int requested)
     return requested > ONNXIO_MAX_DEPTH ? ONNXIO_MAX_DEPTH : requested;
 }
 
+uint64_t onnxio__alignment(uint64_t requested) { return requested ? requested : ONNXIO_DEFAULT_ALIGNMENT; }
+
+uint64_t onnxio__max_expansion(uint64_t requested) { return requested ? requested : ONNXIO_DEFAULT_MAX_EXPANSION; }
+
+uint64_t onnxio__save_alignment(const onnxio_serialize_options *cfg, bool data_file)
+{
+    if (cfg->alignment) return cfg->alignment;
+    return data_file ? ONNXIO_DEFAULT_EXTERNAL_ALIGNMENT : ONNXIO_DEFAULT_ALIGNMENT;
+}
+
+onnxio_status onnxio__slice_config(const onnxio_slice_options *opts, onnxio_slice_options *cfg)
+{
+    onnxio_status s = onnxio__copy_options(cfg, sizeof *cfg, opts, "onnxio_slice_options", ONNXIO__SLICE_OPTIONS_0_2_SIZE);
+    if (s) return s;
+    if (cfg->num_threads < 0 || cfg->max_depth < 0)
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "onnxio_slice_options: negative num_threads or max_depth");
+    cfg->max_expansion = onnxio__max_expansion(cfg->max_expansion);
+    return ONNXIO_OK;
+}
+
+onnxio_status onnxio__consolidate_config(const onnxio_consolidate_options *opts, onnxio_consolidate_options *cfg)
+{
+    onnxio_status s = onnxio__copy_options(cfg, sizeof *cfg, opts, "onnxio_consolidate_options",
+                                           ONNXIO__CONSOLIDATE_OPTIONS_0_2_SIZE);
+    if (s) return s;
+    cfg->alignment = onnxio__alignment(cfg->alignment);
+    if ((cfg->alignment & (cfg->alignment - 1)) || cfg->alignment > (1u << 30))
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "alignment %llu is not a power of two of at most 1 GiB",
+                            (unsigned long long)cfg->alignment);
+    if (!cfg->raw_data_threshold) cfg->raw_data_threshold = ONNXIO_DEFAULT_RAW_DATA_THRESHOLD;
+    return ONNXIO_OK;
+}
+
 static onnxio_status check_alignment(uint64_t a)
 {
     if (a & (a - 1))

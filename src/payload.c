@@ -130,8 +130,8 @@ void onnxio__payloads_free(onnxio__payloads *p)
     onnxio__free(p);
 }
 
-/* The alignment the options ask of payloads (0: 64). */
-static size_t alignment_of(const onnxio__payloads *p) { return p->alignment ? (size_t)p->alignment : 64; }
+/* The alignment the options ask of payloads (0: the default). */
+static size_t alignment_of(const onnxio__payloads *p) { return (size_t)onnxio__alignment(p->alignment); }
 
 /* `size` bytes of slab `sl`, aligned as the options ask and `phase` bytes
  * past a page boundary (pread_phase; 0 for small slabs) (when they do not

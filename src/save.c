@@ -326,7 +326,7 @@ static onnxio_status plan_files(const selection *sel, const onnxio_serialize_opt
     if (!(d->items = onnxio__calloc(n, sizeof *d->items))) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     d->item_count = n;
     for (size_t i = 0; i < n; i++) d->items[i].tensor = sel->tensors[i];
-    uint64_t alignment = cfg->alignment ? cfg->alignment : ONNXIO_DEFAULT_EXTERNAL_ALIGNMENT;
+    uint64_t alignment = onnxio__save_alignment(cfg, true);
     if (x->all_tensors_to_one_file == ONNXIO_OFF) {
         d->files = onnxio__calloc(n, sizeof *d->files);
         onnxio__names *set = onnxio__names_new(n + 1);
@@ -626,7 +626,7 @@ onnxio_status onnxio__save_external(onnxio_ModelProto *model, const char *path, 
 static onnxio_status save_archive(onnxio_ModelProto *model, const char *path, const onnxio_serialize_options *cfg,
                                   stream *st)
 {
-    uint64_t align = cfg->alignment ? cfg->alignment : ONNXIO_DEFAULT_ALIGNMENT;
+    uint64_t align = onnxio__save_alignment(cfg, false);
     selection sel = {.threshold = cfg->external_data.size_threshold, .every_tensor = true, .external_refused = true,
                      .streaming = st != NULL};
     onnxio_arena *scratch = st ? onnxio_arena_ref(st->arena) : onnxio_arena_new();
@@ -877,7 +877,7 @@ static onnxio_status stream_put(stream *st, stream_slot *slot, const void *data)
             onnxio_span_set(&slot->t->raw_data, NULL, 0, NULL);
             return ONNXIO_OK;
         }
-        onnxio_buffer *b = onnxio_buffer_new((size_t)slot->size, ONNXIO_DEFAULT_ALIGNMENT);
+        onnxio_buffer *b = onnxio_buffer_new((size_t)slot->size, (size_t)onnxio__alignment(0));
         if (!b) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
         memcpy(onnxio_buffer_data(b), data, (size_t)slot->size);
         onnxio_span_set(&slot->t->raw_data, onnxio_buffer_data(b), (size_t)slot->size, b);

@@ -37,16 +37,6 @@ struct onnxio_tensor_file {
 
 /* ---- options and lookups ---------------------------------------------------- */
 
-static onnxio_status slice_config(const onnxio_slice_options *opts, onnxio_slice_options *cfg)
-{
-    onnxio_status s = onnxio__copy_options(cfg, sizeof *cfg, opts, "onnxio_slice_options", ONNXIO__SLICE_OPTIONS_0_2_SIZE);
-    if (s) return s;
-    if (cfg->num_threads < 0 || cfg->max_depth < 0)
-        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "onnxio_slice_options: negative num_threads or max_depth");
-    if (!cfg->max_expansion) cfg->max_expansion = ONNXIO_DEFAULT_MAX_EXPANSION;
-    return ONNXIO_OK;
-}
-
 static bool name_is(const onnxio_TensorProto *t, const char *name, size_t n)
 {
     return t->name.size == n && (n == 0 || memcmp(t->name.data, name, n) == 0);
@@ -111,7 +101,7 @@ ONNXIO_API onnxio_status onnxio_tensor_file_open(const char *path, const onnxio_
     onnxio__clear_error();
     *out = NULL;
     onnxio_slice_options cfg;
-    onnxio_status s = slice_config(opts, &cfg);
+    onnxio_status s = onnxio__slice_config(opts, &cfg);
     if (s) return s;
     if ((s = onnxio__recover(path))) return s;
     onnxio_tensor_file *f = onnxio__calloc(1, sizeof *f);
@@ -308,7 +298,7 @@ static onnxio_status locate(onnxio_tensor_file *f, const onnxio_TensorProto *t, 
                                     "raw_data, and they take %llu bytes decoded: more than the %llu that a slice "
                                     "converts; load the model whole",
                                     tn, (unsigned long long)payload, (unsigned long long)ONNXIO__TYPED_SLICE_MAX);
-            onnxio_buffer *b = onnxio_buffer_new(payload ? (size_t)payload : 1, 64);
+            onnxio_buffer *b = onnxio_buffer_new(payload ? (size_t)payload : 1, (size_t)onnxio__alignment(0));
             if (!b) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
             onnxio_status s = onnxio__typed_to_raw(t, payload, onnxio_buffer_data(b), ONNXIO_ERR_SLICE);
             if (s) {
@@ -457,7 +447,7 @@ ONNXIO_API onnxio_status onnxio_tensor_file_read(onnxio_tensor_file *f, const ch
         goto done;
     }
     if (!dst) {
-        if (p.bytes > SIZE_MAX || !(b = onnxio_buffer_new((size_t)p.bytes, 64))) {
+        if (p.bytes > SIZE_MAX || !(b = onnxio_buffer_new((size_t)p.bytes, (size_t)onnxio__alignment(0)))) {
             s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "tensor '%s': out of memory for a slice of %llu bytes", name,
                              (unsigned long long)p.bytes);
             goto done;

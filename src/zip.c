@@ -595,7 +595,7 @@ ONNXIO_API onnxio_status onnxio_archive_entry_read(onnxio_archive *a, const onnx
     if (s) return s;
     const uint8_t *in = (const uint8_t *)bytes + (e->pub.data_offset - e->pub.header_offset);
     if (e->pub.method == ONNXIO_ARCHIVE_DEFLATED) {
-        onnxio__budget budget = {max_expansion ? max_expansion : ONNXIO_DEFAULT_MAX_EXPANSION, e->pub.compressed_size, 0};
+        onnxio__budget budget = {onnxio__max_expansion(max_expansion), e->pub.compressed_size, 0};
         if ((s = inflate_entry(a, e, in, &budget, inflated))) return s;
         *data = onnxio_buffer_data(*inflated);
         return ONNXIO_OK;
@@ -674,7 +674,7 @@ ONNXIO_API bool onnxio_archive_entry_is_model(const onnxio_archive_entry *e)
 
 ONNXIO_API bool onnxio_archive_entry_borrowable(const onnxio_archive_entry *e, uint64_t alignment)
 {
-    if (!alignment) alignment = ONNXIO_DEFAULT_ALIGNMENT;
+    alignment = onnxio__alignment(alignment);
     /* A mapping starts on a page: an offset's alignment is its address's. */
     return e && e->method == ONNXIO_ARCHIVE_STORED && e->data_offset % alignment == 0;
 }
@@ -711,7 +711,7 @@ static onnxio_status inflate_entry(const onnxio_archive *a, const entry *e, cons
     snprintf(what, sizeof what, "archive %s: entry '%.200s'", a->what, name);
     onnxio_status s = onnxio__budget_take(budget, usize, what);
     if (s) return s;
-    onnxio_buffer *b = onnxio_buffer_new(usize ? (size_t)usize : 1, 64);
+    onnxio_buffer *b = onnxio_buffer_new(usize ? (size_t)usize : 1, (size_t)onnxio__alignment(0));
     if (!b) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "entry '%s': out of memory for %llu bytes", name, (unsigned long long)usize);
     z_stream z;
     memset(&z, 0, sizeof z);
