@@ -348,7 +348,7 @@ static onnxio_status parse_field(dec *d, onnxio_message *m, const onnxio_field_d
         .offset = (uint64_t)(p - d->cfg->base),
         .size = len,
     };
-    return onnxio__payload_take(d->cfg->payloads, (onnxio_TensorProto *)m, &src);
+    return d->cfg->payload(d->cfg->payload_ctx, (onnxio_TensorProto *)m, &src);
 }
 
 static onnxio_status parse_message(dec *d, onnxio_message *m, const uint8_t *p, const uint8_t *end, int depth)

@@ -178,20 +178,6 @@ onnxio_status onnxio__read_whole(int fd, uint64_t size, const char *what, const 
     return ONNXIO_OK;
 }
 
-onnxio_status onnxio__write_all(int fd, const void *data, size_t size, const char *what)
-{
-    const uint8_t *p = data;
-    while (size) {
-        ssize_t n = onnxio__sys_write(fd, p, size > (1u << 30) ? (1u << 30) : size);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0)
-            return onnxio__fail(ONNXIO_ERR_IO, "cannot write %s: %s", what, n < 0 ? strerror(errno) : "no progress");
-        p += n;
-        size -= (size_t)n;
-    }
-    return ONNXIO_OK;
-}
-
 char *onnxio__dirname(const char *path)
 {
     const char *slash = strrchr(path, '/');

@@ -67,6 +67,7 @@ ssize_t onnxio__sys_readlinkat(int dirfd, const char *path, char *buf, size_t si
 ssize_t onnxio__sys_pread(int fd, void *buf, size_t n, uint64_t offset);
 ssize_t onnxio__sys_pwrite(int fd, const void *buf, size_t n, uint64_t offset);
 ssize_t onnxio__sys_write(int fd, const void *buf, size_t n);
+onnxio_status onnxio__write_all(int fd, const void *data, size_t size, const char *what);
 int onnxio__sys_fsync(int fd);
 int onnxio__sys_ftruncate(int fd, uint64_t size);
 int onnxio__sys_renameat(int olddir, const char *oldpath, int newdir, const char *newpath);
@@ -641,7 +642,11 @@ typedef struct onnxio__decode_config {
     const uint8_t *base;    /* start of the whole input (for error offsets) */
     bool skip_raw_data;
     int max_depth;
-    onnxio__payloads *payloads; /* where raw_data goes */
+    /* Where raw_data goes: called with payload_ctx for every TensorProto
+     * payload read (a load passes payload.c's onnxio__payload_take), so
+     * that the codec knows nothing of placement, pools or files. */
+    onnxio_status (*payload)(void *ctx, onnxio_TensorProto *tensor, const onnxio__payload_src *src);
+    void *payload_ctx;
     int fd;                 /* >= 0: the input is this whole file (read payloads with pread) */
     /* The input is a whole file mapping, set to random access during the
      * parse (the caller does it, and undoes it after): the parse reads its
@@ -717,7 +722,6 @@ onnxio_status onnxio__map_fd(int fd, const char *what, onnxio_buffer **out);
 /* The window of a file mapping mapped from its own open file description
  * (file.c, onnxio__map_fd); tests set it (not 0) to make it smaller. */
 extern size_t onnxio__test_map_window;
-onnxio_status onnxio__write_all(int fd, const void *data, size_t size, const char *what);
 /* The directory part of a path ("." when none), onnxio__malloc'd; the part
  * after the last '/'. */
 char *onnxio__dirname(const char *path);
@@ -867,6 +871,13 @@ uint64_t onnxio__zip_place(onnxio__zip_out *e, uint64_t at, uint64_t align);
 onnxio_status onnxio__zip_write_directory(int fd, const char *what, onnxio__zip_out *e, size_t n,
                                          const uint8_t *extra_central, uint64_t extra_size, uint64_t extra_count,
                                          uint64_t cd_offset, uint64_t *file_end);
+/* Replaces the model entry of the open archive `a` (the file `fd`, locked
+ * by the caller) by the `model_size` serialized bytes at `model`: appended
+ * with a new directory, the old one kept past the new end until the file
+ * is cut there, so that the file is the old archive or the new one
+ * whatever happens (fsync between the steps when `fsync`). */
+onnxio_status onnxio__zip_replace_model_entry(int fd, const char *path, onnxio_archive *a, const uint8_t *model,
+                                              uint64_t model_size, bool fsync);
 
 /* message.c: calls fn(msg, parent, field) for every message of type
  * `target` in the tree under `root` (depth first, in field order), where

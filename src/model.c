@@ -85,6 +85,12 @@ static bool cold_whole(const onnxio_parse_options *opts, int fd, size_t size)
            onnxio__file_cold(fd, 0, size);
 }
 
+/* The decoder's payload interface: payload.c places each payload. */
+static onnxio_status take_payload(void *ctx, onnxio_TensorProto *tensor, const onnxio__payload_src *src)
+{
+    return onnxio__payload_take(ctx, tensor, src);
+}
+
 static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxio_buffer *owner, int fd, bool mapped,
                                  bool in_place, const onnxio_parse_options *opts, onnxio_arena *arena,
                                  onnxio__budget *budget, bool *saw_external)
@@ -108,7 +114,8 @@ static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxi
         .base = data ? data : (const void *)"",
         .skip_raw_data = opts->skip_raw_data,
         .max_depth = opts->max_depth,
-        .payloads = payloads,
+        .payload = take_payload,
+        .payload_ctx = payloads,
         .fd = opts->no_copy ? -1 : fd,
         .mapped = mapped && data && size,
         .saw_external = saw_external,

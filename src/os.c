@@ -242,6 +242,20 @@ ssize_t onnxio__sys_write(int fd, const void *buf, size_t n)
     return write(fd, buf, n);
 }
 
+onnxio_status onnxio__write_all(int fd, const void *data, size_t size, const char *what)
+{
+    const uint8_t *p = data;
+    while (size) {
+        ssize_t n = onnxio__sys_write(fd, p, size > (1u << 30) ? (1u << 30) : size);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0)
+            return onnxio__fail(ONNXIO_ERR_IO, "cannot write %s: %s", what, n < 0 ? strerror(errno) : "no progress");
+        p += n;
+        size -= (size_t)n;
+    }
+    return ONNXIO_OK;
+}
+
 int onnxio__sys_fsync(int fd)
 {
     if (fail_now(ONNXIO__OP_SYNC, EIO)) return -1;

@@ -1003,56 +1003,18 @@ static onnxio_status sync_fd(int fd, const char *what, bool on)
     return ONNXIO_OK;
 }
 
-/* Checks that every tensor of `model` still external names an entry of the
- * archive, with an offset and length inside it and matching its type and
- * shape: the load pipeline's checks, loading nothing. */
-static onnxio_status check_refs(onnxio_archive *a, onnxio_ModelProto *model)
+onnxio_status onnxio__zip_replace_model_entry(int fd, const char *path, onnxio_archive *a, const uint8_t *model,
+                                              uint64_t model_size, bool fsync)
 {
-    onnxio_parse_options opts;
-    onnxio_status s = onnxio__parse_config(NULL, &opts);
-    if (s) return s;
-    opts.skip_raw_data = true;
-    onnxio__container *c;
-    if ((s = onnxio__zip_container(a, &opts, false, &c))) return s;
-    onnxio__budget budget = {UINT64_MAX, 0, 0};
-    s = onnxio__load_external_payloads(&model->base, c, &opts, &budget);
-    onnxio__container_close(c);
-    return s;
-}
-
-ONNXIO_API onnxio_status onnxio_archive_replace_model(const char *path, onnxio_ModelProto *model,
-                                                      const onnxio_serialize_options *opts)
-{
-    if (!model || !path) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "archive_replace_model: NULL argument");
-    onnxio__clear_error();
-    onnxio_serialize_options cfg;
-    onnxio_status s = onnxio__archive_save_config(opts, &cfg);
-    if (s) return s;
-    int fd = onnxio__sys_openat(AT_FDCWD, path, O_RDWR, 0);
-    if (fd < 0) {
-        int err = errno;
-        return onnxio__fail(onnxio__errno_status(err), "cannot open %s: %s", path, strerror(err));
-    }
-    onnxio_buffer *map = NULL;
-    onnxio_archive *a = NULL;
-    onnxio_buffer *model_buf = NULL;
+    onnxio_status s = ONNXIO_OK;
     uint8_t *old_cd = NULL, *kept = NULL;
     out_entry m = {0};
     uint64_t old_size = 0;
     bool appended = false, committed = false;
-    /* One writer at a time. */
-    if (onnxio__sys_flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        s = onnxio__fail(ONNXIO_ERR_IO, "%s is being written by another process", path);
-        goto done;
-    }
-    if ((s = onnxio__map_fd(fd, path, &map))) goto done;
-    if ((s = onnxio__archive_open(onnxio_buffer_data(map), onnxio_buffer_size(map), map, fd, path, false, &a))) goto done;
-    if ((s = check_refs(a, model))) goto done;
-    if ((s = onnxio__serialize(model, cfg.max_depth, &model_buf))) goto done;
     m.name = MODEL_ENTRY;
     m.name_size = sizeof MODEL_ENTRY - 1;
-    m.src = onnxio_buffer_data(model_buf);
-    m.size = onnxio_buffer_size(model_buf);
+    m.src = model;
+    m.size = model_size;
     m.crc = onnxio__crc32(0, m.src, m.size);
 
     /* The central headers of every other entry, as they are. */
@@ -1086,11 +1048,11 @@ ONNXIO_API onnxio_status onnxio_archive_replace_model(const char *path, onnxio_M
     memcpy(old_cd, a->data + a->cd_offset, (size_t)old_cd_size);
     put_end(old_cd + old_cd_size, old_count, old_cd_size, final);
     appended = true;
-    if ((s = pwrite_all(fd, old_cd, tail, final, path)) || (s = sync_fd(fd, path, cfg.fsync != ONNXIO_OFF))) goto done;
+    if ((s = pwrite_all(fd, old_cd, tail, final, path)) || (s = sync_fd(fd, path, fsync))) goto done;
     if ((s = pwrite_all(fd, m.src, m.size, m.data, path))) goto done;
     uint64_t end;
     if ((s = onnxio__zip_write_directory(fd, path, &m, 1, kept, kept_size, kept_count, cd_offset, &end))) goto done;
-    if ((s = sync_fd(fd, path, cfg.fsync != ONNXIO_OFF))) goto done;
+    if ((s = sync_fd(fd, path, fsync))) goto done;
     if (end != final) {
         s = onnxio__fail(ONNXIO_ERR_IO, "internal error: the new directory ends at %llu, not %llu",
                          (unsigned long long)end, (unsigned long long)final);
@@ -1101,18 +1063,12 @@ ONNXIO_API onnxio_status onnxio_archive_replace_model(const char *path, onnxio_M
         goto done;
     }
     committed = true;
-    if ((s = sync_fd(fd, path, cfg.fsync != ONNXIO_OFF))) s = onnxio__context(s, "the new model is in place (committed) but may not be on disk");
+    if ((s = sync_fd(fd, path, fsync))) s = onnxio__context(s, "the new model is in place (committed) but may not be on disk");
 done:
     /* A failure before the switch: what was appended goes, and the file is
      * byte for byte what it was (it stayed a valid archive meanwhile). */
-    if (s && appended && !committed && onnxio__sys_ftruncate(fd, old_size) == 0 && cfg.fsync != ONNXIO_OFF)
-        onnxio__sys_fsync(fd);
-    if (s) s = onnxio__context(s, "replacing the model of %s", path);
-    onnxio_archive_close(a);
-    onnxio_buffer_unref(map);
-    onnxio_buffer_unref(model_buf);
+    if (s && appended && !committed && onnxio__sys_ftruncate(fd, old_size) == 0 && fsync) onnxio__sys_fsync(fd);
     onnxio__free(old_cd);
     onnxio__free(kept);
-    onnxio__close(fd);
     return s;
 }
