@@ -1,5 +1,7 @@
 #include "json.h"
 
+#include "onnxio/onnxio.h"
+
 #include <inttypes.h>
 #include <string.h>
 
@@ -65,85 +67,26 @@ void cli_json_end_array(cli_json *j) { end(j, ']'); }
 void cli_json_key(cli_json *j, const char *key)
 {
     before_value(j);
-    fputc('"', j->out);
     cli_json_escape(j->out, key, strlen(key));
-    fputs("\": ", j->out);
+    fputs(": ", j->out);
     j->after_key = 1;
 }
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 when it is not one
- * (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF). */
-static size_t utf8_len(const unsigned char *s, size_t n)
+static int file_write(void *ctx, const void *bytes, size_t n)
 {
-    unsigned c = s[0];
-    size_t len;
-    unsigned min;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF) {
-        len = 2;
-        min = 0x80;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        min = 0x800;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (n < len)
-        return 0;
-    unsigned cp = c & (0x7Fu >> len);
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3Fu);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return len;
+    return fwrite(bytes, 1, n, ctx) == n ? 0 : -1;
 }
 
 void cli_json_escape(FILE *out, const char *data, size_t size)
 {
-    const unsigned char *s = (const unsigned char *)data;
-    size_t i = 0;
-    while (i < size) {
-        unsigned c = s[i];
-        switch (c) {
-        case '"': fputs("\\\"", out); i++; continue;
-        case '\\': fputs("\\\\", out); i++; continue;
-        case '\n': fputs("\\n", out); i++; continue;
-        case '\r': fputs("\\r", out); i++; continue;
-        case '\t': fputs("\\t", out); i++; continue;
-        case '\b': fputs("\\b", out); i++; continue;
-        case '\f': fputs("\\f", out); i++; continue;
-        default: break;
-        }
-        if (c < 0x20 || c == 0x7F) {
-            fprintf(out, "\\u%04x", c);
-            i++;
-            continue;
-        }
-        size_t len = utf8_len(s + i, size - i);
-        if (len == 0) {
-            fputs("\\ufffd", out);
-            i++;
-            continue;
-        }
-        fwrite(s + i, 1, len, out);
-        i += len;
-    }
+    /* The library's JSON strings: DEL escaped, invalid UTF-8 as U+FFFD. */
+    onnxio_json_write_string(data, size, ONNXIO_JSON_ESCAPE_DEL | ONNXIO_JSON_INVALID_REPLACE, file_write, out);
 }
 
 void cli_json_string(cli_json *j, const char *data, size_t size)
 {
     before_value(j);
-    fputc('"', j->out);
-    if (data)
-        cli_json_escape(j->out, data, size);
-    fputc('"', j->out);
+    cli_json_escape(j->out, data ? data : "", data ? size : 0);
 }
 
 void cli_json_cstring(cli_json *j, const char *s)

@@ -41,7 +41,8 @@ void cli_json_uint(cli_json *j, uint64_t v);
 void cli_json_bool(cli_json *j, int v);
 void cli_json_null(cli_json *j);
 
-/* Writes `string` with JSON escapes (no quotes) to `out`. */
+/* Writes `data` as a JSON string (quotes included) to `out`: the library's
+ * onnxio_json_write_string, DEL escaped, invalid UTF-8 as U+FFFD. */
 void cli_json_escape(FILE *out, const char *data, size_t size);
 
 #endif

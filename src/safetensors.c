@@ -954,33 +954,11 @@ static int put(sbuf *b, const char *s, size_t n)
 
 static int puts_(sbuf *b, const char *s) { return put(b, s, strlen(s)); }
 
-/* A JSON string as serde_json writes it: '"' and '\\' escaped, control
- * characters as \b \f \n \r \t or \u00XX, the rest (UTF-8) as it is. */
-static int put_json(sbuf *b, const char *s, size_t n)
-{
-    if (!put(b, "\"", 1)) return 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        char esc[8];
-        const char *e = NULL;
-        switch (c) {
-        case '"': e = "\\\""; break;
-        case '\\': e = "\\\\"; break;
-        case '\b': e = "\\b"; break;
-        case '\f': e = "\\f"; break;
-        case '\n': e = "\\n"; break;
-        case '\r': e = "\\r"; break;
-        case '\t': e = "\\t"; break;
-        default:
-            if (c < 0x20) {
-                snprintf(esc, sizeof esc, "\\u%04x", c);
-                e = esc;
-            }
-        }
-        if (e ? !puts_(b, e) : !put(b, (const char *)&c, 1)) return 0;
-    }
-    return put(b, "\"", 1);
-}
+static int sbuf_write(void *ctx, const void *bytes, size_t n) { return !put(ctx, bytes, n); }
+
+/* A JSON string as serde_json writes it: the library's JSON strings with
+ * no flag (UTF-8 and DEL as they are; names are checked UTF-8 first). */
+static int put_json(sbuf *b, const char *s, size_t n) { return onnxio_json_write_string(s, n, 0, sbuf_write, b) == 0; }
 
 static onnxio_status check_utf8(const char *s, size_t n, const char *what)
 {

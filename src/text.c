@@ -359,47 +359,79 @@ static void put_base64(out *o, const uint8_t *p, size_t n)
     put(o, "\"", 1);
 }
 
-/* json.dumps(str, ensure_ascii=True) of a string field's value: '"', '\\'
- * and \b \f \n \r \t escaped by letter, other bytes below 0x20 and 0x7f as
- * \u00xx, every non-ASCII code point as \uxxxx (a surrogate pair past
- * U+FFFF). A byte that is not part of well-formed UTF-8 becomes \udcxx, as
- * Python's surrogateescape decoding has it. */
-static void put_json_string(out *o, const char *s, size_t n)
+ONNXIO_API int onnxio_json_write_string(const void *data, size_t size, unsigned flags, onnxio_write_fn write, void *ctx)
 {
-    put(o, "\"", 1);
-    for (size_t i = 0; i < n && !o->failed; i++) {
-        unsigned char c = (unsigned char)s[i];
+    const unsigned char *s = data;
+    char esc[16];
+    int r;
+    if ((r = write(ctx, "\"", 1))) return r;
+    size_t run = 0; /* bytes written as they are, pending */
+    for (size_t i = 0; i < size; i++) {
+        unsigned char c = s[i];
+        const char *e = NULL;
+        size_t elen = 2, skip = 0;
         if (c >= 0x80) {
-            size_t len = onnxio__utf8_sequence((const unsigned char *)s + i, n - i);
+            size_t len = onnxio__utf8_sequence(s + i, size - i);
             if (!len) {
-                printf_(o, "\\udc%02x", c);
+                if (flags & ONNXIO_JSON_INVALID_SURROGATE) elen = (size_t)snprintf(esc, sizeof esc, "\\udc%02x", c), e = esc;
+                else if (flags & ONNXIO_JSON_INVALID_REPLACE) e = "\\ufffd", elen = 6;
+            } else if (flags & ONNXIO_JSON_ASCII) {
+                uint32_t cp = c & (len == 2 ? 0x1f : len == 3 ? 0x0f : 0x07);
+                for (size_t k = 1; k < len; k++) cp = cp << 6 | (s[i + k] & 0x3f);
+                if (cp > 0xffff) {
+                    cp -= 0x10000;
+                    elen = (size_t)snprintf(esc, sizeof esc, "\\u%04x\\u%04x", 0xd800 + (unsigned)(cp >> 10),
+                                            0xdc00 + (unsigned)(cp & 0x3ff));
+                } else {
+                    elen = (size_t)snprintf(esc, sizeof esc, "\\u%04x", (unsigned)cp);
+                }
+                e = esc;
+                skip = len - 1;
+            } else {
+                run += len;
+                i += len - 1;
                 continue;
             }
-            uint32_t cp = c & (len == 2 ? 0x1f : len == 3 ? 0x0f : 0x07);
-            for (size_t k = 1; k < len; k++) cp = cp << 6 | ((unsigned char)s[i + k] & 0x3f);
-            i += len - 1;
-            if (cp > 0xffff) {
-                cp -= 0x10000;
-                printf_(o, "\\u%04x\\u%04x", 0xd800 + (unsigned)(cp >> 10), 0xdc00 + (unsigned)(cp & 0x3ff));
-            } else {
-                printf_(o, "\\u%04x", (unsigned)cp);
+        } else {
+            switch (c) {
+            case '"': e = "\\\""; break;
+            case '\\': e = "\\\\"; break;
+            case '\b': e = "\\b"; break;
+            case '\f': e = "\\f"; break;
+            case '\n': e = "\\n"; break;
+            case '\r': e = "\\r"; break;
+            case '\t': e = "\\t"; break;
+            default:
+                if (c < 0x20 || (c == 0x7f && (flags & ONNXIO_JSON_ESCAPE_DEL)))
+                    elen = (size_t)snprintf(esc, sizeof esc, "\\u%04x", c), e = esc;
             }
+        }
+        if (!e) {
+            run++;
             continue;
         }
-        switch (c) {
-        case '"': put(o, "\\\"", 2); break;
-        case '\\': put(o, "\\\\", 2); break;
-        case '\b': put(o, "\\b", 2); break;
-        case '\f': put(o, "\\f", 2); break;
-        case '\n': put(o, "\\n", 2); break;
-        case '\r': put(o, "\\r", 2); break;
-        case '\t': put(o, "\\t", 2); break;
-        default:
-            if (c < 0x20 || c == 0x7f) printf_(o, "\\u%04x", c);
-            else put(o, (const char *)&c, 1);
-        }
+        if (run && (r = write(ctx, s + i - run, run))) return r;
+        run = 0;
+        if ((r = write(ctx, e, elen))) return r;
+        i += skip;
     }
-    put(o, "\"", 1);
+    if (run && (r = write(ctx, s + size - run, run))) return r;
+    return write(ctx, "\"", 1);
+}
+
+static int out_write(void *ctx, const void *bytes, size_t n)
+{
+    out *o = ctx;
+    put(o, bytes, n);
+    return o->failed;
+}
+
+/* json.dumps(str, ensure_ascii=True) of a string field's value, invalid
+ * UTF-8 as Python's surrogateescape decoding has it. */
+static void put_json_string(out *o, const char *s, size_t n)
+{
+    onnxio_json_write_string(s, n, ONNXIO_JSON_ASCII | ONNXIO_JSON_ESCAPE_DEL | ONNXIO_JSON_INVALID_SURROGATE,
+                             out_write, o);
 }
 
 static void json_message(out *o, const onnxio_message *m, int depth);

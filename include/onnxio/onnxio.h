@@ -1443,6 +1443,29 @@ onnxio_status onnxio_text_print(const void *msg, const onnxio_text_options *opts
 onnxio_status onnxio_text_parse(const onnxio_message_desc *desc, const void *text, size_t size,
                                 const onnxio_text_options *opts, onnxio_arena *arena, void **out);
 
+/* JSON strings (RFC 8259), written one way for every JSON the library and
+ * its tools write: '"' and '\\' escaped, \b \f \n \r \t by letter, other
+ * bytes below 0x20 as \u00xx. The flags add:
+ * - ONNXIO_JSON_ESCAPE_DEL: 0x7f as \u007f.
+ * - ONNXIO_JSON_ASCII: every non-ASCII code point as \uxxxx (a surrogate
+ *   pair past U+FFFF), as Python's json.dumps(ensure_ascii=True); without
+ *   it UTF-8 is written as it is.
+ * - ONNXIO_JSON_INVALID_SURROGATE: a byte that is not part of well-formed
+ *   UTF-8 (RFC 3629) as \udcxx, as Python's surrogateescape decoding has
+ *   it; ONNXIO_JSON_INVALID_REPLACE: as \ufffd; neither: as it is.
+ * Who uses which: protobuf's json_format (ONNXIO_TEXT_JSON) ASCII |
+ * ESCAPE_DEL | INVALID_SURROGATE; safetensors headers (serde_json) none;
+ * the `onnxio` command's JSON ESCAPE_DEL | INVALID_REPLACE. */
+#define ONNXIO_JSON_ESCAPE_DEL 1u
+#define ONNXIO_JSON_ASCII 2u
+#define ONNXIO_JSON_INVALID_SURROGATE 4u
+#define ONNXIO_JSON_INVALID_REPLACE 8u
+/* Writes the `size` bytes at `data` as one JSON string, quotes included,
+ * in pieces through write(ctx, bytes, n). Returns 0, or the first non-zero
+ * value write returned (the rest is then not written). */
+typedef int (*onnxio_write_fn)(void *ctx, const void *bytes, size_t n);
+int onnxio_json_write_string(const void *data, size_t size, unsigned flags, onnxio_write_fn write, void *ctx);
+
 /* ---- remote sources ---------------------------------------------------- */
 
 /* A front end that reads external data from somewhere the library cannot
