@@ -65,7 +65,7 @@ have_py_tests = $(wildcard tests/python/test_*.py tests/python/*_test.py)
 
 PREFIX ?= /usr/local
 
-.PHONY: install all bootstrap demo test test-build test-asan test-fuzz test-python python-install \
+.PHONY: install all bootstrap demo test test-layers test-build test-asan test-fuzz test-python python-install \
         bench bench-python bench-build models clean distclean
 
 all:
@@ -94,10 +94,15 @@ demo:
 # (scripts/test.sh) runs all of them, in order, even after one fails, with
 # each step's time, and ends with a summary of what ran and what was
 # skipped; it fails if any step did.
-TEST_STEPS := test-build test-asan test-fuzz test-python
+TEST_STEPS := test-layers test-build test-asan test-fuzz test-python
 
 test: bootstrap
 	@scripts/test.sh $(TEST_STEPS)
+
+# The library's layers against docs/design.md's table (scripts/check_layers.py).
+test-layers:
+	@echo "==> layers of src/"
+	$(PYTHON) scripts/check_layers.py
 
 test-build:
 	@echo "==> build/ with -Werror (the Python extension and its stubs too)"

@@ -13,7 +13,7 @@ to 4x and hid a difference of 10% (bench_user.py measures fresh processes;
 this isolates the CRC). Prints the medians, the ratios to external data,
 and the CPU time the CRC added (user time: the copies are the kernel's, so
 a load without CRC has almost none) with the rate it implies; then the
-CRC-32 of the three libraries src/digest.c can use (ISA-L, libdeflate,
+CRC-32 of the three libraries src/base/digest.c can use (ISA-L, libdeflate,
 zlib), called through ctypes on 1 MiB in cache, each checked against
 Python's zlib.crc32 first.
 """

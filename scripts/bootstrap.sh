@@ -45,7 +45,7 @@ if [[ $mode == all ]]; then
     packages+=(           # the tests and benchmarks
         clang                 # libFuzzer targets
         libclang-rt-14-dev    # clang's sanitizer and libFuzzer runtimes
-        libisal2              # a faster CRC-32, loaded at run time when present (src/digest.c)
+        libisal2              # a faster CRC-32, loaded at run time when present (src/base/digest.c)
         strace                # counts the fsync calls of saves with fsync off (tests)
         libprotobuf-dev       # C++ baseline in bench/
         protobuf-compiler

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make test`: runs every test step (the Makefile's test-build, test-asan,
+# `make test`: runs every test step (the Makefile's test-layers, test-build, test-asan,
 # test-fuzz, test-python), in order, each even after one failed, with a line
 # per step and its time as it ends; then a summary that counts what ran and
 # what was skipped, and why. A run that skipped tests (a clone without
@@ -15,7 +15,7 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 steps=("$@")
-((${#steps[@]})) || steps=(test-build test-asan test-fuzz test-python)
+((${#steps[@]})) || steps=(test-layers test-build test-asan test-fuzz test-python)
 logs=.cache/test
 mkdir -p "$logs"
 MAKE="${MAKE:-make}"
@@ -44,6 +44,9 @@ done
 ran() {
     local log="$logs/$1.log"
     case "$1" in
+    test-layers)
+        grep -hE '^check_layers: ' "$log" | tail -n 1
+        ;;
     test-build | test-asan)
         grep -hoE '[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+|100% tests passed out of [0-9]+' "$log" |
             tail -n 1 | sed 's/^/ctest: /'

@@ -255,7 +255,7 @@ typedef enum onnxio_oneof_id {
 #undef ONNXIO_FIELD
 #undef ONNXIO_END_MESSAGE
 
-/* descriptors: onnxio_desc_<Message>, onnxio_enum_<Enum> (src/schema.c) */
+/* descriptors: onnxio_desc_<Message>, onnxio_enum_<Enum> (src/proto/schema.c) */
 #define ONNXIO_ENUM(E, FULL) extern const onnxio_enum_desc onnxio_enum_##E;
 #define ONNXIO_ENUM_VALUE(E, V, N)
 #define ONNXIO_END_ENUM(E)

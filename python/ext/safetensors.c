@@ -1,6 +1,6 @@
 /* safetensors.c: the extension's entry points for .safetensors files
  * (onnxio.safetensors calls them). Every rule of the format is the C
- * library's (src/safetensors.c); this file converts arguments and releases
+ * library's (src/formats/safetensors.c); this file converts arguments and releases
  * the GIL. */
 #include "pyonnxio.h"
 

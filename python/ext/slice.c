@@ -1,6 +1,6 @@
 /* slice.c: the extension's entry points for tensor slices (onnxio.slices
  * calls them). Every rule (bounds, packing, where the bytes are) is the C
- * library's (src/slice.c); this file converts arguments, releases the GIL
+ * library's (src/api/slice.c); this file converts arguments, releases the GIL
  * and wraps a slice as a TensorProto whose raw_data holds it, so that
  * numpy_helper.to_array makes the array. */
 #include "pyonnxio.h"

@@ -17,7 +17,7 @@
 #include <dlfcn.h>
 #include <zlib.h>
 
-#include "container.h" /* onnxio__crc32 and its two libraries, onnxio__archive_read */
+#include "io/container.h" /* onnxio__crc32 and its two libraries, onnxio__archive_read */
 #include "testutil.h"
 
 /* ---- payloads -------------------------------------------------------------- */

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "io/io.h"
 #include "testutil.h"
 
 /* SHA-1 of data_bytes, from Python's hashlib (an independent reference). */
@@ -1609,7 +1609,7 @@ static void test_save_modes(void)
 /* ---- mapping in windows ------------------------------------------------------ */
 
 /* A large file is mapped in windows, each from its own open file
- * description of the file (src/file.c, map_windows): with one-page windows,
+ * description of the file (src/io/file.c, map_windows): with one-page windows,
  * the kernel's /proc/self/maps must list one mapping of the data file per
  * window (ceil(size / page)) while the model is loaded and none after; the
  * payloads, which cross window edges, must be the data file's bytes; no

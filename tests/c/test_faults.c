@@ -1,7 +1,7 @@
 /* Fault injection, as SQLite's test_malloc.c and its I/O error
  * injection do it: every allocation point and every open, read, write,
  * fsync, ftruncate, rename, unlink and mmap of loads, saves, archives and
- * model replacement is made to fail in turn (src/os.c counts them), and each
+ * model replacement is made to fail in turn (src/base/os.c counts them), and each
  * time the result must be a clean error (a status and a message), no leak
  * (every block onnxio allocated is freed), the existing outputs
  * byte-identical and no temporary file left. Then the save protocol's
@@ -27,7 +27,7 @@
 #include <openssl/crypto.h>
 
 #include "common.h" /* cli_main: the onnxio command, in-process */
-#include "internal.h"
+#include "io/io.h"
 #include "testutil.h"
 
 #define IO_OPS                                                                                                    \

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h" /* onnxio__file_cold: whether a load reads the file whole */
+#include "io/io.h" /* onnxio__file_cold: whether a load reads the file whole */
 #include "testutil.h"
 
 #define NT 6

@@ -1,4 +1,4 @@
-/* The thread pool (src/pool.c): every job's bytes moved exactly where they
+/* The thread pool (src/pool/pool.c): every job's bytes moved exactly where they
  * belong, and every CRC piece equal to zlib's crc32 of its bytes, for 1 to
  * 8 threads, with jobs queued in two batches (the second while the workers
  * already run the first), copies and preads mixed, sizes from 1 byte to
@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "internal.h"
+#include "io/io.h"
 #include "testutil.h"
 
 #define MIB (1u << 20)

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h" /* the fault layer's counter of fsync calls */
+#include "io/io.h" /* the fault layer's counter of fsync calls */
 #include "testutil.h"
 
 /* ---- a model -------------------------------------------------------------- */

@@ -1,4 +1,4 @@
-/* .safetensors files (src/safetensors.c).
+/* .safetensors files (src/formats/safetensors.c).
  *
  * - Files built here by hand (their header JSON written with printf, an
  *   independent writer) load into a model: bytes, copy and no_copy owners,
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "io/io.h"
 #include "testutil.h"
 
 static char *W;

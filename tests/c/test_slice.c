@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "io/io.h"
 #include "testutil.h"
 
 static char *W;

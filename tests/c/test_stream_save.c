@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "io/io.h"
 #include "testutil.h"
 
 /* ---- the model ---------------------------------------------------------------- */

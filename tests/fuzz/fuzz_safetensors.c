@@ -1,4 +1,4 @@
-/* libFuzzer target for the .safetensors reader (src/safetensors.c; see
+/* libFuzzer target for the .safetensors reader (src/formats/safetensors.c; see
  * docs/fuzzing.md): the input is a whole .safetensors file.
  *
  * - onnxio_safetensors_open_bytes either fails with ONNXIO_ERR_SAFETENSORS

@@ -1,4 +1,4 @@
-/* libFuzzer target for tensor slices (src/slice.c; see docs/fuzzing.md),
+/* libFuzzer target for tensor slices (src/api/slice.c; see docs/fuzzing.md),
  * differential: the input is a model file (.onnx or .onnxz), written to a
  * private directory under $TMPDIR (else /tmp) and read two ways.
  *

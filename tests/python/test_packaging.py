@@ -158,7 +158,7 @@ def test_python_m_build_makes_sdist_and_wheel(tmp_path):
     import tarfile
 
     names = {n.split("/", 1)[1] for n in tarfile.open(sdist).getnames() if "/" in n}
-    for want in ("pyproject.toml", "CMakeLists.txt", "src/schema.def", "src/text_parse.c", "include/onnxio/onnxio.h",
+    for want in ("pyproject.toml", "CMakeLists.txt", "src/schema.def", "src/proto/text_parse.c", "include/onnxio/onnxio.h",
                  "python/ext/module.c", "python/gen_stubs.c", "python/onnxio/__init__.py", "cli/main.c",
                  "cmake/onnxio.pc.in"):
         assert want in names, want

@@ -1,0 +1,231 @@
+/* Arena allocation for message trees (docs/design.md "Memory model"): a bump
+ * allocator over large blocks, freed all at once. Only what must start
+ * zeroed (message structs) is zeroed, when it is handed out: strings and
+ * arrays are written whole by their callers, so a parse does not clear
+ * their bytes first. The arena also
+ * remembers every payload span made in it, so that freeing the arena drops
+ * the payload references those spans still hold. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include "memory/memory.h"
+
+#define ARENA_ALIGN 16
+/* Small first blocks: a message built from Python (one arena each) costs
+ * about its struct and strings, not a 16 KiB block; parses grow the blocks
+ * by doubling to ARENA_MAX_BLOCK within a few allocations. */
+#define ARENA_FIRST_BLOCK 1024u
+/* Blocks stay under glibc's smallest mmap threshold (128 KiB), so that
+ * they come from the heap and a freed tree's blocks serve the next one:
+ * with 1 MiB blocks, glibc mapped and unmapped each, and every copy of the
+ * 200k-node model faulted its 95 MiB in anew (CopyFrom 17 ms, 12 ms with
+ * these). Allocations larger than half a block get a block of their own. */
+#define ARENA_MAX_BLOCK ((size_t)64 << 10)
+#define SPANS_PER_CHUNK 256
+
+typedef struct block {
+    struct block *next;
+    size_t size; /* usable bytes after the header */
+} block;
+
+/* In the arena's own blocks: 8 spans first, twice as many in each next
+ * chunk up to SPANS_PER_CHUNK, so that a small tree's few tensors take no
+ * allocation of their own. */
+typedef struct span_chunk {
+    struct span_chunk *next;
+    size_t count, capacity;
+    onnxio_span *spans[];
+} span_chunk;
+
+struct onnxio_arena {
+    onnxio__bump bump; /* first: the free part of the head block (memory/memory.h) */
+    atomic_size_t refs;
+    block *head;
+    size_t next_block;
+    size_t total;
+    size_t limit;   /* 0, or the most `total` may reach (a load's expansion budget) */
+    bool limit_hit; /* an allocation failed because of `limit` */
+    /* Filled by a parse (onnxio__arena_expect) or with a cached block: its
+     * blocks go back to the cache. */
+    bool caches;
+    span_chunk *spans;
+};
+
+#define BLOCK_HEADER ((sizeof(block) + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1))
+
+ONNXIO_API onnxio_arena *onnxio_arena_new(void)
+{
+    onnxio_arena *a = onnxio__calloc(1, sizeof *a);
+    if (!a) return NULL;
+    atomic_init(&a->refs, 1);
+    a->next_block = ARENA_FIRST_BLOCK;
+    return a;
+}
+
+ONNXIO_API onnxio_arena *onnxio_arena_ref(onnxio_arena *a)
+{
+    if (a) atomic_fetch_add(&a->refs, 1);
+    return a;
+}
+
+/* glibc keeps the heap memory of freed small blocks (freed among live
+ * allocations, it is never at the top of the heap), so that 100,000 small
+ * arenas (messages built from Python) freed left their 110 MiB in the
+ * process. Once small arenas (at most SMALL_ARENA bytes) have freed this
+ * many bytes, malloc_trim gives the free pages back. Large arenas (loads)
+ * do not count: their blocks are reused by the next load, and trimming them
+ * would make it fault every page in again (a loop of loads of the 200k-node
+ * model went from 21 to 66 ms a load when every free trimmed). */
+#define TRIM_AFTER ((size_t)32 << 20)
+#define SMALL_ARENA ((size_t)64 << 10)
+static atomic_size_t freed_since_trim;
+
+static void note_freed(size_t n)
+{
+#if defined(__GLIBC__)
+    if (atomic_fetch_add(&freed_since_trim, n) + n >= TRIM_AFTER) {
+        atomic_store(&freed_since_trim, 0);
+        malloc_trim(0);
+    }
+#else
+    (void)n;
+#endif
+}
+
+/* Freed blocks of ARENA_MAX_BLOCK bytes of parsed trees (and of trees
+ * that took cached blocks, such as a copy of a parsed one), up to
+ * BLOCK_CACHE_MAX of them in the process, serve the next arenas' blocks
+ * (trees built from Python give theirs back, see note_freed). glibc gives
+ * the top of its
+ * heap back to the system on free once more than its trim threshold (128
+ * KiB until a large mapped chunk is freed) is free there, which a freed
+ * tree is: the next parse of the same model then faulted every page of
+ * its tree in anew (the 200,000-node graph with attributes: 40,000 page
+ * faults and 95 ms a parse in a loop). */
+#define BLOCK_CACHE_MAX ((size_t)64 << 20)
+static pthread_mutex_t block_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static block *block_cache;
+static size_t block_cache_bytes;
+
+static block *block_cache_take(void)
+{
+    pthread_mutex_lock(&block_cache_lock);
+    block *b = block_cache;
+    if (b) {
+        block_cache = b->next;
+        block_cache_bytes -= ARENA_MAX_BLOCK;
+    }
+    pthread_mutex_unlock(&block_cache_lock);
+    return b;
+}
+
+ONNXIO_API void onnxio_arena_unref(onnxio_arena *a)
+{
+    if (!a || atomic_fetch_sub(&a->refs, 1) != 1) return;
+    for (span_chunk *c = a->spans; c; c = c->next)
+        for (size_t i = 0; i < c->count; i++) onnxio_span_clear(c->spans[i]);
+    block *b = a->head, *next;
+    if (a->caches && a->total > SMALL_ARENA) {
+        pthread_mutex_lock(&block_cache_lock);
+        for (; b && block_cache_bytes < BLOCK_CACHE_MAX; b = next) {
+            next = b->next;
+            if (b->size != ARENA_MAX_BLOCK) {
+                onnxio__free(b);
+                continue;
+            }
+            b->next = block_cache;
+            block_cache = b;
+            block_cache_bytes += ARENA_MAX_BLOCK;
+        }
+        pthread_mutex_unlock(&block_cache_lock);
+    }
+    for (; b; b = next) {
+        next = b->next;
+        onnxio__free(b);
+    }
+    if (a->total <= SMALL_ARENA) note_freed(a->total);
+    onnxio__free(a);
+}
+
+/* The slow path of onnxio__arena_bump and onnxio__arena_bytes: a new
+ * block (16-byte aligned, as is what it returns). */
+void *onnxio__arena_grow(onnxio_arena *a, size_t size)
+{
+    size = (size + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+    if (size == 0) size = ARENA_ALIGN;
+    if (size > ((size_t)-1) / 2) return NULL;
+    size_t want = a->next_block;
+    if (want < size) want = size;
+    if (a->limit && (a->total > a->limit || BLOCK_HEADER + want > a->limit - a->total)) {
+        a->limit_hit = true;
+        return NULL;
+    }
+    block *nb = want == ARENA_MAX_BLOCK ? block_cache_take() : NULL;
+    if (nb) a->caches = true;
+    else if (!(nb = onnxio__malloc(BLOCK_HEADER + want))) return NULL;
+    nb->size = want;
+    a->total += BLOCK_HEADER + want;
+    char *p = (char *)nb + BLOCK_HEADER;
+    /* Big allocations get their own block behind the head, so that the
+     * head's free space is not wasted. */
+    if (size > a->next_block / 2 && a->head) {
+        nb->next = a->head->next;
+        a->head->next = nb;
+        return p;
+    }
+    nb->next = a->head;
+    a->head = nb;
+    if (a->next_block < ARENA_MAX_BLOCK) a->next_block = a->next_block * 2 < ARENA_MAX_BLOCK ? a->next_block * 2 : ARENA_MAX_BLOCK;
+    a->bump.cur = p + size;
+    a->bump.end = p + want;
+    return p;
+}
+
+ONNXIO_API void *onnxio_arena_alloc(onnxio_arena *a, size_t size)
+{
+    return a ? onnxio__arena_zalloc(a, size) : NULL;
+}
+
+ONNXIO_API size_t onnxio_arena_used(const onnxio_arena *a) { return a ? a->total : 0; }
+
+void onnxio__arena_limit(onnxio_arena *a, size_t limit)
+{
+    a->limit = limit;
+    a->limit_hit = false;
+}
+
+/* Message structs are large next to their wire bytes: 32 bytes of arena
+ * per input byte hold the whole tree of each of the 1,072 models of
+ * libonnx-testdata in one block (16 held fewer than half of them). */
+#define ARENA_PER_INPUT_BYTE 32u
+
+void onnxio__arena_expect(onnxio_arena *a, size_t input)
+{
+    size_t want = input > ARENA_MAX_BLOCK / ARENA_PER_INPUT_BYTE ? ARENA_MAX_BLOCK : input * ARENA_PER_INPUT_BYTE;
+    size_t free_now = (size_t)(a->bump.end - a->bump.cur);
+    a->caches = true;
+    if (free_now < want && a->next_block < want) a->next_block = want;
+}
+
+bool onnxio__arena_limit_hit(const onnxio_arena *a) { return a->limit_hit; }
+
+onnxio_status onnxio__arena_track_span(onnxio_arena *a, onnxio_span *span)
+{
+    span_chunk *c = a->spans;
+    if (!c || c->count == c->capacity) {
+        size_t cap = !c ? 8 : 2 * c->capacity < SPANS_PER_CHUNK ? 2 * c->capacity : SPANS_PER_CHUNK;
+        span_chunk *n = onnxio__arena_bump(a, sizeof *n + cap * sizeof n->spans[0]);
+        if (!n) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+        n->next = c;
+        n->count = 0;
+        n->capacity = cap;
+        a->spans = c = n;
+    }
+    c->spans[c->count++] = span;
+    return ONNXIO_OK;
+}

@@ -1,0 +1,182 @@
+/* The proto layer (docs/design.md, "Layers"): the schema, message
+ * operations, the wire codec (decode.c, encode.c), the text formats and
+ * the format rules (format.c). It reaches payload placement and output
+ * only through what its callers pass in (onnxio__decode_config.payload,
+ * onnxio__sink), never a file or container of its own. */
+#ifndef ONNXIO_PROTO_CODEC_H
+#define ONNXIO_PROTO_CODEC_H
+
+#include "pool/pool.h"
+
+/* ---- format.c ----------------------------------------------------------- */
+
+/* For `size` bytes at `data` that onnxio_detect_format calls text: what
+ * kind of text they look like (JSON, protobuf text format, ONNX's textual
+ * syntax) and which call reads it, as one clause for an error's context;
+ * NULL for anything else. */
+const char *onnxio__text_hint(const void *data, size_t size);
+
+/* The rule for a relative path inside a model's reach (an external data
+ * location, an archive entry name): NULL when `p` (`n` bytes) keeps it;
+ * else what is wrong ("is empty", "contains a NUL byte", "is an absolute
+ * path", "has a '..' component"), and *status the status for that. */
+const char *onnxio__path_problem(const char *p, size_t n, onnxio_status *status);
+
+/* Refuses a payload length that is not what the tensor's data_type and dims
+ * need (onnxio_tensor_raw_size) with ONNXIO_ERR_EXTERNAL_DATA; tensors
+ * without a fixed size pass. `where` names the file or entry. */
+/* Length of the well-formed UTF-8 sequence of a non-ASCII character at p
+ * (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF), or 0
+ * (text.c; the text writers and readers). */
+size_t onnxio__utf8_sequence(const unsigned char *p, size_t n);
+
+onnxio_status onnxio__check_raw_size(const onnxio_TensorProto *t, uint64_t length, const char *where);
+/* The raw_data bytes (`bytes` of them: onnxio_tensor_raw_size) of a
+ * tensor whose values are in its typed field, as onnx's
+ * numpy_helper.to_array reads them: float_data (FLOAT, COMPLEX64),
+ * double_data (DOUBLE, COMPLEX128), int64_data (INT64), uint64_data
+ * (UINT32, UINT64), int32_data for the rest; each value cut to its low
+ * bytes, little-endian (FLOAT16 and BFLOAT16 bits, BOOL, 8-bit floats;
+ * for 4- and 2-bit types each int32_data value is one packed byte; FLOAT6
+ * values, one per element, are packed as raw_data packs them). Written
+ * to `dst` (NULL: only checked). `status` (the caller's: ERR_SLICE,
+ * ERR_SAFETENSORS), naming the tensor, when the field holds a number of
+ * values other than the shape needs. Shared by the slice reader and the
+ * safetensors writer. */
+onnxio_status onnxio__typed_to_raw(const onnxio_TensorProto *t, uint64_t bytes, uint8_t *dst, onnxio_status status);
+
+/* Makes room for `extra` more elements of `elem_size`; NULL when out of memory. */
+void *onnxio__array_reserve(onnxio_arena *arena, onnxio__array *a, size_t elem_size, size_t extra);
+/* Size in bytes of one element of a repeated field. */
+size_t onnxio__elem_size(const onnxio_field_desc *f);
+onnxio_status onnxio__append_unknown(onnxio_arena *arena, onnxio_message *m, const uint8_t *p, size_t n);
+/* onnxio_message_clone with its status (NO_MEMORY or DEPTH). */
+onnxio_status onnxio__clone(onnxio_arena *arena, const void *src, void **out);
+
+/* ---- payload sources: what the decoder hands to payload placement ------ */
+
+/* CRC-32 pieces that a payload copy fills (see onnxio__job.crc); `filled`
+ * is set when the copy is queued, so that a payload that was borrowed or
+ * skipped instead is known to be unchecked. */
+typedef struct onnxio__crc_slots {
+    uint32_t *piece;
+    bool filled;
+} onnxio__crc_slots;
+typedef struct onnxio__payload_src {
+    const uint8_t *data;  /* the bytes in memory, or NULL when only in a file */
+    onnxio_buffer *owner; /* keeps `data` alive for no_copy (NULL: borrowed) */
+    int fd;               /* the same bytes in a file (-1: none): read with pread */
+    uint64_t offset;      /* their offset in fd */
+    uint64_t size;
+    bool external;        /* from an external data file: loading clears data_location/external_data */
+    bool entry;           /* external, from an .onnxz entry: data_location is cleared, not DEFAULT */
+    const char *what;     /* file named in read errors (NULL: the tensor name) */
+    bool copy;            /* copy even with no_copy (bytes not aligned for borrowing) */
+    bool owned;           /* the bytes are this load's own (container.h, onnxio__entry.owned): taken, not copied, by a copy load too */
+    onnxio__crc_slots *crc; /* compute the CRC-32 of the bytes as they are copied (NULL: no) */
+    /* The container entry the bytes come from (NULL: inline): with no_copy,
+     * payloads loaded from the same entry, offset and size share one
+     * buffer when they must be copied. */
+    const void *share;
+    uint64_t share_offset;
+} onnxio__payload_src;
+
+/* decode.c */
+typedef struct onnxio__decode_config {
+    onnxio_arena *arena;
+    onnxio_buffer *owner;   /* keeps input alive in no_copy mode */
+    const uint8_t *base;    /* start of the whole input (for error offsets) */
+    bool skip_raw_data;
+    int max_depth;
+    /* Where raw_data goes: called with payload_ctx for every TensorProto
+     * payload read (a load passes payload.c's onnxio__payload_take), so
+     * that the codec knows nothing of placement, pools or files. */
+    onnxio_status (*payload)(void *ctx, onnxio_TensorProto *tensor, const onnxio__payload_src *src);
+    void *payload_ctx;
+    int fd;                 /* >= 0: the input is this whole file (read payloads with pread) */
+    /* The input is a whole file mapping, set to random access during the
+     * parse (the caller does it, and undoes it after): the parse reads its
+     * own way ahead (decode.c, READ_AHEAD), not into the payloads it skips. */
+    bool mapped;
+    /* Set when a TensorProto with data_location EXTERNAL was read, so that
+     * loading a model without external data skips the walk that looks for
+     * it (NULL: not wanted). */
+    bool *saw_external;
+} onnxio__decode_config;
+onnxio_status onnxio__decode(const onnxio__decode_config *cfg, onnxio_message *msg,
+                             const uint8_t *data, size_t size);
+
+/* encode.c: a destination for serialized bytes. */
+typedef struct onnxio__sink {
+    uint8_t *buf;        /* memory output: the whole destination; file output: a staging buffer */
+    size_t pos;
+    size_t cap;
+    int fd;              /* -1 for memory output */
+    uint64_t written;    /* file output: bytes of the file before buf (flushed or queued) */
+    onnxio_status status;
+    onnxio__pool *pool;  /* NULL: payloads are written in line */
+    uint64_t threshold;  /* payloads at least this large become pool jobs */
+    const char *what;    /* the file named in write errors */
+    bool sequential;     /* a pipe or a terminal: write(2) in order, no offsets */
+    /* One pass (onnxio_serialize_to): memory output without a size pass.
+     * A sub-message's length is written where its cached size (the last
+     * parse's or serialization's) says, and moved once the real one is
+     * known if its varint is longer or shorter; `grow` makes room. */
+    bool one_pass;
+    int depth, max_depth;
+    onnxio_grow_fn grow; /* NULL: a full destination is an error */
+    void *grow_user;
+    /* Streaming saves (file output, not sequential): a raw_data without its
+     * bytes (data NULL, size > 0) is written as its tag and length, its
+     * bytes left as a hole at file offset `at`, which defer records (NULL:
+     * such a payload is an error, ONNXIO_ERR_MISSING_PAYLOAD). */
+    onnxio_status (*defer)(void *user, const onnxio_TensorProto *t, uint64_t at);
+    void *defer_user;
+} onnxio__sink;
+onnxio_status onnxio__encode(void *msg, onnxio__sink *sink);
+/* The size pass with a nesting limit (0: the default; capped): ERR_DEPTH,
+ * and *size ONNXIO_SIZE_TOO_DEEP, past it. */
+onnxio_status onnxio__size_pass(void *msg, int max_depth, uint64_t *size);
+/* onnxio_serialize with a nesting limit. */
+onnxio_status onnxio__serialize(void *msg, int max_depth, onnxio_buffer **out);
+onnxio_status onnxio__sink_flush(onnxio__sink *sink);
+
+/* A tensor's name for messages ("" when it has none). */
+static inline const char *onnxio__tensor_name(const onnxio_TensorProto *t)
+{
+    return t->name.data ? t->name.data : "";
+}
+
+/* A tensor whose payload is in external data (data_location EXTERNAL). */
+static inline bool onnxio__is_external(const onnxio_TensorProto *t)
+{
+    return onnxio_has(t, ONNXIO_FIELD_TensorProto_data_location) &&
+           t->data_location == ONNXIO_TensorProto_DataLocation_EXTERNAL;
+}
+
+/* The fields of TensorProto that hold its values other than raw_data
+ * (onnx-ml.proto: float_data, int32_data, string_data, int64_data,
+ * double_data, uint64_data), in field-index form; ONNXIO__TYPED_FIELDS of
+ * them. */
+#define ONNXIO__TYPED_FIELDS 6
+extern const unsigned onnxio__tensor_typed_fields[ONNXIO__TYPED_FIELDS];
+
+/* A tensor holding values in one of those fields. */
+static inline bool onnxio__has_typed_data(const onnxio_TensorProto *t)
+{
+    for (size_t i = 0; i < ONNXIO__TYPED_FIELDS; i++) {
+        const onnxio_field_desc *f = &onnxio_desc_TensorProto.fields[onnxio__tensor_typed_fields[i]];
+        if (((const onnxio__array *)onnxio__member(t, f))->size) return true;
+    }
+    return false;
+}
+
+/* message.c: calls fn(msg, parent, field) for every message of type
+ * `target` in the tree under `root` (depth first, in field order), where
+ * `parent`/`field` say where it was found (NULL for the root itself). */
+typedef onnxio_status (*onnxio__visit_fn)(onnxio_message *msg, onnxio_message *parent,
+                                          const onnxio_field_desc *field, void *ctx);
+onnxio_status onnxio__visit(onnxio_message *root, const onnxio_message_desc *target,
+                            onnxio__visit_fn fn, void *ctx);
+
+#endif

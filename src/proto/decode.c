@@ -1,0 +1,549 @@
+/* Table-driven protobuf parsing of any message, driven by the schema
+ * descriptors (docs/design.md "Wire rules"). One pass over a byte range; every
+ * length is checked against the bytes that remain before anything is
+ * allocated; nesting is bounded; unknown fields are kept byte for byte. */
+#include <string.h>
+
+#include "proto/codec.h"
+#include "proto/wire.h"
+
+/* Reading ahead of the parse in a file mapping (onnxio__decode_config.
+ * mapped): the mapping is set to random access, so a fault reads only its
+ * page (unless the load reads the whole file: then a fault reads the 2 MiB
+ * folio around it, onnxio__map_whole in model.c), and the parse asks for
+ * the bytes ahead of it itself, a window at a
+ * time, once it is within half a window of the end of what it asked for.
+ * The window doubles while the parse reads on (structure), from
+ * READ_AHEAD_MIN to READ_AHEAD_MAX, and starts again at the minimum after a
+ * skipped payload: a payload is then read at most READ_AHEAD_MIN into,
+ * where the kernel's read-around (8 MiB here) read much of every large
+ * tensor during a no_copy load. */
+#define READ_AHEAD_MIN ((uintptr_t)64 << 10)
+#define READ_AHEAD_MAX ((uintptr_t)8 << 20)
+
+typedef struct dec {
+    const onnxio__decode_config *cfg;
+    onnxio_arena *arena;
+    const uint8_t *end;      /* of the whole input */
+    uintptr_t read_ahead_end; /* mapped: where the parse's read-ahead ends */
+    uintptr_t window;         /* mapped: the next read-ahead's size */
+    uintptr_t kept;           /* mapped: where the pages still mapped by the parse start */
+} dec;
+
+static void read_ahead(dec *d, const uint8_t *p)
+{
+    uintptr_t start;
+    if ((uintptr_t)p > d->read_ahead_end) { /* past a skipped payload */
+        start = (uintptr_t)p;
+        d->window = READ_AHEAD_MIN;
+        /* The pages behind the parse are unmapped: a fault on a tensor
+         * header maps the whole page-cache folio around it (up to 2 MiB on
+         * Linux 6.18), which held 48-83 MiB of payload pages in the
+         * process during a parse of gpt2. The parse never reads behind
+         * itself (strings and small payloads are copied as read), and a
+         * no_copy payload there maps again when it is read. */
+        onnxio__map_drop((const void *)d->kept, start - d->kept);
+        d->kept = start & ~(uintptr_t)4095;
+    } else {
+        start = d->read_ahead_end;
+        if (d->window < READ_AHEAD_MAX) d->window *= 2;
+    }
+    uintptr_t end = start + d->window;
+    if (end > (uintptr_t)d->end) end = (uintptr_t)d->end;
+    if (end > start) onnxio__map_willneed((const void *)start, (size_t)(end - start));
+    d->read_ahead_end = end;
+}
+
+#define OFFSET(d, p) ((unsigned long long)((const uint8_t *)(p) - (d)->cfg->base))
+
+static onnxio_status parse_message(dec *d, onnxio_message *m, const uint8_t *p, const uint8_t *end, int depth);
+
+/* Marks a field present. Most fields are in no oneof; a oneof member goes
+ * through onnxio_set_has's sibling clearing only when a sibling is present
+ * (TypeProto.tensor_type and Dimension.dim_value as parsed have none). */
+static inline void mark_present(onnxio_message *m, const onnxio_field_desc *f)
+{
+    if (ONNXIO_UNLIKELY(f->oneof)) {
+        const onnxio_message_desc *desc = m->desc;
+        for (size_t i = 0; i < desc->field_count; i++) {
+            const onnxio_field_desc *g = &desc->fields[i];
+            if (g == f || g->oneof != f->oneof) continue;
+            const void *member = onnxio__member(m, g);
+            bool present = g->kind == ONNXIO_KIND_MESSAGE ? *(void *const *)member != NULL : (m->has >> g->index) & 1;
+            if (present) {
+                onnxio_set_has(m, f->index);
+                return;
+            }
+        }
+    }
+    m->has |= (uint64_t)1 << f->index;
+}
+
+static onnxio_status truncated(dec *d, const uint8_t *at, const onnxio_message *m, const char *what)
+{
+    return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: %s: %s", OFFSET(d, at), m->desc->name, what);
+}
+
+/* Skips one value of wire type `wt` whose tag was for field `number`,
+ * advancing *pp past it. */
+static onnxio_status skip_value(dec *d, const onnxio_message *m, unsigned wt, uint32_t number,
+                               const uint8_t **pp, const uint8_t *end, int depth)
+{
+    uint64_t v;
+    const uint8_t *p = *pp, *start = p;
+    switch (wt) {
+    case WIRE_VARINT:
+        if (!(p = wire_read_varint(p, end, &v)))
+            return truncated(d, start, m, "truncated or overlong varint in an unknown field");
+        break;
+    case WIRE_FIXED64:
+        if (end - p < 8) return truncated(d, start, m, "truncated fixed64 in an unknown field");
+        p += 8;
+        break;
+    case WIRE_FIXED32:
+        if (end - p < 4) return truncated(d, start, m, "truncated fixed32 in an unknown field");
+        p += 4;
+        break;
+    case WIRE_LEN:
+        if (!(p = wire_read_varint(p, end, &v)) || v > (uint64_t)(end - p))
+            return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: %s: unknown field %u is truncated: its length runs past the end of the input",
+                                OFFSET(d, start), m->desc->name, number);
+        p += v;
+        break;
+    case WIRE_START_GROUP:
+        if (depth + 1 > d->cfg->max_depth)
+            return onnxio__fail(ONNXIO_ERR_DEPTH, "at byte %llu: %s: groups nested deeper than %d",
+                                OFFSET(d, start), m->desc->name, d->cfg->max_depth);
+        for (;;) {
+            uint64_t tag;
+            const uint8_t *tag_at = p;
+            if (p >= end)
+                return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: %s: group of field %u never ends",
+                                    OFFSET(d, p), m->desc->name, number);
+            if (!(p = wire_read_varint(p, end, &tag))) return truncated(d, tag_at, m, "truncated tag in a group");
+            unsigned gwt = (unsigned)(tag & 7);
+            uint64_t gnum = tag >> 3;
+            if (gnum == 0 || gnum > 0x1fffffff || gwt > 5)
+                return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: %s: invalid tag %llu in a group",
+                                    OFFSET(d, tag_at), m->desc->name, (unsigned long long)tag);
+            if (gwt == WIRE_END_GROUP) {
+                if (gnum != number)
+                    return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: %s: end-group for field %llu inside group %u",
+                                        OFFSET(d, tag_at), m->desc->name, (unsigned long long)gnum, number);
+                break;
+            }
+            onnxio_status s = skip_value(d, m, gwt, (uint32_t)gnum, &p, end, depth + 1);
+            if (s) return s;
+        }
+        break;
+    default:
+        return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: %s: invalid wire type %u", OFFSET(d, start),
+                            m->desc->name, wt);
+    }
+    *pp = p;
+    return ONNXIO_OK;
+}
+
+/* Whether wire type `wt` can carry field `f`. Repeated scalars accept the
+ * packed form whatever the schema's packing. A field that arrives with
+ * another wire type is kept as an unknown field, as libprotobuf does. */
+static int wire_type_fits(const onnxio_field_desc *f, unsigned wt)
+{
+    switch (f->kind) {
+    case ONNXIO_KIND_FLOAT: return wt == WIRE_FIXED32 || (wt == WIRE_LEN && f->label >= ONNXIO_LABEL_REPEATED);
+    case ONNXIO_KIND_DOUBLE: return wt == WIRE_FIXED64 || (wt == WIRE_LEN && f->label >= ONNXIO_LABEL_REPEATED);
+    case ONNXIO_KIND_INT32:
+    case ONNXIO_KIND_INT64:
+    case ONNXIO_KIND_UINT64:
+    case ONNXIO_KIND_ENUM: return wt == WIRE_VARINT || (wt == WIRE_LEN && f->label >= ONNXIO_LABEL_REPEATED);
+    default: return wt == WIRE_LEN;
+    }
+}
+
+/* An allocation failed: out of memory, or past the load's expansion budget
+ * (the arena's limit). */
+static onnxio_status no_memory(const dec *d)
+{
+    if (onnxio__arena_limit_hit(d->arena))
+        return onnxio__fail(ONNXIO_ERR_EXPANSION,
+                            "the message's structure needs more memory than max_expansion times its size allows "
+                            "(%zu bytes so far); raise max_expansion if the input is trusted",
+                            onnxio_arena_used(d->arena));
+    return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory while parsing");
+}
+
+/* How many length-delimited values of one field follow each other from
+ * `p` (at the length of the first; `tag` the tag's bytes, `tag_len` of
+ * them): a repeated field's elements usually arrive in one run, so its
+ * array can be sized once. Bounded by the input: each value takes a byte. */
+static size_t run_length(const uint8_t *tag, size_t tag_len, const uint8_t *p, const uint8_t *end)
+{
+    size_t n = 0;
+    for (;;) {
+        uint64_t v;
+        const uint8_t *q = wire_read_varint(p, end, &v);
+        if (!q || v > (uint64_t)(end - q)) break;
+        p = q + v;
+        n++;
+        if ((size_t)(end - p) <= tag_len || p[0] != tag[0] || (tag_len > 1 && memcmp(p + 1, tag + 1, tag_len - 1) != 0))
+            break;
+        p += tag_len;
+    }
+    return n ? n : 1;
+}
+
+/* Room for one more element of a repeated field whose value starts at `at`
+ * (its length) after the tag at `tag`; NULL when out of memory. When the
+ * array is full it grows to hold the whole run (at least doubling). A list
+ * slot is filled by the caller. */
+static inline void *array_push(onnxio_arena *arena, void *array, size_t es, const uint8_t *tag, const uint8_t *at,
+                               const uint8_t *end)
+{
+    onnxio__array *a = array;
+    if (ONNXIO_UNLIKELY(a->size == a->capacity)) {
+        size_t want = a->size + run_length(tag, (size_t)(at - tag), at, end);
+        if (want < 2 * a->capacity) want = 2 * a->capacity;
+        void *data = onnxio__arena_bump(arena, want * es);
+        if (!data) return NULL;
+        if (a->size) memcpy(data, a->data, a->size * es);
+        a->data = data;
+        a->capacity = want;
+    }
+    return (char *)a->data + a->size++ * es;
+}
+
+/* Stores one scalar read from the wire into a singular or repeated field. */
+static onnxio_status store_scalar(dec *d, onnxio_message *m, const onnxio_field_desc *f, uint64_t raw)
+{
+    void *member = onnxio__member(m, f);
+    int repeated = f->label >= ONNXIO_LABEL_REPEATED;
+    if (repeated) {
+        onnxio__array *a = member;
+        size_t es = onnxio__elem_size(f);
+        if (a->size == a->capacity && !onnxio__array_reserve(d->arena, a, es, 1)) return no_memory(d);
+        member = (char *)a->data + a->size * es;
+        a->size++;
+    }
+    switch (f->kind) {
+    case ONNXIO_KIND_INT32:
+    case ONNXIO_KIND_ENUM: {
+        int32_t v = (int32_t)(uint32_t)raw;
+        memcpy(member, &v, 4);
+        if (v == ONNXIO_TensorProto_DataLocation_EXTERNAL && d->cfg->saw_external &&
+            f == &onnxio_desc_TensorProto.fields[ONNXIO_FIELD_TensorProto_data_location])
+            *d->cfg->saw_external = true;
+        break;
+    }
+    case ONNXIO_KIND_INT64:
+    case ONNXIO_KIND_UINT64:
+        memcpy(member, &raw, 8);
+        break;
+    case ONNXIO_KIND_FLOAT: {
+        uint32_t v = (uint32_t)raw;
+        memcpy(member, &v, 4);
+        break;
+    }
+    case ONNXIO_KIND_DOUBLE:
+        memcpy(member, &raw, 8);
+        break;
+    default:
+        break;
+    }
+    if (!repeated) mark_present(m, f);
+    return ONNXIO_OK;
+}
+
+/* A packed run of scalars: `p..end` holds only values. */
+static onnxio_status parse_packed(dec *d, onnxio_message *m, const onnxio_field_desc *f,
+                                  const uint8_t *p, const uint8_t *end)
+{
+    onnxio__array *a = onnxio__member(m, f);
+    size_t es = onnxio__elem_size(f);
+    size_t len = (size_t)(end - p);
+    if (f->kind == ONNXIO_KIND_FLOAT || f->kind == ONNXIO_KIND_DOUBLE) {
+        size_t width = f->kind == ONNXIO_KIND_FLOAT ? 4 : 8;
+        if (len % width)
+            return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: packed field %s.%s: %zu bytes is not a multiple of %zu",
+                                OFFSET(d, p), m->desc->name, f->name, len, width);
+        size_t n = len / width;
+        if (n && !onnxio__array_reserve(d->arena, a, es, n)) return no_memory(d);
+        if (n) memcpy((char *)a->data + a->size * es, p, len);
+        a->size += n;
+        return ONNXIO_OK;
+    }
+    size_t n = 0;
+    for (const uint8_t *q = p; q < end; q++) n += *q < 0x80;
+    if (n && !onnxio__array_reserve(d->arena, a, es, n)) return no_memory(d);
+    while (p < end) {
+        uint64_t v;
+        const uint8_t *at = p;
+        if (!(p = wire_read_varint(p, end, &v)))
+            return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: packed field %s.%s: truncated or overlong varint",
+                                OFFSET(d, at), m->desc->name, f->name);
+        onnxio_status s = store_scalar(d, m, f, v);
+        if (s) return s;
+    }
+    return ONNXIO_OK;
+}
+
+static onnxio_status parse_field(dec *d, onnxio_message *m, const onnxio_field_desc *f, unsigned wt,
+                                 const uint8_t *tag_at, const uint8_t **pp, const uint8_t *end)
+{
+    const uint8_t *p = *pp;
+    uint64_t v = 0;
+    onnxio_kind kind = (onnxio_kind)f->kind;
+    int repeated = f->label >= ONNXIO_LABEL_REPEATED;
+
+    if (kind <= ONNXIO_KIND_DOUBLE || kind == ONNXIO_KIND_ENUM) {
+        unsigned expect = kind == ONNXIO_KIND_FLOAT ? WIRE_FIXED32 : kind == ONNXIO_KIND_DOUBLE ? WIRE_FIXED64 : WIRE_VARINT;
+        if (wt == WIRE_LEN && repeated) {
+            const uint8_t *at = p;
+            if (!(p = wire_read_varint(p, end, &v)) || v > (uint64_t)(end - p))
+                return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: packed field %s.%s is truncated: its length runs past the end of the input",
+                                    OFFSET(d, at), m->desc->name, f->name);
+            onnxio_status s = parse_packed(d, m, f, p, p + v);
+            *pp = p + v;
+            return s;
+        }
+        const uint8_t *at = p;
+        if (expect == WIRE_VARINT) {
+            if (!(p = wire_read_varint(p, end, &v))) return truncated(d, at, m, "truncated or overlong varint");
+        } else if (expect == WIRE_FIXED32) {
+            if (end - p < 4) return truncated(d, at, m, "truncated fixed32");
+            v = wire_load32(p);
+            p += 4;
+        } else {
+            if (end - p < 8) return truncated(d, at, m, "truncated fixed64");
+            v = wire_load64(p);
+            p += 8;
+        }
+        *pp = p;
+        if (kind == ONNXIO_KIND_ENUM && !onnxio_enum_value_name(f->enum_type, (int32_t)(uint32_t)v))
+            /* proto2 enums are closed: an unknown value is kept as an unknown field */
+            return onnxio__append_unknown(d->arena, m, tag_at, (size_t)(p - tag_at));
+        return store_scalar(d, m, f, v);
+    }
+
+    const uint8_t *at = p;
+    if (!(p = wire_read_varint(p, end, &v)) || v > (uint64_t)(end - p))
+        return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: field %s.%s (%u) is truncated: its length runs past the end of the input",
+                            OFFSET(d, at), m->desc->name, f->name, f->number);
+    size_t len = (size_t)v;
+    *pp = p + len;
+    void *member = onnxio__member(m, f);
+
+    /* Strings and sub-messages are parsed inline by parse_message: what
+     * reaches here is raw_data. */
+    onnxio_span *span = member;
+    if (d->cfg->skip_raw_data) {
+        onnxio_span_clear(span);
+        span->size = len;
+        m->has |= (uint64_t)1 << f->index;
+        return ONNXIO_OK;
+    }
+    onnxio__payload_src src = {
+        .data = p,
+        .owner = d->cfg->owner,
+        .fd = d->cfg->fd,
+        .offset = (uint64_t)(p - d->cfg->base),
+        .size = len,
+    };
+    return d->cfg->payload(d->cfg->payload_ctx, (onnxio_TensorProto *)m, &src);
+}
+
+static onnxio_status parse_message(dec *d, onnxio_message *m, const uint8_t *p, const uint8_t *end, int depth)
+{
+    const onnxio_message_desc *desc = m->desc;
+    while (p < end) {
+        if (ONNXIO_UNLIKELY(d->cfg->mapped) && (uintptr_t)p + d->window / 2 > d->read_ahead_end &&
+            d->read_ahead_end < (uintptr_t)d->end)
+            read_ahead(d, p);
+        const uint8_t *tag_at = p;
+        uint64_t tag;
+        if (ONNXIO_LIKELY(*p < 0x80)) {
+            tag = *p++;
+        } else if (!(p = wire_read_varint(p, end, &tag))) {
+            return truncated(d, tag_at, m, "truncated or overlong tag");
+        }
+        uint64_t number = tag >> 3;
+        unsigned wt = (unsigned)(tag & 7);
+        if (number == 0 || number > 0x1fffffff)
+            return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: %s: invalid field number %llu",
+                                OFFSET(d, tag_at), desc->name, (unsigned long long)number);
+        if (wt == WIRE_END_GROUP)
+            return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: %s: end-group tag (field %llu) without a start-group",
+                                OFFSET(d, tag_at), desc->name, (unsigned long long)number);
+        if (wt > WIRE_FIXED32)
+            return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: %s: invalid wire type %u (field %llu)",
+                                OFFSET(d, tag_at), desc->name, wt, (unsigned long long)number);
+
+        const onnxio_field_desc *f = NULL;
+        if (number < desc->by_number_count && desc->by_number[number]) f = &desc->fields[desc->by_number[number] - 1];
+        if (!f || !wire_type_fits(f, wt)) {
+            onnxio_status s = skip_value(d, m, wt, (uint32_t)number, &p, end, depth);
+            if (s) return s;
+            if (onnxio__append_unknown(d->arena, m, tag_at, (size_t)(p - tag_at))) return no_memory(d);
+            continue;
+        }
+        /* The common cases inline: a string (singular or repeated) and a
+         * sub-message, whose length fits what remains. */
+        if (wt == WIRE_LEN && (f->kind == ONNXIO_KIND_STRING || f->kind == ONNXIO_KIND_BYTES ||
+                               f->kind == ONNXIO_KIND_MESSAGE)) {
+            uint64_t v;
+            const uint8_t *at = p, *q;
+            if (ONNXIO_LIKELY(p < end && *p < 0x80)) q = p + 1, v = *p;
+            else q = wire_read_varint(p, end, &v);
+            if (ONNXIO_UNLIKELY(!q || v > (uint64_t)(end - q)))
+                return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: field %s.%s (%u) is truncated: its length runs past the end of the input",
+                                    OFFSET(d, at), desc->name, f->name, f->number);
+            size_t len = (size_t)v;
+            void *member = onnxio__member(m, f);
+            int repeated = f->label >= ONNXIO_LABEL_REPEATED;
+            p = q + len;
+            if (f->kind != ONNXIO_KIND_MESSAGE) {
+                /* Allocated before the slot is taken, so that a failure
+                 * leaves no half-made element behind. */
+                const char *str = onnxio__arena_strndup(d->arena, q, len);
+                if (!str) return no_memory(d);
+                onnxio_string *dst = member;
+                if (repeated && !(dst = array_push(d->arena, member, sizeof *dst, tag_at, at, end))) return no_memory(d);
+                dst->data = str;
+                dst->size = len;
+                if (!repeated) mark_present(m, f);
+                continue;
+            }
+            if (depth + 1 > d->cfg->max_depth)
+                return onnxio__fail(ONNXIO_ERR_DEPTH, "at byte %llu: %s.%s: messages nested deeper than %d",
+                                    OFFSET(d, tag_at), desc->name, f->name, d->cfg->max_depth);
+            onnxio_message *sub;
+            if (repeated) {
+                onnxio_message **slot;
+                if (!(sub = onnxio__message_new(d->arena, f->message)) ||
+                    !(slot = array_push(d->arena, member, sizeof *slot, tag_at, at, end)))
+                    return no_memory(d);
+                *slot = sub;
+            } else {
+                onnxio_message **slot = member;
+                if (!*slot) {
+                    mark_present(m, f); /* clears the other oneof members */
+                    if (!(*slot = onnxio__message_new(d->arena, f->message))) return no_memory(d);
+                }
+                sub = *slot;
+            }
+            sub->cached_size = len; /* onnxio_serialize_to's hint */
+            onnxio_status s = parse_message(d, sub, q, p, depth + 1);
+            if (s) return s;
+            continue;
+        }
+        /* A singular integer (AttributeProto.i, Dimension.dim_value,
+         * ir_version, opset versions, data types held as int32), inline. */
+        if (wt == WIRE_VARINT && f->kind <= ONNXIO_KIND_UINT64 && f->label < ONNXIO_LABEL_REPEATED) {
+            uint64_t v;
+            const uint8_t *at = p;
+            if (ONNXIO_LIKELY(p < end && *p < 0x80)) v = *p++;
+            else if (!(p = wire_read_varint(p, end, &v))) return truncated(d, at, m, "truncated or overlong varint");
+            void *member = onnxio__member(m, f);
+            if (f->kind == ONNXIO_KIND_INT32) {
+                int32_t v32 = (int32_t)(uint32_t)v;
+                memcpy(member, &v32, 4);
+            } else {
+                memcpy(member, &v, 8);
+            }
+            mark_present(m, f);
+            continue;
+        }
+        onnxio_status s = parse_field(d, m, f, wt, tag_at, &p, end);
+        if (s) return s;
+    }
+    return ONNXIO_OK;
+}
+
+onnxio_status onnxio__decode(const onnxio__decode_config *cfg, onnxio_message *msg,
+                             const uint8_t *data, size_t size)
+{
+    static const uint8_t empty[1];
+    if (!data) data = empty; /* an empty file has no mapping; NULL + 0 is not valid C */
+    dec d = {cfg, cfg->arena, data + size, 0, READ_AHEAD_MIN / 2, (uintptr_t)data};
+    msg->cached_size = size;
+    return parse_message(&d, msg, data, data + size, 0);
+}
+
+/* ---- unknown fields, one by one ------------------------------------------ */
+
+static int unknown_bad(size_t at, const char *what)
+{
+    onnxio__fail(ONNXIO_ERR_DECODE, "unknown fields, at byte %zu: %s", at, what);
+    return -1;
+}
+
+ONNXIO_API int onnxio_unknown_field_next(const void *data, size_t size, size_t *offset, onnxio_unknown_field *out)
+{
+    if (!offset || !out || (!data && size)) {
+        onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "unknown_field_next: NULL argument");
+        return -1;
+    }
+    const uint8_t *base = data, *end = base + size, *p = base + *offset;
+    if (*offset >= size) return 0;
+    uint64_t tag, v = 0;
+    const uint8_t *q = wire_read_varint(p, end, &tag);
+    if (!q || (tag >> 3) == 0 || (tag >> 3) > 0x1fffffff) return unknown_bad((size_t)(p - base), "a bad tag");
+    unsigned wt = (unsigned)(tag & 7);
+    memset(out, 0, sizeof *out);
+    out->number = (uint32_t)(tag >> 3);
+    out->wire_type = (uint8_t)wt;
+    switch (wt) {
+    case WIRE_VARINT:
+        if (!(q = wire_read_varint(q, end, &v))) return unknown_bad((size_t)(p - base), "a truncated varint");
+        out->value = v;
+        break;
+    case WIRE_FIXED64:
+        if (end - q < 8) return unknown_bad((size_t)(p - base), "a truncated fixed64");
+        out->value = wire_load64(q);
+        q += 8;
+        break;
+    case WIRE_FIXED32:
+        if (end - q < 4) return unknown_bad((size_t)(p - base), "a truncated fixed32");
+        out->value = wire_load32(q);
+        q += 4;
+        break;
+    case WIRE_LEN:
+        if (!(q = wire_read_varint(q, end, &v)) || v > (uint64_t)(end - q))
+            return unknown_bad((size_t)(p - base), "a length past the end");
+        out->data = q;
+        out->size = (size_t)v;
+        q += v;
+        break;
+    case WIRE_START_GROUP: {
+        /* Up to the end tag that closes this group: a count of the groups
+         * open, no recursion. */
+        out->data = q;
+        size_t open = 1;
+        for (;;) {
+            const uint8_t *t = q;
+            uint64_t gt;
+            if (q >= end || !(q = wire_read_varint(q, end, &gt)) || (gt >> 3) == 0)
+                return unknown_bad((size_t)(p - base), "a group that never ends");
+            unsigned gwt = (unsigned)(gt & 7);
+            if (gwt == WIRE_END_GROUP) {
+                if (--open == 0) {
+                    if ((gt >> 3) != out->number) return unknown_bad((size_t)(t - base), "a mismatched end-group");
+                    out->size = (size_t)(t - out->data);
+                    break;
+                }
+                continue;
+            }
+            if (gwt == WIRE_START_GROUP) open++;
+            else if (gwt == WIRE_VARINT) q = wire_read_varint(q, end, &v);
+            else if (gwt == WIRE_FIXED64) q = end - q >= 8 ? q + 8 : NULL;
+            else if (gwt == WIRE_FIXED32) q = end - q >= 4 ? q + 4 : NULL;
+            else if (gwt == WIRE_LEN) q = (q = wire_read_varint(q, end, &v)) && v <= (uint64_t)(end - q) ? q + v : NULL;
+            else return unknown_bad((size_t)(t - base), "a bad wire type in a group");
+            if (!q) return unknown_bad((size_t)(t - base), "a truncated value in a group");
+        }
+        break;
+    }
+    default: return unknown_bad((size_t)(p - base), "a bad wire type");
+    }
+    *offset = (size_t)(q - base);
+    return 1;
+}

@@ -1,0 +1,354 @@
+/* The rules of the formats, each in one place (docs/design.md, "One rule,
+ * one home"): what a file is by its first bytes, which path names an
+ * archive, how a tensor's external_data keys read and what a location may
+ * say, and how many bits an element of each data type takes. The CLI and
+ * the Python package call these; nothing else spells them out. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "proto/codec.h"
+
+/* ---- what a file is ------------------------------------------------- */
+
+/* APPNOTE 4.3.7 and 4.3.16: the local file header and the end of central
+ * directory record (the whole of an empty archive). */
+static const uint8_t SIG_LOCAL[4] = {'P', 'K', 3, 4};
+static const uint8_t SIG_END[4] = {'P', 'K', 5, 6};
+/* The smallest archive: one end of central directory record. */
+#define MIN_ARCHIVE 22
+/* Bytes looked at to tell text from protobuf. */
+#define TEXT_PROBE 64
+
+static bool looks_like_text(const uint8_t *p, size_t n)
+{
+    if (n > TEXT_PROBE) n = TEXT_PROBE;
+    size_t i = 0;
+    while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r')) i++;
+    if (i == n) return false;
+    uint8_t c = p[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '<' || c == '{' || c == '#')) return false;
+    for (; i < n; i++) {
+        uint8_t b = p[i];
+        /* Control bytes other than white space are never text; bytes from
+         * 0x80 may be UTF-8. */
+        if ((b < 0x20 && b != '\t' && b != '\n' && b != '\r') || b == 0x7F) return false;
+    }
+    return true;
+}
+
+ONNXIO_API onnxio_format onnxio_detect_format(const void *data, size_t size)
+{
+    const uint8_t *p = data;
+    if (!p || size == 0) return ONNXIO_FORMAT_PROTOBUF;
+    if (size >= 4 && (memcmp(p, SIG_LOCAL, 4) == 0 || memcmp(p, SIG_END, 4) == 0)) return ONNXIO_FORMAT_ARCHIVE;
+    if (p[0] == 0 && size >= MIN_ARCHIVE) return ONNXIO_FORMAT_ARCHIVE;
+    if (looks_like_text(p, size)) return ONNXIO_FORMAT_TEXT;
+    return ONNXIO_FORMAT_PROTOBUF;
+}
+
+/* White space, and '#' comments to the end of their line (both text
+ * formats that have comments write them so). */
+static size_t skip_text_space(const uint8_t *p, size_t n, size_t i)
+{
+    for (;;) {
+        while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r' || p[i] == '\v' || p[i] == '\f'))
+            i++;
+        if (i == n || p[i] != '#') return i;
+        const uint8_t *nl = memchr(p + i, '\n', n - i);
+        i = nl ? (size_t)(nl - p) : n;
+    }
+}
+
+ONNXIO_API onnxio_text_style onnxio_detect_text_style(const void *data, size_t size)
+{
+    const uint8_t *p = data;
+    size_t i = p ? skip_text_space(p, size, 0) : size;
+    if (i == size) return ONNXIO_TEXT_PROTO;
+    if (p[i] == '{') return ONNXIO_TEXT_JSON;
+    if (p[i] == '<') return ONNXIO_TEXT_ONNX;
+    /* a name, then '(' or '=': a graph, function or node of ONNX's textual
+     * syntax without its header ("agraph (x) => (y) {...}", "y = Relu(x)");
+     * protobuf text format puts ':', '{' or '<' after a field's name */
+    if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') || p[i] == '_')) return ONNXIO_TEXT_PROTO;
+    while (i < size && ((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') || (p[i] >= '0' && p[i] <= '9') ||
+                        p[i] == '_'))
+        i++;
+    i = skip_text_space(p, size, i);
+    return i < size && (p[i] == '(' || p[i] == '=') ? ONNXIO_TEXT_ONNX : ONNXIO_TEXT_PROTO;
+}
+
+const char *onnxio__text_hint(const void *data, size_t size)
+{
+    if (onnxio_detect_format(data, size) != ONNXIO_FORMAT_TEXT) return NULL;
+    onnxio_text_style style = onnxio_detect_text_style(data, size);
+    if (style == ONNXIO_TEXT_JSON)
+        return "the file is text, not binary protobuf: it looks like JSON (protobuf's json_format), which "
+               "onnxio_text_parse reads with ONNXIO_TEXT_JSON (Python: onnxio.load(path, format=\"json\"))";
+    if (style == ONNXIO_TEXT_ONNX)
+        return "the file is text, not binary protobuf: it looks like ONNX's textual syntax (onnx.printer), which "
+               "onnxio_text_parse reads with ONNXIO_TEXT_ONNX (Python: onnxio.load(path, format=\"onnxtxt\"))";
+    return "the file is text, not binary protobuf: it looks like protobuf text format (textproto), which "
+           "onnxio_text_parse reads with ONNXIO_TEXT_PROTO (Python: onnxio.load(path, format=\"textproto\"))";
+}
+
+ONNXIO_API onnxio_status onnxio_detect_file_format(const char *path, onnxio_format *out)
+{
+    if (!path || !out) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "detect_file_format: NULL argument");
+    onnxio__clear_error();
+    int fd;
+    uint64_t size;
+    onnxio_status s = onnxio__open_regular(AT_FDCWD, path, O_RDONLY, path, &fd, &size);
+    if (s) return s;
+    uint8_t head[TEXT_PROBE];
+    size_t want = size < sizeof head ? (size_t)size : sizeof head;
+    s = onnxio__read_at(fd, head, want, 0, path);
+    onnxio__close(fd);
+    if (s) return s;
+    *out = onnxio_detect_format(head, (size_t)(size < SIZE_MAX ? size : SIZE_MAX));
+    /* Only the first bytes are in head: the zero-byte rule needs the size,
+     * which detect_format took from `size` above, and reads no further. */
+    return ONNXIO_OK;
+}
+
+ONNXIO_API bool onnxio_path_is_archive(const char *path)
+{
+    static const char ext[] = ".onnxz";
+    size_t n = path ? strlen(path) : 0;
+    return n >= sizeof ext - 1 && strcmp(path + n - (sizeof ext - 1), ext) == 0;
+}
+
+/* ---- external data keys --------------------------------------------- */
+
+ONNXIO_API bool onnxio_tensor_is_external(const onnxio_TensorProto *t)
+{
+    return t && onnxio__is_external(t);
+}
+
+const char *onnxio__path_problem(const char *p, size_t n, onnxio_status *status)
+{
+    *status = ONNXIO_ERR_EXTERNAL_DATA;
+    if (!p || n == 0) return "is empty";
+    if (memchr(p, '\0', n)) return "contains a NUL byte";
+    *status = ONNXIO_ERR_PATH_ABSOLUTE;
+    if (p[0] == '/' || p[0] == '\\' || (n >= 2 && p[1] == ':')) return "is an absolute path";
+    *status = ONNXIO_ERR_PATH_PARENT;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && p[j] != '/' && p[j] != '\\') j++;
+        if (j - i == 2 && p[i] == '.' && p[i + 1] == '.') return "has a '..' component";
+        i = j + 1;
+    }
+    *status = ONNXIO_OK;
+    return NULL;
+}
+
+ONNXIO_API onnxio_status onnxio_check_location(const char *loc, size_t size)
+{
+    onnxio_status s;
+    const char *why = onnxio__path_problem(loc, size, &s);
+    if (!why) return ONNXIO_OK;
+    return onnxio__fail(s, "external data location '%.*s' %s", (int)strnlen(loc ? loc : "", size > 200 ? 200 : size),
+                        loc ? loc : "", why);
+}
+
+/* A decimal external_data value: digits only, fitting 64 bits. */
+static onnxio_status parse_u64(const onnxio_string *v, const char *key, const onnxio_TensorProto *t, uint64_t *out)
+{
+    uint64_t x = 0;
+    if (v->size == 0) goto bad;
+    for (size_t i = 0; i < v->size; i++) {
+        unsigned c = (unsigned char)v->data[i];
+        if (c < '0' || c > '9') goto bad;
+        if (x > (UINT64_MAX - (c - '0')) / 10) goto bad;
+        x = x * 10 + (c - '0');
+    }
+    *out = x;
+    return ONNXIO_OK;
+bad:
+    return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA,
+                        "tensor '%s': external_data %s '%.*s' is not a non-negative decimal number of bytes (digits only, below 2^64)",
+                        onnxio__tensor_name(t), key, (int)(v->size > 64 ? 64 : v->size), v->data ? v->data : "");
+}
+
+static bool key_is(const onnxio_string *k, const char *name)
+{
+    size_t n = strlen(name);
+    return k->size == n && memcmp(k->data, name, n) == 0;
+}
+
+ONNXIO_API onnxio_status onnxio_external_ref_parse(const onnxio_TensorProto *t, onnxio_external_ref *r)
+{
+    if (!t || !r) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "external_ref_parse: NULL argument");
+    memset(r, 0, sizeof *r);
+    const onnxio_string *location = NULL, *offset = NULL, *length = NULL, *checksum = NULL;
+    for (size_t i = 0; i < t->external_data.size; i++) {
+        const onnxio_StringStringEntryProto *e = t->external_data.data[i];
+        if (key_is(&e->key, "location")) location = &e->value;
+        else if (key_is(&e->key, "offset")) offset = &e->value;
+        else if (key_is(&e->key, "length")) length = &e->value;
+        else if (key_is(&e->key, "checksum")) checksum = &e->value;
+    }
+    if (!location)
+        return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA, "tensor '%s': external_data has no location", onnxio__tensor_name(t));
+    onnxio_status s = onnxio_check_location(location->data, location->size);
+    if (s) return onnxio__context(s, "tensor '%s'", onnxio__tensor_name(t));
+    if (offset && (s = parse_u64(offset, "offset", t, &r->offset))) return s;
+    if (length) {
+        if ((s = parse_u64(length, "length", t, &r->length))) return s;
+        r->has_length = true;
+    }
+    r->location = location->data;
+    r->location_size = location->size;
+    if (checksum) {
+        r->checksum = checksum->data ? checksum->data : "";
+        r->checksum_size = checksum->size;
+    }
+    return ONNXIO_OK;
+}
+
+ONNXIO_API bool onnxio_domain_is_default(const char *domain, size_t size)
+{
+    return size == 0 || (size == 7 && domain && memcmp(domain, "ai.onnx", 7) == 0);
+}
+
+/* ---- data types ----------------------------------------------------- */
+
+ONNXIO_API unsigned onnxio_data_type_bits(int32_t data_type)
+{
+    switch (data_type) {
+    case ONNXIO_TensorProto_DataType_UINT2:
+    case ONNXIO_TensorProto_DataType_INT2: return 2;
+    case ONNXIO_TensorProto_DataType_UINT4:
+    case ONNXIO_TensorProto_DataType_INT4:
+    case ONNXIO_TensorProto_DataType_FLOAT4E2M1: return 4;
+    case ONNXIO_TensorProto_DataType_FLOAT6E2M3:
+    case ONNXIO_TensorProto_DataType_FLOAT6E3M2: return 6;
+    case ONNXIO_TensorProto_DataType_UINT8:
+    case ONNXIO_TensorProto_DataType_INT8:
+    case ONNXIO_TensorProto_DataType_BOOL:
+    case ONNXIO_TensorProto_DataType_FLOAT8E4M3FN:
+    case ONNXIO_TensorProto_DataType_FLOAT8E4M3FNUZ:
+    case ONNXIO_TensorProto_DataType_FLOAT8E5M2:
+    case ONNXIO_TensorProto_DataType_FLOAT8E5M2FNUZ:
+    case ONNXIO_TensorProto_DataType_FLOAT8E8M0: return 8;
+    case ONNXIO_TensorProto_DataType_UINT16:
+    case ONNXIO_TensorProto_DataType_INT16:
+    case ONNXIO_TensorProto_DataType_FLOAT16:
+    case ONNXIO_TensorProto_DataType_BFLOAT16: return 16;
+    case ONNXIO_TensorProto_DataType_FLOAT:
+    case ONNXIO_TensorProto_DataType_INT32:
+    case ONNXIO_TensorProto_DataType_UINT32: return 32;
+    case ONNXIO_TensorProto_DataType_INT64:
+    case ONNXIO_TensorProto_DataType_UINT64:
+    case ONNXIO_TensorProto_DataType_DOUBLE:
+    case ONNXIO_TensorProto_DataType_COMPLEX64: return 64;
+    case ONNXIO_TensorProto_DataType_COMPLEX128: return 128;
+    default: return 0;
+    }
+}
+
+ONNXIO_API int onnxio_tensor_raw_size(const onnxio_TensorProto *t, uint64_t *bytes)
+{
+    unsigned bits = t ? onnxio_data_type_bits(t->data_type) : 0;
+    if (!bits || t->segment) return 0;
+    uint64_t n = 1;
+    bool overflow = false;
+    for (size_t i = 0; i < t->dims.size; i++) {
+        int64_t d = t->dims.data[i];
+        if (d < 0) return -1;
+        if (d == 0) return (*bytes = 0, 1);
+        if (n > UINT64_MAX / (uint64_t)d) overflow = true;
+        else n *= (uint64_t)d;
+    }
+    if (overflow) return -1;
+    /* ceil(n * bits / 8) without overflowing n * bits. */
+    if (n / 8 > UINT64_MAX / bits) return -1;
+    uint64_t whole = n / 8 * bits;
+    uint64_t rest = (n % 8 * bits + 7) / 8;
+    if (whole > UINT64_MAX - rest) return -1;
+    *bytes = whole + rest;
+    return 1;
+}
+
+onnxio_status onnxio__typed_to_raw(const onnxio_TensorProto *t, uint64_t bytes, uint8_t *dst, onnxio_status status)
+{
+    unsigned bits = onnxio_data_type_bits(t->data_type);
+    const uint8_t *src;
+    size_t have, src_width;
+    switch (t->data_type) {
+    case ONNXIO_TensorProto_DataType_FLOAT:
+    case ONNXIO_TensorProto_DataType_COMPLEX64:
+        src = (const uint8_t *)t->float_data.data, have = t->float_data.size, src_width = 4, bits = 32;
+        break;
+    case ONNXIO_TensorProto_DataType_DOUBLE:
+    case ONNXIO_TensorProto_DataType_COMPLEX128:
+        src = (const uint8_t *)t->double_data.data, have = t->double_data.size, src_width = 8, bits = 64;
+        break;
+    case ONNXIO_TensorProto_DataType_INT64:
+        src = (const uint8_t *)t->int64_data.data, have = t->int64_data.size, src_width = 8;
+        break;
+    case ONNXIO_TensorProto_DataType_UINT32:
+    case ONNXIO_TensorProto_DataType_UINT64:
+        src = (const uint8_t *)t->uint64_data.data, have = t->uint64_data.size, src_width = 8;
+        break;
+    default:
+        src = (const uint8_t *)t->int32_data.data, have = t->int32_data.size, src_width = 4;
+        if (bits < 8 && bits != 6) bits = 8; /* one packed byte per value */
+        break;
+    }
+    /* Values the field must hold: one per element (two for complex), one
+     * per packed byte for 4- and 2-bit types. */
+    uint64_t count = bits == 6 ? (bytes * 8) / 6 : bytes / (bits / 8);
+    if (bits == 6) {
+        /* The elements: raw_data's bytes do not say, the dims do. */
+        count = 1;
+        for (size_t i = 0; i < t->dims.size; i++) count *= (uint64_t)t->dims.data[i];
+    }
+    if (have != count)
+        return onnxio__fail(status, "tensor '%s' holds %zu values in its typed data field, its type and shape need %llu",
+                            onnxio__tensor_name(t), have, (unsigned long long)count);
+    if (!dst) return ONNXIO_OK;
+    if (bits == 6) {
+        memset(dst, 0, (size_t)bytes);
+        for (size_t i = 0; i < have; i++) {
+            unsigned v = src[i * src_width] & 0x3F;
+            uint64_t at = (uint64_t)i * 6;
+            dst[at / 8] |= (uint8_t)(v << (at % 8));
+            if (at % 8 > 2) dst[at / 8 + 1] |= (uint8_t)(v >> (8 - at % 8));
+        }
+        return ONNXIO_OK;
+    }
+    size_t width = bits / 8;
+    for (size_t i = 0; i < have; i++) /* little-endian: the low `width` bytes of each value */
+        memcpy(dst + i * width, src + i * src_width, width);
+    return ONNXIO_OK;
+}
+
+const unsigned onnxio__tensor_typed_fields[ONNXIO__TYPED_FIELDS] = {
+    ONNXIO_FIELD_TensorProto_float_data, ONNXIO_FIELD_TensorProto_int32_data,  ONNXIO_FIELD_TensorProto_string_data,
+    ONNXIO_FIELD_TensorProto_int64_data, ONNXIO_FIELD_TensorProto_double_data, ONNXIO_FIELD_TensorProto_uint64_data,
+};
+
+onnxio_status onnxio__check_raw_size(const onnxio_TensorProto *t, uint64_t length, const char *where)
+{
+    uint64_t want;
+    int known = onnxio_tensor_raw_size(t, &want);
+    if (known == 0) return ONNXIO_OK; /* strings, unknown types, segments: no fixed size */
+    if (known < 0) {
+        for (size_t i = 0; i < t->dims.size; i++)
+            if (t->dims.data[i] < 0)
+                return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA, "tensor '%s': dimension %zu is negative (%lld)",
+                                    onnxio__tensor_name(t), i, (long long)t->dims.data[i]);
+        return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA,
+                            "tensor '%s': its shape has more elements than any file can hold (external data %s)",
+                            onnxio__tensor_name(t), where);
+    }
+    if (length != want)
+        return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA,
+                            "tensor '%s': external data length %llu in %s does not match its type and shape (%llu bytes)",
+                            onnxio__tensor_name(t), (unsigned long long)length, where, (unsigned long long)want);
+    return ONNXIO_OK;
+}
