@@ -53,7 +53,7 @@ def text_rows(path):
         text = ser.serialize_proto(theirs)
         rows += [
             (f"save format={fmt}", lambda ser=ser: ser.serialize_proto(theirs),
-             lambda fmt=fmt: onnxio._format_text(fmt, ours)),
+             lambda fmt=fmt: onnxio._formats._format_text(fmt, ours)),
             (f"load format={fmt}", lambda ser=ser, text=text: ser.deserialize_proto(text, onnx.ModelProto()),
              lambda fmt=fmt, text=text: onnxio.load_model_from_string(text, format=fmt)),
         ]

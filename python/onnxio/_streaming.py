@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from onnxio import _onnxio
+from onnxio._formats import _BYTES_OVERHEAD
 
 
 def _placeholder_types(model) -> dict:
@@ -127,7 +128,7 @@ def save_streaming(
         kwargs["size_threshold"] = max(int(size_threshold), 1)
     elif save_as_external_data:
         # As save_model: onnx compares sys.getsizeof(raw_data).
-        kwargs["size_threshold"] = max(int(size_threshold) - onnxio._BYTES_OVERHEAD, 1)
+        kwargs["size_threshold"] = max(int(size_threshold) - _BYTES_OVERHEAD, 1)
         kwargs.update(max_file_size=max_external_file_size, checksum=checksum)
         if all_tensors_to_one_file:
             if location is None:
