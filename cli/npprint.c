@@ -442,7 +442,9 @@ static void ml_text(const arr *a, uint64_t i, char *buf, size_t n)
     case ONNXIO_TensorProto_DataType_BFLOAT16: {
         uint16_t h;
         memcpy(&h, a->data + i * 2, 2);
-        snprintf(buf, n, "%g", (double)(float)bf16_to_double(h));
+        double v = bf16_to_double(h);
+        /* ml_dtypes writes every NaN "nan"; C's "%g" writes "-nan" for one with the sign bit set. */
+        snprintf(buf, n, "%g", isnan(v) ? NAN : v);
         return;
     }
     case ONNXIO_TensorProto_DataType_FLOAT4E2M1: snprintf(buf, n, "%g", ml_float(a->dt, packed_bits(a->data, i, 4))); return;
