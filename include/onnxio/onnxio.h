@@ -624,8 +624,8 @@ typedef enum onnxio_element_kind {
 typedef enum onnxio_float_kind {
     ONNXIO_FLOAT_NONE = 0, /* not a float */
     ONNXIO_FLOAT_IEEE,     /* the largest E: infinity (M = 0) and NaN (FLOAT16, FLOAT, FLOAT8E5M2) */
-    ONNXIO_FLOAT_FN,       /* no infinity; NaN where E and M are all ones (FLOAT8E4M3FN) */
-    ONNXIO_FLOAT_FNUZ,     /* no infinity, no negative zero: NaN is the sign bit alone (FLOAT8E4M3FNUZ) */
+    ONNXIO_FLOAT_FN,       /* no infinity; NaN where E and M are all ones (the 8-bit E4M3 FN) */
+    ONNXIO_FLOAT_FNUZ,     /* no infinity, no negative zero: NaN is the sign bit alone (FLOAT8E5M2FNUZ) */
     ONNXIO_FLOAT_FINITE,   /* none: every pattern is a number (FLOAT4E2M1, FLOAT6E2M3) */
     ONNXIO_FLOAT_FNU       /* no sign bit, no zero: E = 0 is (1 + M / 2^mantissa_bits) * 2^-exponent_bias,
                             * E all ones is NaN (FLOAT8E8M0) */
@@ -649,7 +649,7 @@ typedef struct onnxio_data_type_desc {
     int exponent_bias;
     onnxio_float_kind float_kind;
     const char *numpy;         /* the numpy dtype's name, as onnx.helper.tensor_dtype_to_np_dtype
-                                * gives it: "float32", "bfloat16", "object" for STRING */
+                                * gives it: "float32", "float8_e5m2", "object" for STRING */
     bool ml_dtypes;            /* numpy has that dtype through the ml_dtypes package only */
     const char *npy;           /* its descr in .npy files ("<f4", "|b1"); NULL for the
                                 * ml_dtypes types and STRING */
@@ -1103,14 +1103,15 @@ onnxio_status onnxio_save_streaming(onnxio_ModelProto *model, const char *path, 
 bool onnxio_path_is_safetensors(const char *path);
 
 /* The ONNX TensorProto.DataType of a safetensors dtype ("F32": FLOAT,
- * "BF16": BFLOAT16, "F8_E4M3": FLOAT8E4M3FN, "C64": COMPLEX64, ...), 0
+ * "F8_E5M2": FLOAT8E5M2, "C64": COMPLEX64, ...: the safetensors column of
+ * the data type table, onnxio_data_type_info), 0
  * (UNDEFINED) for a dtype with no ONNX equivalent that onnxio maps ("F4",
  * "F6_E2M3", "F6_E3M2": their bit packing is not specified alike by both
  * formats) or no dtype at all. `dtype` is NUL-terminated. */
 int32_t onnxio_safetensors_data_type(const char *dtype);
 /* The safetensors dtype of an ONNX data type ("F32" for FLOAT; static
  * storage), or NULL when safetensors has none (STRING, COMPLEX128, the
- * 2- and 4-bit integers, ...). The two functions read one table. */
+ * 2- and 4-bit integers, ...). The two functions read the data type table. */
 const char *onnxio_safetensors_dtype(int32_t data_type);
 
 /* One tensor of an opened file. */
