@@ -1,11 +1,14 @@
 /* numpy's str(array) (numpy/_core/arrayprint.py, default options): the
  * element formats (FloatingFormat with floatmode 'maxprec' and precision 8,
  * IntegerFormat, BoolFormat, ComplexFloatingFormat, repr for the objects of
- * a STRING tensor, str for ml_dtypes' types: bfloat16, the 8- and 4-bit
- * floats, the 4- and 2-bit integers, unaligned as ml_dtypes prints them) are fitted to the elements
- * shown, then _formatArray lays them out: nested brackets, rows wrapped at
- * 75 columns, '...' in place of all but 3 items at each edge of an axis when
- * the array has more than 1000 elements. */
+ * a STRING tensor, str for the types numpy has through ml_dtypes: the
+ * floats of 16 bits and fewer but FLOAT16, the 4- and 2-bit integers,
+ * unaligned as ml_dtypes prints them) are fitted to the elements shown,
+ * then _formatArray lays them out: nested brackets, rows wrapped at 75
+ * columns, '...' in place of all but 3 items at each edge of an axis when
+ * the array has more than 1000 elements. What each data type's elements
+ * are (their bits, integer or float format, numpy or ml_dtypes) comes from
+ * the library's table, onnxio_data_type_info. */
 #include "npprint.h"
 
 #include <inttypes.h>
@@ -56,69 +59,32 @@ static void sb_spaces(sb *b, size_t n)
 
 enum kind { K_DOUBLE, K_FLOAT, K_HALF };
 
-static double half_to_double(uint16_t h)
+/* The value of the bit pattern `b` of a binary float of format `d`
+ * (onnxio.h, onnxio_float_kind). Every NaN is the same (ml_dtypes prints
+ * each as "nan", and numpy's formats do not look at its sign). */
+static double float_value(const onnxio_data_type_desc *d, uint64_t b)
 {
-    int e = (h >> 10) & 31, m = h & 1023;
-    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
-    return h & 0x8000 ? -v : v;
-}
-
-static double bf16_to_double(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-/* A minifloat of `ebits` exponent and `mbits` mantissa bits (no sign
- * bit here), exponent bias `bias`: finite for every pattern but those the
- * caller treats as NaN or infinity. */
-static double minifloat(unsigned bits, int ebits, int mbits, int bias)
-{
-    unsigned e = (bits >> mbits) & ((1u << ebits) - 1), m = bits & ((1u << mbits) - 1);
-    return e == 0 ? ldexp(m, 1 - bias - mbits) : ldexp(m + (1u << mbits), (int)e - bias - mbits);
-}
-
-/* The value of one element of ml_dtypes' 8-, 6- and 4-bit floats (ONNX's
- * FLOAT8E4M3FN, FLOAT8E4M3FNUZ, FLOAT8E5M2, FLOAT8E5M2FNUZ, FLOAT8E8M0,
- * FLOAT6E2M3, FLOAT6E3M2, FLOAT4E2M1), from its bits. */
-static double ml_float(int32_t dt, unsigned b)
-{
-    int neg = (b & 0x80) != 0;
-    double v;
-    switch (dt) {
-    case ONNXIO_TensorProto_DataType_FLOAT8E4M3FN:
-        if ((b & 0x7f) == 0x7f) return NAN;
-        v = minifloat(b & 0x7f, 4, 3, 7);
+    unsigned eb = d->exponent_bits, mb = d->mantissa_bits;
+    uint64_t emax = ((uint64_t)1 << eb) - 1, mmax = ((uint64_t)1 << mb) - 1;
+    uint64_t e = (b >> mb) & emax, m = b & mmax;
+    int neg = d->float_kind != ONNXIO_FLOAT_FNU && ((b >> (eb + mb)) & 1);
+    switch (d->float_kind) {
+    case ONNXIO_FLOAT_IEEE:
+        if (e == emax) return m ? NAN : neg ? -INFINITY : INFINITY;
         break;
-    case ONNXIO_TensorProto_DataType_FLOAT8E4M3FNUZ:
-        if (b == 0x80) return NAN;
-        v = minifloat(b & 0x7f, 4, 3, 8);
+    case ONNXIO_FLOAT_FN:
+        if (e == emax && m == mmax) return NAN;
         break;
-    case ONNXIO_TensorProto_DataType_FLOAT8E5M2:
-        if ((b & 0x7c) == 0x7c) return b & 3 ? NAN : neg ? -INFINITY : INFINITY;
-        v = minifloat(b & 0x7f, 5, 2, 15);
+    case ONNXIO_FLOAT_FNUZ:
+        if (neg && e == 0 && m == 0) return NAN;
         break;
-    case ONNXIO_TensorProto_DataType_FLOAT8E5M2FNUZ:
-        if (b == 0x80) return NAN;
-        v = minifloat(b & 0x7f, 5, 2, 16);
-        break;
-    case ONNXIO_TensorProto_DataType_FLOAT8E8M0: return b == 0xff ? NAN : ldexp(1, (int)b - 127);
-    case ONNXIO_TensorProto_DataType_FLOAT6E2M3:
-        neg = (b & 0x20) != 0;
-        v = minifloat(b & 0x1f, 2, 3, 1);
-        break;
-    case ONNXIO_TensorProto_DataType_FLOAT6E3M2:
-        neg = (b & 0x20) != 0;
-        v = minifloat(b & 0x1f, 3, 2, 3);
-        break;
-    case ONNXIO_TensorProto_DataType_FLOAT4E2M1:
-        neg = (b & 8) != 0;
-        v = minifloat(b & 7, 2, 1, 1);
-        break;
-    default: return 0;
+    case ONNXIO_FLOAT_FNU:
+        if (e == emax) return NAN;
+        return ldexp((double)(m + mmax + 1), (int)e - d->exponent_bias - (int)mb);
+    default: break;
     }
+    double v = e == 0 ? ldexp((double)m, 1 - d->exponent_bias - (int)mb)
+                      : ldexp((double)(m + mmax + 1), (int)e - d->exponent_bias - (int)mb);
     return neg ? -v : v;
 }
 
@@ -368,7 +334,7 @@ static void scalar_float(double v, enum kind k, int plus, int bare, sb *out)
 /* ---- the array -------------------------------------------------------------- */
 
 typedef struct arr {
-    int32_t dt;
+    const onnxio_data_type_desc *d;
     const uint8_t *data;
     const onnxio_string *const *strings;
     const int64_t *shape;
@@ -379,50 +345,30 @@ typedef struct arr {
     int width;   /* integers */
 } arr;
 
-static enum kind kind_of(int32_t dt)
+/* The kind of a numpy float (of a complex number's parts) by its bits. */
+static enum kind kind_of(const onnxio_data_type_desc *d)
 {
-    switch (dt) {
-    case ONNXIO_TensorProto_DataType_FLOAT:
-    case ONNXIO_TensorProto_DataType_COMPLEX64: return K_FLOAT;
-    case ONNXIO_TensorProto_DataType_FLOAT16: return K_HALF;
-    default: return K_DOUBLE;
-    }
+    unsigned bits = d->element == ONNXIO_ELEMENT_COMPLEX ? d->bits / 2 : d->bits;
+    return bits == 32 ? K_FLOAT : bits == 16 ? K_HALF : K_DOUBLE;
 }
 
-static int is_float(int32_t dt)
+/* numpy's own floats (float16, float32, float64). */
+static int is_float(const onnxio_data_type_desc *d)
 {
-    return dt == ONNXIO_TensorProto_DataType_FLOAT || dt == ONNXIO_TensorProto_DataType_DOUBLE ||
-           dt == ONNXIO_TensorProto_DataType_FLOAT16;
+    return d->element == ONNXIO_ELEMENT_FLOAT && !d->ml_dtypes;
 }
 
-static int is_complex(int32_t dt)
+static int is_complex(const onnxio_data_type_desc *d)
 {
-    return dt == ONNXIO_TensorProto_DataType_COMPLEX64 || dt == ONNXIO_TensorProto_DataType_COMPLEX128;
+    return d->element == ONNXIO_ELEMENT_COMPLEX;
 }
 
-/* ml_dtypes' floats: printed as str(float(x)) would be in C ("%g"),
- * unaligned, as ml_dtypes' scalars print themselves. */
-static int is_ml_float(int32_t dt)
+/* ml_dtypes' floats and integers: printed as str(float(x)) would be in C
+ * ("%g"), or as the integer, unaligned, as ml_dtypes' scalars print
+ * themselves. */
+static int is_ml(const onnxio_data_type_desc *d)
 {
-    switch (dt) {
-    case ONNXIO_TensorProto_DataType_BFLOAT16:
-    case ONNXIO_TensorProto_DataType_FLOAT8E4M3FN:
-    case ONNXIO_TensorProto_DataType_FLOAT8E4M3FNUZ:
-    case ONNXIO_TensorProto_DataType_FLOAT8E5M2:
-    case ONNXIO_TensorProto_DataType_FLOAT8E5M2FNUZ:
-    case ONNXIO_TensorProto_DataType_FLOAT8E8M0:
-    case ONNXIO_TensorProto_DataType_FLOAT6E2M3:
-    case ONNXIO_TensorProto_DataType_FLOAT6E3M2:
-    case ONNXIO_TensorProto_DataType_FLOAT4E2M1: return 1;
-    default: return 0;
-    }
-}
-
-/* ml_dtypes' 4- and 2-bit integers, packed low bits first: unaligned. */
-static int is_ml_int(int32_t dt)
-{
-    return dt == ONNXIO_TensorProto_DataType_INT4 || dt == ONNXIO_TensorProto_DataType_UINT4 ||
-           dt == ONNXIO_TensorProto_DataType_INT2 || dt == ONNXIO_TensorProto_DataType_UINT2;
+    return d->ml_dtypes;
 }
 
 /* Element i of a packed type: its bits (6, 4 or 2 of them), a stream
@@ -435,88 +381,72 @@ static unsigned packed_bits(const uint8_t *data, uint64_t i, unsigned bits)
     return v & ((1u << bits) - 1);
 }
 
-/* The text of an ml_dtypes element. */
+/* The text of an ml_dtypes element (of 16 bits or fewer, packed ones low
+ * bits first). */
 static void ml_text(const arr *a, uint64_t i, char *buf, size_t n)
 {
-    switch (a->dt) {
-    case ONNXIO_TensorProto_DataType_BFLOAT16: {
+    unsigned bits = a->d->bits, v;
+    if (bits < 8) {
+        v = packed_bits(a->data, i, bits);
+    } else if (bits == 8) {
+        v = a->data[i];
+    } else {
         uint16_t h;
         memcpy(&h, a->data + i * 2, 2);
-        snprintf(buf, n, "%g", (double)(float)bf16_to_double(h));
-        return;
+        v = h;
     }
-    case ONNXIO_TensorProto_DataType_FLOAT4E2M1: snprintf(buf, n, "%g", ml_float(a->dt, packed_bits(a->data, i, 4))); return;
-    case ONNXIO_TensorProto_DataType_FLOAT6E2M3:
-    case ONNXIO_TensorProto_DataType_FLOAT6E3M2: snprintf(buf, n, "%g", ml_float(a->dt, packed_bits(a->data, i, 6))); return;
-    case ONNXIO_TensorProto_DataType_UINT4: snprintf(buf, n, "%u", packed_bits(a->data, i, 4)); return;
-    case ONNXIO_TensorProto_DataType_UINT2: snprintf(buf, n, "%u", packed_bits(a->data, i, 2)); return;
-    case ONNXIO_TensorProto_DataType_INT4: {
-        unsigned v = packed_bits(a->data, i, 4);
-        snprintf(buf, n, "%d", (int)v - (v & 8 ? 16 : 0));
-        return;
-    }
-    case ONNXIO_TensorProto_DataType_INT2: {
-        unsigned v = packed_bits(a->data, i, 2);
-        snprintf(buf, n, "%d", (int)v - (v & 2 ? 4 : 0));
-        return;
-    }
-    default: snprintf(buf, n, "%g", ml_float(a->dt, a->data[i])); return;
+    switch (a->d->element) {
+    case ONNXIO_ELEMENT_FLOAT: snprintf(buf, n, "%g", float_value(a->d, v)); return;
+    case ONNXIO_ELEMENT_UINT: snprintf(buf, n, "%u", v); return;
+    default: snprintf(buf, n, "%d", (int)v - ((v >> (bits - 1)) & 1 ? 1 << bits : 0)); return;
     }
 }
 
-/* Element i as a double: part 0 the value (the real part), 1 the imaginary part. */
+/* Element i of a numpy float or complex tensor as a double: part 0 the
+ * value (the real part), 1 the imaginary part. */
 static double fval(const arr *a, uint64_t i, int part)
 {
-    switch (a->dt) {
-    case ONNXIO_TensorProto_DataType_FLOAT: {
+    size_t width = a->d->bits / 8, w = is_complex(a->d) ? width / 2 : width;
+    const uint8_t *p = a->data + i * width + (size_t)part * w;
+    switch (w) {
+    case 4: {
         float v;
-        memcpy(&v, a->data + i * 4, 4);
+        memcpy(&v, p, 4);
         return v;
     }
-    case ONNXIO_TensorProto_DataType_COMPLEX64: {
-        float v;
-        memcpy(&v, a->data + i * 8 + (size_t)part * 4, 4);
-        return v;
-    }
-    case ONNXIO_TensorProto_DataType_DOUBLE: {
+    case 8: {
         double v;
-        memcpy(&v, a->data + i * 8, 8);
+        memcpy(&v, p, 8);
         return v;
     }
-    case ONNXIO_TensorProto_DataType_COMPLEX128: {
-        double v;
-        memcpy(&v, a->data + i * 16 + (size_t)part * 8, 8);
-        return v;
-    }
-    case ONNXIO_TensorProto_DataType_FLOAT16:
-    case ONNXIO_TensorProto_DataType_BFLOAT16: {
+    default: {
         uint16_t h;
-        memcpy(&h, a->data + i * 2, 2);
-        return a->dt == ONNXIO_TensorProto_DataType_FLOAT16 ? half_to_double(h) : bf16_to_double(h);
+        memcpy(&h, p, 2);
+        return float_value(a->d, h);
     }
-    default: return 0;
     }
 }
 
-/* Integer element i as text. */
+/* Integer element i (numpy's integer types) as text. */
 static void ival(const arr *a, uint64_t i, char *buf, size_t n)
 {
-    switch (a->dt) {
-#define CASE_INT(DT, T, FMT)                       \
-    case ONNXIO_TensorProto_DataType_##DT: {       \
-        T v;                                       \
-        memcpy(&v, a->data + i * sizeof v, sizeof v); \
-        snprintf(buf, n, FMT, v);                  \
-        return;                                    \
+    int sign = a->d->element == ONNXIO_ELEMENT_INT;
+    const uint8_t *p = a->data + i * (a->d->bits / 8);
+    switch (a->d->bits) {
+#define CASE_INT(BITS)                                                                         \
+    case BITS: {                                                                               \
+        int##BITS##_t s;                                                                       \
+        uint##BITS##_t u;                                                                      \
+        memcpy(&s, p, sizeof s);                                                               \
+        memcpy(&u, p, sizeof u);                                                               \
+        if (sign) snprintf(buf, n, "%" PRId##BITS, s);                                         \
+        else snprintf(buf, n, "%" PRIu##BITS, u);                                              \
+        return;                                                                                \
     }
-        CASE_INT(INT8, int8_t, "%" PRId8)
-        CASE_INT(UINT8, uint8_t, "%" PRIu8)
-        CASE_INT(INT16, int16_t, "%" PRId16)
-        CASE_INT(UINT16, uint16_t, "%" PRIu16)
-        CASE_INT(INT32, int32_t, "%" PRId32)
-        CASE_INT(UINT32, uint32_t, "%" PRIu32)
-        CASE_INT(INT64, int64_t, "%" PRId64)
-        CASE_INT(UINT64, uint64_t, "%" PRIu64)
+        CASE_INT(8)
+        CASE_INT(16)
+        CASE_INT(32)
+        CASE_INT(64)
 #undef CASE_INT
     default: snprintf(buf, n, "?");
     }
@@ -549,9 +479,9 @@ static void py_repr(const onnxio_string *s, sb *out)
 static void elem(const arr *a, uint64_t i, sb *out)
 {
     char buf[64];
-    if (is_float(a->dt)) {
+    if (is_float(a->d)) {
         ffmt_put(&a->re, fval(a, i, 0), out);
-    } else if (is_complex(a->dt)) {
+    } else if (is_complex(a->d)) {
         sb im = {0};
         ffmt_put(&a->im, fval(a, i, 1), &im);
         ffmt_put(&a->re, fval(a, i, 0), out);
@@ -562,12 +492,12 @@ static void elem(const arr *a, uint64_t i, sb *out)
         sb_put(out, im.p ? im.p + sp : "", im.n - sp);
         out->failed |= im.failed;
         free(im.p);
-    } else if (is_ml_float(a->dt) || is_ml_int(a->dt)) {
+    } else if (is_ml(a->d)) {
         ml_text(a, i, buf, sizeof buf);
         sb_puts(out, buf);
-    } else if (a->dt == ONNXIO_TensorProto_DataType_BOOL) {
+    } else if (a->d->element == ONNXIO_ELEMENT_BOOL) {
         sb_puts(out, a->data[i] ? " True" : "False");
-    } else if (a->dt == ONNXIO_TensorProto_DataType_STRING) {
+    } else if (a->d->element == ONNXIO_ELEMENT_STRING) {
         py_repr(a->strings[i], out);
     } else {
         ival(a, i, buf, sizeof buf);
@@ -689,35 +619,19 @@ static void recurse(const arr *a, size_t axis, uint64_t base, size_t indent, siz
 
 int cli_np_prints(int32_t dt)
 {
-    switch (dt) {
-    case ONNXIO_TensorProto_DataType_FLOAT:
-    case ONNXIO_TensorProto_DataType_DOUBLE:
-    case ONNXIO_TensorProto_DataType_FLOAT16:
-    case ONNXIO_TensorProto_DataType_BFLOAT16:
-    case ONNXIO_TensorProto_DataType_COMPLEX64:
-    case ONNXIO_TensorProto_DataType_COMPLEX128:
-    case ONNXIO_TensorProto_DataType_BOOL:
-    case ONNXIO_TensorProto_DataType_STRING:
-    case ONNXIO_TensorProto_DataType_INT8:
-    case ONNXIO_TensorProto_DataType_UINT8:
-    case ONNXIO_TensorProto_DataType_INT16:
-    case ONNXIO_TensorProto_DataType_UINT16:
-    case ONNXIO_TensorProto_DataType_INT32:
-    case ONNXIO_TensorProto_DataType_UINT32:
-    case ONNXIO_TensorProto_DataType_INT64:
-    case ONNXIO_TensorProto_DataType_UINT64: return 1;
-    default: return is_ml_float(dt) || is_ml_int(dt);
-    }
+    /* Every data type has a numpy dtype (of numpy or of ml_dtypes). */
+    const onnxio_data_type_desc *d = onnxio_data_type_info(dt);
+    return d && d->numpy;
 }
 
 static void scalar(const arr *a, sb *out)
 {
     char buf[64];
-    if (is_float(a->dt)) {
-        scalar_float(fval(a, 0, 0), kind_of(a->dt), 0, 0, out);
-    } else if (is_complex(a->dt)) {
+    if (is_float(a->d)) {
+        scalar_float(fval(a, 0, 0), kind_of(a->d), 0, 0, out);
+    } else if (is_complex(a->d)) {
         double re = fval(a, 0, 0), im = fval(a, 0, 1);
-        enum kind k = kind_of(a->dt);
+        enum kind k = kind_of(a->d);
         if (re == 0 && !signbit(re)) {
             scalar_float(im, k, 0, 1, out);
             sb_puts(out, "j");
@@ -727,12 +641,12 @@ static void scalar(const arr *a, sb *out)
             scalar_float(im, k, 1, 1, out);
             sb_puts(out, "j)");
         }
-    } else if (is_ml_float(a->dt) || is_ml_int(a->dt)) {
+    } else if (is_ml(a->d)) {
         ml_text(a, 0, buf, sizeof buf);
         sb_puts(out, buf);
-    } else if (a->dt == ONNXIO_TensorProto_DataType_BOOL) {
+    } else if (a->d->element == ONNXIO_ELEMENT_BOOL) {
         sb_puts(out, a->data[0] ? "True" : "False");
-    } else if (a->dt == ONNXIO_TensorProto_DataType_STRING) {
+    } else if (a->d->element == ONNXIO_ELEMENT_STRING) {
         sb_put(out, a->strings[0]->data ? a->strings[0]->data : "", a->strings[0]->size);
     } else {
         ival(a, 0, buf, sizeof buf);
@@ -744,7 +658,8 @@ int cli_np_print(FILE *fp, int32_t dt, const uint8_t *data, const onnxio_string 
                  size_t rank)
 {
     if (!cli_np_prints(dt)) return -1;
-    arr a = {.dt = dt, .data = data, .strings = strings, .shape = shape, .rank = rank};
+    const onnxio_data_type_desc *d = onnxio_data_type_info(dt);
+    arr a = {.d = d, .data = data, .strings = strings, .shape = shape, .rank = rank};
     uint64_t count = 1;
     for (size_t i = 0; i < rank; i++) count *= (uint64_t)shape[i];
     sb out = {0};
@@ -756,7 +671,7 @@ int cli_np_print(FILE *fp, int32_t dt, const uint8_t *data, const onnxio_string 
         if (!(a.stride = malloc(rank * sizeof *a.stride))) return -1;
         for (size_t i = rank; i-- > 0;) a.stride[i] = i + 1 == rank ? 1 : a.stride[i + 1] * (uint64_t)shape[i + 1];
         a.summarize = count > THRESHOLD;
-        if (is_float(dt) || is_complex(dt)) {
+        if (is_float(d) || is_complex(d)) {
             /* The elements shown: at most the array's, which is in memory. */
             collect c = {malloc((size_t)count * sizeof *c.v), 0, 0};
             if (!c.v) {
@@ -764,16 +679,15 @@ int cli_np_print(FILE *fp, int32_t dt, const uint8_t *data, const onnxio_string 
                 return -1;
             }
             visit(&a, 0, 0, collect_f, &c);
-            ffmt_fill(&a.re, kind_of(dt), 0, c.v, c.n);
-            if (is_complex(dt)) {
+            ffmt_fill(&a.re, kind_of(d), 0, c.v, c.n);
+            if (is_complex(d)) {
                 c.n = 0;
                 c.part = 1;
                 visit(&a, 0, 0, collect_f, &c);
-                ffmt_fill(&a.im, kind_of(dt), 1, c.v, c.n);
+                ffmt_fill(&a.im, kind_of(d), 1, c.v, c.n);
             }
             free(c.v);
-        } else if (dt != ONNXIO_TensorProto_DataType_BOOL && dt != ONNXIO_TensorProto_DataType_STRING &&
-                   !is_ml_float(dt) && !is_ml_int(dt)) {
+        } else if ((d->element == ONNXIO_ELEMENT_INT || d->element == ONNXIO_ELEMENT_UINT) && !is_ml(d)) {
             visit(&a, 0, 0, int_width, NULL);
         }
         recurse(&a, 0, 0, 1, LINE_WIDTH, &out);

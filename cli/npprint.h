@@ -11,8 +11,8 @@
 
 #include <onnxio/onnxio.h>
 
-/* Prints the array of data type `dt` (FLOAT, DOUBLE, FLOAT16, BFLOAT16 as
- * ml_dtypes prints it, the integer types, BOOL, COMPLEX64/128, or STRING:
+/* Prints the array of data type `dt` (numpy's types as numpy prints them,
+ * those numpy has only through ml_dtypes as ml_dtypes prints them; STRING:
  * `strings` then holds the elements, `data` is unused) of shape `shape`
  * (`rank` axes; rank 0: a scalar, printed as str(scalar)), its elements
  * little-endian in row-major order at `data`, and a newline. Returns 0, or
@@ -20,7 +20,8 @@
 int cli_np_print(FILE *out, int32_t dt, const uint8_t *data, const onnxio_string *const *strings, const int64_t *shape,
                  size_t rank);
 
-/* Whether cli_np_print renders data type `dt`. */
+/* Whether cli_np_print renders data type `dt`: every one the library's
+ * table (onnxio_data_type_info) knows. */
 int cli_np_prints(int32_t dt);
 
 #endif

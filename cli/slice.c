@@ -25,11 +25,12 @@ const cli_verb cli_verb_cat = {
     "the bytes of the slice (the model is not loaded). First a line with the\n"
     "name, data type and the slice's shape, then the values as numpy's\n"
     "str(array) prints them (shortest round-trip digits, aligned columns,\n"
-    "more than 1000 values summarised with '...'; BFLOAT16 as ml_dtypes\n"
-    "prints it; strings as Python's repr). Values held in typed fields\n"
-    "(float_data, int32_data, ...) are read whole when they take at most\n"
-    "64 MiB. Values of types without a rendering here (FLOAT8*, 4- and 2-bit\n"
-    "types, FLOAT6*) print as the hex of their bytes.\n"
+    "more than 1000 values summarised with '...'; the types numpy has only\n"
+    "through ml_dtypes (the brain float, the 8-, 6- and 4-bit floats, the 4-\n"
+    "and 2-bit integers) as ml_dtypes prints them; strings as Python's repr).\n"
+    "Values held in typed fields (float_data, int32_data, ...) are read whole\n"
+    "when they take at most 64 MiB. Values of a data type this version does\n"
+    "not know print as the hex of their bytes.\n"
     "\n"
     "SPEC is numpy's basic index, one item per axis separated by commas:\n"
     "START:STOP (either may be left out; negative counts from the end; clamped\n"
@@ -42,8 +43,9 @@ const cli_verb cli_verb_cat = {
     "  --slice SPEC      the part to print or write (default: all of it)\n"
     "  --output FILE     write it to FILE in numpy's .npy format (version 1.0,\n"
     "                    C order; numpy.load reads it) instead of printing;\n"
-    "                    types numpy lacks (BFLOAT16, FLOAT8*, 4- and 2-bit,\n"
-    "                    FLOAT6*) are refused: read those with Python's\n"
+    "                    types numpy has only through ml_dtypes (the brain\n"
+    "                    float, the 8-, 6- and 4-bit floats, the 4- and 2-bit\n"
+    "                    integers) are refused: read those with Python's\n"
     "                    onnxio.read_tensor\n"
     "  --threads N       threads for the reads (0: one per core, the default)\n"
     "  --help            show this help\n",
@@ -252,28 +254,6 @@ out:
     return rc;
 }
 
-/* The .npy descr of a data type, or NULL when numpy has none. */
-static const char *npy_descr(int32_t dt)
-{
-    switch (dt) {
-    case ONNXIO_TensorProto_DataType_FLOAT: return "<f4";
-    case ONNXIO_TensorProto_DataType_DOUBLE: return "<f8";
-    case ONNXIO_TensorProto_DataType_FLOAT16: return "<f2";
-    case ONNXIO_TensorProto_DataType_INT8: return "|i1";
-    case ONNXIO_TensorProto_DataType_UINT8: return "|u1";
-    case ONNXIO_TensorProto_DataType_INT16: return "<i2";
-    case ONNXIO_TensorProto_DataType_UINT16: return "<u2";
-    case ONNXIO_TensorProto_DataType_INT32: return "<i4";
-    case ONNXIO_TensorProto_DataType_UINT32: return "<u4";
-    case ONNXIO_TensorProto_DataType_INT64: return "<i8";
-    case ONNXIO_TensorProto_DataType_UINT64: return "<u8";
-    case ONNXIO_TensorProto_DataType_BOOL: return "|b1";
-    case ONNXIO_TensorProto_DataType_COMPLEX64: return "<c8";
-    case ONNXIO_TensorProto_DataType_COMPLEX128: return "<c16";
-    default: return NULL;
-    }
-}
-
 /* numpy's .npy format 1.0: magic, version, a little-endian u16 header
  * length, the header dict padded with spaces and a newline to a multiple of
  * 64 bytes, then the data. */
@@ -356,7 +336,8 @@ static int run_cat(int argc, char **argv)
         goto done;
     }
     if (output) {
-        const char *descr = npy_descr(t->data_type);
+        const onnxio_data_type_desc *dd = onnxio_data_type_info(t->data_type);
+        const char *descr = dd ? dd->npy : NULL;
         if (!descr) {
             cli_fail_msg("cat", output, "%s has no numpy .npy type (numpy reads it only through ml_dtypes): "
                                         "read it with Python's onnxio.read_tensor", dtn);

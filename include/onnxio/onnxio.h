@@ -604,9 +604,73 @@ onnxio_status onnxio_external_data_open(const char *base_dir, const char *locati
  * name the same domain (onnx.proto, OperatorSetIdProto.domain). */
 bool onnxio_domain_is_default(const char *domain, size_t size);
 
+/* ---- tensor data types ---------------------------------------------- */
+
+/* What the elements of a data type are. */
+typedef enum onnxio_element_kind {
+    ONNXIO_ELEMENT_BOOL = 1, /* one byte, 0 or 1 */
+    ONNXIO_ELEMENT_INT,      /* two's complement integers */
+    ONNXIO_ELEMENT_UINT,     /* unsigned integers */
+    ONNXIO_ELEMENT_FLOAT,    /* binary floating point (onnxio_float_kind) */
+    ONNXIO_ELEMENT_COMPLEX,  /* a real then an imaginary part, each a FLOAT of half the bits */
+    ONNXIO_ELEMENT_STRING    /* byte strings, no fixed size */
+} onnxio_element_kind;
+
+/* Which bit patterns of a binary float are not finite numbers. A pattern
+ * is, from the top bit down, a sign bit (absent in FNU), exponent_bits
+ * bits of exponent E and mantissa_bits bits of mantissa M: E > 0 is
+ * (1 + M / 2^mantissa_bits) * 2^(E - exponent_bias), E = 0 is
+ * M / 2^mantissa_bits * 2^(1 - exponent_bias), except for: */
+typedef enum onnxio_float_kind {
+    ONNXIO_FLOAT_NONE = 0, /* not a float */
+    ONNXIO_FLOAT_IEEE,     /* the largest E: infinity (M = 0) and NaN (FLOAT16, FLOAT, FLOAT8E5M2) */
+    ONNXIO_FLOAT_FN,       /* no infinity; NaN where E and M are all ones (the 8-bit E4M3 FN) */
+    ONNXIO_FLOAT_FNUZ,     /* no infinity, no negative zero: NaN is the sign bit alone (FLOAT8E5M2FNUZ) */
+    ONNXIO_FLOAT_FINITE,   /* none: every pattern is a number (FLOAT4E2M1, FLOAT6E2M3) */
+    ONNXIO_FLOAT_FNU       /* no sign bit, no zero: E = 0 is (1 + M / 2^mantissa_bits) * 2^-exponent_bias,
+                            * E all ones is NaN (FLOAT8E8M0) */
+} onnxio_float_kind;
+
+/* The facts about one TensorProto.DataType value, one table for the whole
+ * library (src/datatype.def), the command and the Python package. Only ever
+ * read through a pointer the functions below return: members are added at
+ * the end, never removed or moved. */
+typedef struct onnxio_data_type_desc {
+    int32_t data_type;         /* the TensorProto.DataType value */
+    const char *name;          /* its enum name: "FLOAT16" */
+    unsigned bits;             /* bits per element (onnxio_data_type_bits); 0 for STRING */
+    int32_t storage;           /* the data type whose typed field holds its values outside raw_data
+                                * (FLOAT: float_data, INT32: int32_data, INT64: int64_data,
+                                * DOUBLE: double_data, UINT64: uint64_data, STRING: string_data) */
+    onnxio_element_kind element;
+    /* ONNXIO_ELEMENT_FLOAT, and the parts of ONNXIO_ELEMENT_COMPLEX (0
+     * and ONNXIO_FLOAT_NONE otherwise): */
+    unsigned exponent_bits, mantissa_bits;
+    int exponent_bias;
+    onnxio_float_kind float_kind;
+    const char *numpy;         /* the numpy dtype's name, as onnx.helper.tensor_dtype_to_np_dtype
+                                * gives it: "float32", "float8_e5m2", "object" for STRING */
+    bool ml_dtypes;            /* numpy has that dtype through the ml_dtypes package only */
+    const char *npy;           /* its descr in .npy files ("<f4", "|b1"); NULL for the
+                                * ml_dtypes types and STRING */
+    const char *safetensors;   /* the safetensors dtype ("BF16"); NULL when the format has none */
+    int dlpack_code;           /* DLPack's DLDataTypeCode of its tensors (bits: `bits`, 1 lane);
+                                * -1 when onnxio exports none (STRING, the packed types) */
+    const char *text;          /* its name in ONNX's textual syntax: "float16" */
+} onnxio_data_type_desc;
+
+/* The facts about data type `data_type` (static storage: valid for the
+ * life of the program, never freed), or NULL for UNDEFINED and numbers
+ * that are no data type. */
+const onnxio_data_type_desc *onnxio_data_type_info(int32_t data_type);
+/* The index'th data type of the table, for walking it (index 0, 1, ...
+ * until NULL): in the order of onnx's TENSOR_TYPE_MAP (onnx/_mapping.py),
+ * every TensorProto.DataType value but UNDEFINED once. Static storage. */
+const onnxio_data_type_desc *onnxio_data_type_at(size_t index);
 /* Bits of one element of a TensorProto.DataType value: 32 for FLOAT, 8 for
  * BOOL and the 8-bit floats, 6 for FLOAT6E2M3 and FLOAT6E3M2, 4 for INT4,
- * UINT4 and FLOAT4E2M1, 2 for INT2 and UINT2; 0 for STRING, UNDEFINED and numbers that are no data type. */
+ * UINT4 and FLOAT4E2M1, 2 for INT2 and UINT2; 0 for STRING, UNDEFINED and
+ * numbers that are no data type (onnxio_data_type_info's `bits`). */
 unsigned onnxio_data_type_bits(int32_t data_type);
 /* The bytes raw_data must hold for t's data_type and dims: elements times
  * bits, sub-byte types packed and rounded up to whole bytes (onnx-ml.proto,
@@ -1039,14 +1103,15 @@ onnxio_status onnxio_save_streaming(onnxio_ModelProto *model, const char *path, 
 bool onnxio_path_is_safetensors(const char *path);
 
 /* The ONNX TensorProto.DataType of a safetensors dtype ("F32": FLOAT,
- * "BF16": BFLOAT16, "F8_E4M3": FLOAT8E4M3FN, "C64": COMPLEX64, ...), 0
+ * "F8_E5M2": FLOAT8E5M2, "C64": COMPLEX64, ...: the safetensors column of
+ * the data type table, onnxio_data_type_info), 0
  * (UNDEFINED) for a dtype with no ONNX equivalent that onnxio maps ("F4",
  * "F6_E2M3", "F6_E3M2": their bit packing is not specified alike by both
  * formats) or no dtype at all. `dtype` is NUL-terminated. */
 int32_t onnxio_safetensors_data_type(const char *dtype);
 /* The safetensors dtype of an ONNX data type ("F32" for FLOAT; static
  * storage), or NULL when safetensors has none (STRING, COMPLEX128, the
- * 2- and 4-bit integers, ...). The two functions read one table. */
+ * 2- and 4-bit integers, ...). The two functions read the data type table. */
 const char *onnxio_safetensors_dtype(int32_t data_type);
 
 /* One tensor of an opened file. */

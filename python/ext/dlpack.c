@@ -10,9 +10,9 @@
  *   __dlpack_device__() -> (1, 0): kDLCPU, device 0.
  *
  * What is exported: raw_data as a C-contiguous tensor of shape `dims`
- * (strides always given) and the element type of `data_type` (dl_type, the
- * one map from ONNX data types to DLPack type codes; element sizes come from
- * onnxio_data_type_bits). Tensors without a loaded raw_data payload (typed
+ * (strides always given) and the element type of `data_type` (dl_type: the
+ * DLPack type code and bits of the library's data type table,
+ * onnxio_data_type_info). Tensors without a loaded raw_data payload (typed
  * fields such as float_data, external data not loaded, a payload skipped at
  * load), strings, the 2-, 4- and 6-bit types and a raw_data whose size does
  * not match dims raise BufferError naming the tensor and the reason.
@@ -80,36 +80,14 @@ static void deleter_legacy(DLManagedTensor *self)
     export_free(self->manager_ctx);
 }
 
-/* The DLPack element type of ONNX data type `data_type` into *out: the one
- * place DLPack codes are chosen (bits per element from
- * onnxio_data_type_bits). 0 on success; -1 when DLPack cannot carry it here,
- * with *why saying so. */
+/* The DLPack element type of ONNX data type `data_type` into *out: its
+ * code and bits from the library's table (onnxio_data_type_info). 0 on
+ * success; -1 when DLPack cannot carry it here, with *why saying so. */
 static int dl_type(int32_t data_type, DLDataType *out, const char **why)
 {
-    unsigned bits = onnxio_data_type_bits(data_type);
-    int code;
-    switch (data_type) {
-    case ONNXIO_TensorProto_DataType_BOOL: code = kDLBool; break;
-    case ONNXIO_TensorProto_DataType_INT8:
-    case ONNXIO_TensorProto_DataType_INT16:
-    case ONNXIO_TensorProto_DataType_INT32:
-    case ONNXIO_TensorProto_DataType_INT64: code = kDLInt; break;
-    case ONNXIO_TensorProto_DataType_UINT8:
-    case ONNXIO_TensorProto_DataType_UINT16:
-    case ONNXIO_TensorProto_DataType_UINT32:
-    case ONNXIO_TensorProto_DataType_UINT64: code = kDLUInt; break;
-    case ONNXIO_TensorProto_DataType_FLOAT16:
-    case ONNXIO_TensorProto_DataType_FLOAT:
-    case ONNXIO_TensorProto_DataType_DOUBLE: code = kDLFloat; break;
-    case ONNXIO_TensorProto_DataType_BFLOAT16: code = kDLBfloat; break;
-    case ONNXIO_TensorProto_DataType_COMPLEX64:
-    case ONNXIO_TensorProto_DataType_COMPLEX128: code = kDLComplex; break;
-    case ONNXIO_TensorProto_DataType_FLOAT8E4M3FN: code = kDLFloat8_e4m3fn; break;
-    case ONNXIO_TensorProto_DataType_FLOAT8E4M3FNUZ: code = kDLFloat8_e4m3fnuz; break;
-    case ONNXIO_TensorProto_DataType_FLOAT8E5M2: code = kDLFloat8_e5m2; break;
-    case ONNXIO_TensorProto_DataType_FLOAT8E5M2FNUZ: code = kDLFloat8_e5m2fnuz; break;
-    case ONNXIO_TensorProto_DataType_FLOAT8E8M0: code = kDLFloat8_e8m0fnu; break;
-    default:
+    const onnxio_data_type_desc *d = onnxio_data_type_info(data_type);
+    if (!d || d->dlpack_code < 0) {
+        unsigned bits = d ? d->bits : 0;
         *why = data_type == ONNXIO_TensorProto_DataType_UNDEFINED ? "its data_type is not set"
                : data_type == ONNXIO_TensorProto_DataType_STRING  ? "strings have no fixed-size elements"
                : bits && bits < 8 ? "its elements are packed several to a byte, which DLPack consumers do not "
@@ -117,8 +95,8 @@ static int dl_type(int32_t data_type, DLDataType *out, const char **why)
                                   : "DLPack has no such element type";
         return -1;
     }
-    out->code = (uint8_t)code;
-    out->bits = (uint8_t)bits;
+    out->code = (uint8_t)d->dlpack_code;
+    out->bits = (uint8_t)d->bits;
     out->lanes = 1;
     return 0;
 }
@@ -362,7 +340,7 @@ static const PyMethodDef dlpack_methods[] = {
      "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
      "The tensor's raw_data as a DLPack capsule (the DLPack Python specification), for torch.from_dlpack,\n"
      "numpy.from_dlpack and other consumers: shape from dims, element type from data_type (bool, int and\n"
-     "uint 8-64, float16/32/64, bfloat16, complex64/128, the float8 types). The memory is shared, not\n"
+     "uint 8-64, the floats of 8 to 64 bits, complex64/128). The memory is shared, not\n"
      "copied, when its address suits the element type; the capsule keeps it alive after the tensor and its\n"
      "model are gone. Read-only (a flag of DLPack >= 1.0 capsules) unless the payload is memory the library\n"
      "allocated. copy=True always copies, copy=False never does (BufferError when it would have to).\n"

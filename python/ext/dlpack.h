@@ -8,7 +8,9 @@
  * under the Apache License, Version 2.0
  * (http://www.apache.org/licenses/LICENSE-2.0); the declarations below are
  * taken from it unchanged but for the omitted parts (device types other
- * than CPU, type codes onnxio never exports, the C++ guards).
+ * than CPU, the C++ guards). The type codes (DLDataTypeCode) are not here:
+ * the library's data type table holds the code of each ONNX data type
+ * (src/datatype.def, onnxio_data_type_info's dlpack_code).
  *
  * Python side (the DLPack Python specification, data-apis.org): an object
  * exports a tensor through __dlpack__(), which returns a PyCapsule named
@@ -47,24 +49,8 @@ typedef struct {
     int32_t device_id;
 } DLDevice;
 
-/* DLDataType.code (the values are upstream's; 7-9 and 15-17 omitted). */
-typedef enum {
-    kDLInt = 0U,
-    kDLUInt = 1U,
-    kDLFloat = 2U,
-    kDLOpaqueHandle = 3U,
-    kDLBfloat = 4U,
-    kDLComplex = 5U,
-    kDLBool = 6U,
-    /* DLPack 1.1 */
-    kDLFloat8_e4m3fn = 10U,
-    kDLFloat8_e4m3fnuz = 11U,
-    kDLFloat8_e5m2 = 12U,
-    kDLFloat8_e5m2fnuz = 13U,
-    kDLFloat8_e8m0fnu = 14U,
-} DLDataTypeCode;
-
-/* An element type: `code`, `bits` per lane, `lanes` (1 for scalars). */
+/* An element type: `code` (a DLDataTypeCode), `bits` per lane, `lanes` (1
+ * for scalars). */
 typedef struct {
     uint8_t code;
     uint8_t bits;

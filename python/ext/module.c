@@ -1488,6 +1488,56 @@ static PyObject *mod_path_is_archive(PyObject *self, PyObject *arg)
     return PyBool_FromLong(yes);
 }
 
+/* ---- data types ---------------------------------------------------------------- */
+
+PyDoc_STRVAR(data_types_doc,
+             "_data_types() -> tuple[dict, ...]\n"
+             "The library's data type table (onnxio_data_type_at), one dict per TensorProto.DataType value\n"
+             "but UNDEFINED, in the order of onnx's TENSOR_TYPE_MAP. Keys: data_type, name (\"FLOAT16\"),\n"
+             "bits (0 for STRING), storage (the data type whose typed field holds the values), element\n"
+             "(\"BOOL\", \"INT\", \"UINT\", \"FLOAT\", \"COMPLEX\", \"STRING\"), exponent_bits, mantissa_bits,\n"
+             "exponent_bias, float_kind (\"IEEE\", \"FN\", \"FNUZ\", \"FINITE\", \"FNU\"; None for no float),\n"
+             "numpy (the numpy dtype's name), ml_dtypes (True when numpy has it through ml_dtypes only), npy\n"
+             "(the .npy descr or None), safetensors (the dtype or None), dlpack_code (None when not\n"
+             "exported), text (the name in ONNX's textual syntax).");
+
+static PyObject *opt_str(const char *s)
+{
+    if (s) return PyUnicode_FromString(s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *data_type_record(const onnxio_data_type_desc *d)
+{
+    static const char *const elements[] = {NULL, "BOOL", "INT", "UINT", "FLOAT", "COMPLEX", "STRING"};
+    static const char *const floats[] = {NULL, "IEEE", "FN", "FNUZ", "FINITE", "FNU"};
+    const char *element = (size_t)d->element < sizeof elements / sizeof *elements ? elements[d->element] : NULL;
+    const char *fk = (size_t)d->float_kind < sizeof floats / sizeof *floats ? floats[d->float_kind] : NULL;
+    PyObject *code = d->dlpack_code < 0 ? Py_NewRef(Py_None) : PyLong_FromLong(d->dlpack_code);
+    if (!code) return NULL;
+    return Py_BuildValue("{s:i,s:s,s:I,s:i,s:N,s:I,s:I,s:i,s:N,s:s,s:O,s:N,s:N,s:N,s:s}", "data_type",
+                         (int)d->data_type, "name", d->name, "bits", d->bits, "storage", (int)d->storage, "element",
+                         opt_str(element), "exponent_bits", d->exponent_bits, "mantissa_bits", d->mantissa_bits,
+                         "exponent_bias", d->exponent_bias, "float_kind", opt_str(fk), "numpy", d->numpy,
+                         "ml_dtypes", d->ml_dtypes ? Py_True : Py_False, "npy", opt_str(d->npy), "safetensors",
+                         opt_str(d->safetensors), "dlpack_code", code, "text", d->text);
+}
+
+static PyObject *mod_data_types(PyObject *self, PyObject *noargs)
+{
+    (void)self;
+    (void)noargs;
+    size_t n = 0;
+    while (onnxio_data_type_at(n)) n++;
+    PyObject *out = PyTuple_New((Py_ssize_t)n);
+    for (size_t i = 0; out && i < n; i++) {
+        PyObject *r = data_type_record(onnxio_data_type_at(i));
+        if (!r) Py_CLEAR(out);
+        else PyTuple_SET_ITEM(out, (Py_ssize_t)i, r);
+    }
+    return out;
+}
+
 /* ---- statuses ----------------------------------------------------------------- */
 
 PyDoc_STRVAR(raise_status_doc,
@@ -1537,6 +1587,7 @@ static PyMethodDef module_methods[] = {
      external_data_open_doc},
     {"_tensor_raw_size", mod_tensor_raw_size, METH_O, tensor_raw_size_doc},
     {"_path_is_archive", mod_path_is_archive, METH_O, path_is_archive_doc},
+    {"_data_types", mod_data_types, METH_NOARGS, data_types_doc},
     {"_raise_status", (PyCFunction)(void (*)(void))mod_raise_status, METH_VARARGS | METH_KEYWORDS, raise_status_doc},
     {"_safetensors_load_into", (PyCFunction)(void (*)(void))pyonnxio_safetensors_load_into,
      METH_VARARGS | METH_KEYWORDS, pyonnxio_safetensors_load_into_doc},

@@ -8,9 +8,10 @@ casts, 4/2/6-bit packing) behave the same.
 
 The module needs numpy and ml_dtypes (which onnx depends on too, for
 bfloat16, the float8, float6, 4-bit and 2-bit types), not the ``onnx``
-package. The release table (VERSION_TABLE) and the dtype table
-(TENSOR_TYPE_MAP) are copies of onnx's, because they are facts about ONNX
-releases rather than fields of the schema.
+package. The release table (VERSION_TABLE) is a copy of onnx's, because
+it is a fact about ONNX releases rather than a field of the schema; the
+dtype table (TENSOR_TYPE_MAP, onnx's) is built from the library's data type
+table.
 
 Messages returned are new top-level onnxio messages (each in its own arena);
 message arguments are copied into them (``CopyFrom`` / ``extend``), never
@@ -101,8 +102,13 @@ _DEFAULT_OPSET_VERSION: int = VERSION_TABLE[-1][2]
 
 VersionMapType = dict[tuple[str, int], int]
 
+def _types_of_bits(bits: int) -> frozenset[int]:
+    """The data types of `bits` bits per element (the library's table)."""
+    return frozenset(row["data_type"] for row in _C._data_types() if row["bits"] == bits)
+
+
 # The 6-bit float types (onnx 1.23.2, data types 27 and 28).
-_FLOAT6_TYPES = frozenset({TensorProto.FLOAT6E2M3, TensorProto.FLOAT6E3M2})
+_FLOAT6_TYPES = _types_of_bits(6)
 
 
 def _create_op_set_id_version_map(table: VersionTableType) -> VersionMapType:
@@ -1201,50 +1207,16 @@ class TensorDtypeMap(NamedTuple):
     name: str
 
 
-def _row(np_dtype: Any, storage: str, name: str) -> list[tuple[int, TensorDtypeMap]]:
-    return [
-        (
-            int(getattr(TensorProto, name)),
-            TensorDtypeMap(np.dtype(np_dtype), int(getattr(TensorProto, storage)), "TensorProto." + name),
-        )
-    ]
+def _np_dtype(row: dict) -> np.dtype:
+    return np.dtype(getattr(ml_dtypes, row["numpy"]) if row["ml_dtypes"] else row["numpy"])
 
 
-# Copy of onnx._mapping.TENSOR_TYPE_MAP (same order, same storage types).
-TENSOR_TYPE_MAP: dict[int, TensorDtypeMap] = dict(
-    row
-    for rows in (
-        _row("float32", "FLOAT", "FLOAT"),
-        _row("uint8", "INT32", "UINT8"),
-        _row("int8", "INT32", "INT8"),
-        _row("uint16", "INT32", "UINT16"),
-        _row("int16", "INT32", "INT16"),
-        _row("int32", "INT32", "INT32"),
-        _row("int64", "INT64", "INT64"),
-        _row("bool", "INT32", "BOOL"),
-        _row("float16", "INT32", "FLOAT16"),
-        _row(ml_dtypes.bfloat16, "INT32", "BFLOAT16"),
-        _row("float64", "DOUBLE", "DOUBLE"),
-        _row("complex64", "FLOAT", "COMPLEX64"),
-        _row("complex128", "DOUBLE", "COMPLEX128"),
-        _row("uint32", "UINT64", "UINT32"),
-        _row("uint64", "UINT64", "UINT64"),
-        _row("object", "STRING", "STRING"),
-        _row(ml_dtypes.float8_e4m3fn, "INT32", "FLOAT8E4M3FN"),
-        _row(ml_dtypes.float8_e4m3fnuz, "INT32", "FLOAT8E4M3FNUZ"),
-        _row(ml_dtypes.float8_e5m2, "INT32", "FLOAT8E5M2"),
-        _row(ml_dtypes.float8_e5m2fnuz, "INT32", "FLOAT8E5M2FNUZ"),
-        _row(ml_dtypes.uint4, "INT32", "UINT4"),
-        _row(ml_dtypes.int4, "INT32", "INT4"),
-        _row(ml_dtypes.float4_e2m1fn, "INT32", "FLOAT4E2M1"),
-        _row(ml_dtypes.float8_e8m0fnu, "INT32", "FLOAT8E8M0"),
-        _row(ml_dtypes.uint2, "INT32", "UINT2"),
-        _row(ml_dtypes.int2, "INT32", "INT2"),
-        _row(ml_dtypes.float6_e2m3fn, "INT32", "FLOAT6E2M3"),
-        _row(ml_dtypes.float6_e3m2fn, "INT32", "FLOAT6E3M2"),
-    )
-    for row in rows
-)
+# onnx._mapping.TENSOR_TYPE_MAP (same order, same storage types), from the
+# library's data type table (src/datatype.def).
+TENSOR_TYPE_MAP: dict[int, TensorDtypeMap] = {
+    row["data_type"]: TensorDtypeMap(_np_dtype(row), row["storage"], "TensorProto." + row["name"])
+    for row in _C._data_types()
+}
 
 
 def tensor_dtype_to_np_dtype(tensor_dtype: int) -> np.dtype:

@@ -51,8 +51,10 @@ _c_set_raw_data = getattr(_C, "_set_raw_data", None)
 
 _LITTLE = sys.byteorder == "little"
 
-_PACKED_4BIT = frozenset({_TensorProto.INT4, _TensorProto.UINT4, _TensorProto.FLOAT4E2M1})
-_PACKED_2BIT = frozenset({_TensorProto.UINT2, _TensorProto.INT2})
+# The packed types, by bits per element (INT4, UINT4, FLOAT4E2M1; UINT2,
+# INT2; FLOAT6E2M3, FLOAT6E3M2).
+_PACKED_4BIT = helper._types_of_bits(4)
+_PACKED_2BIT = helper._types_of_bits(2)
 _PACKED_6BIT = helper._FLOAT6_TYPES
 
 

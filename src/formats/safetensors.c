@@ -1,8 +1,8 @@
 /* .safetensors files: the header's reader (a strict JSON parser for the one
- * schema), the dtype <-> ONNX data type table, filling a model's
- * initializers from a file and writing them as one (onnxio.h, "safetensors
- * files"). The format's rules live here only; the command and the Python
- * package call these functions. */
+ * schema), the dtype <-> ONNX data type table (expanded from the rows of
+ * datatype.def), filling a model's initializers from a file and writing
+ * them as one (onnxio.h, "safetensors files"). The format's rules live here
+ * only; the command and the Python package call these functions. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,49 +13,37 @@
 
 /* ---- the dtype table -------------------------------------------------------- */
 
-/* In the order of the reference implementation's Dtype enum, which its
- * writer sorts by (larger last): the writer here sorts the same way. */
+/* The safetensors dtypes of datatype.def, each with its place in the
+ * reference implementation's Dtype enum, which its writer sorts by (larger
+ * last): the writer here sorts the same way. Data types with no safetensors
+ * dtype have a NULL name. */
 static const struct dtype_row {
     const char *name;
     unsigned bits;
     int32_t data_type; /* 0: no ONNX mapping */
+    int rank;
 } dtypes[] = {
-    {"BOOL", 8, DT(BOOL)},
-    {"F4", 4, 0},
-    {"F6_E2M3", 6, 0},
-    {"F6_E3M2", 6, 0},
-    {"U8", 8, DT(UINT8)},
-    {"I8", 8, DT(INT8)},
-    {"F8_E5M2", 8, DT(FLOAT8E5M2)},
-    {"F8_E4M3", 8, DT(FLOAT8E4M3FN)},
-    {"F8_E8M0", 8, DT(FLOAT8E8M0)},
-    {"F8_E4M3FNUZ", 8, DT(FLOAT8E4M3FNUZ)},
-    {"F8_E5M2FNUZ", 8, DT(FLOAT8E5M2FNUZ)},
-    {"I16", 16, DT(INT16)},
-    {"U16", 16, DT(UINT16)},
-    {"F16", 16, DT(FLOAT16)},
-    {"BF16", 16, DT(BFLOAT16)},
-    {"I32", 32, DT(INT32)},
-    {"U32", 32, DT(UINT32)},
-    {"F32", 32, DT(FLOAT)},
-    {"C64", 64, DT(COMPLEX64)},
-    {"F64", 64, DT(DOUBLE)},
-    {"I64", 64, DT(INT64)},
-    {"U64", 64, DT(UINT64)},
+#define ONNXIO_DATA_TYPE(NAME, BITS, STORAGE, ELEMENT, EXP, MANT, BIAS, FLOAT, NP, NUMPY, NPY, SAFETENSORS, RANK, \
+                         DLPACK, TEXT)                                                                          \
+    {SAFETENSORS, BITS, DT(NAME), RANK},
+#define ONNXIO_SAFETENSORS_ONLY(SAFETENSORS, BITS, RANK) {SAFETENSORS, BITS, 0, RANK},
+#include "datatype.def"
+#undef ONNXIO_DATA_TYPE
+#undef ONNXIO_SAFETENSORS_ONLY
 };
 #define DTYPE_COUNT (sizeof dtypes / sizeof dtypes[0])
 
 static const struct dtype_row *dtype_by_name(const char *s, size_t n)
 {
     for (size_t i = 0; i < DTYPE_COUNT; i++)
-        if (strlen(dtypes[i].name) == n && memcmp(dtypes[i].name, s, n) == 0) return &dtypes[i];
+        if (dtypes[i].name && strlen(dtypes[i].name) == n && memcmp(dtypes[i].name, s, n) == 0) return &dtypes[i];
     return NULL;
 }
 
 static const struct dtype_row *dtype_by_type(int32_t data_type)
 {
     for (size_t i = 0; i < DTYPE_COUNT && data_type; i++)
-        if (dtypes[i].data_type == data_type) return &dtypes[i];
+        if (dtypes[i].data_type == data_type) return dtypes[i].name ? &dtypes[i] : NULL;
     return NULL;
 }
 
@@ -913,7 +901,7 @@ typedef struct out_tensor {
 static int out_cmp(const void *a, const void *b)
 {
     const out_tensor *x = a, *y = b;
-    if (x->dtype != y->dtype) return x->dtype > y->dtype ? -1 : 1;
+    if (x->dtype != y->dtype) return x->dtype->rank > y->dtype->rank ? -1 : 1;
     return name_cmp(x->t->name.data ? x->t->name.data : "", x->t->name.size, y->t->name.data ? y->t->name.data : "",
                     y->t->name.size);
 }

@@ -36,7 +36,7 @@ onnxio_status onnxio__check_raw_size(const onnxio_TensorProto *t, uint64_t lengt
  * numpy_helper.to_array reads them: float_data (FLOAT, COMPLEX64),
  * double_data (DOUBLE, COMPLEX128), int64_data (INT64), uint64_data
  * (UINT32, UINT64), int32_data for the rest; each value cut to its low
- * bytes, little-endian (FLOAT16 and BFLOAT16 bits, BOOL, 8-bit floats;
+ * bytes, little-endian (the bits of the 16-bit floats, BOOL, 8-bit floats;
  * for 4- and 2-bit types each int32_data value is one packed byte; FLOAT6
  * values, one per element, are packed as raw_data packs them). Written
  * to `dst` (NULL: only checked). `status` (the caller's: ERR_SLICE,

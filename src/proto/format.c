@@ -216,38 +216,49 @@ ONNXIO_API bool onnxio_domain_is_default(const char *domain, size_t size)
 
 /* ---- data types ----------------------------------------------------- */
 
+/* The rows of datatype.def, in its order. */
+static const onnxio_data_type_desc data_types[] = {
+#define ONNXIO_DATA_TYPE(NAME, BITS, STORAGE, ELEMENT, EXP, MANT, BIAS, FLOAT, NP, NUMPY, NPY, SAFETENSORS, RANK,   \
+                         DLPACK, TEXT)                                                                            \
+    {ONNXIO_TensorProto_DataType_##NAME, #NAME, BITS, ONNXIO_TensorProto_DataType_##STORAGE, ONNXIO_ELEMENT_##ELEMENT, \
+     EXP, MANT, BIAS, ONNXIO_FLOAT_##FLOAT, NUMPY, DATA_TYPE_ML_##NP, NPY, SAFETENSORS, DLPACK, TEXT},
+#define DATA_TYPE_ML_NP false
+#define DATA_TYPE_ML_ML true
+#include "datatype.def"
+#undef ONNXIO_DATA_TYPE
+#undef DATA_TYPE_ML_NP
+#undef DATA_TYPE_ML_ML
+};
+#define DATA_TYPE_COUNT (sizeof data_types / sizeof data_types[0])
+
+enum {
+#define ONNXIO_DATA_TYPE(NAME, ...) DATA_TYPE_ROW_##NAME,
+#include "datatype.def"
+#undef ONNXIO_DATA_TYPE
+};
+
+/* Each data type's row in data_types, plus one (0: none), by value. */
+static const uint8_t data_type_row[] = {
+#define ONNXIO_DATA_TYPE(NAME, ...) [ONNXIO_TensorProto_DataType_##NAME] = DATA_TYPE_ROW_##NAME + 1,
+#include "datatype.def"
+#undef ONNXIO_DATA_TYPE
+};
+
+ONNXIO_API const onnxio_data_type_desc *onnxio_data_type_info(int32_t data_type)
+{
+    if (data_type < 0 || (size_t)data_type >= sizeof data_type_row || !data_type_row[data_type]) return NULL;
+    return &data_types[data_type_row[data_type] - 1];
+}
+
+ONNXIO_API const onnxio_data_type_desc *onnxio_data_type_at(size_t index)
+{
+    return index < DATA_TYPE_COUNT ? &data_types[index] : NULL;
+}
+
 ONNXIO_API unsigned onnxio_data_type_bits(int32_t data_type)
 {
-    switch (data_type) {
-    case ONNXIO_TensorProto_DataType_UINT2:
-    case ONNXIO_TensorProto_DataType_INT2: return 2;
-    case ONNXIO_TensorProto_DataType_UINT4:
-    case ONNXIO_TensorProto_DataType_INT4:
-    case ONNXIO_TensorProto_DataType_FLOAT4E2M1: return 4;
-    case ONNXIO_TensorProto_DataType_FLOAT6E2M3:
-    case ONNXIO_TensorProto_DataType_FLOAT6E3M2: return 6;
-    case ONNXIO_TensorProto_DataType_UINT8:
-    case ONNXIO_TensorProto_DataType_INT8:
-    case ONNXIO_TensorProto_DataType_BOOL:
-    case ONNXIO_TensorProto_DataType_FLOAT8E4M3FN:
-    case ONNXIO_TensorProto_DataType_FLOAT8E4M3FNUZ:
-    case ONNXIO_TensorProto_DataType_FLOAT8E5M2:
-    case ONNXIO_TensorProto_DataType_FLOAT8E5M2FNUZ:
-    case ONNXIO_TensorProto_DataType_FLOAT8E8M0: return 8;
-    case ONNXIO_TensorProto_DataType_UINT16:
-    case ONNXIO_TensorProto_DataType_INT16:
-    case ONNXIO_TensorProto_DataType_FLOAT16:
-    case ONNXIO_TensorProto_DataType_BFLOAT16: return 16;
-    case ONNXIO_TensorProto_DataType_FLOAT:
-    case ONNXIO_TensorProto_DataType_INT32:
-    case ONNXIO_TensorProto_DataType_UINT32: return 32;
-    case ONNXIO_TensorProto_DataType_INT64:
-    case ONNXIO_TensorProto_DataType_UINT64:
-    case ONNXIO_TensorProto_DataType_DOUBLE:
-    case ONNXIO_TensorProto_DataType_COMPLEX64: return 64;
-    case ONNXIO_TensorProto_DataType_COMPLEX128: return 128;
-    default: return 0;
-    }
+    const onnxio_data_type_desc *d = onnxio_data_type_info(data_type);
+    return d ? d->bits : 0;
 }
 
 ONNXIO_API int onnxio_tensor_raw_size(const onnxio_TensorProto *t, uint64_t *bytes)
@@ -275,23 +286,21 @@ ONNXIO_API int onnxio_tensor_raw_size(const onnxio_TensorProto *t, uint64_t *byt
 
 onnxio_status onnxio__typed_to_raw(const onnxio_TensorProto *t, uint64_t bytes, uint8_t *dst, onnxio_status status)
 {
-    unsigned bits = onnxio_data_type_bits(t->data_type);
+    const onnxio_data_type_desc *d = onnxio_data_type_info(t->data_type);
+    unsigned bits = d ? d->bits : 0;
     const uint8_t *src;
     size_t have, src_width;
-    switch (t->data_type) {
-    case ONNXIO_TensorProto_DataType_FLOAT:
-    case ONNXIO_TensorProto_DataType_COMPLEX64:
+    switch (d ? d->storage : ONNXIO_TensorProto_DataType_UNDEFINED) {
+    case ONNXIO_TensorProto_DataType_FLOAT: /* FLOAT, COMPLEX64 */
         src = (const uint8_t *)t->float_data.data, have = t->float_data.size, src_width = 4, bits = 32;
         break;
-    case ONNXIO_TensorProto_DataType_DOUBLE:
-    case ONNXIO_TensorProto_DataType_COMPLEX128:
+    case ONNXIO_TensorProto_DataType_DOUBLE: /* DOUBLE, COMPLEX128 */
         src = (const uint8_t *)t->double_data.data, have = t->double_data.size, src_width = 8, bits = 64;
         break;
     case ONNXIO_TensorProto_DataType_INT64:
         src = (const uint8_t *)t->int64_data.data, have = t->int64_data.size, src_width = 8;
         break;
-    case ONNXIO_TensorProto_DataType_UINT32:
-    case ONNXIO_TensorProto_DataType_UINT64:
+    case ONNXIO_TensorProto_DataType_UINT64: /* UINT32, UINT64 */
         src = (const uint8_t *)t->uint64_data.data, have = t->uint64_data.size, src_width = 8;
         break;
     default:

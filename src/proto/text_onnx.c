@@ -511,8 +511,8 @@ static int optional_quotable_identifier_found(ox *x, str *id, int *found)
 /* ---- names of types and keywords ------------------------------------------------------ */
 
 /* The number of enum value `name` when it is `id` in lower case (not
- * UNDEFINED), else 0: the type names of PrimitiveTypeNameMap ("float",
- * "float8e4m3fn") and AttributeTypeNameMap ("ints", "type_proto"). */
+ * UNDEFINED), else 0: the type names of AttributeTypeNameMap ("ints",
+ * "type_proto"). */
 static int32_t lower_enum(const onnxio_enum_desc *e, str id)
 {
     for (size_t i = 0; i < e->value_count; i++) {
@@ -525,9 +525,13 @@ static int32_t lower_enum(const onnxio_enum_desc *e, str id)
     return 0;
 }
 
+/* The data type a PrimitiveTypeNameMap name ("float16") names, else 0. */
 static int32_t primitive_type(str id)
 {
-    return lower_enum(&onnxio_enum_TensorProto_DataType, id);
+    const onnxio_data_type_desc *d;
+    for (size_t i = 0; (d = onnxio_data_type_at(i)); i++)
+        if (str_is(id, d->text)) return d->data_type;
+    return 0;
 }
 
 typedef enum keyword {
@@ -746,18 +750,12 @@ static int parse_tensor_data(ox *x, onnxio_TensorProto *t, const onnxio_TypeProt
     }
     if (matches(x, '{')) {
         if (matches(x, '}')) return 1;
+        /* Each value goes to the typed field of the data type's storage type. */
+        const onnxio_data_type_desc *dd = onnxio_data_type_info(elem);
+        int32_t storage = dd ? dd->storage : ONNXIO_TensorProto_DataType_UNDEFINED;
         do {
-            switch (elem) {
-            case ONNXIO_TensorProto_DataType_INT2: case ONNXIO_TensorProto_DataType_INT4:
-            case ONNXIO_TensorProto_DataType_INT8: case ONNXIO_TensorProto_DataType_INT16:
-            case ONNXIO_TensorProto_DataType_INT32: case ONNXIO_TensorProto_DataType_UINT2:
-            case ONNXIO_TensorProto_DataType_UINT4: case ONNXIO_TensorProto_DataType_UINT8:
-            case ONNXIO_TensorProto_DataType_UINT16: case ONNXIO_TensorProto_DataType_FLOAT16:
-            case ONNXIO_TensorProto_DataType_BFLOAT16: case ONNXIO_TensorProto_DataType_FLOAT8E4M3FN:
-            case ONNXIO_TensorProto_DataType_FLOAT8E4M3FNUZ: case ONNXIO_TensorProto_DataType_FLOAT8E5M2:
-            case ONNXIO_TensorProto_DataType_FLOAT8E5M2FNUZ: case ONNXIO_TensorProto_DataType_FLOAT6E2M3:
-            case ONNXIO_TensorProto_DataType_FLOAT6E3M2: case ONNXIO_TensorProto_DataType_FLOAT8E8M0:
-            case ONNXIO_TensorProto_DataType_BOOL: case ONNXIO_TensorProto_DataType_FLOAT4E2M1: {
+            switch (storage) {
+            case ONNXIO_TensorProto_DataType_INT32: { /* INT32 and the types it stores */
                 int64_t v = 0;
                 if (!int64_token(x, &v)) return 0;
                 if (v > INT32_MAX || v < INT32_MIN)
@@ -771,22 +769,19 @@ static int parse_tensor_data(ox *x, onnxio_TensorProto *t, const onnxio_TypeProt
                 if (!int64_token(x, &v) || !append(x, &t->int64_data, &v, sizeof v)) return 0;
                 break;
             }
-            case ONNXIO_TensorProto_DataType_UINT32:
-            case ONNXIO_TensorProto_DataType_UINT64: {
+            case ONNXIO_TensorProto_DataType_UINT64: { /* UINT32, UINT64 */
                 uint64_t v = 0;
                 if (!uint64_token(x, &v) || !append(x, &t->uint64_data, &v, sizeof v)) return 0;
                 break;
             }
-            case ONNXIO_TensorProto_DataType_COMPLEX64:
-            case ONNXIO_TensorProto_DataType_FLOAT: {
+            case ONNXIO_TensorProto_DataType_FLOAT: { /* FLOAT, COMPLEX64 */
                 double v = 0;
                 if (!real_token(x, 1, &v)) return 0;
                 float f = (float)v;
                 if (!append(x, &t->float_data, &f, sizeof f)) return 0;
                 break;
             }
-            case ONNXIO_TensorProto_DataType_COMPLEX128:
-            case ONNXIO_TensorProto_DataType_DOUBLE: {
+            case ONNXIO_TensorProto_DataType_DOUBLE: { /* DOUBLE, COMPLEX128 */
                 double v = 0;
                 if (!real_token(x, 0, &v) || !append(x, &t->double_data, &v, sizeof v)) return 0;
                 break;

@@ -561,6 +561,47 @@ static void test_journal(void)
     tu_end();
 }
 
+/* ---- the data type table --------------------------------------------------------- */
+
+/* onnxio_data_type_info and onnxio_data_type_at against the schema's
+ * TensorProto.DataType enum (schema.def, checked against onnx's .proto by
+ * tests/python/test_schema.py): one row per value but UNDEFINED, each
+ * found by its number, with the enum's name; nothing for other numbers.
+ * The columns are checked against numpy, ml_dtypes, safetensors, torch and
+ * onnx by tests/python/test_data_types.py. */
+static void test_data_type_table(void)
+{
+    tu_begin("the data type table: one row per TensorProto.DataType value, found by its number");
+    const onnxio_enum_desc *en = &onnxio_enum_TensorProto_DataType;
+    size_t rows = 0;
+    while (onnxio_data_type_at(rows)) rows++;
+    CHECK_EQ_INT((int)rows, (int)en->value_count - 1);
+    for (size_t i = 0; i < en->value_count; i++) {
+        int32_t n = en->values[i].number;
+        const onnxio_data_type_desc *d = onnxio_data_type_info(n);
+        if (n == ONNXIO_TensorProto_DataType_UNDEFINED) {
+            CHECK(d == NULL);
+            continue;
+        }
+        CHECK(d != NULL);
+        if (!d) continue;
+        CHECK_EQ_INT(d->data_type, n);
+        CHECK_STR(d->name, en->values[i].name);
+        CHECK_EQ_INT((int)onnxio_data_type_bits(n), (int)d->bits);
+        CHECK(onnxio_data_type_info(d->storage) != NULL);
+        size_t seen = 0;
+        for (size_t k = 0; k < rows; k++) seen += onnxio_data_type_at(k) == d;
+        CHECK_EQ_INT((int)seen, 1);
+    }
+    int32_t none[] = {-1, ONNXIO_TensorProto_DataType_FLOAT6E3M2 + 1, 255, 256, INT32_MAX, INT32_MIN};
+    for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
+        CHECK(onnxio_data_type_info(none[i]) == NULL);
+        CHECK_EQ_INT((int)onnxio_data_type_bits(none[i]), 0);
+    }
+    CHECK(onnxio_data_type_at(rows) == NULL && onnxio_data_type_at(SIZE_MAX) == NULL);
+    tu_end();
+}
+
 /* ---- options, versions, formats ------------------------------------------------ */
 
 static void test_options_and_formats(void)
@@ -820,6 +861,7 @@ int main(int argc, char **argv)
     (void)argv;
     signal(SIGPIPE, SIG_IGN);
     test_options_and_formats();
+    test_data_type_table();
     test_options_of_0_2();
     test_modes();
     test_outputs();

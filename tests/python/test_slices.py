@@ -350,6 +350,34 @@ def test_cli_cat_prints_as_numpy_prints(tmp_path):
 
 
 @cli
+def test_cli_cat_prints_every_bit_pattern_of_the_small_floats(tmp_path):
+    """Every bit pattern of the 8-, 6- and 4-bit floats, and the edges of
+    FLOAT16 and BFLOAT16 (zeros, subnormals, the largest finite values,
+    infinities, NaNs of both signs), print as numpy prints the same array
+    (numpy_helper.to_array, ml_dtypes for all but FLOAT16)."""
+    import ml_dtypes
+
+    edges16 = [0x0000, 0x8000, 0x0001, 0x8001, 0x03FF, 0x0400, 0x3C00, 0xBC00, 0x7BFF, 0xFBFF, 0x7C00, 0xFC00,
+               0x7E00, 0xFE00, 0x7F80, 0xFF80, 0x7FC0, 0xFFC0, 0x007F, 0x0080, 0x7F7F, 0x3555]
+    arrays = {
+        "f16": np.array(edges16, np.uint16).view(np.float16),
+        "bf16": np.array(edges16, np.uint16).view(ml_dtypes.bfloat16),
+    }
+    for name in ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu"):
+        arrays[name] = np.arange(256, dtype=np.uint8).view(getattr(ml_dtypes, name)).reshape(16, 16)
+    for name, bits in (("float6_e2m3fn", 6), ("float6_e3m2fn", 6), ("float4_e2m1fn", 4)):
+        arrays[name] = np.arange(1 << bits, dtype=np.uint8).view(getattr(ml_dtypes, name))
+    tensors = [numpy_helper.from_array(a, name) for name, a in arrays.items()]
+    path = tmp_path / "floats.onnx"
+    onnx.save(helper.make_model(helper.make_graph([], "g", [], [], tensors)), str(path))
+    for t in tensors:
+        want = numpy_helper.to_array(t)
+        p = subprocess.run([CLI, "cat", str(path), t.name], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, (t.name, p.stderr)
+        assert "\n".join(p.stdout.splitlines()[1:]) == str(want), t.name
+
+
+@cli
 def test_cli_cat_of_no_element_prints_once(tmp_path):
     """A tensor of no element prints as numpy prints it, once, whatever its
     other axes: the nested brackets of [2^62, 2^62, 0] were 2^124 lines.
@@ -457,10 +485,14 @@ def test_close_while_other_threads_read(tmp_path, layout):
 
 @cli
 def test_cli_cat_prints_ml_dtypes_as_they_print(tmp_path):
-    """The 8-, 6- and 4-bit floats and the 4- and 2-bit integers print as
-    numpy_helper.to_array's ml_dtypes arrays print (str(x) of each element,
-    unaligned), whole and by rows, NaN and infinity included."""
+    """bfloat16, the 8-, 6- and 4-bit floats and the 4- and 2-bit integers
+    print as numpy_helper.to_array's ml_dtypes arrays print (str(x) of each
+    element, unaligned), whole and by rows, NaN (of either sign bit) and
+    infinity included."""
     import ml_dtypes
+
+    def bits(dtype, rows):
+        return np.array(rows, np.uint16 if dtype == ml_dtypes.bfloat16 else np.uint8).view(dtype)
 
     values = np.array([[1, 2.5, -0.125, 3], [448, 0.1015625, -6, 0]], np.float32)
     arrays = {
@@ -477,6 +509,11 @@ def test_cli_cat_prints_ml_dtypes_as_they_print(tmp_path):
         "u4": np.array([[1, 15, 7, 0], [9, 2, 3, 4]], ml_dtypes.uint4),
         "i2": np.array([[1, -2, -1, 0], [0, 1, 1, -2]], ml_dtypes.int2),
         "u2": np.array([[1, 3, 2, 0], [0, 1, 3, 2]], ml_dtypes.uint2),
+        # Every NaN prints "nan", whatever its sign bit (C's "%g" writes "-nan").
+        "bf16_nan": bits(ml_dtypes.bfloat16, [[0xFFC0, 0x3F80, 0x7FC0, 0xFF80], [0xFF81, 0x0001, 0x8000, 0x7F80]]),
+        "f8e4m3fn_nan": bits(ml_dtypes.float8_e4m3fn, [[0xFF, 0x7F, 0x80, 0x01], [0xFE, 0x7E, 0x08, 0x88]]),
+        "f8e5m2_nan": bits(ml_dtypes.float8_e5m2, [[0xFF, 0xFD, 0x7D, 0xFC], [0x7C, 0x80, 0x01, 0x83]]),
+        "f8e8m0_nan": bits(ml_dtypes.float8_e8m0fnu, [[0xFF, 0x00, 0x01, 0x7F], [0x80, 0xFE, 0x7E, 0x81]]),
     }
     tensors = {}
     for name, a in arrays.items():
@@ -484,7 +521,7 @@ def test_cli_cat_prints_ml_dtypes_as_they_print(tmp_path):
             tensors[name] = numpy_helper.from_array(a, name)
         except Exception:  # noqa: BLE001 - an ml_dtypes type this onnx does not map
             continue
-    assert len(tensors) >= 12, sorted(tensors)
+    assert len(tensors) >= 16, sorted(tensors)
     path = tmp_path / "ml.onnx"
     onnx.save(helper.make_model(helper.make_graph([], "g", [], [], list(tensors.values()))), str(path))
     for name, t in tensors.items():
