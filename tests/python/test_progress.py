@@ -233,6 +233,23 @@ def test_cli_no_progress_into_a_pipe(large_model, tmp_path):
     assert out.read_bytes() == large_model.read_bytes()
 
 
+def _interrupted(code: str, argv: list, ready: str, wait):
+    """Runs `code` in a child Python, waits for its line `ready`, then for
+    wait(child), sends SIGINT; returns the child's output words and the
+    time (CLOCK_MONOTONIC, the system's) the signal was sent."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    child = subprocess.Popen([sys.executable, "-c", code, *argv], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert child.stdout.readline().strip() == ready
+        wait(child)
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        return child.communicate(timeout=120)[0].split(), sent
+    finally:
+        child.kill()
+        child.wait()
+
+
 _SAVE_UNTIL_CTRL_C = r"""
 import sys, time
 import numpy as np
@@ -261,21 +278,13 @@ def test_ctrl_c_stops_a_save_and_keeps_the_old_files(tmp_path):
     onnx.save_model(old, str(tmp_path / "m.onnx"), save_as_external_data=True, location="m.data",
                     size_threshold=0)
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    child = subprocess.Popen([sys.executable, "-c", _SAVE_UNTIL_CTRL_C, str(tmp_path / "m.onnx"), "1024"],
-                             stdout=subprocess.PIPE, text=True, env=env)
-    try:
-        assert child.stdout.readline().strip() == "ready"
+    def save_begun(child):
         deadline = time.monotonic() + 120
         while set(os.listdir(tmp_path)) <= before.keys():  # the save has not begun
             assert child.poll() is None and time.monotonic() < deadline
             time.sleep(0.001)
-        sent = time.monotonic()
-        child.send_signal(signal.SIGINT)
-        out = child.communicate(timeout=120)[0].split()
-    finally:
-        child.kill()
-        child.wait()
+
+    out, sent = _interrupted(_SAVE_UNTIL_CTRL_C, [str(tmp_path / "m.onnx"), "1024"], "ready", save_begun)
     assert out[0] == "interrupted", out
     # CLOCK_MONOTONIC is the system's: the child's time of the exception
     # against the parent's time of the signal. Checked every 50 ms; the
@@ -318,17 +327,7 @@ def test_ctrl_c_stops_a_load(tmp_path):
     model = onnxio.helper.make_model(onnxio.helper.make_graph([], "g", [], [], tensors))
     onnxio.save_model(model, str(tmp_path / "m.onnx"), save_as_external_data=True, location="m.data")
     del model, tensors
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    child = subprocess.Popen([sys.executable, "-c", _LOAD_UNTIL_CTRL_C, str(tmp_path / "m.onnx")],
-                             stdout=subprocess.PIPE, text=True, env=env)
-    try:
-        assert child.stdout.readline().strip() == "loading"
-        time.sleep(0.1)
-        sent = time.monotonic()
-        child.send_signal(signal.SIGINT)
-        out = child.communicate(timeout=120)[0].split()
-    finally:
-        child.kill()
-        child.wait()
+    out, sent = _interrupted(_LOAD_UNTIL_CTRL_C, [str(tmp_path / "m.onnx")], "loading",
+                             lambda child: time.sleep(0.1))
     assert out[0] == "interrupted", out
     assert float(out[1]) - sent < 0.5, float(out[1]) - sent
