@@ -56,11 +56,14 @@ ASAN_TEST_OPTIONS ?= detect_leaks=1:strict_string_checks=1:detect_stack_use_afte
 UBSAN_TEST_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 
 have_c_tests = $(wildcard tests/c/test_*.c)
-# What the fault-injection sweeps of test_faults covered (ctest keeps the
-# output of passing tests in its log).
+# What the C tests said in passing (ctest keeps the output of passing tests
+# in its log), each line after its test's name: how many fault and crash
+# points test_faults swept, and every skip (tu_skip's "skipped: ...", the
+# data helpers' "skip checks on ..."), which scripts/test.sh sums up.
 # In parentheses: after `ctest && `, a bare `|| true` would make a failed
 # ctest pass the step.
-FAULT_SUMMARY = (grep -hE "points in all|skipped:" Testing/Temporary/LastTest.log | sed 's/^ */test_faults: /' || true)
+CTEST_NOTES = (awk '/^[0-9]+\/[0-9]+ Testing: /{t = $$NF} /points in all|skipped: |skip checks on /{sub(/^ */, ""); print t ": " $$0}' \
+                 Testing/Temporary/LastTest.log || true)
 have_py_tests = $(wildcard tests/python/test_*.py tests/python/*_test.py)
 
 PREFIX ?= /usr/local
@@ -105,7 +108,7 @@ test-build:
 	$(CMAKE_BUILD) build -j$(JOBS)
 	@echo "==> ctest in build/"
 	@if [ -z "$(have_c_tests)" ]; then echo "ctest: no tests/c/test_*.c, skipped"; \
-	 else cd build && $(CTEST) --output-on-failure -j$(CTEST_JOBS) && $(FAULT_SUMMARY); fi
+	 else cd build && $(CTEST) --output-on-failure -j$(CTEST_JOBS) && $(CTEST_NOTES); fi
 
 test-asan:
 	@echo "==> build-asan/ with ASan and UBSan"
@@ -114,7 +117,7 @@ test-asan:
 	@echo "==> ctest in build-asan/"
 	@if [ -z "$(have_c_tests)" ]; then echo "ctest: no tests/c/test_*.c, skipped"; \
 	 else cd build-asan && ASAN_OPTIONS=$(ASAN_TEST_OPTIONS) UBSAN_OPTIONS=$(UBSAN_TEST_OPTIONS) \
-	   $(CTEST) --output-on-failure -j$(CTEST_JOBS) && $(FAULT_SUMMARY); fi
+	   $(CTEST) --output-on-failure -j$(CTEST_JOBS) && $(CTEST_NOTES); fi
 
 # fuzz_python.py fuzzes the onnxio package installed in .venv, so this step
 # installs the tree's package first (test-python, which comes after it in
