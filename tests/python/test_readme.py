@@ -21,6 +21,8 @@ import onnx
 import pytest
 from onnx import helper, numpy_helper
 
+from conftest import needs
+
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()
 NOT_COPIED = shutil.ignore_patterns(".git", "build", "build-*", ".venv*", "venv", ".cache", "out", "__pycache__",
@@ -64,8 +66,7 @@ def run_lines(lines, cwd, env):
 def tree(tmp_path_factory):
     """A copy of this tree with model.onnx and app.c in it, and a new HOME."""
     for tool in ("bash", "env", "python3", "cmake", "cc", "pkg-config"):
-        if not shutil.which(tool):
-            pytest.skip(f"{tool} is not installed (scripts/bootstrap.sh installs it)")
+        needs(tool, "the README's blocks run with it")
     base = tmp_path_factory.mktemp("get-going")
     src = base / "onnxio"
     shutil.copytree(REPO, src, ignore=NOT_COPIED, symlinks=True)

@@ -29,7 +29,8 @@ from google.protobuf import json_format, text_format
 
 import onnxio
 from onnxio import _onnxio
-from datafiles import SOURCES, collect
+from conftest import needs
+from datafiles import collect
 from protobuild import CLASSES, MESSAGE_IDS, filled_variants, ld, tag
 from test_text import BAD_UTF8, SPECIAL_DOUBLES, SPECIAL_FLOATS, STRINGS, random_bits, text_diff
 
@@ -123,9 +124,7 @@ class Cases:
 @pytest.mark.parametrize("style", STYLES)
 @pytest.mark.parametrize("source", ["shared-corpus", "libonnx-testdata", "onnx-backend-data"])
 def test_real_files(source, style):
-    root, why = SOURCES[source]
-    if not root.is_dir():
-        pytest.skip(f"{root}: {why}")
+    root = needs(source)
     c = Cases(style)
     t0 = time.monotonic()
     for path, cls in collect(root):
