@@ -896,6 +896,7 @@ def _check_state(path, old, new):
     return state, complete
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, "SIGXFSZ"), reason="needs RLIMIT_FSIZE / SIGXFSZ")
 def test_replace_crash_safety(tmp_path):
     import resource  # noqa: F401  (POSIX only)
@@ -978,7 +979,7 @@ def test_replace_crash_safety(tmp_path):
 
 # ---- .onnx -> .onnxz -> .onnx gives back the same bytes -------------------------
 
-@pytest.mark.parametrize("source", ["libonnx-testdata", "shared-corpus"])
+@pytest.mark.parametrize("source", [pytest.param("libonnx-testdata", marks=pytest.mark.slow), "shared-corpus"])
 def test_archive_round_trip_gives_back_the_bytes(tmp_path, source):
     """Every model of the set, loaded, saved as .onnxz, loaded from it and
     serialized, equals what the onnx package (protobuf) serializes for the

@@ -132,6 +132,7 @@ def zip64_values(extra):
     return None
 
 
+@pytest.mark.slow
 def test_archive_past_4gib(tmp_path):
     need_resources(tmp_path)
     unzip = needs("unzip", "an independent check of the archive")

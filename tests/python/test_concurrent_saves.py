@@ -80,6 +80,7 @@ WORKER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", ["one_file", "per_tensor", "onnxz"])
 def test_loads_beside_saves_are_never_torn(tmp_path, layout):
     path = str(tmp_path / ("m.onnxz" if layout == "onnxz" else "m.onnx"))

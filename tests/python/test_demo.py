@@ -52,6 +52,7 @@ def test_demo_requirements_cover_the_demo_and_are_in_the_full_set():
     assert {"onnx", "numpy", "protobuf", "ml-dtypes"} <= set(demo)
 
 
+@pytest.mark.slow
 def test_ticker_prints_while_running_and_keeps_the_status(tmp_path):
     ticker = REPO / "scripts" / "ticker.sh"
     env = dict(os.environ, ONNXIO_TICK_SECONDS="1")

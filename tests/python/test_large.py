@@ -205,6 +205,7 @@ def copy_load_and_save(src, dst):
 
 # ---- the tests ----------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_single_file_past_2gib(tmp_path, case):
     tensors = CASES[case]
@@ -253,6 +254,7 @@ def test_single_file_past_2gib(tmp_path, case):
             f.unlink()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_onnx_cannot_save_past_2gib(tmp_path, case):
     """The onnx package (protobuf 7, upb) has no way to write these models:

@@ -81,7 +81,7 @@ def _models(root):
                 yield os.path.join(dirpath, fn)
 
 
-@pytest.mark.parametrize("source", ["libonnx-testdata", "shared-corpus"])
+@pytest.mark.parametrize("source", ["libonnx-testdata", pytest.param("shared-corpus", marks=pytest.mark.slow)])
 def test_printed_models_read_as_onnx_reads_them(source):
     root = needs(source)
     counts = {"identical": 0, "onnx.parser failed": 0, "printer failed": 0}

@@ -81,6 +81,7 @@ def test_stubs_cover_the_extension():
     assert runtime_functions <= functions, sorted(runtime_functions - functions)
 
 
+@pytest.mark.slow
 def test_mypy_knows_the_fields(tmp_path):
     needs("mypy", "it checks the type stubs")
     script = tmp_path / "typical.py"
@@ -113,6 +114,7 @@ onnxio.NodeProto(op_typ="Relu")
     assert out.count("error:") == 2, out
 
 
+@pytest.mark.slow
 def test_wheel_installs_into_a_new_environment(tmp_path):
     """pip wheel . (offline: the build requirements come from this
     environment) gives a platform wheel with the extension, the stubs and
@@ -146,6 +148,7 @@ def test_wheel_installs_into_a_new_environment(tmp_path):
     assert run(["onnxio", "--help"], env=env).startswith("usage: onnxio")
 
 
+@pytest.mark.slow
 def test_python_m_build_makes_sdist_and_wheel(tmp_path):
     """python -m build (offline: --no-isolation, this environment's pinned
     scikit-build-core): an sdist holding what the build needs, and a wheel

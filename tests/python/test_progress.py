@@ -146,6 +146,7 @@ except KeyboardInterrupt:
 """
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_a_load(tmp_path):
     """SIGINT 0.1 s into a load without progress= (2 GiB of external data
     out of the page cache, about a second to load on the project's machine)
@@ -297,6 +298,7 @@ except KeyboardInterrupt:
 """.replace("MIB_FLOATS", str(MiB // 4))
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_a_save_and_keeps_the_old_files(tmp_path):
     """SIGINT during a save without progress= (a 1 GiB model with external
     data, the signal sent once the save's first temporary file exists)

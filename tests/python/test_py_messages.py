@@ -683,6 +683,7 @@ def _real_files():
 REAL = _real_files()
 
 
+@pytest.mark.slow
 @pytest.mark.needs("libonnx-testdata")
 def test_parse_real_files_like_onnx():
     checked = 0

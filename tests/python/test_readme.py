@@ -93,17 +93,20 @@ def test_every_block_installs_then_uses():
         assert len(block(name)) >= 2, (name, block(name))
 
 
+@pytest.mark.slow
 def test_cli_block(pip_installed):
     src, env = pip_installed
     out = run_lines(block("cli")[1:], src, env)
     assert "MatMul" in out and "Relu" in out, out
 
 
+@pytest.mark.slow
 def test_python_block(pip_installed):
     src, env = pip_installed
     assert run_lines(block("python")[1:], src, env) == "2 nodes\n"
 
 
+@pytest.mark.slow
 def test_c_block(tree):
     src, env = tree
     out = run_lines(block("c"), src, env)

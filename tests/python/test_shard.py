@@ -358,6 +358,7 @@ def _torchrun():
     return [sys.executable, "-m", "torch.distributed.run"]
 
 
+@pytest.mark.slow
 def test_torchrun_all_gather_rebuilds_a_gpt2_model(tmp_path):
     torchrun = _torchrun()
     paths, axes, split, replicated = _gpt2(tmp_path)

@@ -88,6 +88,7 @@ class TextCases:
 # ---- real files -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_text_corpus():
     root = needs("shared-corpus")
     c = TextCases()

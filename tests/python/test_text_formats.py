@@ -121,6 +121,7 @@ class Cases:
 # ---- real files ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("style", STYLES)
 @pytest.mark.parametrize("source", ["shared-corpus", "libonnx-testdata", "onnx-backend-data"])
 def test_real_files(source, style):
@@ -658,6 +659,7 @@ def _empty_initializers_json(n):
     return json.dumps({"graph": {"initializer": [{}] * n}}, separators=(",", ":")).encode()
 
 
+@pytest.mark.slow
 def test_text_expansion_refused_at_the_default_and_raised(tmp_path):
     n = 1_500_000
     text = _empty_initializers_json(n)
