@@ -4,9 +4,16 @@
 #   make demo         bootstrap what the demo needs only (.venv-demo: onnx, numpy), build the
 #                     command, round-trip a test model and GPT-2 (scripts/demo.sh); says at
 #                     the end where its files are and how big
-#   make test         bootstrap; -Werror build + ctest; ASan/UBSan build + ctest;
-#                     libFuzzer targets and the Python package's atheris target
-#                     for FUZZ_SECONDS each; pytest tests/python
+#   make check        the quick tier, about two minutes on 2 cores once built: the
+#                     -Werror build of build/, ctest -j (CHECK_CTEST_JOBS), the tree's
+#                     package into .venv, pytest -m "not slow" tests/python (the
+#                     tests marked slow: GiB files, corpus sweeps, package builds and
+#                     installs, multi-second concurrency and signal runs); bootstraps
+#                     only when .venv is missing
+#   make test         everything, what CI runs (.ci/run): bootstrap; -Werror build
+#                     + ctest; ASan/UBSan build + ctest; libFuzzer targets and the
+#                     Python package's atheris target for FUZZ_SECONDS each; pytest
+#                     tests/python, the slow tests included
 #   make bench        bootstrap, build, onnxio vs libprotobuf C++ vs onnx Python (bench/);
 #                     rewrites the results in BENCHMARKS.md and docs/bench.png; then, with the
 #                     tree's Python package installed, the benchmark from the user's side
@@ -24,7 +31,8 @@
 #   make clean        remove build directories and bench/out (keeps .cache/models, .venv)
 #   make distclean    clean, plus .cache, .venv and .venv-demo
 #
-# Variables: JOBS (parallel build jobs; default: cores), CTEST_JOBS (default 1),
+# Variables: JOBS (parallel build jobs; default: cores), CTEST_JOBS (ctest's jobs in
+# `make test`; default 1), CHECK_CTEST_JOBS (in `make check`; default JOBS),
 # FUZZ_SECONDS (default 60), BENCH_ARGS (passed to bench/bench.py, e.g. --repeats 3
 # or --no-write), BENCH_BUILD (the library build the harness links; default build),
 # BENCH_USER_ARGS (passed to bench/bench_user.py; default: sizes 0.5 and 3.5 GiB, 3 repeats;
@@ -36,6 +44,7 @@ SHELL := /bin/bash
 
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CTEST_JOBS ?= 1
+CHECK_CTEST_JOBS ?= $(JOBS)
 FUZZ_SECONDS ?= 60
 CMAKE ?= cmake
 CTEST ?= ctest
@@ -56,16 +65,19 @@ ASAN_TEST_OPTIONS ?= detect_leaks=1:strict_string_checks=1:detect_stack_use_afte
 UBSAN_TEST_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 
 have_c_tests = $(wildcard tests/c/test_*.c)
-# What the fault-injection sweeps of test_faults covered (ctest keeps the
-# output of passing tests in its log).
+# What the C tests said in passing (ctest keeps the output of passing tests
+# in its log), each line after its test's name: how many fault and crash
+# points test_faults swept, and every skip (tu_skip's "skipped: ...", the
+# data helpers' "skip checks on ..."), which scripts/test.sh sums up.
 # In parentheses: after `ctest && `, a bare `|| true` would make a failed
 # ctest pass the step.
-FAULT_SUMMARY = (grep -hE "points in all|skipped:" Testing/Temporary/LastTest.log | sed 's/^ */test_faults: /' || true)
+CTEST_NOTES = (awk '/^[0-9]+\/[0-9]+ Testing: /{t = $$NF} /points in all|skipped: |skip checks on /{sub(/^ */, ""); print t ": " $$0}' \
+                 Testing/Temporary/LastTest.log || true)
 have_py_tests = $(wildcard tests/python/test_*.py tests/python/*_test.py)
 
 PREFIX ?= /usr/local
 
-.PHONY: install all bootstrap demo test test-layers test-build test-asan test-fuzz test-python python-install \
+.PHONY: install all bootstrap demo check test test-layers test-build test-asan test-fuzz test-python python-install \
         bench bench-python bench-build models clean distclean
 
 all:
@@ -104,13 +116,19 @@ test-layers:
 	@echo "==> layers of src/"
 	$(PYTHON) scripts/check_layers.py
 
-test-build:
+# The build of test-build and check: build/, -Werror, with the Python
+# extension and its stubs.
+define build_werror
 	@echo "==> build/ with -Werror (the Python extension and its stubs too)"
 	$(CMAKE) -S . -B build -DONNXIO_WERROR=ON -DONNXIO_PYTHON=ON -DPython_EXECUTABLE=$(CURDIR)/$(PYTHON) $(CMAKE_ARGS)
 	$(CMAKE_BUILD) build -j$(JOBS)
+endef
+
+test-build:
+	$(build_werror)
 	@echo "==> ctest in build/"
 	@if [ -z "$(have_c_tests)" ]; then echo "ctest: no tests/c/test_*.c, skipped"; \
-	 else cd build && $(CTEST) --output-on-failure -j$(CTEST_JOBS) && $(FAULT_SUMMARY); fi
+	 else cd build && $(CTEST) --output-on-failure -j$(CTEST_JOBS) && $(CTEST_NOTES); fi
 
 test-asan:
 	@echo "==> build-asan/ with ASan and UBSan"
@@ -119,7 +137,7 @@ test-asan:
 	@echo "==> ctest in build-asan/"
 	@if [ -z "$(have_c_tests)" ]; then echo "ctest: no tests/c/test_*.c, skipped"; \
 	 else cd build-asan && ASAN_OPTIONS=$(ASAN_TEST_OPTIONS) UBSAN_OPTIONS=$(UBSAN_TEST_OPTIONS) \
-	   $(CTEST) --output-on-failure -j$(CTEST_JOBS) && $(FAULT_SUMMARY); fi
+	   $(CTEST) --output-on-failure -j$(CTEST_JOBS) && $(CTEST_NOTES); fi
 
 # fuzz_python.py fuzzes the onnxio package installed in .venv, so this step
 # installs the tree's package first (test-python, which comes after it in
@@ -136,16 +154,44 @@ test-fuzz: python-install
 # and the command), without reaching PyPI. Only a failed test's tmp_path
 # is kept (pytest keeps every test's of the last three runs by default:
 # 3.9 GB a run here).
-test-python: python-install
-	@echo "==> pytest tests/python"
+# $(call run_pytest,ARGS): pytest ARGS tests/python, the way test-python and
+# check run it.
+define run_pytest
 	@if [ -z "$(have_py_tests)" ]; then echo "pytest: no tests in tests/python, skipped"; \
 	 else test -f build/libonnxio.so || $(MAKE) --no-print-directory all; \
 	   rm -f .cache/pytest-current; mkdir -p .cache; \
 	   ONNXIO_LIB=$(CURDIR)/build/libonnxio.so ONNXIO_CLI=$(CURDIR)/build/onnxio \
 	   ONNXIO_PYTEST_CURRENT=$(CURDIR)/.cache/pytest-current \
-	   $(PYTHON) -m pytest -q -rs -o tmp_path_retention_policy=failed tests/python; rc=$$?; \
+	   $(PYTHON) -m pytest -q -rs -o tmp_path_retention_policy=failed $(1) tests/python; rc=$$?; \
 	   if [ $$rc -gt 128 ]; then echo "pytest died (signal $$((rc - 128))) in: $$(cat .cache/pytest-current 2>/dev/null)" >&2; fi; \
 	   exit $$rc; fi
+endef
+
+test-python: python-install
+	@echo "==> pytest tests/python"
+	$(call run_pytest,)
+
+# ---- the quick check --------------------------------------------------------
+
+# `make check`: the C tests in parallel and the Python tests but those
+# marked slow (pytest -m "not slow"; pyproject.toml says what slow means),
+# in about two minutes on 2 cores once build/ and the package's build are
+# there. It stops at the first step that fails. `make test` runs every
+# test, the slow ones, the ASan build and the fuzzers too.
+check: | $(PYTHON)
+	$(PYTHON) scripts/check_layers.py
+	$(build_werror)
+	@echo "==> ctest -j$(CHECK_CTEST_JOBS) in build/"
+	@if [ -z "$(have_c_tests)" ]; then echo "ctest: no tests/c/test_*.c, skipped"; \
+	 else cd build && $(CTEST) --output-on-failure -j$(CHECK_CTEST_JOBS) && $(CTEST_NOTES); fi
+	@$(MAKE) --no-print-directory python-install
+	@echo "==> pytest -m 'not slow' tests/python"
+	$(call run_pytest,-m "not slow")
+
+# .venv, made by the bootstrap when it is missing (make check does not
+# bootstrap otherwise: `make bootstrap` or `make test` brings it up to date).
+$(PYTHON):
+	@scripts/bootstrap.sh
 
 python-install:
 	@echo "==> pip install . into .venv"

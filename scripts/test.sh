@@ -78,10 +78,11 @@ if [[ -f "$logs/test-python.log" ]]; then
             "$logs/test-python.log" | grep -vE '/shared\b' | sed -E 's/^SKIPPED //' | head -n 10)
     fi
 fi
-# C tests and fuzzers say "skip ..." / "skipped: ..." themselves.
+# C tests and fuzzers say "skip ..." / "skipped: ..." themselves (a C test's
+# line comes after its name: the Makefile's CTEST_NOTES).
 for step in test-build test-asan test-fuzz; do
     [[ -f "$logs/$step.log" ]] || continue
-    while IFS= read -r line; do skip_lines+=("$step: $line"); done < <(grep -hoE '(skip checks|skipped:) .*' \
+    while IFS= read -r line; do skip_lines+=("$step: $line"); done < <(grep -hoE '(test_[a-z_]+: )?(skip checks|skipped:) .*' \
         "$logs/$step.log" | sed 's/^ *//' | sort | uniq -c | sed -E 's/^ *([0-9]+) (.*)/\2 (x\1)/')
 done
 

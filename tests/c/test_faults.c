@@ -746,7 +746,7 @@ int main(int argc, char **argv)
         onnxio_arena_unref(ra);
         free(p);
     } else {
-        tu_note("skipped: the real-model sweeps (../shared/corpus is not beside the repository)");
+        tu_skip("the real-model sweeps: ../shared/corpus is not beside the repository");
     }
 
     /* The save protocol, killed at each step. */

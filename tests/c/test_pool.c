@@ -150,10 +150,10 @@ static void run_direct(int threads, const uint8_t *src, int fd, uint64_t total, 
                 CHECK_MSG(cached < total / 4, "threads %d, shift %llu: the reads left the file uncached (%llu of %llu bytes cached)",
                           threads, (unsigned long long)shift[sh], (unsigned long long)cached, (unsigned long long)total);
             } else if (threads == 1 && sh == 0) {
-                tu_note("this file system cannot read %s directly: the reads went through the page cache", what);
+                tu_skip("this file system cannot read %s directly: the reads went through the page cache", what);
             }
         } else if (threads == 1 && sh == 0) {
-            tu_note("the kernel cannot say what is cached (no cachestat): direct reads are off");
+            tu_skip("the kernel cannot say what is cached (no cachestat): direct reads are off");
         }
     }
     free(dst);
@@ -237,7 +237,7 @@ static void drop_behind(int fd, const uint8_t *src, uint64_t total, const char *
         CHECK_MSG(memcmp(dst, src, (size_t)total) == 0, "%s: read exactly", fits ? "fits" : "does not fit");
         int64_t after = resident(fd, total);
         if (evicted < 0 || evicted > (int64_t)total / 4 || before < (int64_t)total * 9 / 10) {
-            if (!fits) tu_note("mincore cannot tell, or this file system keeps dropped pages: drop-behind not checked");
+            if (!fits) tu_skip("mincore cannot tell, or this file system keeps dropped pages: drop-behind not checked");
             continue;
         }
         if (fits)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -19,6 +20,10 @@ long tu_passed, tu_failed;
 static char group_name[256];
 static bool in_group;
 static long group_checks, group_failures;
+/* why the current group skipped checks ("" when it did not) */
+static char group_skip[256];
+/* whether tu_skip was called anywhere (a program may then run no check) */
+static bool any_skip;
 
 #define MAX_REPORTS_PER_GROUP 25
 
@@ -109,17 +114,39 @@ void tu_begin(const char *fmt, ...)
     va_end(ap);
     in_group = true;
     group_checks = group_failures = 0;
+    group_skip[0] = '\0';
 }
 
 void tu_end(void)
 {
     if (!in_group) return;
-    if (group_failures == 0)
+    if (group_checks == 0 && group_skip[0]) {
+        printf("skip %s (%s)\n", group_name, group_skip);
+    } else if (group_checks == 0) {
+        /* counted as a failed check, so that the program fails */
+        tu_failed++;
+        printf("FAIL %s (no checks ran, and the group declared no tu_skip)\n", group_name);
+    } else if (group_failures == 0) {
         printf("ok   %s (%ld checks)\n", group_name, group_checks);
-    else
+    } else {
         printf("FAIL %s (%ld of %ld checks failed)\n", group_name, group_failures, group_checks);
+    }
     fflush(stdout);
     in_group = false;
+}
+
+void tu_skip(const char *fmt, ...)
+{
+    char why[sizeof group_skip];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    if (!why[0]) snprintf(why, sizeof why, "no reason given");
+    any_skip = true;
+    if (in_group && !group_skip[0]) snprintf(group_skip, sizeof group_skip, "%s", why);
+    printf("     skipped: %s\n", why);
+    fflush(stdout);
 }
 
 void tu_note(const char *fmt, ...)
@@ -136,6 +163,10 @@ void tu_note(const char *fmt, ...)
 int tu_finish(void)
 {
     tu_end();
+    if (tu_passed == 0 && tu_failed == 0 && !any_skip) {
+        tu_failed++;
+        printf("FAIL no checks ran, and the program declared no tu_skip\n");
+    }
     printf("%ld passed, %ld failed\n", tu_passed, tu_failed);
     fflush(stdout);
     return tu_failed ? 1 : 0;
@@ -456,37 +487,61 @@ char *tu_strdup_printf(const char *fmt, ...)
 const char *tu_testdata_dir(void)
 {
     static int state; /* 0 unknown, 1 present, 2 absent */
+    static bool said;
+    static const char *dir;
     if (state == 0) {
-        state = tu_is_dir(TESTDATA_DIR) ? 1 : 2;
-        if (state == 2)
-            printf("skip checks on libonnx-testdata: %s is absent (apt-get install libonnx-testdata)\n",
-                   TESTDATA_DIR);
+        dir = getenv("ONNXIO_LIBONNX_TESTDATA");
+        if (!dir || !*dir) dir = TESTDATA_DIR;
+        state = tu_is_dir(dir) ? 1 : 2;
     }
-    return state == 1 ? TESTDATA_DIR : NULL;
+    if (state == 1) return dir;
+    /* scripts/bootstrap.sh installs it: CI (CI=true) never runs without it */
+    if (tu_in_ci() && !said)
+        tu_check(false, __FILE__, __LINE__, "libonnx-testdata: %s is absent and CI=true (scripts/bootstrap.sh installs it)",
+                 dir);
+    if (in_group)
+        tu_skip("libonnx-testdata: %s is absent (apt-get install libonnx-testdata)", dir);
+    else if (!said)
+        printf("skip checks on libonnx-testdata: %s is absent (apt-get install libonnx-testdata)\n", dir);
+    said = true;
+    any_skip = true;
+    return NULL;
 }
 
 const char *tu_corpus_dir(const char *repo)
 {
     static int state;
-    static char path[4096];
+    static bool said;
+    static char path[4096], absent[4096];
     if (state == 0) {
         snprintf(path, sizeof path, "%s/../shared/corpus", repo ? repo : ".");
         char shared[4096];
         snprintf(shared, sizeof shared, "%s/../shared", repo ? repo : ".");
-        if (!tu_is_dir(shared)) {
-            printf("skip checks on the shared corpus: %s is absent\n", shared);
-            state = 2;
-        } else if (!tu_is_dir(path)) {
-            printf("skip checks on the shared corpus: %s is absent\n", path);
-            state = 2;
-        } else {
+        state = 2;
+        if (!tu_is_dir(shared))
+            snprintf(absent, sizeof absent, "%s", shared);
+        else if (!tu_is_dir(path))
+            snprintf(absent, sizeof absent, "%s", path);
+        else
             state = 1;
-        }
     }
-    return state == 1 ? path : NULL;
+    if (state == 1) return path;
+    if (in_group)
+        tu_skip("the shared corpus: %s is absent", absent);
+    else if (!said)
+        printf("skip checks on the shared corpus: %s is absent\n", absent);
+    said = true;
+    any_skip = true;
+    return NULL;
 }
 
 /* ---- misc ------------------------------------------------------------- */
+
+bool tu_in_ci(void)
+{
+    const char *ci = getenv("CI");
+    return ci && (strcasecmp(ci, "true") == 0 || strcmp(ci, "1") == 0 || strcasecmp(ci, "yes") == 0);
+}
 
 bool tu_mentions_offset(const char *msg)
 {

@@ -58,20 +58,37 @@ bool tu_check_bytes(const void *got, size_t got_size, const void *want, size_t w
                     const char *what, const char *file, int line);
 
 /* Check groups: tu_begin("name") ... tu_end() prints one line
- * "ok   name (N checks)" or "FAIL name (N of M checks failed)". */
+ * "ok   name (N checks)", "FAIL name (N of M checks failed)" or
+ * "skip name (reason)". A group that ends with no check fails ("FAIL name
+ * (no checks ...)", counted as a failed check) unless it called tu_skip: a
+ * loop over an empty list, or a branch that never ran, must not pass
+ * silently. tu_begin ends the group before it. */
 void tu_begin(const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 1, 2)))
 #endif
     ;
 void tu_end(void);
+/* Declares that the current group leaves its checks (or part of them)
+ * undone, and why ("../shared/corpus is absent"): prints "     skipped:
+ * <reason>" (the line scripts/test.sh sums up), and the group may then end
+ * with no check. Outside a group it does the same for the whole program,
+ * which may then finish with no check at all (tu_finish fails a program
+ * that ran no check and declared no skip). tu_testdata_dir and
+ * tu_corpus_dir call it themselves when their data is absent. */
+void tu_skip(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
 /* Prints an informational line (indented) inside or between groups. */
 void tu_note(const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 1, 2)))
 #endif
     ;
-/* Prints "N passed, N failed"; returns the exit status (0 when none failed). */
+/* Prints "N passed, N failed"; returns the exit status (0 when none failed;
+ * 1 also when no check ran at all and tu_skip was not called). */
 int tu_finish(void);
 
 /* Checks counted so far (for tests that report their own totals). */
@@ -222,14 +239,21 @@ char *tu_strdup_printf(const char *fmt, ...)
 
 /* ---- test data -------------------------------------------------------- */
 
-/* Debian's libonnx-testdata (/usr/share/libonnx-testdata/data), or NULL when
- * it is not installed (a line saying so is printed once). */
+/* Debian's libonnx-testdata (/usr/share/libonnx-testdata/data, or
+ * $ONNXIO_LIBONNX_TESTDATA as in the Python tests), or NULL when it is not
+ * installed: then, inside a group, tu_skip with the reason (the group may
+ * end with no check); outside one, a line saying so, once. Where CI=true
+ * its absence is also a failed check, once: scripts/bootstrap.sh installs
+ * it, and CI must not lose those checks silently. */
 const char *tu_testdata_dir(void);
-/* <repo>/../shared/corpus, or NULL when ../shared is absent (a line saying so
- * is printed once). `repo` is argv[1]; NULL means "." */
+/* <repo>/../shared/corpus, or NULL when ../shared is absent: then tu_skip or
+ * a line, as tu_testdata_dir. `repo` is argv[1]; NULL means "." */
 const char *tu_corpus_dir(const char *repo);
 
 /* ---- misc ------------------------------------------------------------- */
+
+/* Whether this run is CI's: $CI is "true" (.ci/run sets it), "1" or "yes". */
+bool tu_in_ci(void);
 
 /* True when `msg` mentions a byte offset: a decimal number next to the word
  * "offset" or "byte". */

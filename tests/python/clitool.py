@@ -1,20 +1,17 @@
 """The onnxio command for the CLI tests: where it is and how it is run.
 
 The command is $ONNXIO_CLI, by default <repo>/build/onnxio; a test module
-that imports this is skipped when neither is there.
+that imports this is skipped when it is not there (failed where CI=true:
+conftest.needs).
 """
 import json
-import os
 import subprocess
 from pathlib import Path
 
-import pytest
+from conftest import needs
 
 REPO = Path(__file__).resolve().parents[2]
-CLI = Path(os.environ.get("ONNXIO_CLI", REPO / "build" / "onnxio"))
-
-if "ONNXIO_CLI" not in os.environ and not CLI.exists():
-    pytest.skip(f"{CLI} is not built (cmake --build build)", allow_module_level=True)
+CLI = needs("onnxio command")
 
 
 def run(*args, cwd=None, **kwargs):

@@ -31,9 +31,9 @@ import pytest
 
 import onnxio
 import onnxref
+from conftest import needs
 
 MODEL = "__MODEL_PROTO"
-UNZIP = shutil.which("unzip")
 PAD_ID = 0x786F
 
 # ---- models -------------------------------------------------------------------
@@ -146,10 +146,10 @@ def extra_ids(extra):
 
 
 def unzip_ok(path):
-    if UNZIP:
-        r = subprocess.run([UNZIP, "-t", str(path)], capture_output=True, text=True)
-        assert r.returncode == 0, r.stdout + r.stderr
-        assert "No errors detected" in r.stdout
+    r = subprocess.run([needs("unzip", "an independent check of the archives"), "-t", str(path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "No errors detected" in r.stdout
 
 
 def check_written_archive(path, alignment=64):
@@ -896,6 +896,7 @@ def _check_state(path, old, new):
     return state, complete
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, "SIGXFSZ"), reason="needs RLIMIT_FSIZE / SIGXFSZ")
 def test_replace_crash_safety(tmp_path):
     import resource  # noqa: F401  (POSIX only)
@@ -978,25 +979,13 @@ def test_replace_crash_safety(tmp_path):
 
 # ---- .onnx -> .onnxz -> .onnx gives back the same bytes -------------------------
 
-def _real_models():
-    import datafiles
-
-    out = []
-    for source in ("libonnx-testdata", "shared-corpus"):
-        root, why = datafiles.SOURCES[source]
-        if not root.is_dir():
-            out.append(pytest.param(None, marks=pytest.mark.skip(reason=why), id=source))
-            continue
-        out.append(pytest.param(root, id=source))
-    return out
-
-
-@pytest.mark.parametrize("root", _real_models())
-def test_archive_round_trip_gives_back_the_bytes(tmp_path, root):
+@pytest.mark.parametrize("source", [pytest.param("libonnx-testdata", marks=pytest.mark.slow), "shared-corpus"])
+def test_archive_round_trip_gives_back_the_bytes(tmp_path, source):
     """Every model of the set, loaded, saved as .onnxz, loaded from it and
     serialized, equals what the onnx package (protobuf) serializes for the
     original: tensors read from entries come back as they were, without a
     data_location the original did not have."""
+    root = needs(source)
     checked, differ = 0, []
     z = tmp_path / "m.onnxz"
     for path in sorted(root.rglob("*.onnx")):

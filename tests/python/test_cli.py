@@ -20,16 +20,14 @@ from onnx import TensorProto, helper, numpy_helper
 
 import onnxref
 from clitool import CLI, REPO, info_json, run, run_ok
+from conftest import needs
 
-TESTDATA = Path("/usr/share/libonnx-testdata/data")
 SHARED = REPO.parent / "shared"
 CORPUS = SHARED / "corpus"
 
 VERBS = ["info", "print", "convert"]
 
-needs_corpus = pytest.mark.skipif(
-    not SHARED.is_dir(), reason=f"{SHARED} is absent: no third-party corpus"
-)
+needs_corpus = pytest.mark.needs("shared-corpus")
 
 
 def assert_usage_error(rc, out, err, verb=None):
@@ -64,9 +62,8 @@ TESTDATA_MODELS = [
 
 
 def libonnx_model(name):
-    path = TESTDATA / name / "model.onnx"
-    if not path.exists():
-        pytest.skip(f"{path} is absent")
+    path = needs("libonnx-testdata") / name / "model.onnx"
+    assert path.exists(), f"{path}: not in this libonnx-testdata"
     return path
 
 
@@ -77,10 +74,11 @@ def corpus_models():
 
 
 def corpus_model(fragment):
+    needs("shared-corpus")
     for p in corpus_models():
         if fragment in str(p):
             return p
-    pytest.skip(f"no corpus model matching {fragment}")
+    pytest.fail(f"no model of {CORPUS} matches {fragment}")
 
 
 @pytest.fixture
@@ -614,9 +612,8 @@ def test_print_formats_equal_onnx_save(synthetic, tmp_path):
 
 
 def test_print_tensor_pb():
-    pb = TESTDATA / "node/test_add/test_data_set_0/input_0.pb"
-    if not pb.exists():
-        pytest.skip(f"{pb} is absent")
+    pb = needs("libonnx-testdata") / "node/test_add/test_data_set_0/input_0.pb"
+    assert pb.exists(), f"{pb}: not in this libonnx-testdata"
     want = str(onnx.load_tensor(str(pb)))
     assert run_ok("print", "--type", "TensorProto", "--full", pb).decode() == want
     assert run_ok("print", "--type", "onnx.TensorProto", "--max-bytes", "0", pb).decode() == want

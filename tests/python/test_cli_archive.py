@@ -24,8 +24,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 import onnxref
 from clitool import run, run_ok
+from conftest import needs
 
-TESTDATA = Path("/usr/share/libonnx-testdata/data")
 MODEL_ENTRY = "__MODEL_PROTO"
 
 
@@ -153,10 +153,10 @@ def check_archive(path, alignment=64):
         assert names[-1] == MODEL_ENTRY and names.count(MODEL_ENTRY) == 1
         assert len(set(names)) == len(names)
         entries = {i.filename: z.read(i.filename) for i in infos}
-    if shutil.which("unzip"):
-        p = subprocess.run(["unzip", "-t", str(path)], capture_output=True, text=True)
-        assert p.returncode == 0, p.stdout + p.stderr
-        assert "No errors detected" in p.stdout
+    p = subprocess.run([needs("unzip", "an independent check of the archives"), "-t", str(path)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "No errors detected" in p.stdout
     headers = local_headers(path)
     for name, h in headers.items():
         if name == MODEL_ENTRY:
@@ -227,9 +227,8 @@ def test_round_trip_load_modes(model_path, tmp_path, copy, threads):
 
 
 def test_round_trip_testdata(tmp_path):
-    src = TESTDATA / "pytorch-converted/test_Conv3d/model.onnx"
-    if not src.exists():
-        pytest.skip(f"{src} is absent")
+    src = needs("libonnx-testdata") / "pytorch-converted/test_Conv3d/model.onnx"
+    assert src.exists(), f"{src}: not in this libonnx-testdata"
     arch = tmp_path / "m.onnxz"
     run_ok("convert", src, arch, "--size-threshold", "0")
     _, referenced = check_archive(arch)

@@ -80,6 +80,7 @@ WORKER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", ["one_file", "per_tensor", "onnxz"])
 def test_loads_beside_saves_are_never_torn(tmp_path, layout):
     path = str(tmp_path / ("m.onnxz" if layout == "onnxz" else "m.onnx"))
@@ -250,11 +251,10 @@ def test_streaming_save_generator_loads_the_file_being_saved(tmp_path):
 @pytest.mark.skipif(os.geteuid() != 0, reason="making a file of another user needs root")
 def test_planted_journal_of_another_user_blocks_nothing(tmp_path):
     import fcntl
-    from pathlib import Path
 
-    cli = os.environ.get("ONNXIO_CLI") or str(Path(__file__).resolve().parents[2] / "build" / "onnxio")
-    if not os.path.exists(cli):
-        pytest.skip(f"{cli} is not built (cmake --build build)")
+    from conftest import needs
+
+    cli = str(needs("onnxio command"))
     os.chmod(tmp_path, 0o777)
     path = tmp_path / "m.onnx"
     onnxio.save(_model(1.0), str(path), save_as_external_data=True)

@@ -22,6 +22,7 @@ from collections import Counter
 import pytest
 
 import onnxio_ctypes as ox
+from conftest import needs
 from datafiles import SOURCES, collect
 
 
@@ -52,9 +53,7 @@ def check_file(path, cls, noncanonical, failures):
 
 @pytest.mark.parametrize("source", list(SOURCES))
 def test_conformance(source):
-    root, why = SOURCES[source]
-    if not root.is_dir():
-        pytest.skip(f"{root}: {why}")
+    root = needs(source)
     ox.lib()
     t0 = time.monotonic()
     files = collect(root)

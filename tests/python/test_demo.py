@@ -17,8 +17,11 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
+from conftest import needs
+
 REPO = Path(__file__).resolve().parents[2]
-CONV = Path("/usr/share/libonnx-testdata/data/pytorch-operator/test_operator_conv/model.onnx")
+CONV = (Path(os.environ.get("ONNXIO_LIBONNX_TESTDATA", "/usr/share/libonnx-testdata/data"))
+        / "pytorch-operator" / "test_operator_conv" / "model.onnx")
 
 
 def pins(path):
@@ -49,6 +52,7 @@ def test_demo_requirements_cover_the_demo_and_are_in_the_full_set():
     assert {"onnx", "numpy", "protobuf", "ml-dtypes"} <= set(demo)
 
 
+@pytest.mark.slow
 def test_ticker_prints_while_running_and_keeps_the_status(tmp_path):
     ticker = REPO / "scripts" / "ticker.sh"
     env = dict(os.environ, ONNXIO_TICK_SECONDS="1")
@@ -61,9 +65,9 @@ def test_ticker_prints_while_running_and_keeps_the_status(tmp_path):
 
 
 def test_demo_script_on_a_small_model(tmp_path):
-    cli = REPO / "build" / "onnxio"
-    if not cli.exists() or not CONV.exists():
-        pytest.skip("needs build/onnxio (make) and libonnx-testdata (scripts/bootstrap.sh)")
+    needs("onnxio command", "scripts/demo.sh runs build/onnxio")
+    needs("libonnx-testdata", "the demo's model")
+    assert CONV.exists(), f"{CONV}: not in this libonnx-testdata"
     out = tmp_path / "demo"
     r = subprocess.run([str(REPO / "scripts" / "demo.sh"), str(CONV)], capture_output=True, text=True, timeout=600,
                        env=dict(os.environ, DEMO_PYTHON=sys.executable, DEMO_OUT=str(out)))

@@ -23,9 +23,10 @@ from onnx import numpy_helper as onh
 import pytest
 
 import onnxio
+from conftest import needs
 from onnxio import numpy_helper
 
-torch = pytest.importorskip("torch", reason="torch is not installed (requirements.txt: torch==2.13.0, CPU build)")
+torch = needs("torch", "the consumer of the DLPack capsules")
 
 READ_ONLY = 1 << 0
 IS_COPIED = 1 << 1

@@ -124,7 +124,7 @@ def test_deflate_bomb_when_trusted(deflate_bomb):
     assert np.shares_memory(a[0], a[-1])
 
 
-@pytest.mark.skipif(not CLI.exists(), reason=f"{CLI} is not built")
+@pytest.mark.needs("onnxio command")
 def test_deflate_bomb_convert_inline(deflate_bomb, tmp_path):
     """`onnxio convert --inline` wrote 6.7 GB for this file; now it stops."""
     out = tmp_path / "out.onnx"
@@ -220,7 +220,7 @@ def test_save_of_shared_payloads_is_refused(shared_range, tmp_path, out_name):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.skipif(not CLI.exists(), reason=f"{CLI} is not built")
+@pytest.mark.needs("onnxio command")
 @pytest.mark.parametrize("out_name, args", [("out.onnx", ["--inline"]), ("out.onnxz", [])])
 def test_convert_of_shared_payloads_is_refused(shared_range, tmp_path, out_name, args):
     path, _ = shared_range

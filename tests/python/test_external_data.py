@@ -22,10 +22,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from onnxio_ctypes import CLI_PATH
+from conftest import needs
 
-if "ONNXIO_CLI" not in os.environ and not CLI_PATH.exists():
-    pytest.skip(f"{CLI_PATH} is not built (cmake --build build)", allow_module_level=True)
+CLI_PATH = needs("onnxio command")
 
 
 def run(*args):

@@ -9,11 +9,12 @@ The README's C build lines are run too.
 """
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from conftest import needs
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD = REPO / "build"
@@ -34,11 +35,9 @@ def header_version():
 
 @pytest.fixture(scope="module")
 def prefix(tmp_path_factory):
-    missing = [t for t in TOOLS if not shutil.which(t)]
-    if missing:
-        pytest.skip(f"{', '.join(missing)} not installed (scripts/bootstrap.sh installs them)")
-    if not (BUILD / "CMakeCache.txt").exists():
-        pytest.skip("no build/ (make builds it; make test-python runs make first)")
+    for tool in TOOLS:
+        needs(tool, "the programs are built as users build them")
+    needs("build tree", "the library is installed from it")
     run(["cmake", "--build", str(BUILD), "-j2"])
     dest = tmp_path_factory.mktemp("prefix")
     run(["cmake", "--install", str(BUILD), "--prefix", str(dest)])
@@ -74,8 +73,9 @@ def test_installed_tree(prefix):
 
 def test_make_install(tmp_path):
     """make install PREFIX=DIR installs the same tree as cmake --install."""
-    if not all(shutil.which(t) for t in TOOLS) or not (BUILD / "CMakeCache.txt").exists():
-        pytest.skip("build tools or build/ missing")
+    for tool in (*TOOLS, "make"):
+        needs(tool)
+    needs("build tree", "make install installs from it")
     run(["make", "--no-print-directory", "install", f"PREFIX={tmp_path}"], cwd=REPO,
         env={k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")})
     version = header_version()
@@ -168,8 +168,7 @@ def test_missing_build_dependency_names_the_package(tmp_path, hide, env, line):
     """A configure that cannot find a build dependency (hidden here) fails
     with one line naming the package to install, not CMake's generic
     "required packages were not found"."""
-    if not shutil.which("cmake"):
-        pytest.skip("cmake not installed (scripts/bootstrap.sh installs it)")
+    needs("cmake")
     r = subprocess.run(["cmake", "-S", str(REPO), "-B", str(tmp_path / "b"), "-DONNXIO_TESTS=OFF", *hide],
                        capture_output=True, text=True, timeout=300, env=dict(os.environ, **env))
     assert r.returncode != 0

@@ -15,9 +15,10 @@ import onnx
 from onnx import numpy_helper as onnx_numpy_helper
 
 import onnxio
+from conftest import needs
 from onnxio import _onnxio, numpy_helper
 
-ir = pytest.importorskip("onnx_ir")
+ir = needs("onnx_ir", "onnxio.ir bridges to it")
 from onnx_ir import serde  # noqa: E402
 
 from onnxio.ir import OnnxioTensor, from_ir, to_ir  # noqa: E402
@@ -37,12 +38,9 @@ def payload_address(tensor) -> int:
 
 
 def corpus_paths(source):
-    from datafiles import SOURCES
-
-    root, why = SOURCES[source]
+    root = needs(source)
     paths = sorted(glob.glob(str(root / "**" / "*.onnx"), recursive=True))
-    if not paths:
-        pytest.skip(why)
+    assert paths, f"no .onnx file under {root}"
     return paths
 
 

@@ -37,6 +37,7 @@ import pytest
 from google.protobuf.message import EncodeError
 from onnx import TensorProto, helper
 
+from conftest import needs
 from onnxio_ctypes import CLI_PATH, LIB_PATH
 
 MiB = 1 << 20
@@ -143,8 +144,8 @@ def need_resources(tmp_path, total):
     if avail < 2.5 * total + GiB:
         pytest.skip(f"needs {(2.5 * total + GiB) / GiB:.1f} GiB of available memory, "
                     f"has {avail / GiB:.1f} GiB")
-    if not CLI_PATH.exists() or not LIB_PATH.exists():
-        pytest.skip(f"{CLI_PATH} or {LIB_PATH} is not built")
+    needs("onnxio command")
+    assert LIB_PATH.exists(), f"{LIB_PATH} is not built (make)"
 
 
 def onnxio(*args):
@@ -204,6 +205,7 @@ def copy_load_and_save(src, dst):
 
 # ---- the tests ----------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_single_file_past_2gib(tmp_path, case):
     tensors = CASES[case]
@@ -252,6 +254,7 @@ def test_single_file_past_2gib(tmp_path, case):
             f.unlink()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_onnx_cannot_save_past_2gib(tmp_path, case):
     """The onnx package (protobuf 7, upb) has no way to write these models:

@@ -21,7 +21,9 @@ from onnx import helper as oh
 from onnx import numpy_helper as onh
 import pytest
 
-ort = pytest.importorskip("onnxruntime", reason="onnxio.onnxruntime needs onnxruntime (pip install onnxruntime)")
+from conftest import needs
+
+ort = needs("onnxruntime", "onnxio.onnxruntime runs on it")
 
 import ml_dtypes  # noqa: E402
 

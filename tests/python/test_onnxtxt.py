@@ -28,7 +28,7 @@ import pytest
 from onnx import helper, numpy_helper
 
 import onnxio
-from datafiles import SOURCES
+from conftest import needs
 
 pytestmark = pytest.mark.filterwarnings("ignore:The onnxtxt format is experimental")
 
@@ -81,11 +81,9 @@ def _models(root):
                 yield os.path.join(dirpath, fn)
 
 
-@pytest.mark.parametrize("source", ["libonnx-testdata", "shared-corpus"])
+@pytest.mark.parametrize("source", ["libonnx-testdata", pytest.param("shared-corpus", marks=pytest.mark.slow)])
 def test_printed_models_read_as_onnx_reads_them(source):
-    root, why = SOURCES[source]
-    if not root.is_dir():
-        pytest.skip(f"{root}: {why}")
+    root = needs(source)
     counts = {"identical": 0, "onnx.parser failed": 0, "printer failed": 0}
     for path in _models(root):
         model = onnx.load(path, load_external_data=False)

@@ -14,7 +14,6 @@ scikit-build-core driving CMakeLists.txt):
 import ast
 import os
 import re
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -23,6 +22,7 @@ from pathlib import Path
 import pytest
 
 import onnxio
+from conftest import needs
 from onnxio import _onnxio
 
 REPO = Path(__file__).resolve().parents[2]
@@ -81,10 +81,9 @@ def test_stubs_cover_the_extension():
     assert runtime_functions <= functions, sorted(runtime_functions - functions)
 
 
+@pytest.mark.slow
 def test_mypy_knows_the_fields(tmp_path):
-    mypy = shutil.which("mypy", path=str(Path(sys.executable).parent))
-    if not mypy:
-        pytest.skip("mypy is not installed in this environment (requirements.txt pins it)")
+    needs("mypy", "it checks the type stubs")
     script = tmp_path / "typical.py"
     script.write_text('''import onnxio
 from onnxio import helper
@@ -102,7 +101,7 @@ model.graph.node.append(onnxio.NodeProto(op_type="Relu", input=["x"], output=["y
 print(model.graph.nodes)
 onnxio.NodeProto(op_typ="Relu")
 ''')
-    r = subprocess.run([mypy, "--no-incremental", "--cache-dir", str(tmp_path / "cache"), str(script)],
+    r = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--cache-dir", str(tmp_path / "cache"), str(script)],
                        capture_output=True, text=True, cwd=tmp_path, timeout=600)
     out = r.stdout
     assert 'Revealed type is "onnxio._onnxio.RepeatedScalarContainer[int]"' in out, out
@@ -115,6 +114,7 @@ onnxio.NodeProto(op_typ="Relu")
     assert out.count("error:") == 2, out
 
 
+@pytest.mark.slow
 def test_wheel_installs_into_a_new_environment(tmp_path):
     """pip wheel . (offline: the build requirements come from this
     environment) gives a platform wheel with the extension, the stubs and
@@ -148,10 +148,12 @@ def test_wheel_installs_into_a_new_environment(tmp_path):
     assert run(["onnxio", "--help"], env=env).startswith("usage: onnxio")
 
 
+@pytest.mark.slow
 def test_python_m_build_makes_sdist_and_wheel(tmp_path):
     """python -m build (offline: --no-isolation, this environment's pinned
     scikit-build-core): an sdist holding what the build needs, and a wheel
     built from that sdist."""
+    needs("build", "python -m build")
     run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(tmp_path), str(REPO)])
     (sdist,) = tmp_path.glob("onnxio-*.tar.gz")
     (wheel,) = tmp_path.glob("onnxio-*.whl")

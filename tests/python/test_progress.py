@@ -234,14 +234,16 @@ def test_cli_no_progress_into_a_pipe(large_model, tmp_path):
 
 
 def _interrupted(code: str, argv: list, ready: str, wait):
-    """Runs `code` in a child Python, waits for its line `ready`, then for
-    wait(child), sends SIGINT; returns the child's output words and the
-    time (CLOCK_MONOTONIC, the system's) the signal was sent."""
+    """Runs `code` in a child Python, waits for its line starting with the
+    word `ready`, then for wait(child, words of that line), sends SIGINT;
+    returns the child's output words after it and the time
+    (CLOCK_MONOTONIC, the system's) the signal was sent."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     child = subprocess.Popen([sys.executable, "-c", code, *argv], stdout=subprocess.PIPE, text=True, env=env)
     try:
-        assert child.stdout.readline().strip() == ready
-        wait(child)
+        words = child.stdout.readline().split()
+        assert words[:1] == [ready], words
+        wait(child, words)
         sent = time.monotonic()
         child.send_signal(signal.SIGINT)
         return child.communicate(timeout=120)[0].split(), sent
@@ -267,6 +269,7 @@ except KeyboardInterrupt:
 """.replace("MIB_FLOATS", str(MiB // 4))
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_a_save_and_keeps_the_old_files(tmp_path):
     """SIGINT during a save without progress= (a 1 GiB model with external
     data, the signal sent once the save's first temporary file exists)
@@ -278,7 +281,7 @@ def test_ctrl_c_stops_a_save_and_keeps_the_old_files(tmp_path):
     onnx.save_model(old, str(tmp_path / "m.onnx"), save_as_external_data=True, location="m.data",
                     size_threshold=0)
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
-    def save_begun(child):
+    def save_begun(child, words):
         deadline = time.monotonic() + 120
         while set(os.listdir(tmp_path)) <= before.keys():  # the save has not begun
             assert child.poll() is None and time.monotonic() < deadline
@@ -299,27 +302,36 @@ def test_ctrl_c_stops_a_save_and_keeps_the_old_files(tmp_path):
 _LOAD_UNTIL_CTRL_C = r"""
 import os, sys, time
 import onnxio
-# Out of the page cache: the load reads from the device (about a second).
-for name in ("m.onnx", "m.data"):
-    fd = os.open(os.path.join(os.path.dirname(sys.argv[1]), name), os.O_RDONLY)
-    os.fsync(fd)
-    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    os.close(fd)
-print("loading", flush=True)
+
+def evict():
+    # Out of the page cache: the load reads from the device.
+    for name in ("m.onnx", "m.data"):
+        fd = os.open(os.path.join(os.path.dirname(sys.argv[1]), name), os.O_RDONLY)
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+
+evict()
+started = time.monotonic()
+onnxio.load(sys.argv[1])  # how long a whole load takes here, now
+whole = time.monotonic() - started
+evict()
+print("loading", whole, flush=True)
 try:
-    started = time.monotonic()
     onnxio.load(sys.argv[1])
-    print("loaded", time.monotonic() - started, flush=True)
+    print("loaded", flush=True)
 except KeyboardInterrupt:
     print("interrupted", time.monotonic(), flush=True)
 """
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_a_load(tmp_path):
-    """SIGINT 0.1 s into a load without progress= (2 GiB of external data
+    """SIGINT early in a load without progress= (2 GiB of external data
     out of the page cache, about a second to load on the project's machine)
-    raises KeyboardInterrupt out of the load within half a second, not
-    after the whole load."""
+    raises KeyboardInterrupt out of the load in less than half the time a
+    whole load takes in the same process (measured just before, so that a
+    loaded machine slows both), not after the whole load."""
     mib = 2048
     # Made with onnxio's helpers: onnx cannot serialize a model past 2 GiB.
     tensors = [onnxio.numpy_helper.from_array(np.full((mib // 4, MiB // 4), i + 7, np.float32), f"w{i}")
@@ -327,7 +339,12 @@ def test_ctrl_c_stops_a_load(tmp_path):
     model = onnxio.helper.make_model(onnxio.helper.make_graph([], "g", [], [], tensors))
     onnxio.save_model(model, str(tmp_path / "m.onnx"), save_as_external_data=True, location="m.data")
     del model, tensors
-    out, sent = _interrupted(_LOAD_UNTIL_CTRL_C, [str(tmp_path / "m.onnx")], "loading",
-                             lambda child: time.sleep(0.1))
+    whole = []
+
+    def early(child, words):
+        whole.append(float(words[1]))
+        time.sleep(whole[0] / 10)
+
+    out, sent = _interrupted(_LOAD_UNTIL_CTRL_C, [str(tmp_path / "m.onnx")], "loading", early)
     assert out[0] == "interrupted", out
-    assert float(out[1]) - sent < 0.5, float(out[1]) - sent
+    assert float(out[1]) - sent < whole[0] / 2, (float(out[1]) - sent, whole[0])

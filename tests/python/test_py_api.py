@@ -29,6 +29,7 @@ import onnxio
 from onnxio import _onnxio
 
 import datafiles
+from conftest import needs
 
 SPEC = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "spec" / "onnx-ml.proto"
 
@@ -47,7 +48,7 @@ def _testdata_models(limit_per_dir=6):
 
 
 TESTDATA = _testdata_models()
-needs_testdata = pytest.mark.skipif(not TESTDATA, reason="the Debian package libonnx-testdata is not installed")
+needs_testdata = pytest.mark.needs("libonnx-testdata")
 
 
 def build_model(scale=1, seed=0):
@@ -393,7 +394,7 @@ def test_unsafe_locations_are_refused(tmp_path, model_bytes, location):
 
 
 def test_tensors_marked_external_in_python_are_written_as_onnx_does(tmp_path, model_bytes):
-    xh = pytest.importorskip("onnxio.external_data_helper")
+    import onnxio.external_data_helper as xh
     ref = onnx.ModelProto.FromString(model_bytes)
     onnx.external_data_helper.convert_model_to_external_data(ref, location="e.bin")
     (tmp_path / "a").mkdir()
@@ -785,7 +786,7 @@ def test_set_raw_data_and_payload_view():
 @needs_testdata
 @pytest.mark.parametrize("path", TESTDATA[::2], ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
 def test_saved_models_pass_checker_and_onnxruntime(tmp_path, path):
-    ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
+    ort = needs("onnxruntime", "the reference runtime")
     try:
         onnx.checker.check_model(str(path))
         checker_ok = True
@@ -805,7 +806,7 @@ def test_saved_models_pass_checker_and_onnxruntime(tmp_path, path):
 
 
 def test_converted_model_runs_in_onnxruntime_with_external_data(tmp_path, model_bytes):
-    ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
+    ort = needs("onnxruntime", "the reference runtime")
     x = np.random.default_rng(1).standard_normal((1, 64)).astype(np.float32)
     (tmp_path / "ref.onnx").write_bytes(model_bytes)
     want = ort.InferenceSession(str(tmp_path / "ref.onnx"), providers=["CPUExecutionProvider"]).run(None, {"x": x})

@@ -132,11 +132,11 @@ def test_validation_error_base_when_onnx_comes_later(tmp_path):
 def test_repr_as_onnx():
     import glob
 
-    from datafiles import LIBONNX_TESTDATA
+    from conftest import needs
 
-    paths = sorted(glob.glob(str(LIBONNX_TESTDATA / "node" / "*" / "model.onnx")))[:200]
-    if not paths:
-        pytest.skip("libonnx-testdata is not installed")
+    root = needs("libonnx-testdata")
+    paths = sorted(glob.glob(str(root / "node" / "*" / "model.onnx")))[:200]
+    assert paths, f"no node/*/model.onnx under {root}"
     text = ('<ir_version: 8, opset_import: ["" : 15, "local" : 1], producer_name: "p", domain: "d">\n'
             'g (float[2] x) => (float[2] y) { y = local.F <a = 1> (x) }\n'
             '<domain: "local", opset_import: ["" : 15]> F <a> (x) => (y) { y = Relu(x) }')

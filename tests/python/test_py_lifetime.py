@@ -141,7 +141,8 @@ def test_payload_set_from_bytes_keeps_the_object_alive():
 # ---- leaks ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mode", ["bytes", "bytes_no_copy", "file", "file_no_copy", "save", "view"])
+@pytest.mark.parametrize("mode", ["bytes", "bytes_no_copy", "file", "file_no_copy",
+                                  pytest.param("save", marks=pytest.mark.slow), "view"])
 def test_no_leak_over_200_loads(tmp_path, model, mode):
     data, _ = model  # 4 MB of payload
     p = tmp_path / "m.onnx"

@@ -274,7 +274,7 @@ def test_float_values_are_float32():
 
 
 def test_numpy_integers_accepted():
-    np = pytest.importorskip("numpy")
+    import numpy as np
     same(lambda mod: mod.TensorProto(dims=[np.int64(3), np.int32(4)], data_type=np.int32(1)))
     same(lambda mod: mod.TensorProto(dims=[np.float32(3)]))
     same(lambda mod: mod.TensorProto(float_data=[np.float32(0.5), np.float64(0.25)]))
@@ -683,7 +683,8 @@ def _real_files():
 REAL = _real_files()
 
 
-@pytest.mark.skipif(not REAL, reason="libonnx-testdata is not installed")
+@pytest.mark.slow
+@pytest.mark.needs("libonnx-testdata")
 def test_parse_real_files_like_onnx():
     checked = 0
     for path, klass in REAL:
@@ -697,9 +698,10 @@ def test_parse_real_files_like_onnx():
     assert checked >= 300
 
 
-@pytest.mark.skipif(not REAL, reason="libonnx-testdata is not installed")
+@pytest.mark.needs("libonnx-testdata")
 def test_walk_real_models_like_onnx():
     models = [p for p, k in REAL if k is onnx.ModelProto][:200]
+    assert models, f"no model under {datafiles.LIBONNX_TESTDATA}"
     for path in models:
         data = path.read_bytes()
         ref, ours = onnx.ModelProto.FromString(data), onnxio.ModelProto.FromString(data)

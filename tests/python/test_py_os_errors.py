@@ -9,7 +9,6 @@ the operation ("rb" for a load, "wb" for a save).
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -18,6 +17,7 @@ import pytest
 from onnx import helper
 
 import onnxio
+from conftest import needs
 
 
 def empty_model():
@@ -94,9 +94,8 @@ def test_save_into_a_read_only_directory(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     cmd = [sys.executable, "-c", _READ_ONLY_DIR, path]
     if os.geteuid() == 0:
-        if not shutil.which("setpriv"):
-            pytest.skip("root, and no setpriv to drop CAP_DAC_OVERRIDE")
-        cmd = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"] + cmd
+        setpriv = needs("setpriv", "as root, it drops CAP_DAC_OVERRIDE")
+        cmd = [setpriv, "--bounding-set", "-dac_override,-dac_read_search"] + cmd
     try:
         out = json.loads(subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout)
     finally:

@@ -37,6 +37,7 @@ import pytest
 
 import onnxio
 import onnxio.external_data_helper as xed
+from conftest import needs
 from protobuild import varint
 
 # How deep the tree built in Python is: 100,000 loop turns, two message
@@ -728,12 +729,9 @@ def test_unknown_status_is_a_value_error():
 
 def _fsyncs(args, tmp_path):
     """The fsync and fdatasync calls a command makes (strace -f)."""
-    import shutil
-
-    if not shutil.which("strace"):
-        pytest.skip("strace is not installed (scripts/bootstrap.sh installs it)")
+    strace = needs("strace", "it counts the fsync calls")
     log = tmp_path / "strace.log"
-    r = subprocess.run(["strace", "-f", "-qq", "-e", "trace=fsync,fdatasync", "-o", str(log), *args],
+    r = subprocess.run([strace, "-f", "-qq", "-e", "trace=fsync,fdatasync", "-o", str(log), *args],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     return sum(1 for line in log.read_text().splitlines() if "fsync(" in line)

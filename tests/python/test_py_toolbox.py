@@ -25,7 +25,7 @@ import pytest
 from onnx.reference import ReferenceEvaluator as OnnxEvaluator
 
 import onnxio
-from datafiles import LIBONNX_TESTDATA
+from conftest import needs
 
 TEXT = """
 <ir_version: 8, opset_import: ["" : 15, "local" : 1]>
@@ -58,11 +58,11 @@ def pair():
 
 
 def _testdata_models():
-    root = LIBONNX_TESTDATA / "node"
+    root = needs("libonnx-testdata") / "node"
     names = ["test_conv_with_strides_padding", "test_lstm_defaults", "test_loop11", "test_if", "test_gemm_default_no_bias"]
-    paths = [root / n / "model.onnx" for n in names if (root / n / "model.onnx").exists()]
-    if not paths:
-        pytest.skip(f"{root}: libonnx-testdata is not installed")
+    paths = [root / n / "model.onnx" for n in names]
+    absent = [str(p) for p in paths if not p.exists()]
+    assert not absent, f"not in this libonnx-testdata: {absent}"
     return paths
 
 

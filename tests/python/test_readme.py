@@ -21,6 +21,8 @@ import onnx
 import pytest
 from onnx import helper, numpy_helper
 
+from conftest import needs
+
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()
 NOT_COPIED = shutil.ignore_patterns(".git", "build", "build-*", ".venv*", "venv", ".cache", "out", "__pycache__",
@@ -64,8 +66,7 @@ def run_lines(lines, cwd, env):
 def tree(tmp_path_factory):
     """A copy of this tree with model.onnx and app.c in it, and a new HOME."""
     for tool in ("bash", "env", "python3", "cmake", "cc", "pkg-config"):
-        if not shutil.which(tool):
-            pytest.skip(f"{tool} is not installed (scripts/bootstrap.sh installs it)")
+        needs(tool, "the README's blocks run with it")
     base = tmp_path_factory.mktemp("get-going")
     src = base / "onnxio"
     shutil.copytree(REPO, src, ignore=NOT_COPIED, symlinks=True)
@@ -92,17 +93,20 @@ def test_every_block_installs_then_uses():
         assert len(block(name)) >= 2, (name, block(name))
 
 
+@pytest.mark.slow
 def test_cli_block(pip_installed):
     src, env = pip_installed
     out = run_lines(block("cli")[1:], src, env)
     assert "MatMul" in out and "Relu" in out, out
 
 
+@pytest.mark.slow
 def test_python_block(pip_installed):
     src, env = pip_installed
     assert run_lines(block("python")[1:], src, env) == "2 nodes\n"
 
 
+@pytest.mark.slow
 def test_c_block(tree):
     src, env = tree
     out = run_lines(block("c"), src, env)

@@ -11,15 +11,16 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import onnx
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
-fsspec = pytest.importorskip("fsspec", reason="remote loads need fsspec (pip install fsspec)")
-onnx = pytest.importorskip("onnx", reason="the models are built with onnx.helper")
+from conftest import needs
+
+fsspec = needs("fsspec", "remote loads need it")
 
 import onnxio  # noqa: E402
 from remote_servers import CountingProxy, RangeHTTPServer  # noqa: E402
-
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 LAYOUTS = {"ext": "ext.onnx", "inline": "inline.onnx", "onnxz": "model.onnxz", "pertensor": "pt/model.onnx"}
 
@@ -83,7 +84,7 @@ def _local(local_dir, layout):
 
 @pytest.fixture(scope="module")
 def http(files):
-    pytest.importorskip("aiohttp", reason="fsspec's http:// needs aiohttp")
+    needs("aiohttp", "fsspec's http:// needs it")
     _d, data = files
     server = RangeHTTPServer({"/m/" + k: v for k, v in data.items()})
     yield server
@@ -152,7 +153,7 @@ def _hostile(data, location):
 
 @pytest.mark.parametrize("location", ["../ext.bin", "/etc/passwd", "sub/../../ext.bin", "C:/x.bin"])
 def test_hostile_locations_refused_before_fetching(files, location):
-    pytest.importorskip("aiohttp")
+    needs("aiohttp", "fsspec's http:// needs it")
     _d, data = files
     server = RangeHTTPServer({"/a/b/m.onnx": _hostile(data, location), "/a/ext.bin": data["ext.bin"],
                               "/a/b/ext.bin": data["ext.bin"], "/etc/passwd": b"x" * 100})
@@ -174,7 +175,7 @@ def test_percent_encoded_locations_refused_and_never_requested(files, location):
     import posixpath
     import urllib.parse
 
-    pytest.importorskip("aiohttp")
+    needs("aiohttp", "fsspec's http:// needs it")
     _d, data = files
     server = RangeHTTPServer({"/a/b/m.onnx": _hostile(data, location), "/a/ext.bin": data["ext.bin"],
                               "/a/b/ext.bin": data["ext.bin"], "/etc/passwd": b"x" * 100, "/ext.bin": data["ext.bin"]})
@@ -195,7 +196,7 @@ def test_percent_encoded_locations_refused_and_never_requested(files, location):
 def test_location_requested_as_checked(files, location, target):
     """What is requested is the checked location, quoted: a '#' or '?' is
     part of the file's name, not a fragment or query the client drops."""
-    pytest.importorskip("aiohttp")
+    needs("aiohttp", "fsspec's http:// needs it")
     d, data = files
     server = RangeHTTPServer({"/a/b/m.onnx": _hostile(data, location), "/a/b/ext.bin": data["ext.bin"]})
     server.files[target] = data["ext.bin"]
@@ -211,7 +212,7 @@ def test_location_requested_as_checked(files, location, target):
 
 
 def test_missing_data_file_and_bad_range(files):
-    pytest.importorskip("aiohttp")
+    needs("aiohttp", "fsspec's http:// needs it")
     _d, data = files
     server = RangeHTTPServer({"/m.onnx": data["ext.onnx"], "/ext.bin": data["ext.bin"][:1000]})
     try:
@@ -335,9 +336,9 @@ def test_fsspec_local_file_object_takes_the_checked_local_path(symlinked):
 
 @pytest.fixture(scope="module")
 def s3(files):
-    pytest.importorskip("s3fs", reason="s3:// needs s3fs")
-    server_mod = pytest.importorskip("moto.server", reason="the S3 tests need moto[server]")
-    import boto3
+    needs("s3fs", "s3:// needs it")
+    server_mod = needs("moto.server", "the S3 tests' server")
+    boto3 = needs("boto3")
     import s3fs
 
     saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")}
@@ -482,7 +483,7 @@ def _hostile_archives(tmp_path):
 
 
 def test_onnxz_hostile_remote_errors_equal_local(tmp_path):
-    pytest.importorskip("aiohttp")
+    needs("aiohttp", "fsspec's http:// needs it")
     cases = _hostile_archives(tmp_path)
     server = RangeHTTPServer({f"/{k}.onnxz": v for k, v in cases.items()})
     try:

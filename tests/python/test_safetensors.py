@@ -16,12 +16,15 @@ import numpy as np
 import onnx
 import onnx.numpy_helper
 import pytest
-import safetensors
-import safetensors.numpy as stnp
 
-import onnxio
-import onnxio.numpy_helper
-import onnxio.safetensors as ost
+from conftest import needs
+
+safetensors = needs("safetensors", "the reference of onnxio.safetensors")
+import safetensors.numpy as stnp  # noqa: E402
+
+import onnxio  # noqa: E402
+import onnxio.numpy_helper  # noqa: E402
+import onnxio.safetensors as ost  # noqa: E402
 
 RNG = np.random.default_rng(15)
 

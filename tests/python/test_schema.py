@@ -20,6 +20,7 @@ import pytest
 from google.protobuf import descriptor_pb2
 
 import onnxio_ctypes as ox
+from conftest import missing, needs
 
 PROTO_FILES = ["onnx-ml.proto", "onnx-data.proto", "onnx-operators-ml.proto"]
 FDP = descriptor_pb2.FieldDescriptorProto
@@ -51,6 +52,7 @@ def package_proto_dir():
 def compile_protos(src_dir, tmp_path):
     """The FileDescriptorSet of the three .proto files of src_dir, laid out
     as onnx/*.proto (they import "onnx/onnx-ml.proto")."""
+    needs("grpc_tools", "its protoc compiles the .proto files")
     inc = tmp_path / "inc"
     (inc / "onnx").mkdir(parents=True)
     for f in PROTO_FILES:
@@ -209,10 +211,10 @@ def compare(fds, source, allowed_extra=None):
 
 
 def test_schema_matches_spec(tmp_path):
-    d = spec_dir()
-    if not all((d / f).exists() for f in PROTO_FILES):
-        pytest.skip(f"{d} not found (a clone without ../shared); "
-                    "test_schema_matches_onnx_package compares with the onnx package's .proto files")
+    d = needs("shared-spec", "test_schema_matches_onnx_package compares with the onnx package's .proto files")
+    assert d == spec_dir()
+    absent = [f for f in PROTO_FILES if not (d / f).exists()]
+    assert not absent, f"{d} lacks {absent}"
     fds = compile_protos(d, tmp_path)
     errors = compare(fds, "spec", allowed_extra=NEWER_THAN_SPEC)
     if errors:
@@ -222,7 +224,7 @@ def test_schema_matches_spec(tmp_path):
 def test_schema_matches_onnx_package(tmp_path):
     d = package_proto_dir()
     if not all((d / f).exists() for f in PROTO_FILES):
-        pytest.skip(f"the installed onnx package ships no .proto files in {d}")
+        missing("onnx .proto files", f"none in {d}")
     fds = compile_protos(d, tmp_path)
     import onnx
     errors = compare(fds, f"onnx {onnx.__version__} package")

@@ -8,7 +8,6 @@ compared with a full load, and each rank reads at most 1.05 / world_size of
 the payload (the reader's count and the kernel's rchar)."""
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -18,6 +17,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnxio
+from conftest import missing, needs
 from onnxio import numpy_helper as onnxio_numpy_helper
 from sample_tensors import sample_arrays, save_layouts
 
@@ -350,20 +350,15 @@ def _gpt2(tmp_path):
 
 
 def _torchrun():
-    try:
-        import torch  # noqa: F401
-        import torch.distributed as dist
-    except ImportError as e:
-        pytest.skip(f"torch is not installed ({e}): the torchrun test of onnxio.shard needs it")
-    if not dist.is_available() or not dist.is_gloo_available():
-        pytest.skip("torch.distributed with the gloo backend is not available")
-    exe = os.path.join(os.path.dirname(sys.executable), "torchrun")
-    exe = exe if os.path.exists(exe) else shutil.which("torchrun")
-    if not exe:
-        pytest.skip("torchrun is not on PATH (nor beside the interpreter)")
-    return exe
+    """The torchrun command of this interpreter's torch (`python -m
+    torch.distributed.run` is what the torchrun script runs)."""
+    torch = needs("torch", "the torchrun test of onnxio.shard")
+    if not torch.distributed.is_available() or not torch.distributed.is_gloo_available():
+        missing("torch", "this build has no torch.distributed with the gloo backend")
+    return [sys.executable, "-m", "torch.distributed.run"]
 
 
+@pytest.mark.slow
 def test_torchrun_all_gather_rebuilds_a_gpt2_model(tmp_path):
     torchrun = _torchrun()
     paths, axes, split, replicated = _gpt2(tmp_path)
@@ -373,7 +368,7 @@ def test_torchrun_all_gather_rebuilds_a_gpt2_model(tmp_path):
               "num_threads": 1}
     (tmp_path / "config.json").write_text(json.dumps(config))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p), OMP_NUM_THREADS="1")
-    proc = subprocess.run([torchrun, f"--nproc_per_node={WORLD}", "--standalone",
+    proc = subprocess.run([*torchrun, f"--nproc_per_node={WORLD}", "--standalone",
                            os.path.join(HERE, "shard_torchrun.py"), str(tmp_path / "config.json")],
                           capture_output=True, text=True, env=env, timeout=300, cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]

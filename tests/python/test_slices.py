@@ -266,7 +266,7 @@ print(json.dumps(after - before))
     assert payload / 8 <= delta <= payload / 8 + structure + 4096, (delta, payload, structure)
 
 
-cli = pytest.mark.skipif(not os.path.exists(CLI), reason=f"{CLI} is not built")
+cli = pytest.mark.needs("onnxio command")
 
 
 @cli

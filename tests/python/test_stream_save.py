@@ -136,6 +136,7 @@ MEMORY_CHILD = textwrap.dedent(r"""
 """)
 
 
+@pytest.mark.slow
 def test_memory_bounded_by_largest_tensor(tmp_path):
     n, mib = 16, 64  # 1 GiB of float16 in 64 MiB tensors
     limit = 900 << 20

@@ -19,7 +19,8 @@ import pytest
 from onnx import onnx_data_pb2
 
 import onnxio_ctypes as ox
-from datafiles import SOURCES, collect
+from conftest import needs
+from datafiles import collect
 from protobuild import CLASSES, FD, MESSAGE_IDS, filled_variants, ld, tag, varint
 
 
@@ -87,10 +88,9 @@ class TextCases:
 # ---- real files -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_text_corpus():
-    root, why = SOURCES["shared-corpus"]
-    if not root.is_dir():
-        pytest.skip(f"{root}: {why}")
+    root = needs("shared-corpus")
     c = TextCases()
     t0 = time.monotonic()
     for path, cls in collect(root):
@@ -100,9 +100,7 @@ def test_text_corpus():
 
 
 def test_text_libonnx_testdata():
-    root, why = SOURCES["libonnx-testdata"]
-    if not root.is_dir():
-        pytest.skip(f"{root}: {why}")
+    root = needs("libonnx-testdata")
     c = TextCases()
     t0 = time.monotonic()
     tensors = 0
@@ -118,9 +116,7 @@ def test_text_libonnx_testdata():
 
 
 def test_text_onnx_backend_data():
-    root, why = SOURCES["onnx-backend-data"]
-    if not root.is_dir():
-        pytest.skip(f"{root}: {why}")
+    root = needs("onnx-backend-data")
     c = TextCases()
     for path, cls in collect(root):
         if cls is onnx.ModelProto:

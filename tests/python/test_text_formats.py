@@ -29,7 +29,8 @@ from google.protobuf import json_format, text_format
 
 import onnxio
 from onnxio import _onnxio
-from datafiles import SOURCES, collect
+from conftest import needs
+from datafiles import collect
 from protobuild import CLASSES, MESSAGE_IDS, filled_variants, ld, tag
 from test_text import BAD_UTF8, SPECIAL_DOUBLES, SPECIAL_FLOATS, STRINGS, random_bits, text_diff
 
@@ -120,12 +121,11 @@ class Cases:
 # ---- real files ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("style", STYLES)
 @pytest.mark.parametrize("source", ["shared-corpus", "libonnx-testdata", "onnx-backend-data"])
 def test_real_files(source, style):
-    root, why = SOURCES[source]
-    if not root.is_dir():
-        pytest.skip(f"{root}: {why}")
+    root = needs(source)
     c = Cases(style)
     t0 = time.monotonic()
     for path, cls in collect(root):
@@ -659,6 +659,7 @@ def _empty_initializers_json(n):
     return json.dumps({"graph": {"initializer": [{}] * n}}, separators=(",", ":")).encode()
 
 
+@pytest.mark.slow
 def test_text_expansion_refused_at_the_default_and_raised(tmp_path):
     n = 1_500_000
     text = _empty_initializers_json(n)
