@@ -148,9 +148,9 @@ def exercise(msg):
         # what is written reads back to the same bytes, unless it holds a
         # string that is not UTF-8 (written escaped, refused on reading, as
         # protobuf does) or a NaN (its payload bits are not written).
-        written = attempt(onnxio._format_text, fmt, msg)
+        written = attempt(onnxio._formats._format_text, fmt, msg)
         if written is not None and data is not None:
-            back = attempt(onnxio._parse_text, fmt, written, cls)
+            back = attempt(onnxio._formats._parse_text, fmt, written, cls)
             if back is not None and "nan" not in written.decode().lower():
                 assert back.SerializeToString() == again_without_unknown(msg), fmt
     dup = attempt(copy.deepcopy, msg)
