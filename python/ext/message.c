@@ -1071,14 +1071,12 @@ static PyObject *parse_merge(PyOnnxioMessage *self, PyObject *data, int clear_fi
         PyBuffer_Release(&view);
         return NULL;
     }
-    /* An immutable bytes object is borrowed, as upb does: large payloads
-     * point into it and hold a reference to it (docs/memory.md); any other
-     * buffer may change after the call, so its payloads are copied. An
-     * input smaller than a large payload (ONNXIO_DEFAULT_RAW_DATA_THRESHOLD)
-     * has none to borrow. */
+    /* An immutable bytes object is borrowed, as upb does
+     * (pyonnxio_borrowable); any other buffer may change after the call,
+     * so its payloads are copied. */
     onnxio_parse_options opts = ONNXIO_PARSE_OPTIONS_INIT, *o = NULL;
     onnxio_buffer *owner = NULL;
-    if (PyBytes_CheckExact(data) && view.len >= ONNXIO_DEFAULT_RAW_DATA_THRESHOLD) {
+    if (pyonnxio_borrowable(data, 0)) {
         if (!(owner = pyonnxio_buffer_for_object(data))) {
             pyonnxio_busy_leave(arena);
             PyBuffer_Release(&view);

@@ -230,6 +230,12 @@ onnxio_buffer *pyonnxio_buffer_for_object(PyObject *obj)
     return buffer_for_object(obj, 0);
 }
 
+int pyonnxio_borrowable(PyObject *data, uint64_t raw_data_threshold)
+{
+    uint64_t threshold = raw_data_threshold ? raw_data_threshold : ONNXIO_DEFAULT_RAW_DATA_THRESHOLD;
+    return PyBytes_CheckExact(data) && (uint64_t)PyBytes_GET_SIZE(data) >= threshold;
+}
+
 /* ---- payload views (buffer protocol) ------------------------------------ */
 
 /* The exporter behind a payload memoryview: a reference to the payload's
@@ -760,9 +766,7 @@ static PyObject *mod_load_bytes(PyObject *self, PyObject *args, PyObject *kw)
     /* An immutable bytes object is borrowed unless an alignment is asked
      * for, as FromString borrows it (docs/memory.md); the CRC check of an
      * archive's entries stays on as in a copy load. */
-    uint64_t threshold = c.opts.raw_data_threshold ? c.opts.raw_data_threshold : ONNXIO_DEFAULT_RAW_DATA_THRESHOLD;
-    if (!c.opts.no_copy && !c.opts.alignment && PyBytes_CheckExact(data) &&
-        (uint64_t)PyBytes_GET_SIZE(data) >= threshold) {
+    if (!c.opts.no_copy && !c.opts.alignment && pyonnxio_borrowable(data, c.opts.raw_data_threshold)) {
         c.opts.no_copy = true;
         if (c.opts.verify_crc == ONNXIO_DEFAULT) c.opts.verify_crc = ONNXIO_ON;
     }

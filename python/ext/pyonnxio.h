@@ -206,6 +206,10 @@ PyObject *pyonnxio_raise_path(onnxio_status status, int writing, const char *pat
  * strong reference to `obj` (and its Py_buffer) and releases them, taking
  * the GIL, when its last reference goes. NULL with an exception set. */
 onnxio_buffer *pyonnxio_buffer_for_object(PyObject *obj);
+/* Whether a parse of `data` borrows it instead of copying its payloads
+ * (docs/memory.md): an immutable bytes object holding at least one large
+ * payload's worth (`raw_data_threshold`, 0: the default). */
+int pyonnxio_borrowable(PyObject *data, uint64_t raw_data_threshold);
 /* A read-only or writable memoryview of a tensor's payload that holds its
  * own reference to the span's owner (a copy is made for a borrowed span).
  * Writable only when onnxio_buffer_is_allocated(owner). New reference;

@@ -56,6 +56,15 @@ int onnxio__depth_limit(int requested)
     return requested > ONNXIO_MAX_DEPTH ? ONNXIO_MAX_DEPTH : requested;
 }
 
+static onnxio_status check_alignment(uint64_t a)
+{
+    if (a & (a - 1))
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "alignment %llu is not a power of two", (unsigned long long)a);
+    if (a > (1u << 30))
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "alignment %llu is larger than 1 GiB", (unsigned long long)a);
+    return ONNXIO_OK;
+}
+
 uint64_t onnxio__alignment(uint64_t requested) { return requested ? requested : ONNXIO_DEFAULT_ALIGNMENT; }
 
 uint64_t onnxio__max_expansion(uint64_t requested) { return requested ? requested : ONNXIO_DEFAULT_MAX_EXPANSION; }
@@ -82,19 +91,8 @@ onnxio_status onnxio__consolidate_config(const onnxio_consolidate_options *opts,
                                            ONNXIO__CONSOLIDATE_OPTIONS_0_2_SIZE);
     if (s) return s;
     cfg->alignment = onnxio__alignment(cfg->alignment);
-    if ((cfg->alignment & (cfg->alignment - 1)) || cfg->alignment > (1u << 30))
-        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "alignment %llu is not a power of two of at most 1 GiB",
-                            (unsigned long long)cfg->alignment);
+    if ((s = check_alignment(cfg->alignment))) return s;
     if (!cfg->raw_data_threshold) cfg->raw_data_threshold = ONNXIO_DEFAULT_RAW_DATA_THRESHOLD;
-    return ONNXIO_OK;
-}
-
-static onnxio_status check_alignment(uint64_t a)
-{
-    if (a & (a - 1))
-        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "alignment %llu is not a power of two", (unsigned long long)a);
-    if (a > (1u << 30))
-        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "alignment %llu is larger than 1 GiB", (unsigned long long)a);
     return ONNXIO_OK;
 }
 

@@ -53,6 +53,28 @@ onnxio_status onnxio__append_unknown(onnxio_arena *arena, onnxio_message *m, con
 /* onnxio_message_clone with its status (NO_MEMORY or DEPTH). */
 onnxio_status onnxio__clone(onnxio_arena *arena, const void *src, void **out);
 
+/* Whether field `f` of `msg` is present (onnxio_field_present, inline
+ * for the codec): a repeated field has an element, a message field its
+ * struct, any other field its has-bit. */
+static inline int onnxio__field_present(const void *msg, const onnxio_field_desc *f)
+{
+    const void *member = onnxio__member(msg, f);
+    if (f->label >= ONNXIO_LABEL_REPEATED) return ((const onnxio__array *)member)->size != 0;
+    if (f->kind == ONNXIO_KIND_MESSAGE) return *(void *const *)member != NULL;
+    return (int)((((const onnxio_message *)msg)->has >> f->index) & 1);
+}
+/* The other member of f's oneof that is present in `m`, or NULL (NULL too
+ * when f is in no oneof). */
+static inline const onnxio_field_desc *onnxio__oneof_other(const onnxio_message *m, const onnxio_field_desc *f)
+{
+    if (!f->oneof) return NULL;
+    for (size_t i = 0; i < m->desc->field_count; i++) {
+        const onnxio_field_desc *g = &m->desc->fields[i];
+        if (g != f && g->oneof == f->oneof && onnxio__field_present(m, g)) return g;
+    }
+    return NULL;
+}
+
 /* ---- payload sources: what the decoder hands to payload placement ------ */
 
 /* CRC-32 pieces that a payload copy fills (see onnxio__job.crc); `filled`

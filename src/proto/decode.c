@@ -63,20 +63,8 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const uint8_t *p, 
  * (TypeProto.tensor_type and Dimension.dim_value as parsed have none). */
 static inline void mark_present(onnxio_message *m, const onnxio_field_desc *f)
 {
-    if (ONNXIO_UNLIKELY(f->oneof)) {
-        const onnxio_message_desc *desc = m->desc;
-        for (size_t i = 0; i < desc->field_count; i++) {
-            const onnxio_field_desc *g = &desc->fields[i];
-            if (g == f || g->oneof != f->oneof) continue;
-            const void *member = onnxio__member(m, g);
-            bool present = g->kind == ONNXIO_KIND_MESSAGE ? *(void *const *)member != NULL : (m->has >> g->index) & 1;
-            if (present) {
-                onnxio_set_has(m, f->index);
-                return;
-            }
-        }
-    }
-    m->has |= (uint64_t)1 << f->index;
+    if (ONNXIO_UNLIKELY(f->oneof) && onnxio__oneof_other(m, f)) onnxio_set_has(m, f->index);
+    else m->has |= (uint64_t)1 << f->index;
 }
 
 static onnxio_status truncated(dec *d, const uint8_t *at, const onnxio_message *m, const char *what)

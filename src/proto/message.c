@@ -92,10 +92,7 @@ ONNXIO_API void *onnxio_field_ptr(void *msg, const onnxio_field_desc *f)
 
 ONNXIO_API int onnxio_field_present(const void *msg, const onnxio_field_desc *f)
 {
-    const void *member = onnxio__member(msg, f);
-    if (f->label >= ONNXIO_LABEL_REPEATED) return ((const onnxio__array *)member)->size != 0;
-    if (f->kind == ONNXIO_KIND_MESSAGE) return *(void *const *)member != NULL;
-    return (int)((((const onnxio_message *)msg)->has >> f->index) & 1);
+    return onnxio__field_present(msg, f);
 }
 
 /* A stack of messages on the heap, for walks that must work at any nesting

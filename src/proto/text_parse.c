@@ -160,17 +160,6 @@ static onnxio_message *message_slot(reader *r, const char *at, onnxio_message *m
     return sub;
 }
 
-/* The other member of f's oneof that is present in m, or NULL. */
-static const onnxio_field_desc *oneof_other(const onnxio_message *m, const onnxio_field_desc *f)
-{
-    if (!f->oneof) return NULL;
-    for (size_t i = 0; i < m->desc->field_count; i++) {
-        const onnxio_field_desc *g = &m->desc->fields[i];
-        if (g != f && g->oneof == f->oneof && onnxio_field_present(m, g)) return g;
-    }
-    return NULL;
-}
-
 /* Integer `v` (negative when `neg`, magnitude `mag`) into the member of
  * an integer or enum field. An enum number that names no value is refused
  * (the enums of ONNX are closed: protobuf's readers refuse it too). */
@@ -606,7 +595,7 @@ static int text_field(reader *r, onnxio_message *m, int depth)
         return SYNTAX(r, name.p, "Message type \"%s\" has no field named \"%.*s\".", full_name(m),
                       (int)(name.e - name.p), name.p),
                0;
-    const onnxio_field_desc *other = oneof_other(m, f);
+    const onnxio_field_desc *other = onnxio__oneof_other(m, f);
     if (other)
         return SYNTAX(r, name.p,
                       "Field \"%s\" is specified along with field \"%s\", another member of oneof \"%s\" for message "
