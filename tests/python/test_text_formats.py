@@ -542,10 +542,15 @@ def test_registry_matches_onnx():
         assert back == m
 
 
-def test_custom_serializer_is_used_by_load_and_save(tmp_path):
+def test_custom_serializer_is_used_by_load_and_save(tmp_path, monkeypatch):
     """A serializer registered in onnxio.serialization is what onnxio.save
     and load use for its format and extensions, as with onnx."""
     from onnxio import serialization
+
+    # The registry is the process's: the registration ends with the test.
+    monkeypatch.setattr(serialization.registry, "_serializers", dict(serialization.registry._serializers))
+    monkeypatch.setattr(serialization.registry, "_extension_to_format",
+                        dict(serialization.registry._extension_to_format))
 
     class Upper:
         supported_format = "upper-json"
