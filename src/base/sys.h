@@ -204,6 +204,9 @@ onnxio__op onnxio__fault_hit_op(void);
  * from onnxio__alloc_track(true) on: call it before the first allocation. */
 long onnxio__alloc_live(void);
 void onnxio__alloc_track(bool on);
+/* `n` blocks put aside for reuse (n > 0; arena.c's spare and cached
+ * blocks) or taken back (n < 0): a kept block is not a leak. */
+void onnxio__alloc_kept(long n);
 
 /* Makes room for one more element in an onnxio__malloc'd array of `count`
  * of `capacity` elements of `elem` bytes (doubling, from 16); 0 when out of
