@@ -6,7 +6,7 @@
 #
 # tests/abi/onnxio-0.2.abi, the baseline tests/python/test_abi.py compares
 # the library with, was made this way from the commit that pinned the 0.2
-# option layouts (see tests/abi/README.md). Needs abidw (abigail-tools),
+# option layouts (tests/abi/README.md). Needs abidw (abigail-tools),
 # cmake and a C compiler.
 set -euo pipefail
 [[ $# -eq 2 ]] || { echo "usage: scripts/abi_dump.sh COMMIT OUT.abi" >&2; exit 2; }
@@ -20,6 +20,6 @@ cmake -S "$work/src" -B "$work/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/nu
 cmake --build "$work/build" --target onnxio_shared -j"$(nproc)" >/dev/null
 lib="$(readlink -f "$work/build/libonnxio.so")"
 # The file name of the library, not the temporary path, goes in the dump.
-abidw --no-corpus-path --headers-dir "$work/src/include/onnxio" --headers-dir "$work/build/include/onnxio" \
-    "$lib" > "$out"
+abidw --no-corpus-path --short-locs --headers-dir "$work/src/include/onnxio" --headers-dir "$work/build/include/onnxio" \
+    "$lib" | sed "s|comp-dir-path='$work/|comp-dir-path='|" > "$out"
 echo "abi_dump: $out ($(git -C "$root" rev-parse --short "$commit"), $(grep -c '<function-decl' "$out") functions)"

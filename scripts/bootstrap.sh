@@ -47,6 +47,7 @@ if [[ $mode == all ]]; then
         libclang-rt-14-dev    # clang's sanitizer and libFuzzer runtimes
         libisal2              # a faster CRC-32, loaded at run time when present (src/base/digest.c)
         strace                # counts the fsync calls of saves with fsync off (tests)
+        abigail-tools         # abidiff: the library's ABI against 0.2 (tests/python/test_abi.py)
         libprotobuf-dev       # C++ baseline in bench/
         protobuf-compiler
     )

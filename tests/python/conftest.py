@@ -88,6 +88,7 @@ NEEDS = {
     "python3": (lambda: _command("python3"), _apt("python3-venv"), True),
     "unzip": (lambda: _command("unzip"), _apt("unzip"), True),
     "strace": (lambda: _command("strace"), _apt("strace"), True),
+    "abidiff": (lambda: _command("abidiff"), _apt("abigail-tools"), True),
     "cmake": (lambda: _command("cmake"), _apt("cmake"), True),
     "cc": (lambda: _command("cc"), _apt("build-essential"), True),
     "c++": (lambda: _command("c++"), _apt("build-essential"), True),
