@@ -228,6 +228,10 @@ int onnxio_unknown_field_next(const void *data, size_t size, size_t *offset, onn
 
 /* ---- limits --------------------------------------------------------- */
 
+/* The defaults and limits below are options.def's ONNXIO_CONSTANT rows,
+ * their one home; CMake writes them into onnxio/limits.h as macros. */
+#include "onnxio/limits.h"
+
 /* Message nesting: reading refuses deeper input (ONNXIO_ERR_DEPTH) at
  * max_depth levels, ONNXIO_DEFAULT_MAX_DEPTH unless raised (protobuf's
  * default too); writing refuses a tree deeper than the same limit, so that
@@ -235,32 +239,26 @@ int onnxio_unknown_field_next(const void *data, size_t size, size_t *offset, onn
  * goes past ONNXIO_MAX_DEPTH (larger values are taken as it): it bounds the
  * C stack of every recursive walk (copy, merge, size, serialize, text).
  * As in libprotobuf, the top-level message is level 0: max_depth levels of
- * messages (and groups of unknown fields) may nest below it. */
-#define ONNXIO_DEFAULT_MAX_DEPTH 100
-#define ONNXIO_MAX_DEPTH 1000
-
-/* Expansion: a load may allocate, for structure (arena) and payloads
+ * messages (and groups of unknown fields) may nest below it.
+ *
+ * Expansion: a load may allocate, for structure (arena) and payloads
  * (copies, inflated .onnxz entries, payload_fn placements) together, at most
- * max_expansion times the bytes it reads (the model file or bytes, and every
- * distinct external data file or archive entry it opens), plus
- * ONNXIO_EXPANSION_ALLOWANCE; past that it fails with ONNXIO_ERR_EXPANSION
- * before allocating more. A well-formed model needs about 1x its size
- * (payloads) plus its structure; 100x stops zip bombs, overlapping external
- * data ranges and floods of empty messages, the way zip readers defend
- * against bombs. Tensors that refer to the same bytes (the same file or
- * entry, offset and length) share one buffer and count once. */
-#define ONNXIO_DEFAULT_MAX_EXPANSION 100
-#define ONNXIO_EXPANSION_ALLOWANCE (1u << 20)
-
-/* Defaults (each option that takes them says where): payloads of at least
- * 1024 bytes are "large" (copied on the pool, borrowed by no_copy, moved to
- * external data or archive entries); payload buffers and archive entries
- * are aligned to 64 bytes, external data offsets to 4096 (the page size,
- * as onnx-ml.proto recommends). */
-#define ONNXIO_DEFAULT_RAW_DATA_THRESHOLD 1024
-#define ONNXIO_DEFAULT_EXTERNAL_THRESHOLD 1024
-#define ONNXIO_DEFAULT_ALIGNMENT 64
-#define ONNXIO_DEFAULT_EXTERNAL_ALIGNMENT 4096
+ * max_expansion (ONNXIO_DEFAULT_MAX_EXPANSION unless raised) times the
+ * bytes it reads (the model file or bytes, and every distinct external data
+ * file or archive entry it opens), plus ONNXIO_EXPANSION_ALLOWANCE; past
+ * that it fails with ONNXIO_ERR_EXPANSION before allocating more. A
+ * well-formed model needs about 1x its size (payloads) plus its structure;
+ * the default stops zip bombs, overlapping external data ranges and floods
+ * of empty messages, the way zip readers defend against bombs. Tensors
+ * that refer to the same bytes (the same file or entry, offset and length)
+ * share one buffer and count once.
+ *
+ * Payloads of at least ONNXIO_DEFAULT_RAW_DATA_THRESHOLD bytes are "large"
+ * (copied on the pool, borrowed by no_copy); ONNXIO_DEFAULT_EXTERNAL_THRESHOLD
+ * is the default of external data's size_threshold. Payload buffers and
+ * archive entries are aligned to ONNXIO_DEFAULT_ALIGNMENT, external data
+ * offsets to ONNXIO_DEFAULT_EXTERNAL_ALIGNMENT (the page size, as
+ * onnx-ml.proto recommends). */
 
 /* ---- options -------------------------------------------------------- */
 

@@ -1542,6 +1542,81 @@ static PyObject *mod_data_types(PyObject *self, PyObject *noargs)
     return out;
 }
 
+/* ---- options ------------------------------------------------------------------ */
+
+PyDoc_STRVAR(options_doc,
+             "_options() -> dict\n"
+             "The library's option table (src/options.def), for the option classes of onnxio/_options.py.\n"
+             "Keys: constants ({name: value}, ONNXIO_<name>), structs (a tuple of (struct, python_class, doc),\n"
+             "python_class None where the package has none) and options (a tuple of (struct, member,\n"
+             "python_default, doc) in each struct's order: python_default is the Python literal that leaves\n"
+             "the option at its default, None where the class has no such attribute).");
+
+static PyObject *mod_options(PyObject *self, PyObject *noargs)
+{
+    (void)self;
+    (void)noargs;
+    static const struct {
+        const char *name;
+        unsigned long long value;
+    } constants[] = {
+#define ONNXIO_CONSTANT(NAME, VALUE, DOC) {#NAME, (unsigned long long)(VALUE)},
+#define ONNXIO_OPTIONS(STRUCT, PYTHON, DOC)
+#define ONNXIO_OPTION(STRUCT, MEMBER, TYPE, PYTHON, DOC)
+#include "onnxio/options.def"
+#undef ONNXIO_CONSTANT
+#undef ONNXIO_OPTIONS
+#undef ONNXIO_OPTION
+    };
+    static const struct {
+        const char *name, *python, *doc;
+    } structs[] = {
+#define ONNXIO_CONSTANT(NAME, VALUE, DOC)
+#define ONNXIO_OPTIONS(STRUCT, PYTHON, DOC) {#STRUCT, PYTHON, DOC},
+#define ONNXIO_OPTION(STRUCT, MEMBER, TYPE, PYTHON, DOC)
+#include "onnxio/options.def"
+#undef ONNXIO_CONSTANT
+#undef ONNXIO_OPTIONS
+#undef ONNXIO_OPTION
+    };
+    static const struct {
+        const char *options, *member, *python, *doc;
+    } options[] = {
+#define ONNXIO_CONSTANT(NAME, VALUE, DOC)
+#define ONNXIO_OPTIONS(STRUCT, PYTHON, DOC)
+#define ONNXIO_OPTION(STRUCT, MEMBER, TYPE, PYTHON, DOC) {#STRUCT, #MEMBER, PYTHON, DOC},
+#include "onnxio/options.def"
+#undef ONNXIO_CONSTANT
+#undef ONNXIO_OPTIONS
+#undef ONNXIO_OPTION
+    };
+    PyObject *c = PyDict_New(), *st = PyTuple_New(sizeof structs / sizeof *structs),
+             *op = PyTuple_New(sizeof options / sizeof *options), *out = NULL;
+    if (!c || !st || !op) goto done;
+    for (size_t i = 0; i < sizeof constants / sizeof *constants; i++) {
+        PyObject *v = PyLong_FromUnsignedLongLong(constants[i].value);
+        int r = v ? PyDict_SetItemString(c, constants[i].name, v) : -1;
+        Py_XDECREF(v);
+        if (r < 0) goto done;
+    }
+    for (size_t i = 0; i < sizeof structs / sizeof *structs; i++) {
+        PyObject *t = Py_BuildValue("(szs)", structs[i].name, structs[i].python, structs[i].doc);
+        if (!t) goto done;
+        PyTuple_SET_ITEM(st, (Py_ssize_t)i, t);
+    }
+    for (size_t i = 0; i < sizeof options / sizeof *options; i++) {
+        PyObject *t = Py_BuildValue("(sszs)", options[i].options, options[i].member, options[i].python, options[i].doc);
+        if (!t) goto done;
+        PyTuple_SET_ITEM(op, (Py_ssize_t)i, t);
+    }
+    out = Py_BuildValue("{s:O,s:O,s:O}", "constants", c, "structs", st, "options", op);
+done:
+    Py_XDECREF(c);
+    Py_XDECREF(st);
+    Py_XDECREF(op);
+    return out;
+}
+
 /* ---- statuses ----------------------------------------------------------------- */
 
 PyDoc_STRVAR(raise_status_doc,
@@ -1592,6 +1667,7 @@ static PyMethodDef module_methods[] = {
     {"_tensor_raw_size", mod_tensor_raw_size, METH_O, tensor_raw_size_doc},
     {"_path_is_archive", mod_path_is_archive, METH_O, path_is_archive_doc},
     {"_data_types", mod_data_types, METH_NOARGS, data_types_doc},
+    {"_options", mod_options, METH_NOARGS, options_doc},
     {"_raise_status", (PyCFunction)(void (*)(void))mod_raise_status, METH_VARARGS | METH_KEYWORDS, raise_status_doc},
     {"_safetensors_load_into", (PyCFunction)(void (*)(void))pyonnxio_safetensors_load_into,
      METH_VARARGS | METH_KEYWORDS, pyonnxio_safetensors_load_into_doc},

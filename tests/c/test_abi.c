@@ -6,6 +6,7 @@
  * consolidation must run as with default options. The sizes are the 0.2
  * layouts on LP64, written out as a 0.2 program has them compiled in (not
  * taken from the library's own macros). */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,10 +79,70 @@ static void test_0_2_structs(const char *dir)
 }
 #endif
 
+/* options.def lists every member of every option struct, in order, with
+ * its type: each row's member lies right after the previous row's (past
+ * the padding its type's alignment needs), and the last row ends the
+ * struct. A member missing from options.def, or listed out of order or
+ * with another type, fails here. */
+typedef struct option_row {
+    const char *options, *member;
+    size_t offset, size, align, struct_size, struct_align;
+    int type_matches;
+} option_row;
+
+#define ONNXIO_CONSTANT(NAME, VALUE, DOC)
+#define ONNXIO_OPTIONS(STRUCT, PYTHON, DOC)
+#define ONNXIO_OPTION(STRUCT, MEMBER, TYPE, PYTHON, DOC)                                                      \
+    {#STRUCT,                                                                                                \
+     #MEMBER,                                                                                                \
+     offsetof(onnxio_##STRUCT##_options, MEMBER),                                                            \
+     sizeof(TYPE),                                                                                           \
+     _Alignof(TYPE),                                                                                         \
+     sizeof(onnxio_##STRUCT##_options),                                                                      \
+     _Alignof(onnxio_##STRUCT##_options),                                                                    \
+     _Generic(((onnxio_##STRUCT##_options *)0)->MEMBER, TYPE: 1, default: 0)},
+static const option_row option_rows[] = {
+#include "onnxio/options.def"
+};
+#undef ONNXIO_CONSTANT
+#undef ONNXIO_OPTIONS
+#undef ONNXIO_OPTION
+
+static void test_options_def(void)
+{
+    tu_begin("options.def lists every member of every option struct, in order, with its type");
+    size_t n = sizeof option_rows / sizeof *option_rows, structs = 0;
+    for (size_t i = 0; i < n; i++) {
+        const option_row *r = &option_rows[i];
+        int first = i == 0 || strcmp(option_rows[i - 1].options, r->options) != 0;
+        CHECK_MSG(r->type_matches, "onnxio_%s_options.%s is not of the type options.def gives", r->options, r->member);
+        size_t expect = 0;
+        if (!first) {
+            const option_row *p = &option_rows[i - 1];
+            expect = (p->offset + p->size + r->align - 1) / r->align * r->align;
+        } else {
+            structs++;
+            CHECK_MSG(r->offset == 0, "onnxio_%s_options: options.def's first row is not its first member", r->options);
+        }
+        CHECK_MSG(r->offset == expect, "onnxio_%s_options.%s: at byte %zu, where options.def's rows say %zu (a member "
+                                       "missing from options.def, or out of order)", r->options, r->member, r->offset,
+                  expect);
+        int last = i + 1 == n || strcmp(option_rows[i + 1].options, r->options) != 0;
+        if (last) {
+            size_t end = (r->offset + r->size + r->struct_align - 1) / r->struct_align * r->struct_align;
+            CHECK_MSG(end == r->struct_size, "onnxio_%s_options: %zu bytes, options.def's rows end at %zu (a member "
+                                             "missing at the end)", r->options, r->struct_size, end);
+        }
+    }
+    CHECK_MSG(structs == 7, "options.def lists %zu option structs, onnxio.h has 7", structs);
+    tu_end();
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
     (void)argv;
+    test_options_def();
 #if UINTPTR_MAX == UINT64_MAX
     char *dir = tu_make_temp_dir("onnxio_abi");
     test_0_2_structs(dir);

@@ -112,3 +112,21 @@ def test_a_struct_grown_at_its_end_fails(library, tmp_path):
 def test_an_option_struct_may_grow_at_its_end(library, tmp_path):
     r = abidiff(planted(tmp_path, lambda text: struct_without_last_member(text, "onnxio_parse_options")), library)
     assert r.returncode == 0, r.stdout
+
+
+def test_options_def_lists_every_member_of_every_option_struct(library, tmp_path):
+    # The members of each option struct as the library's debug information
+    # has them (abidw), against src/options.def's rows: tests/c/test_abi.c
+    # checks the rows' types and offsets, which cannot see a member missing
+    # where padding would have been.
+    abidw = Path(needs("abidiff")).with_name("abidw")
+    dump = subprocess.run([str(abidw), "--headers-dir", str(REPO / "include" / "onnxio"), str(library)],
+                          capture_output=True, text=True, timeout=300, check=True).stdout
+    structs = {}
+    for m in re.finditer(r"<class-decl name='onnxio_(\w+)_options' size-in-bits='\d+'[^>]*>(.*?)</class-decl>", dump,
+                         re.S):
+        structs[m.group(1)] = re.findall(r"<var-decl name='(\w+)'", m.group(2))
+    rows = {}
+    for m in re.finditer(r"^ONNXIO_OPTION\((\w+), (\w+),", (REPO / "src" / "options.def").read_text(), re.M):
+        rows.setdefault(m.group(1), []).append(m.group(2))
+    assert rows == structs
