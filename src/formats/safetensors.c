@@ -135,85 +135,38 @@ static onnxio_status expect(jp *j, char c, const char *what)
     return ONNXIO_OK;
 }
 
-static int hex4(const char *p, unsigned *out)
+/* Where a string's decoded bytes go: over its own encoded bytes. */
+static int put_in_place(void *ctx, const char *bytes, size_t n)
 {
-    unsigned v = 0;
-    for (int i = 0; i < 4; i++) {
-        char c = p[i];
-        v <<= 4;
-        if (c >= '0' && c <= '9') v |= (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f') v |= (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F') v |= (unsigned)(c - 'A' + 10);
-        else return 0;
-    }
-    *out = v;
+    char **w = ctx;
+    memmove(*w, bytes, n);
+    *w += n;
     return 1;
 }
 
-/* A JSON string, decoded in place (escapes only shrink it) and
- * NUL-terminated where it ends. */
+/* A JSON string (onnxio__json_string, UTF-8 only, no NUL), decoded in
+ * place (escapes only shrink it) and NUL-terminated where it ends. */
 static onnxio_status string(jp *j, char **out, size_t *size)
 {
     onnxio_status s = expect(j, '"', "a string ('\"')");
     if (s) return s;
-    char *w = j->p, *begin = j->p;
-    for (;;) {
-        if (j->p >= j->end) return jfail(j, begin - 1, "%s", "a string that never ends");
-        unsigned char c = (unsigned char)*j->p;
-        if (c == '"') break;
-        if (c < 0x20) return jfail(j, j->p, "%s", "a control character in a string (JSON needs it escaped)");
-        if (c >= 0x80) {
-            size_t n = onnxio__utf8_sequence((const unsigned char *)j->p, (size_t)(j->end - j->p));
-            if (!n) return jfail(j, j->p, "%s", "a string that is not UTF-8");
-            memmove(w, j->p, n);
-            w += n;
-            j->p += n;
-            continue;
-        }
-        if (c != '\\') {
-            *w++ = (char)c;
-            j->p++;
-            continue;
-        }
-        if (j->end - j->p < 2) return jfail(j, j->p, "%s", "an escape cut short");
-        char e = j->p[1];
-        const char *simple = strchr("\"\\/bfnrt", e);
-        if (e && simple) {
-            static const char to[] = "\"\\/\b\f\n\r\t";
-            *w++ = to[simple - "\"\\/bfnrt"];
-            j->p += 2;
-            continue;
-        }
-        if (e != 'u') return jfail(j, j->p, "%s", "an invalid escape");
-        unsigned cp, lo;
-        if (j->end - j->p < 6 || !hex4(j->p + 2, &cp)) return jfail(j, j->p, "%s", "an invalid \\u escape");
-        char *at = j->p;
-        j->p += 6;
-        if (cp >= 0xDC00 && cp <= 0xDFFF) return jfail(j, at, "%s", "a lone low surrogate");
-        if (cp >= 0xD800 && cp <= 0xDBFF) {
-            if (j->end - j->p < 6 || j->p[0] != '\\' || j->p[1] != 'u' || !hex4(j->p + 2, &lo) || lo < 0xDC00 ||
-                lo > 0xDFFF)
-                return jfail(j, at, "%s", "a high surrogate without its low surrogate");
-            j->p += 6;
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-        }
-        if (cp == 0) return jfail(j, at, "%s", "a NUL character (\\u0000)");
-        if (cp < 0x80) *w++ = (char)cp;
-        else if (cp < 0x800) {
-            *w++ = (char)(0xC0 | (cp >> 6));
-            *w++ = (char)(0x80 | (cp & 0x3F));
-        } else if (cp < 0x10000) {
-            *w++ = (char)(0xE0 | (cp >> 12));
-            *w++ = (char)(0x80 | ((cp >> 6) & 0x3F));
-            *w++ = (char)(0x80 | (cp & 0x3F));
-        } else {
-            *w++ = (char)(0xF0 | (cp >> 18));
-            *w++ = (char)(0x80 | ((cp >> 12) & 0x3F));
-            *w++ = (char)(0x80 | ((cp >> 6) & 0x3F));
-            *w++ = (char)(0x80 | (cp & 0x3F));
-        }
+    char *begin = j->p, *w = begin;
+    const char *p = j->p - 1;
+    onnxio__json_error e =
+        onnxio__json_string(&p, j->end, ONNXIO__JSON_NO_NUL | ONNXIO__JSON_STRICT_UTF8, put_in_place, &w);
+    const char *at = p;
+    switch (e) {
+    case ONNXIO__JSON_OK: break;
+    case ONNXIO__JSON_CONTROL: return jfail(j, at, "%s", "a control character in a string (JSON needs it escaped)");
+    case ONNXIO__JSON_UTF8: return jfail(j, at, "%s", "a string that is not UTF-8");
+    case ONNXIO__JSON_ESCAPE: return jfail(j, at, "%s", "an invalid escape");
+    case ONNXIO__JSON_HEX: return jfail(j, at, "%s", "an invalid \\u escape");
+    case ONNXIO__JSON_LOW_SURROGATE: return jfail(j, at, "%s", "a lone low surrogate");
+    case ONNXIO__JSON_HIGH_SURROGATE: return jfail(j, at, "%s", "a high surrogate without its low surrogate");
+    case ONNXIO__JSON_NUL: return jfail(j, at, "%s", "a NUL character (\\u0000)");
+    default: return jfail(j, begin - 1, "%s", "a string that never ends");
     }
-    j->p++; /* the closing quote; w is at most where it was */
+    j->p = begin + (p - begin); /* past the closing quote; w is at most at it */
     *w = '\0';
     *out = begin;
     *size = (size_t)(w - begin);

@@ -22,14 +22,40 @@ const char *onnxio__text_hint(const void *data, size_t size);
  * path", "has a '..' component"), and *status the status for that. */
 const char *onnxio__path_problem(const char *p, size_t n, onnxio_status *status);
 
-/* Refuses a payload length that is not what the tensor's data_type and dims
- * need (onnxio_tensor_raw_size) with ONNXIO_ERR_EXTERNAL_DATA; tensors
- * without a fixed size pass. `where` names the file or entry. */
 /* Length of the well-formed UTF-8 sequence of a non-ASCII character at p
  * (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF), or 0
  * (text.c; the text writers and readers). */
 size_t onnxio__utf8_sequence(const unsigned char *p, size_t n);
 
+/* The one JSON string reader (text.c; onnxio_json_write_string is its
+ * writer), for the JSON text format and safetensors headers. */
+typedef enum onnxio__json_error {
+    ONNXIO__JSON_OK,
+    ONNXIO__JSON_UNTERMINATED,   /* the input ends inside the string */
+    ONNXIO__JSON_CONTROL,        /* a raw character below 0x20 */
+    ONNXIO__JSON_ESCAPE,         /* a backslash and no valid escape */
+    ONNXIO__JSON_HEX,            /* \u and not four hex digits */
+    ONNXIO__JSON_LOW_SURROGATE,  /* \uDC00-\uDFFF with no high surrogate before it */
+    ONNXIO__JSON_HIGH_SURROGATE, /* \uD800-\uDBFF with no low surrogate after it */
+    ONNXIO__JSON_NUL,            /* \u0000, refused with ONNXIO__JSON_NO_NUL */
+    ONNXIO__JSON_UTF8,           /* raw bytes that are not UTF-8, refused with ONNXIO__JSON_STRICT_UTF8 */
+    ONNXIO__JSON_SINK,           /* `put` failed */
+} onnxio__json_error;
+#define ONNXIO__JSON_NO_NUL 1u       /* refuse \u0000 (a name that becomes a C string) */
+#define ONNXIO__JSON_STRICT_UTF8 2u  /* refuse raw bytes that are not well-formed UTF-8 */
+/* Reads the JSON string (RFC 8259) whose opening quote is at *p, within
+ * `end`, handing its decoded bytes to put(ctx, bytes, n) in order (runs of
+ * raw bytes, then each escape's UTF-8); the decoded bytes never outnumber
+ * the encoded ones, so `put` may write over the input behind *p. On
+ * success *p is past the closing quote. On failure *p is where the
+ * problem is (the opening quote for UNTERMINATED, the escape's backslash
+ * for escapes and surrogates). */
+onnxio__json_error onnxio__json_string(const char **p, const char *end, unsigned flags,
+                                       int (*put)(void *ctx, const char *bytes, size_t n), void *ctx);
+
+/* Refuses a payload length that is not what the tensor's data_type and dims
+ * need (onnxio_tensor_raw_size) with ONNXIO_ERR_EXTERNAL_DATA; tensors
+ * without a fixed size pass. `where` names the file or entry. */
 onnxio_status onnxio__check_raw_size(const onnxio_TensorProto *t, uint64_t length, const char *where);
 /* The raw_data bytes (`bytes` of them: onnxio_tensor_raw_size) of a
  * tensor whose values are in its typed field, as onnx's

@@ -359,6 +359,103 @@ static void put_base64(out *o, const uint8_t *p, size_t n)
     put(o, "\"", 1);
 }
 
+static int hex4(const char *p, const char *end, uint32_t *out)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++) {
+        if (p + i >= end) return 0;
+        char c = p[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9') v |= (uint32_t)(c - '0');
+        else if (c >= 'a' && c <= 'f') v |= (uint32_t)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F') v |= (uint32_t)(c - 'A' + 10);
+        else return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+onnxio__json_error onnxio__json_string(const char **pp, const char *end, unsigned flags,
+                                       int (*put)(void *ctx, const char *bytes, size_t n), void *ctx)
+{
+    const char *p = *pp, *open = p;
+    if (p >= end || *p != '"') return ONNXIO__JSON_UNTERMINATED;
+    p++;
+    for (;;) {
+        const char *run = p;
+        while (p < end && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20) {
+            if ((unsigned char)*p < 0x80 || !(flags & ONNXIO__JSON_STRICT_UTF8)) {
+                p++;
+                continue;
+            }
+            size_t n = onnxio__utf8_sequence((const unsigned char *)p, (size_t)(end - p));
+            if (!n) {
+                *pp = p;
+                return ONNXIO__JSON_UTF8;
+            }
+            p += n;
+        }
+        if (p > run && !put(ctx, run, (size_t)(p - run))) return *pp = p, ONNXIO__JSON_SINK;
+        if (p >= end) return *pp = open, ONNXIO__JSON_UNTERMINATED;
+        if (*p == '"') {
+            *pp = p + 1;
+            return ONNXIO__JSON_OK;
+        }
+        if (*p != '\\') return *pp = p, ONNXIO__JSON_CONTROL;
+        const char *esc = p;
+        if (end - p < 2) return *pp = open, ONNXIO__JSON_UNTERMINATED;
+        char e = p[1], b;
+        p += 2;
+        switch (e) {
+        case '"': case '\\': case '/': b = e; break;
+        case 'b': b = '\b'; break;
+        case 'f': b = '\f'; break;
+        case 'n': b = '\n'; break;
+        case 'r': b = '\r'; break;
+        case 't': b = '\t'; break;
+        case 'u': {
+            uint32_t cp, lo;
+            if (!hex4(p, end, &cp)) return *pp = esc, ONNXIO__JSON_HEX;
+            p += 4;
+            if (cp >= 0xdc00 && cp <= 0xdfff) return *pp = esc, ONNXIO__JSON_LOW_SURROGATE;
+            if (cp >= 0xd800 && cp <= 0xdbff) {
+                if (end - p < 2 || p[0] != '\\' || p[1] != 'u') return *pp = esc, ONNXIO__JSON_HIGH_SURROGATE;
+                if (!hex4(p + 2, end, &lo)) return *pp = p, ONNXIO__JSON_HEX;
+                if (lo < 0xdc00 || lo > 0xdfff) return *pp = esc, ONNXIO__JSON_HIGH_SURROGATE;
+                p += 6;
+                cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+            }
+            if (cp == 0 && (flags & ONNXIO__JSON_NO_NUL)) return *pp = esc, ONNXIO__JSON_NUL;
+            char u[4];
+            size_t n;
+            if (cp < 0x80) {
+                u[0] = (char)cp;
+                n = 1;
+            } else if (cp < 0x800) {
+                u[0] = (char)(0xc0 | cp >> 6);
+                u[1] = (char)(0x80 | (cp & 0x3f));
+                n = 2;
+            } else if (cp < 0x10000) {
+                u[0] = (char)(0xe0 | cp >> 12);
+                u[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+                u[2] = (char)(0x80 | (cp & 0x3f));
+                n = 3;
+            } else {
+                u[0] = (char)(0xf0 | cp >> 18);
+                u[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+                u[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+                u[3] = (char)(0x80 | (cp & 0x3f));
+                n = 4;
+            }
+            if (!put(ctx, u, n)) return *pp = esc, ONNXIO__JSON_SINK;
+            continue;
+        }
+        default: return *pp = esc, ONNXIO__JSON_ESCAPE;
+        }
+        if (!put(ctx, &b, 1)) return *pp = esc, ONNXIO__JSON_SINK;
+    }
+}
+
 ONNXIO_API int onnxio_json_write_string(const void *data, size_t size, unsigned flags, onnxio_write_fn write, void *ctx)
 {
     const unsigned char *s = data;

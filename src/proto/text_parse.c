@@ -670,64 +670,26 @@ static int json_literal(reader *r, const char *word)
     return 0;
 }
 
-static int json_hex4(reader *r, const char *p, uint32_t *v)
-{
-    *v = 0;
-    for (int i = 0; i < 4; i++) {
-        int d = p + i < r->end ? hexval(p[i]) : -1;
-        if (d < 0) return SYNTAX(r, p - 2, "Failed to load JSON: invalid \\uXXXX escape."), 0;
-        *v = *v * 16 + (uint32_t)d;
-    }
-    return 1;
-}
+static int json_put(void *ctx, const char *bytes, size_t n) { return onnxio__text_scratch_put(ctx, bytes, n); }
 
-/* A JSON string (r->p at its '"'), unescaped into r->scratch. Lone
- * surrogates are refused (json_format refuses them in every field). */
+/* A JSON string (r->p at its '"'), unescaped into r->scratch
+ * (onnxio__json_string). Lone surrogates are refused (json_format refuses
+ * them in every field). */
 static int json_string(reader *r)
 {
     const char *at = r->p;
     r->scratch_size = 0;
     if (r->p == r->end || *r->p != '"') return SYNTAX(r, at, "Failed to load JSON: expected a string."), 0;
-    r->p++;
-    for (;;) {
-        const char *run = r->p;
-        while (r->p < r->end && *r->p != '"' && *r->p != '\\' && (unsigned char)*r->p >= 0x20) r->p++;
-        if (r->p > run && !onnxio__text_scratch_put(r, run, (size_t)(r->p - run))) return 0;
-        if (r->p == r->end) return SYNTAX(r, at, "Failed to load JSON: unterminated string."), 0;
-        char c = *r->p;
-        if (c == '"') {
-            r->p++;
-            return 1;
-        }
-        if (c != '\\') return SYNTAX(r, r->p, "Failed to load JSON: invalid control character in a string."), 0;
-        const char *esc = r->p;
-        if (++r->p == r->end) return SYNTAX(r, at, "Failed to load JSON: unterminated string."), 0;
-        char e = *r->p++, b;
-        switch (e) {
-        case '"': case '\\': case '/': b = e; break;
-        case 'b': b = '\b'; break;
-        case 'f': b = '\f'; break;
-        case 'n': b = '\n'; break;
-        case 'r': b = '\r'; break;
-        case 't': b = '\t'; break;
-        case 'u': {
-            uint32_t v, lo;
-            if (!json_hex4(r, r->p, &v)) return 0;
-            r->p += 4;
-            if (v >= 0xd800 && v <= 0xdbff && r->end - r->p >= 6 && r->p[0] == '\\' && r->p[1] == 'u') {
-                if (!json_hex4(r, r->p + 2, &lo)) return 0;
-                if (lo >= 0xdc00 && lo <= 0xdfff) {
-                    r->p += 6;
-                    v = 0x10000 + ((v - 0xd800) << 10) + (lo - 0xdc00);
-                }
-            }
-            if (v >= 0xd800 && v <= 0xdfff) return SYNTAX(r, esc, "Unpaired surrogate"), 0;
-            if (!put_utf8(r, v)) return 0;
-            continue;
-        }
-        default: return SYNTAX(r, esc, "Failed to load JSON: invalid \\escape."), 0;
-        }
-        if (!onnxio__text_scratch_put(r, &b, 1)) return 0;
+    switch (onnxio__json_string(&r->p, r->end, 0, json_put, r)) {
+    case ONNXIO__JSON_OK: return 1;
+    case ONNXIO__JSON_SINK: return 0; /* recorded by onnxio__text_scratch_put */
+    case ONNXIO__JSON_CONTROL:
+        return SYNTAX(r, r->p, "Failed to load JSON: invalid control character in a string."), 0;
+    case ONNXIO__JSON_ESCAPE: return SYNTAX(r, r->p, "Failed to load JSON: invalid \\escape."), 0;
+    case ONNXIO__JSON_HEX: return SYNTAX(r, r->p, "Failed to load JSON: invalid \\uXXXX escape."), 0;
+    case ONNXIO__JSON_LOW_SURROGATE:
+    case ONNXIO__JSON_HIGH_SURROGATE: return SYNTAX(r, r->p, "Unpaired surrogate"), 0;
+    default: return SYNTAX(r, at, "Failed to load JSON: unterminated string."), 0;
     }
 }
 
