@@ -3,7 +3,7 @@ package (protobuf/upb) as the reference: the same operations on
 onnx.<Class> and onnxio.<Class> must give the same wire bytes, the same
 str(), the same presence and the same exception types.
 
-Run: PYTHONPATH=build-py-<name>/lib .venv/bin/python -m pytest -q tests/python/test_py_messages.py
+Run: PYTHONPATH=build-py-<name>/lib .venv/bin/python -m pytest -q tests/python/test_messages.py
 """
 import copy
 import gc

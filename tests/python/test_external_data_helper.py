@@ -8,7 +8,7 @@ past the end of the file).
 Where the library's policy differs from onnx's on purpose (one policy for
 onnxio.load and these helpers: "a..b" is a name, "sub/../x" is refused,
 offsets are digits only so "+0" is refused, symlinks inside the base
-directory are followed), test_py_reliability.py asserts the library's
+directory are followed), test_reliability.py asserts the library's
 side and shows onnx's.
 """
 
