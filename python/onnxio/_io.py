@@ -7,7 +7,9 @@ import os
 
 from onnxio import _onnxio
 from onnxio._onnxio import *  # noqa: F401,F403  (the message classes and exceptions)
-from onnxio._options import ExternalDataOptions, ParseOptions, SerializeOptions, _check_options, _parse_kwargs
+from onnxio._options import (
+    ExternalDataOptions, ParseOptions, SerializeOptions, _check_options, _parse_kwargs, _takes_options,
+)
 from onnxio._formats import (
     _BYTES_OVERHEAD, _DEFAULT_FORMAT, _file_path, _format_text, _is_bytes_like, _is_path, _is_remote, _parse_text,
     _read_bytes, _remote_module, _resolve_format, _write_bytes,
@@ -50,25 +52,15 @@ def _load(cls, f, fmt, load_external_data, kwargs):
     return _onnxio._load_bytes(data, cls, **kwargs)
 
 
+@_takes_options(ParseOptions)
 def load_model(
     f,
     format: str | None = None,  # noqa: A002 (onnx's name)
     load_external_data: bool = True,
     *,
-    no_copy: bool = False,
-    num_threads: int = 0,
-    base_dir: str | os.PathLike | None = None,
-    skip_raw_data: bool = False,
-    verify_checksum: bool = False,
-    max_depth: int = 0,
-    raw_data_threshold: int = 0,
-    alignment: int = 0,
-    payload_fn=None,
-    verify_crc: bool | None = None,
-    max_expansion: int = 0,
     options: ParseOptions | None = None,
     progress=None,
-    direct_io: bool | None = None,
+    **explicit,
 ) -> ModelProto:  # noqa: F405
     """Loads a ModelProto, as ``onnx.load_model``.
 
@@ -116,33 +108,19 @@ def load_model(
         not an entry or whose range does not fit it, a CRC-32 mismatch),
         TypeError, ValueError.
     """
-    kwargs = _parse_kwargs(options, dict(no_copy=no_copy, num_threads=num_threads, base_dir=base_dir,
-                                         skip_raw_data=skip_raw_data, verify_checksum=verify_checksum,
-                                         max_depth=max_depth, raw_data_threshold=raw_data_threshold,
-                                         alignment=alignment, payload_fn=payload_fn, verify_crc=verify_crc,
-                                         max_expansion=max_expansion, direct_io=direct_io))
+    kwargs = _parse_kwargs(options, explicit)
     return _with_progress(progress, "loading", f, kwargs,
                           lambda: _load(ModelProto, f, format, load_external_data, kwargs))  # noqa: F405
 
 
+@_takes_options(ParseOptions)
 def load_model_from_string(
     s,
     format: str = _DEFAULT_FORMAT,  # noqa: A002
     *,
-    no_copy: bool = False,
-    num_threads: int = 0,
-    base_dir: str | os.PathLike | None = None,
-    skip_raw_data: bool = False,
-    verify_checksum: bool = False,
-    max_depth: int = 0,
-    raw_data_threshold: int = 0,
-    alignment: int = 0,
-    payload_fn=None,
-    verify_crc: bool | None = None,
-    max_expansion: int = 0,
     options: ParseOptions | None = None,
     progress=None,
-    direct_io: bool | None = None,
+    **explicit,
 ) -> ModelProto:  # noqa: F405
     """Parses a serialized ModelProto from a bytes-like object, as
     ``onnx.load_model_from_string``. External data is read only when
@@ -151,11 +129,7 @@ def load_model_from_string(
     are load_model's.
     Raises onnxio.DecodeError for malformed bytes, TypeError for a str
     in the protobuf format."""
-    kwargs = _parse_kwargs(options, dict(no_copy=no_copy, num_threads=num_threads, base_dir=base_dir,
-                                         skip_raw_data=skip_raw_data, verify_checksum=verify_checksum,
-                                         max_depth=max_depth, raw_data_threshold=raw_data_threshold,
-                                         alignment=alignment, payload_fn=payload_fn, verify_crc=verify_crc,
-                                         max_expansion=max_expansion, direct_io=direct_io))
+    kwargs = _parse_kwargs(options, explicit)
     if format != _DEFAULT_FORMAT:
         return _parse_text(format, s, ModelProto, kwargs.get("max_depth") or 0,  # noqa: F405
                            kwargs.get("max_expansion") or 0)
@@ -165,43 +139,33 @@ def load_model_from_string(
                           lambda: _onnxio._load_bytes(s, ModelProto, **kwargs))  # noqa: F405
 
 
+@_takes_options(ParseOptions, only=("no_copy", "num_threads", "skip_raw_data", "max_depth", "raw_data_threshold",
+                                    "alignment", "max_expansion"))
 def load_tensor(
     f,
     format: str | None = None,  # noqa: A002
-    *,
-    no_copy: bool = False,
-    num_threads: int = 0,
-    skip_raw_data: bool = False,
-    max_depth: int = 0,
-    raw_data_threshold: int = 0,
-    alignment: int = 0,
-    max_expansion: int = 0,
+    **explicit,
 ) -> TensorProto:  # noqa: F405
     """Loads a TensorProto from a path, file object or bytes-like object,
     as ``onnx.load_tensor`` (the keyword arguments are load_model's)."""
-    kwargs = _parse_kwargs(None, dict(no_copy=no_copy, num_threads=num_threads, skip_raw_data=skip_raw_data,
-                                      max_depth=max_depth, raw_data_threshold=raw_data_threshold,
-                                      alignment=alignment, max_expansion=max_expansion))
+    kwargs = _parse_kwargs(None, explicit)
     return _load(TensorProto, f, format, False, kwargs)  # noqa: F405
 
 
+@_takes_options(ParseOptions, only=("no_copy", "skip_raw_data", "max_depth", "max_expansion"))
 def load_tensor_from_string(
     s,
     format: str = _DEFAULT_FORMAT,  # noqa: A002
-    *,
-    no_copy: bool = False,
-    skip_raw_data: bool = False,
-    max_depth: int = 0,
-    max_expansion: int = 0,
+    **explicit,
 ) -> TensorProto:  # noqa: F405
     """Parses a serialized TensorProto, as ``onnx.load_tensor_from_string``
     (the keyword arguments are load_model's)."""
     if format != _DEFAULT_FORMAT:
-        return _parse_text(format, s, TensorProto, max_depth, max_expansion)  # noqa: F405
+        return _parse_text(format, s, TensorProto, explicit.get("max_depth", 0),  # noqa: F405
+                           explicit.get("max_expansion", 0))
     if isinstance(s, str):
         raise TypeError(f"Parameter 'serialized' must be bytes, but got type: {type(s)}")
-    return _onnxio._load_bytes(s, TensorProto, no_copy=no_copy, skip_raw_data=skip_raw_data,  # noqa: F405
-                               max_depth=max_depth, max_expansion=max_expansion)
+    return _onnxio._load_bytes(s, TensorProto, **explicit)  # noqa: F405
 
 
 # ---- save -----------------------------------------------------------------------

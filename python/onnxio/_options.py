@@ -4,6 +4,8 @@ TensorBufferOptions) and the keyword arguments they become."""
 from __future__ import annotations
 
 import ast
+import functools
+import inspect
 import textwrap
 
 from onnxio import _onnxio
@@ -129,3 +131,37 @@ def _parse_kwargs(options, explicit: dict) -> dict:
         if value is not defaults[name] and value != defaults[name]:
             out[name] = value
     return out
+
+
+def _takes_options(cls, only=None):
+    """Decorator: the function takes the attributes of the option class
+    `cls` (those named in `only`, when given) as keyword-only arguments with
+    the class's defaults, the ones a call passes arriving in its
+    ``**explicit``; its signature shows them. The option list lives in
+    src/options.def, not in each function."""
+    defaults = cls._all_defaults()
+    names = tuple(only) if only is not None else tuple(defaults)
+
+    def decorate(fn):
+        sig = inspect.signature(fn)
+        params = list(sig.parameters.values())
+        if not params or params[-1].kind is not inspect.Parameter.VAR_KEYWORD:
+            raise TypeError(f"{fn.__name__} must end with **explicit")
+        own = params[:-1]
+        accepted = frozenset(names) | {p.name for p in own}
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            if not accepted.issuperset(kwargs):
+                bad = next(k for k in kwargs if k not in accepted)
+                raise TypeError(f"{fn.__name__}() got an unexpected keyword argument {bad!r}")
+            return fn(*args, **kwargs)
+
+        # An option the function takes itself (load_model's positional
+        # load_external_data, as onnx has it) stays the function's.
+        generated = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=defaults[n]) for n in names
+                     if n not in sig.parameters]
+        wrapper.__signature__ = sig.replace(parameters=own + generated)  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate

@@ -875,3 +875,26 @@ def test_hasattr_never_raises_for_a_missing_package():
         """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "AttributeError", "True", "False"]
+
+
+def test_loads_take_every_parse_option_by_keyword():
+    # The keyword arguments of the loads come from the option list
+    # (src/options.def through ParseOptions), not from each function.
+    import inspect
+
+    for fn in (onnxio.load_model, onnxio.load_model_from_string):
+        params = inspect.signature(fn).parameters
+        for name, default in onnxio.ParseOptions._all_defaults().items():
+            assert name in params, (fn.__name__, name)
+            if params[name].kind is inspect.Parameter.KEYWORD_ONLY:
+                assert params[name].default == default, (fn.__name__, name)
+
+
+def test_an_unknown_keyword_is_a_type_error_as_in_onnx(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    data = onnx.helper.make_model(onnx.helper.make_graph([], "g", [], [])).SerializeToString()
+    with pytest.raises(TypeError) as theirs:
+        onnx.load_model_from_string(data, no_such_option=1)
+    with pytest.raises(TypeError) as ours:
+        onnxio.load_model_from_string(data, no_such_option=1)
+    assert "no_such_option" in str(theirs.value) and "no_such_option" in str(ours.value)
