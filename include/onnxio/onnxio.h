@@ -421,11 +421,11 @@ typedef struct onnxio_parse_options {
      * each payload then taken where it landed (docs/memory.md). OFF:
      * every read goes through the page cache. Files on a file system that
      * cannot read directly are read through the page cache either way.
-     * docs/design.md, "Cold reads". Either way, a copy load whose files,
+     * docs/io.md, "Cold ranges are read directly". Either way, a copy load whose files,
      * with what of them is cached, do not fit in the memory available
      * beside its copies drops each range it has read through the page
      * cache from the cache, so that the kernel does not evict the ranges
-     * still to be read (docs/design.md, "Drop-behind"). */
+     * still to be read (docs/io.md, "Drop-behind when the copy and the cache cannot both stay"). */
     onnxio_toggle direct_io;
     /* Polled to cancel the load (see onnxio_cancel_fn); NULL: never. */
     onnxio_cancel_fn cancel;

@@ -94,7 +94,7 @@ onnxio_status onnxio__dir_container(const char *base_dir, const char *model_path
 onnxio_status onnxio__zip_container(onnxio_archive *archive, const onnxio_parse_options *opts, bool read,
                                     onnxio__container **out);
 
-/* A cold copy load of an .onnxz archive (docs/design.md, "Cold reads"):
+/* A cold copy load of an .onnxz archive (docs/io.md, "Cold ranges are read directly"):
  * the file `fd` of `size` bytes (`what` names it) read whole into one new
  * buffer, laid out as the file, with direct reads (the tail first, for
  * the central directory; then the rest, planned as reads that start at

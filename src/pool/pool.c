@@ -25,7 +25,7 @@
  * size and polls between them (a cold read of 64 MiB takes tens of ms). */
 #define CANCEL_PIECE ((uint64_t)64 << 20)
 
-/* Direct reads (docs/design.md, "Cold reads"). A cold buffered read of a
+/* Direct reads (docs/io.md, "Cold ranges are read directly"). A cold buffered read of a
  * file into new memory is a read into the page cache and a copy out of it:
  * on this project's 2-core VM, two threads reading a cold 3.5 GiB file in 8
  * MiB preads took 3.9 s, the same reads with O_DIRECT 1.33 s and `cat` 1.28

@@ -262,7 +262,7 @@ def test_copy_load_keeps_each_payload_where_it_is_in_a_page(tmp_path, load_align
     """A copy load reads each large payload with pread into memory that
     starts where its entry's data starts in a page (mod 4096), as zipfile
     and the local headers place it, when the load's alignment allows (the
-    kernel then copies page to page: docs/design.md, "Cold reads"); the
+    kernel then copies page to page: docs/io.md, "Cold ranges are read directly"); the
     bytes are numpy's, and always aligned as the load asks."""
     sizes = {"big": 3 << 20, "mid1": 512 << 10, "mid2": 300 << 10, "mid3": 260 << 10}
     arrays = {n: _arr(np.uint8, s, i) for i, (n, s) in enumerate(sizes.items())}
