@@ -43,8 +43,8 @@ extern const cli_verb cli_verb_info;
 extern const cli_verb cli_verb_print;
 extern const cli_verb cli_verb_convert;
 extern const cli_verb cli_verb_bench;
-extern const cli_verb cli_verb_cat;     /* slice.c */
-extern const cli_verb cli_verb_extract; /* slice.c */
+extern const cli_verb cli_verb_cat;
+extern const cli_verb cli_verb_extract;
 
 /* Writes `onnxio VERB --help` to stdout. */
 void cli_print_verb_help(const cli_verb *verb);
@@ -108,6 +108,11 @@ int cli_grow(void **array, size_t *capacity, size_t count, size_t elem);
  * `text` is NULL (the option was not given). Returns -1 when the verb
  * should go on, or 2 after a usage error. */
 int cli_parse_max_expansion(const cli_verb *verb, const char *text, uint64_t *out);
+
+/* Parses the value of `--threads N` (0 to 1024; 0: one per core) into
+ * *out, which is 0 when `text` is NULL (the option was not given). Returns
+ * -1 when the verb should go on, or 2 after a usage error. */
+int cli_parse_threads(const cli_verb *verb, const char *text, int *out);
 
 /* The text of a macro's value: CLI_STR(ONNXIO_DEFAULT_MAX_EXPANSION) is
  * "100", for help texts that quote a library default. */
