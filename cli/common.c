@@ -229,6 +229,17 @@ int cli_string_is(onnxio_string s, const char *text)
     return s.size == n && (n == 0 || memcmp(s.data, text, n) == 0);
 }
 
+void cli_put_escaped(FILE *out, onnxio_string s)
+{
+    for (size_t i = 0; i < s.size; i++) {
+        unsigned char c = (unsigned char)s.data[i];
+        if (c < 0x20 || c == 0x7F)
+            fprintf(out, "\\x%02x", c);
+        else
+            fputc(c, out);
+    }
+}
+
 const char *cli_human_size(uint64_t bytes, char *buf, size_t buf_size)
 {
     static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};

@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "onnxio/onnxio.h"
 
@@ -135,6 +136,9 @@ const char *cli_human_size(uint64_t bytes, char *buf, size_t buf_size);
 int cli_string_cmp(onnxio_string a, onnxio_string b);
 /* 1 when `s` holds exactly the bytes of the C string `text`. */
 int cli_string_is(onnxio_string s, const char *text);
+/* Writes `s` to `out` as it is, except control characters (below 0x20,
+ * and 0x7F), written as \xNN so that a name cannot drive the terminal. */
+void cli_put_escaped(FILE *out, onnxio_string s);
 
 /* ---- models ---------------------------------------------------------- */
 
