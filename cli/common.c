@@ -201,6 +201,19 @@ int cli_parse_max_expansion(const cli_verb *verb, const char *text, uint64_t *ou
                            (unsigned)ONNXIO_DEFAULT_MAX_EXPANSION);
 }
 
+int cli_parse_threads(const cli_verb *verb, const char *text, int *out)
+{
+    *out = 0;
+    if (!text)
+        return -1;
+    char *end;
+    unsigned long long n = strtoull(text, &end, 10);
+    if (text[0] < '0' || text[0] > '9' || *end || n > 1024)
+        return cli_usage_error(verb, "--threads: invalid thread count '%s'", text);
+    *out = (int)n;
+    return -1;
+}
+
 int cli_string_cmp(onnxio_string a, onnxio_string b)
 {
     size_t n = a.size < b.size ? a.size : b.size;
@@ -214,6 +227,17 @@ int cli_string_is(onnxio_string s, const char *text)
 {
     size_t n = strlen(text);
     return s.size == n && (n == 0 || memcmp(s.data, text, n) == 0);
+}
+
+void cli_put_escaped(FILE *out, onnxio_string s)
+{
+    for (size_t i = 0; i < s.size; i++) {
+        unsigned char c = (unsigned char)s.data[i];
+        if (c < 0x20 || c == 0x7F)
+            fprintf(out, "\\x%02x", c);
+        else
+            fputc(c, out);
+    }
 }
 
 const char *cli_human_size(uint64_t bytes, char *buf, size_t buf_size)

@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "onnxio/onnxio.h"
 
@@ -43,8 +44,8 @@ extern const cli_verb cli_verb_info;
 extern const cli_verb cli_verb_print;
 extern const cli_verb cli_verb_convert;
 extern const cli_verb cli_verb_bench;
-extern const cli_verb cli_verb_cat;     /* slice.c */
-extern const cli_verb cli_verb_extract; /* slice.c */
+extern const cli_verb cli_verb_cat;
+extern const cli_verb cli_verb_extract;
 
 /* Writes `onnxio VERB --help` to stdout. */
 void cli_print_verb_help(const cli_verb *verb);
@@ -109,6 +110,11 @@ int cli_grow(void **array, size_t *capacity, size_t count, size_t elem);
  * should go on, or 2 after a usage error. */
 int cli_parse_max_expansion(const cli_verb *verb, const char *text, uint64_t *out);
 
+/* Parses the value of `--threads N` (0 to 1024; 0: one per core) into
+ * *out, which is 0 when `text` is NULL (the option was not given). Returns
+ * -1 when the verb should go on, or 2 after a usage error. */
+int cli_parse_threads(const cli_verb *verb, const char *text, int *out);
+
 /* The text of a macro's value: CLI_STR(ONNXIO_DEFAULT_MAX_EXPANSION) is
  * "100", for help texts that quote a library default. */
 #define CLI_STR_(x) #x
@@ -130,6 +136,9 @@ const char *cli_human_size(uint64_t bytes, char *buf, size_t buf_size);
 int cli_string_cmp(onnxio_string a, onnxio_string b);
 /* 1 when `s` holds exactly the bytes of the C string `text`. */
 int cli_string_is(onnxio_string s, const char *text);
+/* Writes `s` to `out` as it is, except control characters (below 0x20,
+ * and 0x7F), written as \xNN so that a name cannot drive the terminal. */
+void cli_put_escaped(FILE *out, onnxio_string s);
 
 /* ---- models ---------------------------------------------------------- */
 

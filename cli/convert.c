@@ -295,7 +295,7 @@ static int run_convert(int argc, char **argv)
         return cli_usage_error(&cli_verb_convert, "--max-file-size needs --external-data");
 
     /* 0 leaves the threshold to the library's default (1024). */
-    uint64_t threshold = 0, alignment = 0, max_file_size = 0, threads = 0, max_expansion = 0;
+    uint64_t threshold = 0, alignment = 0, max_file_size = 0, max_expansion = 0;
     if ((rc = parse_size_option("size-threshold", threshold_text, &threshold)) >= 0)
         return rc;
     /* For the library 0 means "the default"; here it means "all". */
@@ -311,12 +311,9 @@ static int run_convert(int argc, char **argv)
         return cli_usage_error(&cli_verb_convert, "--max-file-size must be at least 1");
     if ((rc = cli_parse_max_expansion(&cli_verb_convert, expansion_text, &max_expansion)) >= 0)
         return rc;
-    if (threads_text) {
-        char *end;
-        threads = strtoull(threads_text, &end, 10);
-        if (threads_text[0] < '0' || threads_text[0] > '9' || *end || threads > 1024)
-            return cli_usage_error(&cli_verb_convert, "--threads: invalid thread count '%s'", threads_text);
-    }
+    int threads;
+    if ((rc = cli_parse_threads(&cli_verb_convert, threads_text, &threads)) >= 0)
+        return rc;
 
     /* An archive's tensors refer to its entries by name, which mean nothing
      * once the model is out of the archive: its payloads are always read
@@ -334,7 +331,7 @@ static int run_convert(int argc, char **argv)
      * their data files) may be the same files. */
     po.no_copy = !copy;
     po.load_external_data = load_payloads ? ONNXIO_ON : ONNXIO_OFF;
-    po.num_threads = (int)threads;
+    po.num_threads = threads;
     po.base_dir = base_dir;
     po.verify_checksum = verify;
     /* A no_copy load does not check an archive's CRC-32s by default, to
@@ -360,7 +357,7 @@ static int run_convert(int argc, char **argv)
     if (weights) {
         onnxio_safetensors_options wo = ONNXIO_SAFETENSORS_OPTIONS_INIT;
         wo.no_copy = !copy;
-        wo.num_threads = (int)threads;
+        wo.num_threads = threads;
         if (onnxio_safetensors_load_into(model, weights, &wo) != ONNXIO_OK) {
             rc = cli_fail("convert", weights);
             onnxio_arena_unref(arena);
@@ -369,7 +366,7 @@ static int run_convert(int argc, char **argv)
     }
     if (out_safetensors) {
         onnxio_safetensors_options wo = ONNXIO_SAFETENSORS_OPTIONS_INIT;
-        wo.num_threads = (int)threads;
+        wo.num_threads = threads;
         wo.fsync = no_fsync ? ONNXIO_OFF : ONNXIO_DEFAULT;
         rc = onnxio_safetensors_save(model, out, &wo) == ONNXIO_OK ? CLI_EXIT_OK : cli_fail("convert", out);
         onnxio_arena_unref(arena);
@@ -382,7 +379,7 @@ static int run_convert(int argc, char **argv)
     if (rc == CLI_EXIT_OK) {
         onnxio_serialize_options so = ONNXIO_SERIALIZE_OPTIONS_INIT;
         so.max_expansion = max_expansion;
-        so.num_threads = (int)threads;
+        so.num_threads = threads;
         so.alignment = alignment;
         so.fsync = no_fsync ? ONNXIO_OFF : ONNXIO_DEFAULT;
         /* For an archive the threshold picks the tensors that get entries;

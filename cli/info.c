@@ -6,7 +6,6 @@
 
 #include "common.h"
 #include "json.h"
-#include "onnxz.h"
 #include "summary.h"
 #include "tensor.h"
 
@@ -58,463 +57,298 @@ const cli_verb cli_verb_info = {
     NULL,
 };
 
-/* ---- types and shapes ------------------------------------------------ */
-
-static void put_escaped(FILE *out, onnxio_string s)
-{
-    /* Names are shown as they are, except control characters, which could
-     * otherwise drive the terminal. */
-    for (size_t i = 0; i < s.size; i++) {
-        unsigned char c = (unsigned char)s.data[i];
-        if (c < 0x20 || c == 0x7F)
-            fprintf(out, "\\x%02x", c);
-        else
-            fputc(c, out);
-    }
-}
-
-static void put_escaped_c(FILE *out, const char *text)
-{
-    onnxio_string s = {text, strlen(text)};
-    put_escaped(out, s);
-}
-
-/* Whether an external data file (or archive entry) that is there is too
- * short for the ranges its tensors refer to. */
-static int file_is_short(const cli_external_file *f)
-{
-    return f->exists && f->file_size < f->needed_bytes;
-}
-
-static void put_dtype(FILE *out, int32_t data_type)
-{
-    char buf[32];
-    fputs(cli_dtype_name(data_type, buf, sizeof buf), out);
-}
-
-static void put_type(FILE *out, const onnxio_TypeProto *tp)
-{
-    if (!tp) {
-        fputc('?', out);
-    } else if (tp->tensor_type) {
-        fputs("tensor(", out);
-        put_dtype(out, tp->tensor_type->elem_type);
-        fputc(')', out);
-    } else if (tp->sparse_tensor_type) {
-        fputs("sparse_tensor(", out);
-        put_dtype(out, tp->sparse_tensor_type->elem_type);
-        fputc(')', out);
-    } else if (tp->sequence_type) {
-        fputs("seq(", out);
-        put_type(out, tp->sequence_type->elem_type);
-        fputc(')', out);
-    } else if (tp->map_type) {
-        fputs("map(", out);
-        put_dtype(out, tp->map_type->key_type);
-        fputs(", ", out);
-        put_type(out, tp->map_type->value_type);
-        fputc(')', out);
-    } else if (tp->optional_type) {
-        fputs("optional(", out);
-        put_type(out, tp->optional_type->elem_type);
-        fputc(')', out);
-    } else if (tp->opaque_type) {
-        fputs("opaque(", out);
-        put_escaped(out, tp->opaque_type->domain);
-        if (tp->opaque_type->domain.size)
-            fputc('.', out);
-        put_escaped(out, tp->opaque_type->name);
-        fputc(')', out);
-    } else {
-        fputc('?', out);
-    }
-}
-
-/* The shape of a tensor or sparse tensor type; NULL for other types and for
- * tensors of unknown rank. */
-static const onnxio_TensorShapeProto *type_shape(const onnxio_TypeProto *tp, int *is_tensor,
-                                                 int32_t *elem_type)
-{
-    *is_tensor = 0;
-    if (!tp)
-        return NULL;
-    if (tp->tensor_type) {
-        *is_tensor = 1;
-        *elem_type = tp->tensor_type->elem_type;
-        return tp->tensor_type->shape;
-    }
-    if (tp->sparse_tensor_type) {
-        *is_tensor = 1;
-        *elem_type = tp->sparse_tensor_type->elem_type;
-        return tp->sparse_tensor_type->shape;
-    }
-    return NULL;
-}
-
-static void put_shape(FILE *out, const onnxio_TensorShapeProto *shape)
-{
-    fputc('[', out);
-    for (size_t i = 0; i < shape->dim.size; i++) {
-        const onnxio_TensorShapeProto_Dimension *d = shape->dim.data[i];
-        if (i)
-            fputs(", ", out);
-        if (onnxio_has(d, ONNXIO_FIELD_TensorShapeProto_Dimension_dim_value))
-            fprintf(out, "%" PRId64, d->dim_value);
-        else if (onnxio_has(d, ONNXIO_FIELD_TensorShapeProto_Dimension_dim_param))
-            put_escaped(out, d->dim_param);
-        else
-            fputc('?', out);
-    }
-    fputc(']', out);
-}
-
-static void put_dims(FILE *out, const onnxio_int64_array *dims)
-{
-    fputc('[', out);
-    for (size_t i = 0; i < dims->size; i++)
-        fprintf(out, "%s%" PRId64, i ? ", " : "", dims->data[i]);
-    fputc(']', out);
-}
-
-/* ---- archive entries ------------------------------------------------- */
-
-#define entry_is_model onnxio_archive_entry_is_model
-
-/* Whether a no_copy load with the default options borrows the entry from
- * the mapping (the library's rule). */
-static int entry_zero_copy(const onnxio_archive_entry *e)
-{
-    return onnxio_archive_entry_borrowable(e, 0);
-}
-
-static const char *method_name(uint16_t method)
-{
-    return method == ONNXIO_ARCHIVE_STORED ? "stored" : method == ONNXIO_ARCHIVE_DEFLATED ? "deflate" : "other";
-}
-
-typedef struct archive_totals {
-    size_t entries;
-    uint64_t bytes;            /* uncompressed */
-    uint64_t compressed_bytes; /* as stored in the file */
-    size_t tensor_entries;     /* every entry but the model */
-    size_t zero_copy;          /* tensor entries a no_copy load borrows */
-} archive_totals;
-
-static archive_totals archive_sum(const onnxio_archive *a)
-{
-    archive_totals t = {0, 0, 0, 0, 0};
-    t.entries = onnxio_archive_entry_count(a);
-    for (size_t i = 0; i < t.entries; i++) {
-        const onnxio_archive_entry *e = onnxio_archive_entry_at(a, i);
-        t.bytes += e->size;
-        t.compressed_bytes += e->compressed_size;
-        if (entry_is_model(e))
-            continue;
-        t.tensor_entries++;
-        t.zero_copy += entry_zero_copy(e) != 0;
-    }
-    return t;
-}
-
-static void text_archive(const onnxio_archive *a)
-{
-    char size[32];
-    archive_totals t = archive_sum(a);
-    size_t width = 4; /* "name" */
-    for (size_t i = 0; i < t.entries; i++) {
-        size_t n = onnxio_archive_entry_at(a, i)->name_size;
-        if (n > width)
-            width = n;
-    }
-    if (width > 40)
-        width = 40;
-    printf("archive:          %zu entries\n", t.entries);
-    printf("  %-*s  %10s  %-7s  %12s  %5s  %s\n", (int)width, "name", "size", "method", "data offset", "align",
-           "zero-copy");
-    for (size_t i = 0; i < t.entries; i++) {
-        const onnxio_archive_entry *e = onnxio_archive_entry_at(a, i);
-        onnxio_string name = {e->name, e->name_size};
-        printf("  ");
-        put_escaped(stdout, name);
-        printf("%*s  %10s  %-7s  %12" PRIu64 "  %5" PRIu64 "  %s\n",
-               (int)(e->name_size < width ? width - e->name_size : 0), "",
-               cli_human_size(e->size, size, sizeof size), method_name(e->method), e->data_offset,
-               cli_offset_alignment(e->data_offset, CLI_ARCHIVE_MAX_SHOWN_ALIGNMENT),
-               entry_is_model(e) ? "-" : entry_zero_copy(e) ? "yes" : "no");
-    }
-    printf("  total: %zu entries, %s (%" PRIu64 " bytes), %zu of %zu tensor entries zero-copy\n", t.entries,
-           cli_human_size(t.bytes, size, sizeof size), t.bytes, t.zero_copy, t.tensor_entries);
-}
-
-static void json_archive(cli_json *j, const onnxio_archive *a)
-{
-    archive_totals t = archive_sum(a);
-    cli_json_begin_object(j);
-    cli_json_key(j, "entries");
-    cli_json_begin_array(j);
-    for (size_t i = 0; i < t.entries; i++) {
-        const onnxio_archive_entry *e = onnxio_archive_entry_at(a, i);
-        cli_json_begin_object(j);
-        cli_json_key(j, "name");
-        cli_json_string(j, e->name, e->name_size);
-        cli_json_key(j, "size");
-        cli_json_uint(j, e->size);
-        cli_json_key(j, "compressed_size");
-        cli_json_uint(j, e->compressed_size);
-        cli_json_key(j, "method");
-        cli_json_cstring(j, method_name(e->method));
-        cli_json_key(j, "crc32");
-        cli_json_uint(j, e->crc32);
-        cli_json_key(j, "header_offset");
-        cli_json_uint(j, e->header_offset);
-        cli_json_key(j, "data_offset");
-        cli_json_uint(j, e->data_offset);
-        cli_json_key(j, "alignment");
-        cli_json_uint(j, cli_offset_alignment(e->data_offset, CLI_ARCHIVE_MAX_SHOWN_ALIGNMENT));
-        cli_json_key(j, "model");
-        cli_json_bool(j, entry_is_model(e));
-        cli_json_key(j, "zero_copy");
-        if (entry_is_model(e))
-            cli_json_null(j);
-        else
-            cli_json_bool(j, entry_zero_copy(e));
-        cli_json_end_object(j);
-    }
-    cli_json_end_array(j);
-    cli_json_key(j, "entry_count");
-    cli_json_uint(j, t.entries);
-    cli_json_key(j, "bytes");
-    cli_json_uint(j, t.bytes);
-    cli_json_key(j, "compressed_bytes");
-    cli_json_uint(j, t.compressed_bytes);
-    cli_json_key(j, "tensor_entries");
-    cli_json_uint(j, t.tensor_entries);
-    cli_json_key(j, "zero_copy_entries");
-    cli_json_uint(j, t.zero_copy);
-    cli_json_end_object(j);
-}
-
 /* ---- text ------------------------------------------------------------ */
 
-static size_t name_width(const onnxio_ValueInfoProto_list *list, size_t width)
+/* A string of the model, control characters written as \xNN. */
+static void put(onnxio_string s)
 {
-    for (size_t i = 0; i < list->size; i++)
-        if (list->data[i]->name.size > width)
-            width = list->data[i]->name.size;
+    cli_put_escaped(stdout, s);
+}
+
+static void put_c(const char *text)
+{
+    onnxio_string s = {text, strlen(text)};
+    put(s);
+}
+
+static void put_dtype(int32_t data_type)
+{
+    char buf[32];
+    fputs(cli_dtype_name(data_type, buf, sizeof buf), stdout);
+}
+
+static void put_dims(const onnxio_int64_array *dims)
+{
+    fputc('[', stdout);
+    for (size_t i = 0; i < dims->size; i++)
+        printf("%s%" PRId64, i ? ", " : "", dims->data[i]);
+    fputc(']', stdout);
+}
+
+static void put_shape(const cli_value *v)
+{
+    fputc('[', stdout);
+    for (size_t i = 0; i < v->rank; i++) {
+        const cli_dim *d = &v->dims[i];
+        if (i)
+            fputs(", ", stdout);
+        if (d->kind == CLI_DIM_VALUE)
+            printf("%" PRId64, d->value);
+        else if (d->kind == CLI_DIM_PARAM)
+            put(d->param);
+        else
+            fputc('?', stdout);
+    }
+    fputc(']', stdout);
+}
+
+/* The widest name of `v`, at least `width`, at most 40. */
+static size_t name_width(const cli_value *v, size_t count, size_t width)
+{
+    for (size_t i = 0; i < count; i++)
+        if (v[i].name.size > width)
+            width = v[i].name.size;
     return width > 40 ? 40 : width;
 }
 
-static void text_values(const char *title, const onnxio_ValueInfoProto_list *list,
-                        const cli_summary *s, size_t width)
+static void text_values(const char *title, const cli_value *values, size_t count, size_t width)
 {
-    static const onnxio_string empty = {"", 0};
-    printf("%s (%zu):\n", title, list->size);
-    for (size_t i = 0; i < list->size; i++) {
-        const onnxio_ValueInfoProto *v = list->data[i];
+    printf("%s (%zu):\n", title, count);
+    for (size_t i = 0; i < count; i++) {
+        const cli_value *v = &values[i];
         printf("  ");
-        put_escaped(stdout, v->name);
+        put(v->name);
         size_t pad = v->name.size < width ? width - v->name.size : 0;
         printf("%*s  ", (int)pad, "");
-        int is_tensor;
-        int32_t elem = 0;
-        const onnxio_TensorShapeProto *shape = type_shape(v->type, &is_tensor, &elem);
-        if (is_tensor) {
-            if (v->type->sparse_tensor_type)
+        if (v->is_tensor) {
+            if (v->sparse)
                 fputs("sparse ", stdout);
-            put_dtype(stdout, elem);
+            put_dtype(v->elem_type);
             fputc(' ', stdout);
-            if (shape)
-                put_shape(stdout, shape);
+            if (v->has_shape)
+                put_shape(v);
             else
                 fputs("(unknown rank)", stdout);
         } else {
-            put_type(stdout, v->type);
+            fwrite(v->type_text, 1, v->type_text_size, stdout);
         }
-        if (cli_strmap_find(&s->init_names, v->name, empty))
+        if (v->initializer)
             fputs("  (initializer)", stdout);
         fputc('\n', stdout);
     }
 }
 
-static void text_tensor_line(const onnxio_TensorProto *t, uint64_t bytes, int external)
+static void text_header(const cli_summary *s)
 {
     char size[32];
-    printf("    %10s  ", cli_human_size(bytes, size, sizeof size));
-    put_dtype(stdout, t->data_type);
-    fputc(' ', stdout);
-    put_dims(stdout, &t->dims);
-    fputs("  ", stdout);
-    put_escaped(stdout, t->name);
-    if (external)
-        fputs("  (external)", stdout);
-    fputc('\n', stdout);
-}
-
-static void print_text(const char *path, const onnxio_ModelProto *m, const cli_summary *s,
-                       const onnxio_archive *archive)
-{
-    char size[32];
-    printf("file:             %s (%s)\n", path, cli_human_size(s->file_size, size, sizeof size));
-    printf("ir_version:       %" PRId64 "\n", m->ir_version);
+    printf("file:             %s (%s)\n", s->path, cli_human_size(s->file_size, size, sizeof size));
+    printf("ir_version:       %" PRId64 "\n", s->ir_version);
     printf("producer:         ");
-    put_escaped(stdout, m->producer_name);
-    if (m->producer_version.size) {
-        if (m->producer_name.size)
+    put(s->producer_name);
+    if (s->producer_version.size) {
+        if (s->producer_name.size)
             fputc(' ', stdout);
-        put_escaped(stdout, m->producer_version);
+        put(s->producer_version);
     }
-    if (!m->producer_name.size && !m->producer_version.size)
+    if (!s->producer_name.size && !s->producer_version.size)
         fputs("(none)", stdout);
     fputc('\n', stdout);
-    if (m->domain.size) {
+    if (s->domain.size) {
         printf("domain:           ");
-        put_escaped(stdout, m->domain);
+        put(s->domain);
         fputc('\n', stdout);
     }
-    if (onnxio_has(m, ONNXIO_FIELD_ModelProto_model_version))
-        printf("model_version:    %" PRId64 "\n", m->model_version);
+    if (s->has_model_version)
+        printf("model_version:    %" PRId64 "\n", s->model_version);
     printf("opset_import:     ");
-    for (size_t i = 0; i < m->opset_import.size; i++) {
-        const onnxio_OperatorSetIdProto *o = m->opset_import.data[i];
+    for (size_t i = 0; i < s->opset_count; i++) {
+        const cli_opset *o = &s->opsets[i];
         printf("%s", i ? ", " : "");
         if (o->domain.size)
-            put_escaped(stdout, o->domain);
+            put(o->domain);
         else
             fputs("ai.onnx", stdout);
         printf(" %" PRId64, o->version);
     }
-    if (m->opset_import.size == 0)
+    if (s->opset_count == 0)
         fputs("(none)", stdout);
     fputc('\n', stdout);
-    for (size_t i = 0; i < m->metadata_props.size; i++) {
-        const onnxio_StringStringEntryProto *e = m->metadata_props.data[i];
+    for (size_t i = 0; i < s->metadata_count; i++) {
+        const cli_key_value *e = &s->metadata[i];
         printf("%s", i ? "                  " : "metadata_props:   ");
-        put_escaped(stdout, e->key);
+        put(e->key);
         fputs(" = ", stdout);
         onnxio_string v = e->value;
         int cut = v.size > 60;
         if (cut)
             v.size = 60;
-        put_escaped(stdout, v);
+        put(v);
         printf("%s\n", cut ? "..." : "");
     }
-    if (m->training_info.size)
-        printf("training_info:    %zu\n", m->training_info.size);
+    if (s->training_info_count)
+        printf("training_info:    %zu\n", s->training_info_count);
+}
 
-    const onnxio_GraphProto *g = m->graph;
-    if (!g) {
-        printf("graph:            (none)\n");
-    } else {
-        printf("graph:            ");
-        put_escaped(stdout, g->name);
+static void text_graph(const cli_summary *s)
+{
+    char size[32];
+    printf("graph:            ");
+    put(s->graph_name);
+    fputc('\n', stdout);
+    size_t width = name_width(s->outputs, s->output_count, name_width(s->inputs, s->input_count, 0));
+    text_values("inputs", s->inputs, s->input_count, width);
+    text_values("outputs", s->outputs, s->output_count, width);
+
+    printf("nodes (%" PRIu64 ", %zu op types):\n", s->node_count, s->op_count);
+    for (size_t i = 0; i < s->op_count; i++) {
+        const cli_op_count *op = &s->ops[i];
+        printf("  %8" PRIu64 "  ", op->count);
+        /* A node without an op_type is invalid, but still counted: say so
+         * rather than print nothing. */
+        if (op->op_type.size)
+            put(op->op_type);
+        else
+            fputs("(no op_type)", stdout);
+        if (op->domain.size) {
+            fputs(" (", stdout);
+            put(op->domain);
+            fputc(')', stdout);
+        }
         fputc('\n', stdout);
-        size_t width = name_width(&g->output, name_width(&g->input, 0));
-        text_values("inputs", &g->input, s, width);
-        text_values("outputs", &g->output, s, width);
-
-        printf("nodes (%" PRIu64 ", %zu op types):\n", s->node_count, s->op_count);
-        for (size_t i = 0; i < s->op_count; i++) {
-            const cli_op_count *op = &s->ops[i];
-            printf("  %8" PRIu64 "  ", op->count);
-            /* A node without an op_type is invalid, but still counted:
-             * say so rather than print nothing. */
-            if (op->op_type.size)
-                put_escaped(stdout, op->op_type);
-            else
-                fputs("(no op_type)", stdout);
-            if (op->domain.size) {
-                fputs(" (", stdout);
-                put_escaped(stdout, op->domain);
-                fputc(')', stdout);
-            }
-            fputc('\n', stdout);
-        }
-        if (s->subgraph_count)
-            printf("subgraphs:        %" PRIu64 " (%" PRIu64 " nodes)\n", s->subgraph_count,
-                   s->subgraph_node_count);
-
-        printf("initializers:     %" PRIu64 " (%s, %" PRIu64 " bytes)\n", s->init_count,
-               cli_human_size(s->init_bytes, size, sizeof size), s->init_bytes);
-        if (s->largest_count) {
-            printf("  largest:\n");
-            for (size_t i = 0; i < s->largest_count; i++)
-                text_tensor_line(s->largest[i].tensor, s->largest[i].bytes, s->largest[i].external);
-        }
-        if (g->sparse_initializer.size) {
-            printf("sparse initializers (%zu):\n", g->sparse_initializer.size);
-            for (size_t i = 0; i < g->sparse_initializer.size; i++) {
-                const onnxio_SparseTensorProto *sp = g->sparse_initializer.data[i];
-                uint64_t bytes = 0;
-                if (sp->values)
-                    bytes += cli_summary_tensor_bytes(s, sp->values);
-                if (sp->indices)
-                    bytes += cli_summary_tensor_bytes(s, sp->indices);
-                printf("    %10s  ", cli_human_size(bytes, size, sizeof size));
-                put_dtype(stdout, sp->values ? sp->values->data_type : 0);
-                fputc(' ', stdout);
-                put_dims(stdout, &sp->dims);
-                printf("  nnz %" PRIu64 "  ",
-                       sp->values && sp->values->dims.size ? (uint64_t)sp->values->dims.data[0] : 0);
-                if (sp->values)
-                    put_escaped(stdout, sp->values->name);
-                fputc('\n', stdout);
-            }
-        }
     }
+    if (s->subgraph_count)
+        printf("subgraphs:        %" PRIu64 " (%" PRIu64 " nodes)\n", s->subgraph_count, s->subgraph_node_count);
 
-    if (s->external_tensors) {
-        printf("external data:    %" PRIu64 " %s in %zu %s\n", s->external_tensors,
-               s->external_tensors == 1 ? "tensor" : "tensors", s->ext_count,
-               s->in_archive ? (s->ext_count == 1 ? "archive entry" : "archive entries")
-                             : (s->ext_count == 1 ? "file" : "files"));
-        for (size_t i = 0; i < s->ext_count; i++) {
-            const cli_external_file *f = &s->ext[i];
-            printf("  ");
-            put_escaped(stdout, f->location);
-            printf(": %" PRIu64 " %s, %s", f->tensors, f->tensors == 1 ? "tensor" : "tensors", cli_human_size(f->bytes, size, sizeof size));
-            if (f->refused) {
-                fputs(" (refused: ", stdout);
-                put_escaped_c(stdout, f->refused);
-                fputc(')', stdout);
-            } else if (!f->exists) {
-                fputs(s->in_archive ? " (no such entry)" : " (missing)", stdout);
-            } else if (file_is_short(f)) {
-                printf(" (short: %" PRIu64 " bytes, its tensors need %" PRIu64 ")", f->file_size, f->needed_bytes);
-            }
-            fputc('\n', stdout);
-        }
-        if (s->bad_ref_count) {
-            printf("  invalid references: %zu %s\n", s->bad_ref_count, s->bad_ref_count == 1 ? "tensor" : "tensors");
-            size_t shown = s->bad_ref_count < CLI_BAD_REFS_SHOWN ? s->bad_ref_count : CLI_BAD_REFS_SHOWN;
-            for (size_t i = 0; i < shown; i++) {
-                fputs("    ", stdout);
-                put_escaped_c(stdout, s->bad_refs[i].message ? s->bad_refs[i].message : "");
-                fputc('\n', stdout);
-            }
-            if (shown < s->bad_ref_count)
-                printf("    ... and %zu more (--json lists them all)\n", s->bad_ref_count - shown);
-        }
+    printf("initializers:     %" PRIu64 " (%s, %" PRIu64 " bytes)\n", s->init_count,
+           cli_human_size(s->init_bytes, size, sizeof size), s->init_bytes);
+    if (s->largest_count)
+        printf("  largest:\n");
+    for (size_t i = 0; i < s->largest_count; i++) {
+        const cli_tensor_size *t = &s->largest[i];
+        printf("    %10s  ", cli_human_size(t->bytes, size, sizeof size));
+        put_dtype(t->data_type);
+        fputc(' ', stdout);
+        put_dims(t->dims);
+        fputs("  ", stdout);
+        put(t->name);
+        if (t->external)
+            fputs("  (external)", stdout);
+        fputc('\n', stdout);
     }
+    if (s->sparse_count)
+        printf("sparse initializers (%zu):\n", s->sparse_count);
+    for (size_t i = 0; i < s->sparse_count; i++) {
+        const cli_sparse *sp = &s->sparse[i];
+        printf("    %10s  ", cli_human_size(sp->bytes, size, sizeof size));
+        put_dtype(sp->data_type);
+        fputc(' ', stdout);
+        put_dims(sp->dims);
+        /* Unlike JSON's "nnz", a negative count is shown as the unsigned
+         * number it converts to. */
+        printf("  nnz %" PRIu64 "  ", (uint64_t)sp->values_dim0);
+        if (sp->has_values)
+            put(sp->name);
+        fputc('\n', stdout);
+    }
+}
 
-    if (m->functions.size) {
-        printf("functions (%zu):\n", m->functions.size);
-        for (size_t i = 0; i < m->functions.size; i++) {
-            const onnxio_FunctionProto *f = m->functions.data[i];
-            printf("  ");
-            if (f->domain.size) {
-                put_escaped(stdout, f->domain);
-                fputs("::", stdout);
-            }
-            put_escaped(stdout, f->name);
-            if (f->overload.size) {
-                fputc(':', stdout);
-                put_escaped(stdout, f->overload);
-            }
-            printf(" (%zu nodes)\n", f->node.size);
+static void text_external(const cli_summary *s)
+{
+    char size[32];
+    printf("external data:    %" PRIu64 " %s in %zu %s\n", s->external_tensors,
+           s->external_tensors == 1 ? "tensor" : "tensors", s->ext_count,
+           s->in_archive ? (s->ext_count == 1 ? "archive entry" : "archive entries")
+                         : (s->ext_count == 1 ? "file" : "files"));
+    for (size_t i = 0; i < s->ext_count; i++) {
+        const cli_external_file *f = &s->ext[i];
+        printf("  ");
+        put(f->location);
+        printf(": %" PRIu64 " %s, %s", f->tensors, f->tensors == 1 ? "tensor" : "tensors",
+               cli_human_size(f->bytes, size, sizeof size));
+        if (f->refused) {
+            fputs(" (refused: ", stdout);
+            put_c(f->refused);
+            fputc(')', stdout);
+        } else if (!f->exists) {
+            fputs(s->in_archive ? " (no such entry)" : " (missing)", stdout);
+        } else if (f->too_short) {
+            printf(" (short: %" PRIu64 " bytes, its tensors need %" PRIu64 ")", f->file_size, f->needed_bytes);
         }
+        fputc('\n', stdout);
     }
-    if (archive)
-        text_archive(archive);
+    if (!s->bad_ref_count)
+        return;
+    printf("  invalid references: %zu %s\n", s->bad_ref_count, s->bad_ref_count == 1 ? "tensor" : "tensors");
+    size_t shown = s->bad_ref_count < CLI_BAD_REFS_SHOWN ? s->bad_ref_count : CLI_BAD_REFS_SHOWN;
+    for (size_t i = 0; i < shown; i++) {
+        fputs("    ", stdout);
+        put_c(s->bad_refs[i].message ? s->bad_refs[i].message : "");
+        fputc('\n', stdout);
+    }
+    if (shown < s->bad_ref_count)
+        printf("    ... and %zu more (--json lists them all)\n", s->bad_ref_count - shown);
+}
+
+static void text_functions(const cli_summary *s)
+{
+    printf("functions (%zu):\n", s->function_count);
+    for (size_t i = 0; i < s->function_count; i++) {
+        const cli_function *f = &s->functions[i];
+        printf("  ");
+        if (f->domain.size) {
+            put(f->domain);
+            fputs("::", stdout);
+        }
+        put(f->name);
+        if (f->overload.size) {
+            fputc(':', stdout);
+            put(f->overload);
+        }
+        printf(" (%zu nodes)\n", f->node_count);
+    }
+}
+
+static void text_archive(const cli_summary *s)
+{
+    char size[32];
+    size_t width = 4; /* "name" */
+    for (size_t i = 0; i < s->entry_count; i++)
+        if (s->entries[i].entry->name_size > width)
+            width = s->entries[i].entry->name_size;
+    if (width > 40)
+        width = 40;
+    printf("archive:          %zu entries\n", s->entry_count);
+    printf("  %-*s  %10s  %-7s  %12s  %5s  %s\n", (int)width, "name", "size", "method", "data offset", "align",
+           "zero-copy");
+    for (size_t i = 0; i < s->entry_count; i++) {
+        const cli_archive_entry *c = &s->entries[i];
+        const onnxio_archive_entry *e = c->entry;
+        onnxio_string name = {e->name, e->name_size};
+        printf("  ");
+        put(name);
+        printf("%*s  %10s  %-7s  %12" PRIu64 "  %5" PRIu64 "  %s\n",
+               (int)(e->name_size < width ? width - e->name_size : 0), "",
+               cli_human_size(e->size, size, sizeof size), c->method, e->data_offset, c->alignment,
+               c->model ? "-" : c->zero_copy ? "yes" : "no");
+    }
+    printf("  total: %zu entries, %s (%" PRIu64 " bytes), %zu of %zu tensor entries zero-copy\n", s->entry_count,
+           cli_human_size(s->entry_bytes, size, sizeof size), s->entry_bytes, s->zero_copy_entries,
+           s->tensor_entries);
+}
+
+static void print_text(const cli_summary *s)
+{
+    text_header(s);
+    if (s->has_graph)
+        text_graph(s);
+    else
+        printf("graph:            (none)\n");
+    if (s->external_tensors)
+        text_external(s);
+    if (s->function_count)
+        text_functions(s);
+    if (s->in_archive)
+        text_archive(s);
 }
 
 /* ---- JSON ------------------------------------------------------------ */
@@ -530,25 +364,6 @@ static void json_dtype(cli_json *j, int32_t data_type)
     cli_json_cstring(j, cli_dtype_name(data_type, buf, sizeof buf));
 }
 
-static void json_type_string(cli_json *j, const onnxio_TypeProto *tp)
-{
-    char *text = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&text, &len);
-    if (!mem) {
-        cli_json_null(j);
-        return;
-    }
-    put_type(mem, tp);
-    if (fclose(mem) != 0) {
-        free(text);
-        cli_json_null(j);
-        return;
-    }
-    cli_json_string(j, text, len);
-    free(text);
-}
-
 static void json_dims(cli_json *j, const onnxio_int64_array *dims)
 {
     cli_json_begin_flat_array(j);
@@ -557,36 +372,31 @@ static void json_dims(cli_json *j, const onnxio_int64_array *dims)
     cli_json_end_array(j);
 }
 
-static void json_values(cli_json *j, const char *key, const onnxio_ValueInfoProto_list *list,
-                        const cli_summary *s)
+static void json_values(cli_json *j, const char *key, const cli_value *values, size_t count)
 {
-    static const onnxio_string empty = {"", 0};
     cli_json_key(j, key);
     cli_json_begin_array(j);
-    for (size_t i = 0; i < list->size; i++) {
-        const onnxio_ValueInfoProto *v = list->data[i];
+    for (size_t i = 0; i < count; i++) {
+        const cli_value *v = &values[i];
         cli_json_begin_object(j);
         cli_json_key(j, "name");
         json_str(j, v->name);
         cli_json_key(j, "type");
-        json_type_string(j, v->type);
-        int is_tensor;
-        int32_t elem = 0;
-        const onnxio_TensorShapeProto *shape = type_shape(v->type, &is_tensor, &elem);
+        cli_json_string(j, v->type_text, v->type_text_size);
         cli_json_key(j, "elem_type");
-        if (is_tensor)
-            json_dtype(j, elem);
+        if (v->is_tensor)
+            json_dtype(j, v->elem_type);
         else
             cli_json_null(j);
         cli_json_key(j, "shape");
-        if (shape) {
+        if (v->has_shape) {
             cli_json_begin_flat_array(j);
-            for (size_t k = 0; k < shape->dim.size; k++) {
-                const onnxio_TensorShapeProto_Dimension *d = shape->dim.data[k];
-                if (onnxio_has(d, ONNXIO_FIELD_TensorShapeProto_Dimension_dim_value))
-                    cli_json_int(j, d->dim_value);
-                else if (onnxio_has(d, ONNXIO_FIELD_TensorShapeProto_Dimension_dim_param))
-                    json_str(j, d->dim_param);
+            for (size_t k = 0; k < v->rank; k++) {
+                const cli_dim *d = &v->dims[k];
+                if (d->kind == CLI_DIM_VALUE)
+                    cli_json_int(j, d->value);
+                else if (d->kind == CLI_DIM_PARAM)
+                    json_str(j, d->param);
                 else
                     cli_json_null(j);
             }
@@ -595,88 +405,65 @@ static void json_values(cli_json *j, const char *key, const onnxio_ValueInfoProt
             cli_json_null(j);
         }
         cli_json_key(j, "initializer");
-        cli_json_bool(j, cli_strmap_find(&s->init_names, v->name, empty) != NULL);
+        cli_json_bool(j, v->initializer);
         cli_json_end_object(j);
     }
     cli_json_end_array(j);
 }
 
-static void json_tensor(cli_json *j, const onnxio_TensorProto *t, uint64_t bytes, int external)
+static void json_header(cli_json *j, const cli_summary *s)
 {
-    cli_json_begin_object(j);
-    cli_json_key(j, "name");
-    json_str(j, t->name);
-    cli_json_key(j, "data_type");
-    json_dtype(j, t->data_type);
-    cli_json_key(j, "dims");
-    json_dims(j, &t->dims);
-    cli_json_key(j, "bytes");
-    cli_json_uint(j, bytes);
-    cli_json_key(j, "external");
-    cli_json_bool(j, external);
-    cli_json_end_object(j);
-}
-
-static void print_json(const char *path, const onnxio_ModelProto *m, const cli_summary *s,
-                       const onnxio_archive *archive)
-{
-    cli_json jw;
-    cli_json *j = &jw;
-    cli_json_init(j, stdout);
-    cli_json_begin_object(j);
     cli_json_key(j, "file");
-    cli_json_cstring(j, path);
+    cli_json_cstring(j, s->path);
     cli_json_key(j, "file_size");
     cli_json_uint(j, s->file_size);
     cli_json_key(j, "ir_version");
-    cli_json_int(j, m->ir_version);
+    cli_json_int(j, s->ir_version);
     cli_json_key(j, "producer_name");
-    json_str(j, m->producer_name);
+    json_str(j, s->producer_name);
     cli_json_key(j, "producer_version");
-    json_str(j, m->producer_version);
+    json_str(j, s->producer_version);
     cli_json_key(j, "domain");
-    json_str(j, m->domain);
+    json_str(j, s->domain);
     cli_json_key(j, "model_version");
-    cli_json_int(j, m->model_version);
+    cli_json_int(j, s->model_version);
 
     cli_json_key(j, "opset_import");
     cli_json_begin_array(j);
-    for (size_t i = 0; i < m->opset_import.size; i++) {
-        const onnxio_OperatorSetIdProto *o = m->opset_import.data[i];
+    for (size_t i = 0; i < s->opset_count; i++) {
         cli_json_begin_object(j);
         cli_json_key(j, "domain");
-        json_str(j, o->domain);
+        json_str(j, s->opsets[i].domain);
         cli_json_key(j, "version");
-        cli_json_int(j, o->version);
+        cli_json_int(j, s->opsets[i].version);
         cli_json_end_object(j);
     }
     cli_json_end_array(j);
 
     cli_json_key(j, "metadata_props");
     cli_json_begin_array(j);
-    for (size_t i = 0; i < m->metadata_props.size; i++) {
-        const onnxio_StringStringEntryProto *e = m->metadata_props.data[i];
+    for (size_t i = 0; i < s->metadata_count; i++) {
         cli_json_begin_object(j);
         cli_json_key(j, "key");
-        json_str(j, e->key);
+        json_str(j, s->metadata[i].key);
         cli_json_key(j, "value");
-        json_str(j, e->value);
+        json_str(j, s->metadata[i].value);
         cli_json_end_object(j);
     }
     cli_json_end_array(j);
     cli_json_key(j, "training_info");
-    cli_json_uint(j, m->training_info.size);
+    cli_json_uint(j, s->training_info_count);
+}
 
-    static const onnxio_ValueInfoProto_list no_values = {NULL, 0, 0};
-    static const onnxio_SparseTensorProto_list no_sparse = {NULL, 0, 0};
-    const onnxio_GraphProto *g = m->graph;
+static void json_graph(cli_json *j, const cli_summary *s)
+{
     cli_json_key(j, "graph_name");
-    if (g)
-        json_str(j, g->name);
+    if (s->has_graph)
+        json_str(j, s->graph_name);
     else
         cli_json_null(j);
-    json_values(j, "inputs", g ? &g->input : &no_values, s);
-    json_values(j, "outputs", g ? &g->output : &no_values, s);
+    json_values(j, "inputs", s->inputs, s->input_count);
+    json_values(j, "outputs", s->outputs, s->output_count);
 
     cli_json_key(j, "node_count");
     cli_json_uint(j, s->node_count);
@@ -709,41 +496,49 @@ static void print_json(const char *path, const onnxio_ModelProto *m, const cli_s
     cli_json_uint(j, s->init_bytes);
     cli_json_key(j, "largest");
     cli_json_begin_array(j);
-    for (size_t i = 0; i < s->largest_count; i++)
-        json_tensor(j, s->largest[i].tensor, s->largest[i].bytes, s->largest[i].external);
-    cli_json_end_array(j);
-    cli_json_end_object(j);
-
-    const onnxio_SparseTensorProto_list *sparse = g ? &g->sparse_initializer : &no_sparse;
-    cli_json_key(j, "sparse_initializers");
-    cli_json_begin_array(j);
-    for (size_t i = 0; i < sparse->size; i++) {
-        const onnxio_SparseTensorProto *sp = sparse->data[i];
-        uint64_t bytes = 0;
-        if (sp->values)
-            bytes += cli_summary_tensor_bytes(s, sp->values);
-        if (sp->indices)
-            bytes += cli_summary_tensor_bytes(s, sp->indices);
+    for (size_t i = 0; i < s->largest_count; i++) {
+        const cli_tensor_size *t = &s->largest[i];
         cli_json_begin_object(j);
         cli_json_key(j, "name");
-        if (sp->values)
-            json_str(j, sp->values->name);
-        else
-            cli_json_null(j);
+        json_str(j, t->name);
         cli_json_key(j, "data_type");
-        json_dtype(j, sp->values ? sp->values->data_type : 0);
+        json_dtype(j, t->data_type);
         cli_json_key(j, "dims");
-        json_dims(j, &sp->dims);
-        cli_json_key(j, "nnz");
-        cli_json_uint(j, sp->values && sp->values->dims.size && sp->values->dims.data[0] > 0
-                             ? (uint64_t)sp->values->dims.data[0]
-                             : 0);
+        json_dims(j, t->dims);
         cli_json_key(j, "bytes");
-        cli_json_uint(j, bytes);
+        cli_json_uint(j, t->bytes);
+        cli_json_key(j, "external");
+        cli_json_bool(j, t->external);
         cli_json_end_object(j);
     }
     cli_json_end_array(j);
+    cli_json_end_object(j);
 
+    cli_json_key(j, "sparse_initializers");
+    cli_json_begin_array(j);
+    for (size_t i = 0; i < s->sparse_count; i++) {
+        const cli_sparse *sp = &s->sparse[i];
+        cli_json_begin_object(j);
+        cli_json_key(j, "name");
+        if (sp->has_values)
+            json_str(j, sp->name);
+        else
+            cli_json_null(j);
+        cli_json_key(j, "data_type");
+        json_dtype(j, sp->data_type);
+        cli_json_key(j, "dims");
+        json_dims(j, sp->dims);
+        cli_json_key(j, "nnz");
+        cli_json_uint(j, sp->values_dim0 > 0 ? (uint64_t)sp->values_dim0 : 0);
+        cli_json_key(j, "bytes");
+        cli_json_uint(j, sp->bytes);
+        cli_json_end_object(j);
+    }
+    cli_json_end_array(j);
+}
+
+static void json_external(cli_json *j, const cli_summary *s)
+{
     cli_json_key(j, "external_data");
     cli_json_begin_array(j);
     for (size_t i = 0; i < s->ext_count; i++) {
@@ -766,7 +561,7 @@ static void print_json(const char *path, const onnxio_ModelProto *m, const cli_s
         cli_json_uint(j, f->needed_bytes);
         cli_json_key(j, "short");
         if (f->exists)
-            cli_json_bool(j, file_is_short(f));
+            cli_json_bool(j, f->too_short);
         else
             cli_json_null(j);
         cli_json_key(j, "refused");
@@ -785,7 +580,7 @@ static void print_json(const char *path, const onnxio_ModelProto *m, const cli_s
         const cli_bad_ref *b = &s->bad_refs[i];
         cli_json_begin_object(j);
         cli_json_key(j, "tensor");
-        json_str(j, b->tensor->name);
+        json_str(j, b->tensor);
         cli_json_key(j, "status");
         cli_json_cstring(j, onnxio_status_name(b->status));
         cli_json_key(j, "message");
@@ -793,11 +588,14 @@ static void print_json(const char *path, const onnxio_ModelProto *m, const cli_s
         cli_json_end_object(j);
     }
     cli_json_end_array(j);
+}
 
+static void json_functions(cli_json *j, const cli_summary *s)
+{
     cli_json_key(j, "functions");
     cli_json_begin_array(j);
-    for (size_t i = 0; i < m->functions.size; i++) {
-        const onnxio_FunctionProto *f = m->functions.data[i];
+    for (size_t i = 0; i < s->function_count; i++) {
+        const cli_function *f = &s->functions[i];
         cli_json_begin_object(j);
         cli_json_key(j, "domain");
         json_str(j, f->domain);
@@ -806,16 +604,75 @@ static void print_json(const char *path, const onnxio_ModelProto *m, const cli_s
         cli_json_key(j, "overload");
         json_str(j, f->overload);
         cli_json_key(j, "node_count");
-        cli_json_uint(j, f->node.size);
+        cli_json_uint(j, f->node_count);
         cli_json_end_object(j);
     }
     cli_json_end_array(j);
-    cli_json_key(j, "archive");
-    if (archive)
-        json_archive(j, archive);
-    else
-        cli_json_null(j);
+}
+
+static void json_archive(cli_json *j, const cli_summary *s)
+{
+    cli_json_begin_object(j);
+    cli_json_key(j, "entries");
+    cli_json_begin_array(j);
+    for (size_t i = 0; i < s->entry_count; i++) {
+        const cli_archive_entry *c = &s->entries[i];
+        const onnxio_archive_entry *e = c->entry;
+        cli_json_begin_object(j);
+        cli_json_key(j, "name");
+        cli_json_string(j, e->name, e->name_size);
+        cli_json_key(j, "size");
+        cli_json_uint(j, e->size);
+        cli_json_key(j, "compressed_size");
+        cli_json_uint(j, e->compressed_size);
+        cli_json_key(j, "method");
+        cli_json_cstring(j, c->method);
+        cli_json_key(j, "crc32");
+        cli_json_uint(j, e->crc32);
+        cli_json_key(j, "header_offset");
+        cli_json_uint(j, e->header_offset);
+        cli_json_key(j, "data_offset");
+        cli_json_uint(j, e->data_offset);
+        cli_json_key(j, "alignment");
+        cli_json_uint(j, c->alignment);
+        cli_json_key(j, "model");
+        cli_json_bool(j, c->model);
+        cli_json_key(j, "zero_copy");
+        if (c->model)
+            cli_json_null(j);
+        else
+            cli_json_bool(j, c->zero_copy);
+        cli_json_end_object(j);
+    }
+    cli_json_end_array(j);
+    cli_json_key(j, "entry_count");
+    cli_json_uint(j, s->entry_count);
+    cli_json_key(j, "bytes");
+    cli_json_uint(j, s->entry_bytes);
+    cli_json_key(j, "compressed_bytes");
+    cli_json_uint(j, s->entry_compressed_bytes);
+    cli_json_key(j, "tensor_entries");
+    cli_json_uint(j, s->tensor_entries);
+    cli_json_key(j, "zero_copy_entries");
+    cli_json_uint(j, s->zero_copy_entries);
     cli_json_end_object(j);
+}
+
+static void print_json(const cli_summary *s)
+{
+    cli_json j;
+    cli_json_init(&j, stdout);
+    cli_json_begin_object(&j);
+    json_header(&j, s);
+    json_graph(&j, s);
+    json_external(&j, s);
+    json_functions(&j, s);
+    cli_json_key(&j, "archive");
+    if (s->in_archive)
+        json_archive(&j, s);
+    else
+        cli_json_null(&j);
+    cli_json_end_object(&j);
 }
 
 /* ---- the verb -------------------------------------------------------- */
@@ -874,9 +731,9 @@ static int run_info(int argc, char **argv)
         return cli_fail_msg("info", path, "out of memory");
     }
     if (json)
-        print_json(path, model, &s, archive);
+        print_json(&s);
     else
-        print_text(path, model, &s, archive);
+        print_text(&s);
     cli_summary_free(&s);
     onnxio_arena_unref(arena);
     onnxio_archive_close(archive);
