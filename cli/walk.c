@@ -1,30 +1,23 @@
 #include "walk.h"
 
-/* Every onnxio_<Message>_list has this layout (proto.h, ONNXIO_ARRAY_TYPE). */
-typedef struct any_list {
-    void **data;
-    size_t size;
-    size_t capacity;
-} any_list;
+typedef struct walk {
+    cli_visit_fn visit;
+    void *ctx;
+} walk;
+
+static onnxio_status each(void *msg, void *parent, const onnxio_field_desc *field, void *ctx)
+{
+    (void)parent;
+    (void)field;
+    walk *w = ctx;
+    w->visit(w->ctx, msg);
+    return ONNXIO_OK;
+}
 
 void cli_walk(void *msg, cli_visit_fn visit, void *ctx)
 {
-    const onnxio_message_desc *desc = ((onnxio_message *)msg)->desc;
-    visit(ctx, msg);
-    for (size_t i = 0; i < desc->field_count; i++) {
-        const onnxio_field_desc *f = &desc->fields[i];
-        if (f->kind != ONNXIO_KIND_MESSAGE)
-            continue;
-        void *p = onnxio_field_ptr(msg, f);
-        if (f->label == ONNXIO_LABEL_REPEATED) {
-            const any_list *list = p;
-            for (size_t j = 0; j < list->size; j++)
-                if (list->data[j])
-                    cli_walk(list->data[j], visit, ctx);
-        } else {
-            void *sub = *(void **)p;
-            if (sub)
-                cli_walk(sub, visit, ctx);
-        }
-    }
+    walk w = {visit, ctx};
+    /* A parsed tree is at most max_depth deep, within ONNXIO_MAX_DEPTH:
+     * the walk cannot fail on it. */
+    (void)onnxio_visit(msg, NULL, each, &w);
 }

@@ -1,7 +1,8 @@
 /*
- * A generic walk over every message of a tree, driven by the descriptors
- * (so it reaches tensors in subgraphs, attributes, functions, sparse
- * tensors and training graphs without listing where they can be).
+ * A walk over every message of a tree: the library's onnxio_visit, driven
+ * by the descriptors (so it reaches tensors in subgraphs, attributes,
+ * functions, sparse tensors and training graphs without listing where they
+ * can be).
  */
 #ifndef ONNXIO_CLI_WALK_H
 #define ONNXIO_CLI_WALK_H
@@ -11,8 +12,8 @@
 /* Called for each message, parents before children. */
 typedef void (*cli_visit_fn)(void *ctx, void *msg);
 
-/* Visits `msg` and every message under it. The depth is bounded by the
- * parser's nesting limit, so the recursion is too. */
+/* Visits `msg` and every message under it (onnxio_visit; a tree the
+ * parser made is within its nesting limit). */
 void cli_walk(void *msg, cli_visit_fn visit, void *ctx);
 
 /* 1 when `msg` is a message of type `desc`. */

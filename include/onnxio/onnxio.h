@@ -169,6 +169,21 @@ onnxio_status onnxio_message_merge(onnxio_arena *arena, void *dst, const void *s
  * with a heap stack, so any nesting depth is compared). */
 int onnxio_message_equal(const void *a, const void *b);
 
+/* Called by onnxio_visit for each message it finds: `parent` holds it in
+ * `field` (both NULL for the root). A status other than ONNXIO_OK stops
+ * the walk and is what onnxio_visit returns. */
+typedef onnxio_status (*onnxio_visit_fn)(void *msg, void *parent, const onnxio_field_desc *field, void *ctx);
+/* Calls fn for every message of type `target` (NULL: every message) in the
+ * tree under `root`, `root` included: depth first, parents before their
+ * sub-messages, fields in number order, repeated ones element by element.
+ * It reaches every place a type can be (subgraphs in attributes,
+ * functions, sparse tensors, training graphs) through the descriptors.
+ * Returns ONNXIO_OK, fn's first other status, or ONNXIO_ERR_DEPTH for a
+ * tree nested deeper than ONNXIO_MAX_DEPTH (fn has then been called for
+ * what lies above). The tree must not change while it is walked, except
+ * inside the message fn is given (its scalars and strings). */
+onnxio_status onnxio_visit(void *root, const onnxio_message_desc *target, onnxio_visit_fn fn, void *ctx);
+
 /* Field lookup: by proto name, or by field number. NULL when there is none. */
 const onnxio_field_desc *onnxio_field_by_name(const onnxio_message_desc *desc, const char *name);
 const onnxio_field_desc *onnxio_field_by_number(const onnxio_message_desc *desc, uint32_t number);

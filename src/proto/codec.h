@@ -220,7 +220,8 @@ static inline bool onnxio__has_typed_data(const onnxio_TensorProto *t)
 }
 
 /* message.c: calls fn(msg, parent, field) for every message of type
- * `target` in the tree under `root` (depth first, in field order), where
+ * `target` (NULL: every message) in the tree under `root` (depth first, in
+ * field order; onnxio_visit is the public form), where
  * `parent`/`field` say where it was found (NULL for the root itself). */
 typedef onnxio_status (*onnxio__visit_fn)(onnxio_message *msg, onnxio_message *parent,
                                           const onnxio_field_desc *field, void *ctx);

@@ -682,7 +682,7 @@ static onnxio_status visit(onnxio_message *m, onnxio_message *parent, const onnx
 {
     if (depth > ONNXIO_MAX_DEPTH)
         return onnxio__fail(ONNXIO_ERR_DEPTH, "%s nests messages deeper than %d levels", m->desc->name, ONNXIO_MAX_DEPTH);
-    if (m->desc == target) {
+    if (!target || m->desc == target) {
         onnxio_status s = fn(m, parent, via, ctx);
         if (s) return s;
     }
@@ -708,4 +708,24 @@ onnxio_status onnxio__visit(onnxio_message *root, const onnxio_message_desc *tar
                             onnxio__visit_fn fn, void *ctx)
 {
     return visit(root, NULL, NULL, target, fn, ctx, 0);
+}
+
+typedef struct public_visit {
+    onnxio_visit_fn fn;
+    void *ctx;
+} public_visit;
+
+static onnxio_status call_public(onnxio_message *msg, onnxio_message *parent, const onnxio_field_desc *field,
+                                 void *ctx)
+{
+    public_visit *v = ctx;
+    return v->fn(msg, parent, field, v->ctx);
+}
+
+ONNXIO_API onnxio_status onnxio_visit(void *root, const onnxio_message_desc *target, onnxio_visit_fn fn, void *ctx)
+{
+    onnxio__clear_error();
+    if (!root || !fn) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "visit: NULL argument");
+    public_visit v = {fn, ctx};
+    return visit(root, NULL, NULL, target, call_public, &v, 0);
 }

@@ -1134,10 +1134,100 @@ static void test_deep_trees(void)
     tu_end();
 }
 
+typedef struct visit_log {
+    char names[8][8];
+    const char *fields[8];
+    size_t count, messages, stop_at;
+} visit_log;
+
+static onnxio_status log_tensor(void *msg, void *parent, const onnxio_field_desc *field, void *ctx)
+{
+    visit_log *v = ctx;
+    onnxio_TensorProto *t = msg;
+    CHECK(parent != NULL && field != NULL && onnxio_field_ptr(parent, field) != NULL);
+    if (v->count < 8) {
+        snprintf(v->names[v->count], sizeof v->names[0], "%s", t->name.data ? t->name.data : "");
+        v->fields[v->count] = field ? field->name : "";
+    }
+    if (++v->count == v->stop_at) return ONNXIO_ERR_INVALID_ARGUMENT;
+    return ONNXIO_OK;
+}
+
+static onnxio_status count_all(void *msg, void *parent, const onnxio_field_desc *field, void *ctx)
+{
+    (void)msg;
+    (void)parent;
+    (void)field;
+    ((visit_log *)ctx)->messages++;
+    return ONNXIO_OK;
+}
+
+static onnxio_TensorProto *named_tensor(onnxio_arena *a, void *list, const char *name)
+{
+    onnxio_TensorProto *t = onnxio_list_add(a, list, &onnxio_desc_TensorProto);
+    CHECK_STATUS(onnxio_string_set(a, &t->name, name, strlen(name)), ONNXIO_OK);
+    onnxio_set_has(t, ONNXIO_FIELD_TensorProto_name);
+    return t;
+}
+
+/* onnxio_visit finds tensors wherever the schema lets them be, in the order
+ * the test put them (depth first, fields by number), with where each is. */
+static void test_visit(void)
+{
+    tu_begin("onnxio_visit: every tensor of a tree, in order, with its parent and field");
+    onnxio_arena *a = onnxio_arena_new();
+    onnxio_ModelProto *m = onnxio_message_new(a, &onnxio_desc_ModelProto);
+    onnxio_GraphProto *g = m->graph = onnxio_message_new(a, &onnxio_desc_GraphProto);
+    onnxio_set_has(m, ONNXIO_FIELD_ModelProto_graph);
+    onnxio_NodeProto *n = onnxio_list_add(a, &g->node, &onnxio_desc_NodeProto);
+    onnxio_AttributeProto *at = onnxio_list_add(a, &n->attribute, &onnxio_desc_AttributeProto);
+    at->t = onnxio_message_new(a, &onnxio_desc_TensorProto);
+    onnxio_set_has(at, ONNXIO_FIELD_AttributeProto_t);
+    CHECK_STATUS(onnxio_string_set(a, &at->t->name, "t2", 2), ONNXIO_OK);
+    at->g = onnxio_message_new(a, &onnxio_desc_GraphProto);
+    onnxio_set_has(at, ONNXIO_FIELD_AttributeProto_g);
+    named_tensor(a, &at->g->initializer, "t3");
+    named_tensor(a, &g->initializer, "t1");
+    onnxio_SparseTensorProto *sp = onnxio_list_add(a, &g->sparse_initializer, &onnxio_desc_SparseTensorProto);
+    sp->values = onnxio_message_new(a, &onnxio_desc_TensorProto);
+    sp->indices = onnxio_message_new(a, &onnxio_desc_TensorProto);
+    onnxio_set_has(sp, ONNXIO_FIELD_SparseTensorProto_values);
+    onnxio_set_has(sp, ONNXIO_FIELD_SparseTensorProto_indices);
+    CHECK_STATUS(onnxio_string_set(a, &sp->values->name, "t5", 2), ONNXIO_OK);
+    CHECK_STATUS(onnxio_string_set(a, &sp->indices->name, "t6", 2), ONNXIO_OK);
+    onnxio_FunctionProto *fn = onnxio_list_add(a, &m->functions, &onnxio_desc_FunctionProto);
+    onnxio_NodeProto *fnode = onnxio_list_add(a, &fn->node, &onnxio_desc_NodeProto);
+    onnxio_AttributeProto *fat = onnxio_list_add(a, &fnode->attribute, &onnxio_desc_AttributeProto);
+    named_tensor(a, &fat->tensors, "t4");
+
+    visit_log v = {0};
+    CHECK_STATUS(onnxio_visit(m, &onnxio_desc_TensorProto, log_tensor, &v), ONNXIO_OK);
+    static const char *const want[] = {"t2", "t3", "t1", "t5", "t6", "t4"};
+    static const char *const want_fields[] = {"t", "initializer", "initializer", "values", "indices", "tensors"};
+    CHECK(v.count == 6);
+    for (size_t i = 0; i < 6 && i < v.count; i++) {
+        CHECK_MSG(strcmp(v.names[i], want[i]) == 0, "tensor %zu: %s, expected %s", i, v.names[i], want[i]);
+        CHECK_MSG(strcmp(v.fields[i], want_fields[i]) == 0, "tensor %zu in %s, expected %s", i, v.fields[i],
+                  want_fields[i]);
+    }
+    /* A status other than OK stops the walk and is returned. */
+    visit_log stop = {.stop_at = 3};
+    CHECK_STATUS(onnxio_visit(m, &onnxio_desc_TensorProto, log_tensor, &stop), ONNXIO_ERR_INVALID_ARGUMENT);
+    CHECK(stop.count == 3);
+    /* NULL: every message (model, graph, node, attribute x2, tensor x6,
+     * subgraph, sparse tensor, function, function node). */
+    CHECK_STATUS(onnxio_visit(m, NULL, count_all, &v), ONNXIO_OK);
+    CHECK_MSG(v.messages == 15, "%zu messages", v.messages);
+    CHECK_STATUS(onnxio_visit(NULL, NULL, count_all, &v), ONNXIO_ERR_INVALID_ARGUMENT);
+    onnxio_arena_unref(a);
+    tu_end();
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
     (void)argv;
+    test_visit();
     test_descriptors();
     test_new_clear_presence();
     test_exact_bytes();
