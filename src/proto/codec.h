@@ -26,6 +26,9 @@ const char *onnxio__path_problem(const char *p, size_t n, onnxio_status *status)
  * (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF), or 0
  * (text.c; the text writers and readers). */
 size_t onnxio__utf8_sequence(const unsigned char *p, size_t n);
+/* The UTF-8 bytes of code point `cp` (at most U+10FFFF, not a surrogate)
+ * into `out`; returns how many (1 to 4). */
+size_t onnxio__utf8_encode(uint32_t cp, char out[4]);
 
 /* The one JSON string reader (text.c; onnxio_json_write_string is its
  * writer), for the JSON text format and safetensors headers. */

@@ -96,21 +96,8 @@ typedef struct fast_table {
 
 enum {
     MESSAGE_COUNT = 0
-#define ONNXIO_ENUM(E, FULL)
-#define ONNXIO_ENUM_VALUE(E, V, N)
-#define ONNXIO_END_ENUM(E)
-#define ONNXIO_MESSAGE(M, FULL) +1
-#define ONNXIO_ONEOF(M, O)
-#define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T)
-#define ONNXIO_END_MESSAGE(M)
-#include "onnxio/schema.def"
-#undef ONNXIO_ENUM
-#undef ONNXIO_ENUM_VALUE
-#undef ONNXIO_END_ENUM
-#undef ONNXIO_MESSAGE
-#undef ONNXIO_ONEOF
-#undef ONNXIO_FIELD
-#undef ONNXIO_END_MESSAGE
+#define EACH_MESSAGE(M) +1
+#include "proto/schema_messages.h"
 };
 
 static fast_table fast_tables[MESSAGE_COUNT];

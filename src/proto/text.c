@@ -359,6 +359,30 @@ static void put_base64(out *o, const uint8_t *p, size_t n)
     put(o, "\"", 1);
 }
 
+size_t onnxio__utf8_encode(uint32_t cp, char out[4])
+{
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xc0 | cp >> 6);
+        out[1] = (char)(0x80 | (cp & 0x3f));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xe0 | cp >> 12);
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        out[2] = (char)(0x80 | (cp & 0x3f));
+        return 3;
+    }
+    out[0] = (char)(0xf0 | cp >> 18);
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+    out[3] = (char)(0x80 | (cp & 0x3f));
+    return 4;
+}
+
 static int hex4(const char *p, const char *end, uint32_t *out)
 {
     uint32_t v = 0;
@@ -427,27 +451,7 @@ onnxio__json_error onnxio__json_string(const char **pp, const char *end, unsigne
             }
             if (cp == 0 && (flags & ONNXIO__JSON_NO_NUL)) return *pp = esc, ONNXIO__JSON_NUL;
             char u[4];
-            size_t n;
-            if (cp < 0x80) {
-                u[0] = (char)cp;
-                n = 1;
-            } else if (cp < 0x800) {
-                u[0] = (char)(0xc0 | cp >> 6);
-                u[1] = (char)(0x80 | (cp & 0x3f));
-                n = 2;
-            } else if (cp < 0x10000) {
-                u[0] = (char)(0xe0 | cp >> 12);
-                u[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-                u[2] = (char)(0x80 | (cp & 0x3f));
-                n = 3;
-            } else {
-                u[0] = (char)(0xf0 | cp >> 18);
-                u[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-                u[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-                u[3] = (char)(0x80 | (cp & 0x3f));
-                n = 4;
-            }
-            if (!put(ctx, u, n)) return *pp = esc, ONNXIO__JSON_SINK;
+            if (!put(ctx, u, onnxio__utf8_encode(cp, u))) return *pp = esc, ONNXIO__JSON_SINK;
             continue;
         }
         default: return *pp = esc, ONNXIO__JSON_ESCAPE;

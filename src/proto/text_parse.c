@@ -75,27 +75,7 @@ int onnxio__text_scratch_put(reader *r, const void *p, size_t n)
 static int put_utf8(reader *r, uint32_t cp)
 {
     char b[4];
-    size_t n;
-    if (cp < 0x80) {
-        b[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        b[0] = (char)(0xc0 | cp >> 6);
-        b[1] = (char)(0x80 | (cp & 0x3f));
-        n = 2;
-    } else if (cp < 0x10000) {
-        b[0] = (char)(0xe0 | cp >> 12);
-        b[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        b[2] = (char)(0x80 | (cp & 0x3f));
-        n = 3;
-    } else {
-        b[0] = (char)(0xf0 | cp >> 18);
-        b[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-        b[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        b[3] = (char)(0x80 | (cp & 0x3f));
-        n = 4;
-    }
-    return onnxio__text_scratch_put(r, b, n);
+    return onnxio__text_scratch_put(r, b, onnxio__utf8_encode(cp, b));
 }
 
 size_t onnxio__text_utf8_prefix(const unsigned char *p, size_t n)
