@@ -5,9 +5,10 @@
  * descriptors of onnxio/proto.h at import time.
  *
  * Files (one job each):
- *   module.c    module init, exceptions, status -> exception mapping,
- *               parse/serialize/load/save/consolidate entry points with the
- *               GIL released, payload buffers (buffer protocol) for numpy.
+ *   module.c    module init, parse/serialize/load/save/consolidate entry
+ *               points with the GIL released, payload buffers (buffer
+ *               protocol) for numpy.
+ *   errors.c    the exceptions, status -> exception mapping (pyonnxio_raise).
  *   message.c   one heap type per message descriptor, field get/set,
  *               presence, the protobuf message methods, text format.
  *   repeated.c  the repeated-field containers (scalar and message).
@@ -169,14 +170,14 @@ int pyonnxio_repeated_init(PyObject *module);
  * strong reference to `owner`. New reference. */
 PyObject *pyonnxio_repeated_new(PyOnnxioMessage *owner, const onnxio_field_desc *field);
 
-/* ---- module.c -------------------------------------------------------- */
+/* ---- errors.c -------------------------------------------------------- */
 
 /* onnxio.DecodeError (a ValueError, protobuf's DecodeError name) and
  * onnxio.EncodeError. */
 extern PyObject *pyonnxio_DecodeError;
 extern PyObject *pyonnxio_EncodeError;
 /* onnxio.ExternalDataError (a ValueError): path, range and checksum
- * refusals of external data (added by module.c). */
+ * refusals of external data. */
 extern PyObject *pyonnxio_ExternalDataError;
 /* onnxio.ArchiveError (a DecodeError): a malformed or unsafe .onnxz archive. */
 extern PyObject *pyonnxio_ArchiveError;
@@ -201,6 +202,15 @@ PyObject *pyonnxio_raise_writing(onnxio_status status);
  * errno and strerror set, and filename = `path` when the message is about
  * it, as open() does. */
 PyObject *pyonnxio_raise_path(onnxio_status status, int writing, const char *path);
+/* Creates the four exceptions above and adds them to `module`. 0 or -1. */
+int pyonnxio_errors_init(PyObject *module);
+/* _raise_status of module.c's method table (METH_VARARGS | METH_KEYWORDS):
+ * raises what an entry point raises for a status. */
+PyObject *pyonnxio_raise_status(PyObject *self, PyObject *args, PyObject *kw);
+extern const char pyonnxio_raise_status_doc[];
+
+/* ---- module.c -------------------------------------------------------- */
+
 /* A payload owner for the bytes of `obj` (a bytes object, or any object
  * exporting a contiguous read-only or writable buffer): the buffer keeps a
  * strong reference to `obj` (and its Py_buffer) and releases them, taking
