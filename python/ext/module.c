@@ -188,125 +188,6 @@ PyObject *pyonnxio_payload_view(const onnxio_span *span)
     return mv;
 }
 
-/* ---- argument helpers --------------------------------------------------- */
-
-/* The descriptor of a message class, a message instance, or a name
- * ("TensorProto", "onnx.TensorProto", "TensorProto.Segment"). */
-static const onnxio_message_desc *desc_from(PyObject *what)
-{
-    if (PyUnicode_Check(what)) {
-        const char *name = PyUnicode_AsUTF8(what);
-        if (!name) return NULL;
-        const onnxio_message_desc *d = onnxio_message_desc_by_name(name);
-        if (!d) PyErr_Format(PyExc_ValueError, "no ONNX message named %R", what);
-        return d;
-    }
-    if (PyType_Check(what)) {
-        for (size_t i = 0; i < onnxio_all_message_count; i++)
-            if ((PyObject *)pyonnxio_message_type(onnxio_all_messages[i]) == what) return onnxio_all_messages[i];
-    } else {
-        const onnxio_message_desc *d = pyonnxio_message_desc_of(what);
-        if (d) return d;
-    }
-    PyErr_Format(PyExc_TypeError, "expected an onnxio message class, got %R", what);
-    return NULL;
-}
-
-/* The onnxio message object `obj`, or TypeError. `want` NULL: any type. */
-static PyOnnxioMessage *as_message(PyObject *obj, const onnxio_message_desc *want, const char *what)
-{
-    const onnxio_message_desc *d = pyonnxio_message_desc_of(obj);
-    if (!d || (want && d != want)) {
-        PyErr_Format(PyExc_TypeError, "%s must be an onnxio.%s, not %.200s", what,
-                     want ? want->name : "message (ModelProto, TensorProto, ...)", Py_TYPE(obj)->tp_name);
-        return NULL;
-    }
-    return (PyOnnxioMessage *)obj;
-}
-
-/* "O&" converter: a non-negative integer that fits uint64_t. */
-static int conv_u64(PyObject *o, void *out)
-{
-    if (!PyLong_Check(o) || PyBool_Check(o)) {
-        PyErr_Format(PyExc_TypeError, "expected an int, got %.200s", Py_TYPE(o)->tp_name);
-        return 0;
-    }
-    PyObject *zero = PyLong_FromLong(0);
-    int negative = zero ? PyObject_RichCompareBool(o, zero, Py_LT) : -1;
-    Py_XDECREF(zero);
-    if (negative < 0) return 0;
-    if (negative) {
-        PyErr_Format(PyExc_ValueError, "expected a non-negative int, got %R", o);
-        return 0;
-    }
-    unsigned long long v = PyLong_AsUnsignedLongLong(o);
-    if (v == (unsigned long long)-1 && PyErr_Occurred()) return 0;
-    *(uint64_t *)out = v;
-    return 1;
-}
-
-/* "O&" converter: an int (not a bool) that fits C int. */
-static int conv_int(PyObject *o, void *out)
-{
-    if (!PyLong_Check(o) || PyBool_Check(o)) {
-        PyErr_Format(PyExc_TypeError, "expected an int, got %.200s", Py_TYPE(o)->tp_name);
-        return 0;
-    }
-    long v = PyLong_AsLong(o);
-    if (v == -1 && PyErr_Occurred()) return 0;
-    if (v < INT32_MIN || v > INT32_MAX) {
-        PyErr_Format(PyExc_OverflowError, "%R does not fit a C int", o);
-        return 0;
-    }
-    *(int *)out = (int)v;
-    return 1;
-}
-
-/* "O&" converter: a nesting depth (an int, not a bool). Any positive value
- * is accepted: the library takes values above ONNXIO_MAX_DEPTH as it, so
- * larger ones are passed as INT_MAX; a negative one is passed on for the
- * library to refuse (ValueError). */
-static int conv_depth(PyObject *o, void *out)
-{
-    if (!PyLong_Check(o) || PyBool_Check(o)) {
-        PyErr_Format(PyExc_TypeError, "max_depth: expected an int, got %.200s", Py_TYPE(o)->tp_name);
-        return 0;
-    }
-    int overflow = 0;
-    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
-    if (v == -1 && !overflow && PyErr_Occurred()) return 0;
-    if (overflow > 0 || v > INT_MAX) v = INT_MAX;
-    if (overflow < 0 || v < 0) v = -1;
-    *(int *)out = (int)v;
-    return 1;
-}
-
-/* "O&" converter: None, or a toggle (True -> ON, False -> OFF). */
-static int conv_toggle(PyObject *o, void *out)
-{
-    if (o == Py_None) {
-        *(onnxio_toggle *)out = ONNXIO_DEFAULT;
-        return 1;
-    }
-    int t = PyObject_IsTrue(o);
-    if (t < 0) return 0;
-    *(onnxio_toggle *)out = t ? ONNXIO_ON : ONNXIO_OFF;
-    return 1;
-}
-
-/* "O&" converter with cleanup: None (-> NULL stays), or a path (str, bytes,
- * os.PathLike) as a bytes object in the file system encoding. */
-static int conv_opt_path(PyObject *o, void *out)
-{
-    if (o == Py_None) return 1;
-    return PyUnicode_FSConverter(o, out);
-}
-
-static const char *path_str(PyObject *bytes_or_null)
-{
-    return bytes_or_null ? PyBytes_AS_STRING(bytes_or_null) : NULL;
-}
-
 /* ---- the progress callback ------------------------------------------------ */
 
 /* A Python progress callable `fn(done, total)` behind onnxio_progress_fn:
@@ -430,11 +311,11 @@ typedef struct {
         "raw_data_threshold", "alignment", "payload_fn", "verify_crc", "max_expansion", "progress", "direct_io"
 #define PARSE_FORMAT "pO&O&O&pO&pO&O&OO&O&OO&"
 #define PARSE_ARGS(c) \
-    &b_no_copy, conv_int, &(c)->opts.num_threads, conv_toggle, &(c)->opts.load_external_data, conv_opt_path, \
-        &(c)->base_dir, &b_skip, conv_depth, &(c)->opts.max_depth, &b_verify, conv_u64, \
-        &(c)->opts.raw_data_threshold, conv_u64, &(c)->opts.alignment, &payload_fn, \
-        conv_toggle, &(c)->opts.verify_crc, conv_u64, &(c)->opts.max_expansion, &progress_fn, conv_toggle, \
-        &(c)->opts.direct_io
+    &b_no_copy, pyonnxio_conv_int, &(c)->opts.num_threads, pyonnxio_conv_toggle, &(c)->opts.load_external_data, \
+        pyonnxio_conv_opt_path, &(c)->base_dir, &b_skip, pyonnxio_conv_depth, &(c)->opts.max_depth, &b_verify, \
+        pyonnxio_conv_u64, &(c)->opts.raw_data_threshold, pyonnxio_conv_u64, &(c)->opts.alignment, &payload_fn, \
+        pyonnxio_conv_toggle, &(c)->opts.verify_crc, pyonnxio_conv_u64, &(c)->opts.max_expansion, &progress_fn, \
+        pyonnxio_conv_toggle, &(c)->opts.direct_io
 #define PARSE_LOCALS \
     int b_no_copy = 0, b_skip = 0, b_verify = 0; \
     PyObject *payload_fn = Py_None, *progress_fn = Py_None
@@ -512,7 +393,7 @@ static int parse_call_finish_args(parse_call *c, int b_no_copy, int b_skip, int 
     c->opts.no_copy = b_no_copy;
     c->opts.skip_raw_data = b_skip;
     c->opts.verify_checksum = b_verify;
-    c->opts.base_dir = path_str(c->base_dir);
+    c->opts.base_dir = pyonnxio_path_str(c->base_dir);
     if (payload_fn != Py_None) {
         if (!PyCallable_Check(payload_fn)) {
             PyErr_SetString(PyExc_TypeError, "payload_fn must be callable or None");
@@ -589,7 +470,7 @@ static PyObject *mod_load_file(PyObject *self, PyObject *args, PyObject *kw)
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O|$" PARSE_FORMAT ":_load_file", kwlist, PyUnicode_FSConverter,
                                      &path, &cls, PARSE_ARGS(&c)))
         goto fail_args;
-    const onnxio_message_desc *desc = desc_from(cls);
+    const onnxio_message_desc *desc = pyonnxio_desc_from(cls);
     if (!desc || parse_call_finish_args(&c, b_no_copy, b_skip, b_verify, payload_fn, progress_fn) < 0) goto fail_args;
     if (!(c.arena = onnxio_arena_new())) {
         PyErr_NoMemory();
@@ -632,7 +513,7 @@ static PyObject *mod_load_bytes(PyObject *self, PyObject *args, PyObject *kw)
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$" PARSE_FORMAT ":_load_bytes", kwlist, &data, &cls,
                                      PARSE_ARGS(&c)))
         goto fail_args;
-    const onnxio_message_desc *desc = desc_from(cls);
+    const onnxio_message_desc *desc = pyonnxio_desc_from(cls);
     if (!desc || parse_call_finish_args(&c, b_no_copy, b_skip, b_verify, payload_fn, progress_fn) < 0) goto fail_args;
 
     /* Copy mode reads the input during the call only (the export keeps a
@@ -695,7 +576,7 @@ static PyObject *load_external_common(PyObject *args, PyObject *kw, const char *
     snprintf(format, sizeof format, "OO&|$%s:%s", PARSE_FORMAT, fname);
     if (!PyArg_ParseTupleAndKeywords(args, kw, format, kwlist, &obj, PyUnicode_FSConverter, &base, PARSE_ARGS(&c)))
         goto fail_args;
-    PyOnnxioMessage *m = as_message(obj, tensor ? &onnxio_desc_TensorProto : &onnxio_desc_ModelProto,
+    PyOnnxioMessage *m = pyonnxio_as_message(obj, tensor ? &onnxio_desc_TensorProto : &onnxio_desc_ModelProto,
                                     tensor ? "tensor" : "model");
     if (!m || parse_call_finish_args(&c, b_no_copy, b_skip, b_verify, payload_fn, progress_fn) < 0) goto fail_args;
     void *msg = pyonnxio_message_get(m, 0);
@@ -746,25 +627,6 @@ static PyObject *mod_load_tensor_external_data(PyObject *self, PyObject *args, P
 
 /* ---- save and serialize -------------------------------------------------- */
 
-/* The C message of `m` for reading; for a lazy (never written) message, an
- * empty one of the same type in *scratch, so that saving it writes what
- * protobuf writes for an empty message. */
-static void *message_for_read(PyOnnxioMessage *m, const onnxio_message_desc *desc, onnxio_arena **scratch)
-{
-    void *msg = pyonnxio_message_get(m, 0);
-    if (msg) {
-        *scratch = onnxio_arena_ref(m->arena);
-        return msg;
-    }
-    if (!(*scratch = onnxio_arena_new()) || !(msg = onnxio_message_new(*scratch, desc))) {
-        onnxio_arena_unref(*scratch);
-        *scratch = NULL;
-        PyErr_NoMemory();
-        return NULL;
-    }
-    return msg;
-}
-
 PyDoc_STRVAR(save_file_doc,
              "_save_file(message, path, *, num_threads=0, raw_data_threshold=0, alignment=0, location=None,\n"
              "           size_threshold=0, all_tensors_to_one_file=None, convert_attribute=False,\n"
@@ -792,19 +654,21 @@ static PyObject *mod_save_file(PyObject *self, PyObject *args, PyObject *kw)
     onnxio_serialize_options so = ONNXIO_SERIALIZE_OPTIONS_INIT;
     int convert_attribute = 0, checksum = 0, fsync = 1;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO&|$O&O&O&O&O&O&pO&pO&pOO&:_save_file", kwlist, &obj,
-                                     PyUnicode_FSConverter, &path, conv_int, &so.num_threads, conv_u64,
-                                     &so.raw_data_threshold, conv_u64, &so.alignment,
-                                     conv_opt_path, &location, conv_u64, &so.external_data.size_threshold,
-                                     conv_toggle, &so.external_data.all_tensors_to_one_file, &convert_attribute,
-                                     conv_u64, &so.external_data.max_file_size, &checksum, conv_depth,
-                                     &so.max_depth, &fsync, &progress_fn, conv_u64, &so.max_expansion))
+                                     PyUnicode_FSConverter, &path, pyonnxio_conv_int, &so.num_threads,
+                                     pyonnxio_conv_u64, &so.raw_data_threshold, pyonnxio_conv_u64, &so.alignment,
+                                     pyonnxio_conv_opt_path, &location, pyonnxio_conv_u64,
+                                     &so.external_data.size_threshold, pyonnxio_conv_toggle,
+                                     &so.external_data.all_tensors_to_one_file, &convert_attribute,
+                                     pyonnxio_conv_u64, &so.external_data.max_file_size, &checksum,
+                                     pyonnxio_conv_depth, &so.max_depth, &fsync, &progress_fn, pyonnxio_conv_u64,
+                                     &so.max_expansion))
         goto fail;
     if (progress_call_init(&progress, progress_fn, 1, &so.progress, &so.progress_user) < 0) goto fail;
     so.fsync = fsync ? ONNXIO_ON : ONNXIO_OFF;
-    so.external_data.location = path_str(location);
+    so.external_data.location = pyonnxio_path_str(location);
     so.external_data.convert_attribute = convert_attribute;
     so.external_data.checksum = checksum;
-    PyOnnxioMessage *m = as_message(obj, NULL, "message");
+    PyOnnxioMessage *m = pyonnxio_as_message(obj, NULL, "message");
     if (!m) goto fail;
     const onnxio_message_desc *desc = pyonnxio_message_desc_of(obj);
     int wants_external = location || so.external_data.all_tensors_to_one_file == ONNXIO_OFF;
@@ -813,7 +677,7 @@ static PyObject *mod_save_file(PyObject *self, PyObject *args, PyObject *kw)
         goto fail;
     }
     onnxio_arena *keep;
-    void *msg = message_for_read(m, desc, &keep);
+    void *msg = pyonnxio_message_for_read(m, desc, &keep);
     if (!msg) goto fail;
     onnxio_status s;
     /* The tree stays as it is until the save returns: a progress callback
@@ -850,10 +714,10 @@ PyDoc_STRVAR(serialize_doc,
 static PyObject *mod_serialize(PyObject *self, PyObject *obj)
 {
     (void)self;
-    PyOnnxioMessage *m = as_message(obj, NULL, "message");
+    PyOnnxioMessage *m = pyonnxio_as_message(obj, NULL, "message");
     if (!m) return NULL;
     onnxio_arena *keep;
-    void *msg = message_for_read(m, pyonnxio_message_desc_of(obj), &keep);
+    void *msg = pyonnxio_message_for_read(m, pyonnxio_message_desc_of(obj), &keep);
     if (!msg) return NULL;
     PyObject *out = pyonnxio_serialize(msg, keep);
     onnxio_arena_unref(keep);
@@ -877,9 +741,9 @@ static PyObject *mod_unknown_fields(PyObject *self, PyObject *obj)
     size_t size;
     onnxio_arena *keep = NULL;
     if (pyonnxio_message_desc_of(obj)) {
-        PyOnnxioMessage *m = as_message(obj, NULL, "message");
+        PyOnnxioMessage *m = pyonnxio_as_message(obj, NULL, "message");
         if (!m) return NULL;
-        const onnxio_message *msg = message_for_read(m, pyonnxio_message_desc_of(obj), &keep);
+        const onnxio_message *msg = pyonnxio_message_for_read(m, pyonnxio_message_desc_of(obj), &keep);
         if (!msg) return NULL;
         data = msg->unknown.data;
         size = msg->unknown.size;
@@ -940,10 +804,10 @@ static PyObject *mod_text_format(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "Os:_text_format", &obj, &name)) return NULL;
     int style = text_style(name);
     if (style < 0) return NULL;
-    PyOnnxioMessage *m = as_message(obj, NULL, "message");
+    PyOnnxioMessage *m = pyonnxio_as_message(obj, NULL, "message");
     if (!m) return NULL;
     onnxio_arena *keep;
-    void *msg = message_for_read(m, pyonnxio_message_desc_of(obj), &keep);
+    void *msg = pyonnxio_message_for_read(m, pyonnxio_message_desc_of(obj), &keep);
     if (!msg) return NULL;
     onnxio_text_options o = ONNXIO_TEXT_OPTIONS_INIT;
     o.style = (onnxio_text_style)style;
@@ -985,7 +849,7 @@ static PyObject *mod_text_parse(PyObject *self, PyObject *args, PyObject *kw)
                                      &max_expansion))
         return NULL;
     int style = text_style(name);
-    const onnxio_message_desc *desc = style < 0 ? NULL : desc_from(cls);
+    const onnxio_message_desc *desc = style < 0 ? NULL : pyonnxio_desc_from(cls);
     if (!desc) return NULL;
     Py_buffer view;
     const char *bytes;
@@ -1035,15 +899,15 @@ static PyObject *mod_archive_replace_model(PyObject *self, PyObject *args, PyObj
     PyObject *obj, *path = NULL;
     onnxio_serialize_options so = {0};
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO&|$O&:_archive_replace_model", kwlist, &obj, PyUnicode_FSConverter,
-                                     &path, conv_int, &so.num_threads))
+                                     &path, pyonnxio_conv_int, &so.num_threads))
         return NULL;
-    PyOnnxioMessage *m = as_message(obj, &onnxio_desc_ModelProto, "model");
+    PyOnnxioMessage *m = pyonnxio_as_message(obj, &onnxio_desc_ModelProto, "model");
     if (!m) {
         Py_DECREF(path);
         return NULL;
     }
     onnxio_arena *keep;
-    void *msg = message_for_read(m, &onnxio_desc_ModelProto, &keep);
+    void *msg = pyonnxio_message_for_read(m, &onnxio_desc_ModelProto, &keep);
     if (!msg) {
         Py_DECREF(path);
         return NULL;
@@ -1079,10 +943,10 @@ static PyObject *mod_consolidate(PyObject *self, PyObject *args, PyObject *kw)
     static char *kwlist[] = {"message", "raw_data_threshold", "alignment", NULL};
     PyObject *obj;
     onnxio_consolidate_options o = {0};
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O&O&:_consolidate", kwlist, &obj, conv_u64,
-                                     &o.raw_data_threshold, conv_u64, &o.alignment))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O&O&:_consolidate", kwlist, &obj, pyonnxio_conv_u64,
+                                     &o.raw_data_threshold, pyonnxio_conv_u64, &o.alignment))
         return NULL;
-    PyOnnxioMessage *m = as_message(obj, NULL, "message");
+    PyOnnxioMessage *m = pyonnxio_as_message(obj, NULL, "message");
     if (!m) return NULL;
     void *msg = pyonnxio_message_get(m, 0);
     if (!msg) Py_RETURN_NONE;
@@ -1118,7 +982,7 @@ PyDoc_STRVAR(payload_view_doc,
 static PyObject *mod_payload_view(PyObject *self, PyObject *obj)
 {
     (void)self;
-    PyOnnxioMessage *m = as_message(obj, &onnxio_desc_TensorProto, "tensor");
+    PyOnnxioMessage *m = pyonnxio_as_message(obj, &onnxio_desc_TensorProto, "tensor");
     if (!m) return NULL;
     onnxio_TensorProto *t = pyonnxio_message_get(m, 0);
     if (!t || !onnxio_has(t, ONNXIO_FIELD_TensorProto_raw_data)) Py_RETURN_NONE;
@@ -1150,7 +1014,7 @@ static PyObject *mod_set_raw_data(PyObject *self, PyObject *args)
     (void)self;
     PyObject *obj, *data;
     if (!PyArg_ParseTuple(args, "OO:_set_raw_data", &obj, &data)) return NULL;
-    PyOnnxioMessage *m = as_message(obj, &onnxio_desc_TensorProto, "tensor");
+    PyOnnxioMessage *m = pyonnxio_as_message(obj, &onnxio_desc_TensorProto, "tensor");
     if (!m) return NULL;
     onnxio_buffer *b;
     if (PyBytes_CheckExact(data)) {
@@ -1198,7 +1062,7 @@ static PyObject *mod_share_raw_data(PyObject *self, PyObject *args)
     (void)self;
     PyObject *obj, *data;
     if (!PyArg_ParseTuple(args, "OO:_share_raw_data", &obj, &data)) return NULL;
-    PyOnnxioMessage *m = as_message(obj, &onnxio_desc_TensorProto, "tensor");
+    PyOnnxioMessage *m = pyonnxio_as_message(obj, &onnxio_desc_TensorProto, "tensor");
     if (!m) return NULL;
     onnxio_buffer *b = buffer_for_object(data, 0);
     if (!b) return NULL;
@@ -1226,7 +1090,7 @@ PyDoc_STRVAR(has_pending_external_doc,
 static PyObject *mod_has_pending_external(PyObject *self, PyObject *obj)
 {
     (void)self;
-    PyOnnxioMessage *m = as_message(obj, NULL, "message");
+    PyOnnxioMessage *m = pyonnxio_as_message(obj, NULL, "message");
     if (!m) return NULL;
     const onnxio_message *msg = pyonnxio_message_get(m, 0);
     int found = msg ? pyonnxio_walk((onnxio_message *)msg, is_pending_external, NULL) : 0;
@@ -1247,7 +1111,7 @@ PyDoc_STRVAR(external_ref_parse_doc,
 static PyObject *mod_external_ref_parse(PyObject *self, PyObject *obj)
 {
     (void)self;
-    PyOnnxioMessage *m = as_message(obj, &onnxio_desc_TensorProto, "tensor");
+    PyOnnxioMessage *m = pyonnxio_as_message(obj, &onnxio_desc_TensorProto, "tensor");
     if (!m) return NULL;
     const onnxio_TensorProto *t = pyonnxio_message_read(m);
     onnxio_external_ref r;
@@ -1335,7 +1199,7 @@ PyDoc_STRVAR(tensor_raw_size_doc,
 static PyObject *mod_tensor_raw_size(PyObject *self, PyObject *obj)
 {
     (void)self;
-    PyOnnxioMessage *m = as_message(obj, &onnxio_desc_TensorProto, "tensor");
+    PyOnnxioMessage *m = pyonnxio_as_message(obj, &onnxio_desc_TensorProto, "tensor");
     if (!m) return NULL;
     uint64_t bytes = 0;
     int r = onnxio_tensor_raw_size(pyonnxio_message_read(m), &bytes);
@@ -1529,7 +1393,8 @@ static PyMethodDef module_methods[] = {
     {"_path_is_archive", mod_path_is_archive, METH_O, path_is_archive_doc},
     {"_data_types", mod_data_types, METH_NOARGS, data_types_doc},
     {"_options", mod_options, METH_NOARGS, options_doc},
-    {"_raise_status", (PyCFunction)(void (*)(void))pyonnxio_raise_status, METH_VARARGS | METH_KEYWORDS, pyonnxio_raise_status_doc},
+    {"_raise_status", (PyCFunction)(void (*)(void))pyonnxio_raise_status, METH_VARARGS | METH_KEYWORDS,
+     pyonnxio_raise_status_doc},
     {"_safetensors_load_into", (PyCFunction)(void (*)(void))pyonnxio_safetensors_load_into,
      METH_VARARGS | METH_KEYWORDS, pyonnxio_safetensors_load_into_doc},
     {"_safetensors_save", (PyCFunction)(void (*)(void))pyonnxio_safetensors_save, METH_VARARGS | METH_KEYWORDS,
