@@ -188,105 +188,6 @@ PyObject *pyonnxio_payload_view(const onnxio_span *span)
     return mv;
 }
 
-/* ---- the progress callback ------------------------------------------------ */
-
-/* A Python progress callable `fn(done, total)` behind onnxio_progress_fn:
- * the library calls it on the thread that made the load or save, which
- * released the GIL; the trampoline takes the GIL for the call. An exception
- * it raises is kept and cancels the operation (ONNXIO_ERR_CANCELLED); the
- * caller raises it once the GIL is back (progress_call_raised).
- *
- * A save without a callable, on the main thread (the one Python runs
- * signal handlers on), installs the trampoline all the same to let Ctrl-C
- * stop it: while the GIL is released, Python's C handler only notes the
- * signal, and its Python handler (KeyboardInterrupt) would run after the
- * whole save, which has replaced the old files by then. Every
- * SIGNAL_CHECK_NS at most, the trampoline takes the GIL and runs the
- * pending handlers (PyErr_CheckSignals); one that raises cancels the save
- * like a callback's exception (the old files stay). Between checks a call
- * costs one clock read. A load without a callable installs the same check
- * as its cancel poll (onnxio_cancel_fn), which, unlike a progress callback,
- * leaves the load's reads and threads as they are. */
-#define SIGNAL_CHECK_NS 50000000ull /* 50 ms */
-
-typedef struct {
-    PyObject *fn; /* borrowed, or NULL */
-    int signals;  /* no fn: check for signals */
-    uint64_t last_check_ns;
-    PyObject *exc_type, *exc_value, *exc_tb;
-} progress_call;
-
-static uint64_t monotonic_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int signal_check(progress_call *p)
-{
-    uint64_t now = monotonic_ns();
-    if (p->exc_type) return 1;
-    if (now - p->last_check_ns < SIGNAL_CHECK_NS) return 0;
-    p->last_check_ns = now;
-    PyGILState_STATE g = PyGILState_Ensure();
-    int failed = PyErr_CheckSignals() < 0;
-    if (failed) {
-        PyErr_Fetch(&p->exc_type, &p->exc_value, &p->exc_tb);
-        if (!p->exc_type) p->exc_type = Py_NewRef(PyExc_SystemError);
-    }
-    PyGILState_Release(g);
-    return failed;
-}
-
-static int cancel_trampoline(void *user) { return signal_check(user); }
-
-static int progress_trampoline(void *user, uint64_t done, uint64_t total)
-{
-    progress_call *p = user;
-    if (p->exc_type) return 1;
-    if (!p->fn) return signal_check(p);
-    PyGILState_STATE g = PyGILState_Ensure();
-    PyObject *r = PyObject_CallFunction(p->fn, "KK", (unsigned long long)done, (unsigned long long)total);
-    int failed = !r;
-    Py_XDECREF(r);
-    if (failed) {
-        PyErr_Fetch(&p->exc_type, &p->exc_value, &p->exc_tb);
-        if (!p->exc_type) p->exc_type = Py_NewRef(PyExc_SystemError);
-    }
-    PyGILState_Release(g);
-    return failed;
-}
-
-/* Sets up `p` for the callable `fn` (None: no callback, and with
- * `signals` the signal check on the main thread); -1 with TypeError for
- * anything else that is not callable. */
-static int progress_call_init(progress_call *p, PyObject *fn, int signals, onnxio_progress_fn *opt_fn, void **opt_user)
-{
-    if (fn == Py_None || !fn) {
-        if (!signals || !_PyOS_IsMainThread()) return 0;
-        p->signals = 1;
-        p->last_check_ns = monotonic_ns();
-    } else if (!PyCallable_Check(fn)) {
-        PyErr_SetString(PyExc_TypeError, "progress must be callable or None");
-        return -1;
-    } else {
-        p->fn = fn;
-    }
-    *opt_fn = progress_trampoline;
-    *opt_user = p;
-    return 0;
-}
-
-/* With the GIL: 1 when the callback raised (the exception is set now). */
-static int progress_call_raised(progress_call *p)
-{
-    if (!p->exc_type) return 0;
-    PyErr_Restore(p->exc_type, p->exc_value, p->exc_tb);
-    p->exc_type = p->exc_value = p->exc_tb = NULL;
-    return 1;
-}
-
 /* ---- parse options and the payload callback ----------------------------- */
 
 /* State of one parse-side call: the options, and what the Python payload_fn
@@ -302,7 +203,7 @@ typedef struct {
     PyObject *exc_type, *exc_value, *exc_tb;
     onnxio_buffer **placed;
     size_t placed_count, placed_cap;
-    progress_call progress;
+    pyonnxio_progress progress;
     const char *path; /* the file loaded, for the exception; or NULL */
 } parse_call;
 
@@ -383,13 +284,10 @@ static int parse_call_finish_args(parse_call *c, int b_no_copy, int b_skip, int 
                                   PyObject *progress_fn)
 {
     c->opts.struct_size = sizeof c->opts;
-    if (progress_call_init(&c->progress, progress_fn, 0, &c->opts.progress, &c->opts.progress_user) < 0) return -1;
-    if (!c->opts.progress && _PyOS_IsMainThread()) {
-        /* No callable: Ctrl-C stops the load through the cancel poll. */
-        c->progress.last_check_ns = monotonic_ns();
-        c->opts.cancel = cancel_trampoline;
-        c->opts.cancel_user = &c->progress;
-    }
+    if (pyonnxio_progress_init(&c->progress, progress_fn, 0, &c->opts.progress, &c->opts.progress_user) < 0)
+        return -1;
+    /* No callable: Ctrl-C stops the load through the cancel poll. */
+    if (!c->opts.progress) pyonnxio_progress_cancel_poll(&c->progress, &c->opts.cancel, &c->opts.cancel_user);
     c->opts.no_copy = b_no_copy;
     c->opts.skip_raw_data = b_skip;
     c->opts.verify_checksum = b_verify;
@@ -418,7 +316,7 @@ static int parse_call_end(parse_call *c, onnxio_status s)
     PyMem_Free(c->placed);
     c->placed = NULL;
     Py_CLEAR(c->base_dir);
-    if (progress_call_raised(&c->progress)) {
+    if (pyonnxio_progress_raised(&c->progress)) {
         /* The load was cancelled by it; a payload_fn exception, if any,
          * came first and ended the load the same way. */
         if (c->exc_type) {
@@ -650,7 +548,7 @@ static PyObject *mod_save_file(PyObject *self, PyObject *args, PyObject *kw)
                              "size_threshold", "all_tensors_to_one_file", "convert_attribute", "max_file_size",
                              "checksum", "max_depth", "fsync", "progress", "max_expansion", NULL};
     PyObject *obj, *path = NULL, *location = NULL, *progress_fn = Py_None;
-    progress_call progress = {0};
+    pyonnxio_progress progress = {0};
     onnxio_serialize_options so = ONNXIO_SERIALIZE_OPTIONS_INIT;
     int convert_attribute = 0, checksum = 0, fsync = 1;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO&|$O&O&O&O&O&O&pO&pO&pOO&:_save_file", kwlist, &obj,
@@ -663,7 +561,7 @@ static PyObject *mod_save_file(PyObject *self, PyObject *args, PyObject *kw)
                                      pyonnxio_conv_depth, &so.max_depth, &fsync, &progress_fn, pyonnxio_conv_u64,
                                      &so.max_expansion))
         goto fail;
-    if (progress_call_init(&progress, progress_fn, 1, &so.progress, &so.progress_user) < 0) goto fail;
+    if (pyonnxio_progress_init(&progress, progress_fn, 1, &so.progress, &so.progress_user) < 0) goto fail;
     so.fsync = fsync ? ONNXIO_ON : ONNXIO_OFF;
     so.external_data.location = pyonnxio_path_str(location);
     so.external_data.convert_attribute = convert_attribute;
@@ -693,7 +591,7 @@ static PyObject *mod_save_file(PyObject *self, PyObject *args, PyObject *kw)
     pyonnxio_busy_leave(keep);
     onnxio_arena_unref(keep);
     Py_XDECREF(location);
-    if (progress_call_raised(&progress) || (s && !pyonnxio_raise_path(s, 1, PyBytes_AS_STRING(path)))) {
+    if (pyonnxio_progress_raised(&progress) || (s && !pyonnxio_raise_path(s, 1, PyBytes_AS_STRING(path)))) {
         Py_DECREF(path);
         return NULL;
     }

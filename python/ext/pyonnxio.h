@@ -11,6 +11,8 @@
  *   errors.c    the exceptions, status -> exception mapping (pyonnxio_raise).
  *   args.c      what the entry points share to read their arguments
  *               ("O&" converters, the message of an argument).
+ *   progress.c  the progress callback of loads and saves, and their Ctrl-C
+ *               check.
  *   message.c   one heap type per message descriptor, field get/set,
  *               presence, the protobuf message methods, text format.
  *   repeated.c  the repeated-field containers (scalar and message).
@@ -240,6 +242,29 @@ const char *pyonnxio_path_str(PyObject *bytes_or_null);
  * saving it writes what protobuf writes for an empty message. NULL with
  * MemoryError. */
 void *pyonnxio_message_for_read(PyOnnxioMessage *m, const onnxio_message_desc *desc, onnxio_arena **scratch);
+
+/* ---- progress.c ------------------------------------------------------ */
+
+/* A Python progress callable `fn(done, total)` behind onnxio_progress_fn,
+ * or the signal check of a call without one (progress.c has the rules). */
+typedef struct pyonnxio_progress {
+    PyObject *fn; /* borrowed, or NULL */
+    int signals;  /* no fn: check for signals */
+    uint64_t last_check_ns;
+    PyObject *exc_type, *exc_value, *exc_tb;
+} pyonnxio_progress;
+/* Sets up `p` for the callable `fn` and points *opt_fn / *opt_user (the
+ * options' progress and progress_user) at it; None: no callback, and with
+ * `signals` the signal check on the main thread. -1 with TypeError for
+ * anything else that is not callable. */
+int pyonnxio_progress_init(pyonnxio_progress *p, PyObject *fn, int signals, onnxio_progress_fn *opt_fn,
+                           void **opt_user);
+/* With the GIL: 1 when the callback raised (the exception is set now). */
+int pyonnxio_progress_raised(pyonnxio_progress *p);
+/* On the main thread, installs the signal check of `p` as a load's cancel
+ * poll (onnxio_parse_options.cancel): Ctrl-C stops a load without a
+ * callable. */
+void pyonnxio_progress_cancel_poll(pyonnxio_progress *p, onnxio_cancel_fn *opt_fn, void **opt_user);
 
 /* ---- module.c -------------------------------------------------------- */
 
