@@ -5,14 +5,17 @@
  * descriptors of onnxio/proto.h at import time.
  *
  * Files (one job each):
- *   module.c    module init, parse/serialize/load/save/consolidate entry
- *               points with the GIL released, payload buffers (buffer
- *               protocol) for numpy.
+ *   module.c    module init, parse/serialize/load/save entry points with
+ *               the GIL released.
  *   errors.c    the exceptions, status -> exception mapping (pyonnxio_raise).
  *   args.c      what the entry points share to read their arguments
  *               ("O&" converters, the message of an argument).
  *   progress.c  the progress callback of loads and saves, and their Ctrl-C
  *               check.
+ *   payload.c   payloads seen from Python: owners made of Python objects,
+ *               the _Payload type (buffer protocol) behind payload views for
+ *               numpy, and the raw_data entry points (view, set, share,
+ *               consolidate).
  *   message.c   one heap type per message descriptor, field get/set,
  *               presence, the protobuf message methods, text format.
  *   repeated.c  the repeated-field containers (scalar and message).
@@ -266,13 +269,16 @@ int pyonnxio_progress_raised(pyonnxio_progress *p);
  * callable. */
 void pyonnxio_progress_cancel_poll(pyonnxio_progress *p, onnxio_cancel_fn *opt_fn, void **opt_user);
 
-/* ---- module.c -------------------------------------------------------- */
+/* ---- payload.c ------------------------------------------------------- */
 
 /* A payload owner for the bytes of `obj` (a bytes object, or any object
  * exporting a contiguous read-only or writable buffer): the buffer keeps a
  * strong reference to `obj` (and its Py_buffer) and releases them, taking
  * the GIL, when its last reference goes. NULL with an exception set. */
 onnxio_buffer *pyonnxio_buffer_for_object(PyObject *obj);
+/* The same over a writable buffer export of `obj`, for memory a payload is
+ * copied into (a payload_fn's buffer). */
+onnxio_buffer *pyonnxio_buffer_for_writable(PyObject *obj);
 /* Whether a parse of `data` borrows it instead of copying its payloads
  * (docs/memory.md): an immutable bytes object holding at least one large
  * payload's worth (`raw_data_threshold`, 0: the default). */
@@ -282,6 +288,20 @@ int pyonnxio_borrowable(PyObject *data, uint64_t raw_data_threshold);
  * Writable only when onnxio_buffer_is_allocated(owner). New reference;
  * None for a payload skipped at load (data NULL, size > 0). */
 PyObject *pyonnxio_payload_view(const onnxio_span *span);
+/* Creates the _Payload type behind those views. 0 or -1. */
+int pyonnxio_payload_init(PyObject *module);
+/* _consolidate of module.c's method table (METH_VARARGS | METH_KEYWORDS). */
+PyObject *pyonnxio_consolidate(PyObject *self, PyObject *args, PyObject *kw);
+extern const char pyonnxio_consolidate_doc[];
+/* _payload_view (METH_O): pyonnxio_payload_view of a tensor's raw_data. */
+PyObject *pyonnxio_tensor_payload_view(PyObject *self, PyObject *obj);
+extern const char pyonnxio_tensor_payload_view_doc[];
+/* _set_raw_data (METH_VARARGS): raw_data copied from any buffer. */
+PyObject *pyonnxio_set_raw_data(PyObject *self, PyObject *args);
+extern const char pyonnxio_set_raw_data_doc[];
+/* _share_raw_data (METH_VARARGS): raw_data shared with a contiguous buffer. */
+PyObject *pyonnxio_share_raw_data(PyObject *self, PyObject *args);
+extern const char pyonnxio_share_raw_data_doc[];
 
 /* ---- dlpack.c -------------------------------------------------------- */
 
