@@ -117,28 +117,41 @@ static int payload_getbuffer(PyObject *self, Py_buffer *view, int flags)
 
 static void payload_dealloc(PyObject *self)
 {
+    PyTypeObject *tp = Py_TYPE(self);
     PayloadObject *p = (PayloadObject *)self;
     onnxio_buffer_unref(p->owner);
-    Py_TYPE(self)->tp_free(self);
+    tp->tp_free(self);
+    Py_DECREF(tp); /* an instance of a heap type holds a reference to it */
 }
 
-static PyBufferProcs payload_as_buffer = {payload_getbuffer, NULL};
-
-static PyTypeObject PayloadType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "onnxio._onnxio._Payload",
-    .tp_basicsize = sizeof(PayloadObject),
-    .tp_dealloc = payload_dealloc,
-    .tp_as_buffer = &payload_as_buffer,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "The owner of a tensor payload, exported through the buffer protocol (see _payload_view).",
+static PyType_Slot payload_slots[] = {
+    {Py_tp_dealloc, payload_dealloc},
+    {Py_bf_getbuffer, payload_getbuffer},
+    {Py_tp_doc, "The owner of a tensor payload, exported through the buffer protocol (see _payload_view)."},
+    {0, NULL},
 };
+
+/* Only view_of makes instances, and the type cannot be changed: what a
+ * static type without tp_new is (the flags exist from Python 3.10 on). */
+#ifdef Py_TPFLAGS_DISALLOW_INSTANTIATION
+#define PAYLOAD_FLAGS (Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION)
+#else
+#define PAYLOAD_FLAGS Py_TPFLAGS_DEFAULT
+#endif
+
+static PyType_Spec payload_spec = {
+    "onnxio._onnxio._Payload", sizeof(PayloadObject), 0, PAYLOAD_FLAGS, payload_slots,
+};
+
+/* Made once per process by pyonnxio_payload_init and never freed (the
+ * module cannot be unloaded). */
+static PyTypeObject *PayloadType;
 
 /* A memoryview of `size` bytes at `data`, holding a reference to `owner`. */
 static PyObject *view_of(uint8_t *data, size_t size, onnxio_buffer *owner, int readonly)
 {
     if (size > (size_t)PY_SSIZE_T_MAX) return PyErr_Format(PyExc_OverflowError, "payload of %zu bytes", size);
-    PayloadObject *p = PyObject_New(PayloadObject, &PayloadType);
+    PayloadObject *p = PyObject_New(PayloadObject, PayloadType);
     if (!p) return NULL;
     p->owner = onnxio_buffer_ref(owner);
     p->data = data;
@@ -167,8 +180,13 @@ PyObject *pyonnxio_payload_view(const onnxio_span *span)
 
 int pyonnxio_payload_init(PyObject *module)
 {
-    (void)module;
-    return PyType_Ready(&PayloadType);
+    (void)module; /* the type is reached through the views, not by name */
+    PayloadType = (PyTypeObject *)PyType_FromSpec(&payload_spec);
+    if (!PayloadType) return -1;
+#ifndef Py_TPFLAGS_DISALLOW_INSTANTIATION
+    PayloadType->tp_new = NULL; /* before Python 3.10: type(view.obj)() refused, as for a static type */
+#endif
+    return 0;
 }
 
 /* ---- consolidation --------------------------------------------------------- */

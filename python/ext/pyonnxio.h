@@ -288,7 +288,8 @@ int pyonnxio_borrowable(PyObject *data, uint64_t raw_data_threshold);
  * Writable only when onnxio_buffer_is_allocated(owner). New reference;
  * None for a payload skipped at load (data NULL, size > 0). */
 PyObject *pyonnxio_payload_view(const onnxio_span *span);
-/* Creates the _Payload type behind those views. 0 or -1. */
+/* Creates the _Payload heap type behind those views (reached through
+ * them: `module` does not name it). 0 or -1. */
 int pyonnxio_payload_init(PyObject *module);
 /* _consolidate of module.c's method table (METH_VARARGS | METH_KEYWORDS). */
 PyObject *pyonnxio_consolidate(PyObject *self, PyObject *args, PyObject *kw);
