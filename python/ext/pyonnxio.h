@@ -5,8 +5,8 @@
  * descriptors of onnxio/proto.h at import time.
  *
  * Files (one job each):
- *   module.c    module init, parse/serialize/load/save entry points with
- *               the GIL released.
+ *   module.c    module init, serialize/save entry points with the GIL
+ *               released.
  *   errors.c    the exceptions, status -> exception mapping (pyonnxio_raise).
  *   args.c      what the entry points share to read their arguments
  *               ("O&" converters, the message of an argument).
@@ -16,6 +16,8 @@
  *               the _Payload type (buffer protocol) behind payload views for
  *               numpy, and the raw_data entry points (view, set, share,
  *               consolidate).
+ *   load.c      the load and parse entry points: parse options, a Python
+ *               payload_fn called from C, the GIL released.
  *   message.c   one heap type per message descriptor, field get/set,
  *               presence, the protobuf message methods, text format.
  *   repeated.c  the repeated-field containers (scalar and message).
@@ -303,6 +305,20 @@ extern const char pyonnxio_set_raw_data_doc[];
 /* _share_raw_data (METH_VARARGS): raw_data shared with a contiguous buffer. */
 PyObject *pyonnxio_share_raw_data(PyObject *self, PyObject *args);
 extern const char pyonnxio_share_raw_data_doc[];
+
+/* ---- load.c ---------------------------------------------------------- */
+
+/* _load_file, _load_bytes, _load_external_data and
+ * _load_tensor_external_data of module.c's method table (METH_VARARGS |
+ * METH_KEYWORDS), and their doc strings. */
+PyObject *pyonnxio_load_file(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *pyonnxio_load_bytes(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *pyonnxio_load_external_data(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *pyonnxio_load_tensor_external_data(PyObject *self, PyObject *args, PyObject *kw);
+extern const char pyonnxio_load_file_doc[];
+extern const char pyonnxio_load_bytes_doc[];
+extern const char pyonnxio_load_external_data_doc[];
+extern const char pyonnxio_load_tensor_external_data_doc[];
 
 /* ---- dlpack.c -------------------------------------------------------- */
 
