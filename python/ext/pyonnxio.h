@@ -5,8 +5,8 @@
  * descriptors of onnxio/proto.h at import time.
  *
  * Files (one job each):
- *   module.c    module init, serialize/save entry points with the GIL
- *               released.
+ *   module.c    module init, the rules of external data for the Python
+ *               helpers, the data type and option tables.
  *   errors.c    the exceptions, status -> exception mapping (pyonnxio_raise).
  *   args.c      what the entry points share to read their arguments
  *               ("O&" converters, the message of an argument).
@@ -18,6 +18,9 @@
  *               consolidate).
  *   load.c      the load and parse entry points: parse options, a Python
  *               payload_fn called from C, the GIL released.
+ *   save.c      the save entry points (_save_file, _archive_replace_model).
+ *   wire.c      a message's wire bytes (_serialize) and unknown fields.
+ *   text.c      the text formats (_text_format, _text_parse).
  *   message.c   one heap type per message descriptor, field get/set,
  *               presence, the protobuf message methods, text format.
  *   repeated.c  the repeated-field containers (scalar and message).
@@ -319,6 +322,33 @@ extern const char pyonnxio_load_file_doc[];
 extern const char pyonnxio_load_bytes_doc[];
 extern const char pyonnxio_load_external_data_doc[];
 extern const char pyonnxio_load_tensor_external_data_doc[];
+
+/* ---- save.c ---------------------------------------------------------- */
+
+/* _save_file and _archive_replace_model of module.c's method table
+ * (METH_VARARGS | METH_KEYWORDS), and their doc strings. */
+PyObject *pyonnxio_save_file(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *pyonnxio_archive_replace_model(PyObject *self, PyObject *args, PyObject *kw);
+extern const char pyonnxio_save_file_doc[];
+extern const char pyonnxio_archive_replace_model_doc[];
+
+/* ---- wire.c ---------------------------------------------------------- */
+
+/* _serialize and _unknown_fields of module.c's method table (METH_O), and
+ * their doc strings. */
+PyObject *pyonnxio_wire_serialize(PyObject *self, PyObject *obj);
+PyObject *pyonnxio_wire_unknown_fields(PyObject *self, PyObject *obj);
+extern const char pyonnxio_wire_serialize_doc[];
+extern const char pyonnxio_wire_unknown_fields_doc[];
+
+/* ---- text.c ---------------------------------------------------------- */
+
+/* _text_format (METH_VARARGS) and _text_parse (METH_VARARGS |
+ * METH_KEYWORDS) of module.c's method table, and their doc strings. */
+PyObject *pyonnxio_text_format(PyObject *self, PyObject *args);
+PyObject *pyonnxio_text_parse(PyObject *self, PyObject *args, PyObject *kw);
+extern const char pyonnxio_text_format_doc[];
+extern const char pyonnxio_text_parse_doc[];
 
 /* ---- dlpack.c -------------------------------------------------------- */
 
