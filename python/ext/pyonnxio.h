@@ -5,8 +5,7 @@
  * descriptors of onnxio/proto.h at import time.
  *
  * Files (one job each):
- *   module.c    module init, the rules of external data for the Python
- *               helpers, the data type and option tables.
+ *   module.c    the method table of onnxio._onnxio, its module def and init.
  *   errors.c    the exceptions, status -> exception mapping (pyonnxio_raise).
  *   args.c      what the entry points share to read their arguments
  *               ("O&" converters, the message of an argument).
@@ -21,6 +20,8 @@
  *   save.c      the save entry points (_save_file, _archive_replace_model).
  *   wire.c      a message's wire bytes (_serialize) and unknown fields.
  *   text.c      the text formats (_text_format, _text_parse).
+ *   external.c  the format rules of external data, for the Python helpers.
+ *   tables.c    the library's data type and option tables as Python data.
  *   message.c   one heap type per message descriptor, field get/set,
  *               presence, the protobuf message methods, text format.
  *   repeated.c  the repeated-field containers (scalar and message).
@@ -349,6 +350,34 @@ PyObject *pyonnxio_text_format(PyObject *self, PyObject *args);
 PyObject *pyonnxio_text_parse(PyObject *self, PyObject *args, PyObject *kw);
 extern const char pyonnxio_text_format_doc[];
 extern const char pyonnxio_text_parse_doc[];
+
+/* ---- external.c ------------------------------------------------------ */
+
+/* _has_pending_external, _external_ref_parse, _tensor_raw_size and
+ * _path_is_archive (METH_O), _check_location (METH_O) and
+ * _external_data_open (METH_VARARGS | METH_KEYWORDS) of module.c's method
+ * table, and their doc strings. */
+PyObject *pyonnxio_has_pending_external(PyObject *self, PyObject *obj);
+PyObject *pyonnxio_external_ref_parse(PyObject *self, PyObject *obj);
+PyObject *pyonnxio_check_location(PyObject *self, PyObject *arg);
+PyObject *pyonnxio_external_data_open(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *pyonnxio_tensor_raw_size(PyObject *self, PyObject *obj);
+PyObject *pyonnxio_path_is_archive(PyObject *self, PyObject *arg);
+extern const char pyonnxio_has_pending_external_doc[];
+extern const char pyonnxio_external_ref_parse_doc[];
+extern const char pyonnxio_check_location_doc[];
+extern const char pyonnxio_external_data_open_doc[];
+extern const char pyonnxio_tensor_raw_size_doc[];
+extern const char pyonnxio_path_is_archive_doc[];
+
+/* ---- tables.c -------------------------------------------------------- */
+
+/* _data_types and _options of module.c's method table (METH_NOARGS), and
+ * their doc strings. */
+PyObject *pyonnxio_data_types(PyObject *self, PyObject *noargs);
+PyObject *pyonnxio_options(PyObject *self, PyObject *noargs);
+extern const char pyonnxio_data_types_doc[];
+extern const char pyonnxio_options_doc[];
 
 /* ---- dlpack.c -------------------------------------------------------- */
 
