@@ -25,6 +25,7 @@
  *   message.c   one heap type per message descriptor, field get/set,
  *               presence, the protobuf message methods, text format.
  *   repeated.c  the repeated-field containers (scalar and message).
+ *   values.c    scalar, enum, string and bytes values between Python and C.
  *   dlpack.c    TensorProto.__dlpack__ / __dlpack_device__: payloads for
  *               torch.from_dlpack and numpy.from_dlpack (dlpack.h: the
  *               DLPack structs).
@@ -153,6 +154,8 @@ void *pyonnxio_message_clone(onnxio_arena *arena, const void *src);
  * value zeroed, arrays emptied, sub-message pointer NULL, payload reference
  * dropped), so Python objects still referring to them stay intact. */
 void pyonnxio_field_unlink(void *msg, const onnxio_field_desc *f);
+/* ---- values.c -------------------------------------------------------- */
+
 /* One converted value of a scalar, enum, string or bytes field: n for
  * numbers, data/size for strings and bytes (borrowed from the Python object
  * it came from, which must outlive the value). */
