@@ -1,10 +1,10 @@
-/* The message classes of onnxio._onnxio: one heap type per message
- * descriptor of onnxio/proto.h, all subclasses of onnxio.Message, which holds
- * the protobuf message methods. Field access goes through one PyGetSetDef per
- * field whose closure is the field's descriptor, so an attribute read is a
- * type-cache hit plus one C call. Nothing here names an ONNX field: classes,
- * nesting, enum constants and descriptors all come from onnxio_all_messages
- * and onnxio_all_enums. See pyonnxio.h for the object model. */
+/* The message objects of onnxio._onnxio: the registry of descriptor <->
+ * class, the objects' lifetime, lazy sub-messages, trees being written,
+ * field get/set, constructor keywords and the protobuf message methods
+ * (onnxio.Message). Field access goes through one PyGetSetDef per field
+ * whose closure is the field's descriptor (classes.c makes them), so an
+ * attribute read is a type-cache hit plus one C call. Nothing here names an
+ * ONNX field. See pyonnxio.h for the object model. */
 #include <string.h>
 
 #include "pyonnxio.h"
@@ -21,7 +21,6 @@ typedef struct entry {
 static entry *entries;
 static size_t entry_count;
 static onnxio_arena *empty_arena;
-PyTypeObject *pyonnxio_MessageType;
 
 /* Two small open-addressing tables, keyed by pointer: descriptor -> entry
  * and class -> entry. Wrapping a C message looks its class up on every
@@ -90,6 +89,79 @@ const onnxio_message_desc *pyonnxio_message_desc_of(PyObject *obj)
     if (!m->msg && !m->parent_field) return NULL; /* Message() itself, never built */
     return desc_of(m);
 }
+
+int pyonnxio_registry_init(void)
+{
+    if (onnxio_all_message_count * 2 > TABLE_SIZE) {
+        PyErr_SetString(PyExc_SystemError, "onnxio: too many messages for the class table");
+        return -1;
+    }
+    entries = PyMem_Calloc(onnxio_all_message_count, sizeof(entry));
+    empty_arena = onnxio_arena_new();
+    if (!entries || !empty_arena) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+int pyonnxio_registry_add(const onnxio_message_desc *desc, PyTypeObject *type)
+{
+    if (entry_count == onnxio_all_message_count) {
+        PyErr_SetString(PyExc_SystemError, "onnxio: more classes than message descriptors");
+        return -1;
+    }
+    entry *e = &entries[entry_count];
+    e->desc = desc;
+    e->empty = onnxio_message_new(empty_arena, desc);
+    if (!e->empty) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    e->type = type;
+    entry_count++;
+    table_put(by_desc, desc, e, 0);
+    table_put(by_type, type, e, 1);
+    return 0;
+}
+
+/* ---- FieldDescriptors, for ListFields --------------------------------- */
+
+PyObject *pyonnxio_install_descriptor(PyObject *unused, PyObject *args)
+{
+    PyObject *cls, *descriptor;
+    if (!PyArg_ParseTuple(args, "O!O:_install_descriptor", &PyType_Type, &cls, &descriptor)) return NULL;
+    entry *e = entry_for_exact_type((PyTypeObject *)cls);
+    if (!e) return PyErr_Format(PyExc_TypeError, "_install_descriptor: %R is not an onnxio message class", cls);
+    const onnxio_message_desc *d = e->desc;
+    PyObject *by_number = PyObject_GetAttrString(descriptor, "fields_by_number");
+    if (!by_number) return NULL;
+    PyObject **descs = PyMem_Calloc(d->field_count ? d->field_count : 1, sizeof(PyObject *));
+    int ok = descs != NULL;
+    if (!ok) PyErr_NoMemory();
+    for (size_t k = 0; ok && k < d->field_count; k++) {
+        PyObject *num = PyLong_FromUnsignedLong(d->fields[k].number);
+        descs[k] = num ? PyObject_GetItem(by_number, num) : NULL;
+        Py_XDECREF(num);
+        ok = descs[k] != NULL;
+    }
+    Py_DECREF(by_number);
+    ok = ok && PyObject_SetAttrString(cls, "DESCRIPTOR", descriptor) == 0;
+    if (!ok) {
+        for (size_t k = 0; descs && k < d->field_count; k++) Py_XDECREF(descs[k]);
+        PyMem_Free(descs);
+        return NULL;
+    }
+    PyObject **old = e->field_descs;
+    e->field_descs = descs;
+    if (old) {
+        for (size_t k = 0; k < d->field_count; k++) Py_XDECREF(old[k]);
+        PyMem_Free(old);
+    }
+    Py_RETURN_NONE;
+}
+
+/* ---- onnx package messages -------------------------------------------- */
 
 static PyObject *m_FromString(PyObject *cls, PyObject *data);
 
@@ -451,7 +523,7 @@ static PyObject *raw_to_py(const onnxio_span *s)
     return PyBytes_FromStringAndSize(s->size ? (const char *)s->data : "", (Py_ssize_t)s->size);
 }
 
-static PyObject *field_get(PyOnnxioMessage *self, void *closure)
+PyObject *pyonnxio_field_get(PyOnnxioMessage *self, void *closure)
 {
     const onnxio_field_desc *f = closure;
     if (f->label >= ONNXIO_LABEL_REPEATED) return pyonnxio_repeated_new(self, f);
@@ -503,7 +575,7 @@ static int set_scalar(PyOnnxioMessage *self, const onnxio_field_desc *f, PyObjec
     return 0;
 }
 
-static int field_set(PyOnnxioMessage *self, PyObject *value, void *closure)
+int pyonnxio_field_set(PyOnnxioMessage *self, PyObject *value, void *closure)
 {
     const onnxio_field_desc *f = closure;
     if (!value) {
@@ -525,7 +597,7 @@ static int field_set(PyOnnxioMessage *self, PyObject *value, void *closure)
 
 /* ---- helpers for methods ---------------------------------------------- */
 
-static const char *short_name(const onnxio_message_desc *d)
+const char *pyonnxio_short_name(const onnxio_message_desc *d)
 {
     const char *dot = strrchr(d->full_name, '.');
     return dot ? dot + 1 : d->full_name;
@@ -533,7 +605,7 @@ static const char *short_name(const onnxio_message_desc *d)
 
 static PyObject *no_field(const onnxio_message_desc *d, PyObject *name)
 {
-    return PyErr_Format(PyExc_ValueError, "Protocol message %s has no \"%U\" field.", short_name(d), name);
+    return PyErr_Format(PyExc_ValueError, "Protocol message %s has no \"%U\" field.", pyonnxio_short_name(d), name);
 }
 
 /* The field called `name`, or NULL with ValueError set. */
@@ -678,7 +750,7 @@ static int init_message_field(PyOnnxioMessage *self, const onnxio_field_desc *f,
     PyObject *coerced = pyonnxio_coerce_message(value); /* an onnx package message too */
     if (!coerced) return -1;
     value = coerced;
-    PyObject *sub = field_get(self, (void *)f);
+    PyObject *sub = pyonnxio_field_get(self, (void *)f);
     if (!sub) {
         Py_DECREF(coerced);
         return -1;
@@ -729,7 +801,7 @@ static int init_kwargs(PyOnnxioMessage *self, PyObject *kwargs)
         const onnxio_field_desc *f = field_named(d, key, NULL);
         if (!f) {
             PyErr_Clear();
-            PyErr_Format(PyExc_ValueError, "Protocol message %s has no \"%S\" field.", short_name(d), key);
+            PyErr_Format(PyExc_ValueError, "Protocol message %s has no \"%S\" field.", pyonnxio_short_name(d), key);
             return -1;
         }
         if (value == Py_None) continue; /* protobuf: None leaves the field unset */
@@ -825,7 +897,7 @@ static PyObject *m_ListFields(PyOnnxioMessage *self, PyObject *unused)
     for (size_t i = 0; i < c->desc->field_count; i++) {
         const onnxio_field_desc *f = &c->desc->fields[i];
         if (!onnxio_field_present(c, f)) continue;
-        PyObject *v = field_get(self, (void *)f);
+        PyObject *v = pyonnxio_field_get(self, (void *)f);
         PyObject *pair = v ? PyTuple_Pack(2, e->field_descs[i], v) : NULL;
         Py_XDECREF(v);
         if (!pair || PyList_Append(list, pair) < 0) {
@@ -1272,324 +1344,6 @@ static PyType_Slot base_slots[] = {
     {0, NULL},
 };
 
-static PyType_Spec base_spec = {
+PyType_Spec pyonnxio_message_base_spec = {
     "onnxio.Message", sizeof(PyOnnxioMessage), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, base_slots,
 };
-
-/* ---- schema tables for reflection ----------------------------------- */
-
-/* The Python package builds Message.DESCRIPTOR and the enums' descriptors
- * (onnxio/_descriptors.py, protobuf's reflection API) from two tables of
- * the schema: _schema_fields and _schema_rows. It hands each class its
- * Descriptor back through _install_descriptor, which keeps the
- * FieldDescriptor of every field for ListFields. */
-
-/* Protobuf's FieldDescriptor.TYPE_* and CPPTYPE_* of a field kind. */
-enum { TYPE_DOUBLE = 1, TYPE_FLOAT = 2, TYPE_INT64 = 3, TYPE_UINT64 = 4, TYPE_INT32 = 5, TYPE_STRING = 9,
-       TYPE_MESSAGE = 11, TYPE_BYTES = 12, TYPE_ENUM = 14 };
-enum { CPPTYPE_INT32 = 1, CPPTYPE_INT64 = 2, CPPTYPE_UINT64 = 4, CPPTYPE_DOUBLE = 5, CPPTYPE_FLOAT = 6,
-       CPPTYPE_ENUM = 8, CPPTYPE_STRING = 9, CPPTYPE_MESSAGE = 10 };
-
-static void field_types(const onnxio_field_desc *f, int *type, int *cpp)
-{
-    switch (f->kind) {
-    case ONNXIO_KIND_INT32: *type = TYPE_INT32; *cpp = CPPTYPE_INT32; return;
-    case ONNXIO_KIND_INT64: *type = TYPE_INT64; *cpp = CPPTYPE_INT64; return;
-    case ONNXIO_KIND_UINT64: *type = TYPE_UINT64; *cpp = CPPTYPE_UINT64; return;
-    case ONNXIO_KIND_FLOAT: *type = TYPE_FLOAT; *cpp = CPPTYPE_FLOAT; return;
-    case ONNXIO_KIND_DOUBLE: *type = TYPE_DOUBLE; *cpp = CPPTYPE_DOUBLE; return;
-    case ONNXIO_KIND_STRING: *type = TYPE_STRING; *cpp = CPPTYPE_STRING; return;
-    case ONNXIO_KIND_ENUM: *type = TYPE_ENUM; *cpp = CPPTYPE_ENUM; return;
-    case ONNXIO_KIND_MESSAGE: *type = TYPE_MESSAGE; *cpp = CPPTYPE_MESSAGE; return;
-    default: *type = TYPE_BYTES; *cpp = CPPTYPE_STRING; return; /* BYTES, RAW */
-    }
-}
-
-/* _schema_fields: {message full name: ((name, number, type, cpp_type,
- * repeated, packed, oneof name or None, message full name or None, enum
- * full name or None), ...) in field-number order}. */
-static PyObject *schema_fields(void)
-{
-    PyObject *out = PyDict_New();
-    for (size_t i = 0; out && i < entry_count; i++) {
-        const onnxio_message_desc *d = entries[i].desc;
-        PyObject *fields = PyTuple_New((Py_ssize_t)d->field_count);
-        for (size_t k = 0; fields && k < d->field_count; k++) {
-            const onnxio_field_desc *f = &d->fields[k];
-            int type, cpp;
-            field_types(f, &type, &cpp);
-            PyObject *row = Py_BuildValue("(skiiNNzzz)", f->name, (unsigned long)f->number, type, cpp,
-                                          PyBool_FromLong(f->label >= ONNXIO_LABEL_REPEATED),
-                                          PyBool_FromLong(f->label == ONNXIO_LABEL_PACKED), f->oneof_name,
-                                          f->kind == ONNXIO_KIND_MESSAGE ? f->message->full_name : NULL,
-                                          f->enum_type ? f->enum_type->full_name : NULL);
-            if (!row) Py_CLEAR(fields);
-            else PyTuple_SET_ITEM(fields, (Py_ssize_t)k, row);
-        }
-        if (!fields || PyDict_SetItemString(out, d->full_name, fields) < 0) Py_CLEAR(out);
-        Py_XDECREF(fields);
-    }
-    return out;
-}
-
-/* _schema_rows: the rows of src/schema.def that place things in files, in
- * order: ("file", path, optimize_for), ("enum", full name), ("message",
- * full name), and of the message before: ("field_order", "name, name,
- * ..."), ("reserved", "start", "end"), ("reserved_name", name). */
-static const struct { const char *kind, *a, *b; } schema_rows[] = {
-#define ONNXIO_FILE(PATH, OPTIMIZE_FOR) {"file", PATH, #OPTIMIZE_FOR},
-#define ONNXIO_ENUM(E, FULL) {"enum", FULL, NULL},
-#define ONNXIO_ENUM_VALUE(E, V, N)
-#define ONNXIO_END_ENUM(E)
-#define ONNXIO_MESSAGE(M, FULL) {"message", FULL, NULL},
-#define ONNXIO_ONEOF(M, O)
-#define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T)
-#define ONNXIO_FIELD_ORDER(M, ...) {"field_order", #__VA_ARGS__, NULL},
-#define ONNXIO_RESERVED(M, START, END) {"reserved", #START, #END},
-#define ONNXIO_RESERVED_NAME(M, NAME) {"reserved_name", #NAME, NULL},
-#define ONNXIO_END_MESSAGE(M)
-#include "onnxio/schema.def"
-#undef ONNXIO_FILE
-#undef ONNXIO_ENUM
-#undef ONNXIO_ENUM_VALUE
-#undef ONNXIO_END_ENUM
-#undef ONNXIO_MESSAGE
-#undef ONNXIO_ONEOF
-#undef ONNXIO_FIELD
-#undef ONNXIO_FIELD_ORDER
-#undef ONNXIO_RESERVED
-#undef ONNXIO_RESERVED_NAME
-#undef ONNXIO_END_MESSAGE
-};
-
-static PyObject *schema_rows_tuple(void)
-{
-    size_t n = sizeof schema_rows / sizeof schema_rows[0];
-    PyObject *out = PyTuple_New((Py_ssize_t)n);
-    for (size_t i = 0; out && i < n; i++) {
-        const char *kind = schema_rows[i].kind, *a = schema_rows[i].a, *b = schema_rows[i].b;
-        PyObject *row = b ? Py_BuildValue("(sss)", kind, a, b) : Py_BuildValue("(ss)", kind, a);
-        if (!row) Py_CLEAR(out);
-        else PyTuple_SET_ITEM(out, (Py_ssize_t)i, row);
-    }
-    return out;
-}
-
-/* _install_descriptor(cls, descriptor): sets cls.DESCRIPTOR and keeps
- * descriptor.fields_by_number[n] of every field n for ListFields. */
-static PyObject *install_descriptor(PyObject *unused, PyObject *args)
-{
-    PyObject *cls, *descriptor;
-    if (!PyArg_ParseTuple(args, "O!O:_install_descriptor", &PyType_Type, &cls, &descriptor)) return NULL;
-    entry *e = entry_for_exact_type((PyTypeObject *)cls);
-    if (!e) return PyErr_Format(PyExc_TypeError, "_install_descriptor: %R is not an onnxio message class", cls);
-    const onnxio_message_desc *d = e->desc;
-    PyObject *by_number = PyObject_GetAttrString(descriptor, "fields_by_number");
-    if (!by_number) return NULL;
-    PyObject **descs = PyMem_Calloc(d->field_count ? d->field_count : 1, sizeof(PyObject *));
-    int ok = descs != NULL;
-    if (!ok) PyErr_NoMemory();
-    for (size_t k = 0; ok && k < d->field_count; k++) {
-        PyObject *num = PyLong_FromUnsignedLong(d->fields[k].number);
-        descs[k] = num ? PyObject_GetItem(by_number, num) : NULL;
-        Py_XDECREF(num);
-        ok = descs[k] != NULL;
-    }
-    Py_DECREF(by_number);
-    ok = ok && PyObject_SetAttrString(cls, "DESCRIPTOR", descriptor) == 0;
-    if (!ok) {
-        for (size_t k = 0; descs && k < d->field_count; k++) Py_XDECREF(descs[k]);
-        PyMem_Free(descs);
-        return NULL;
-    }
-    PyObject **old = e->field_descs;
-    e->field_descs = descs;
-    if (old) {
-        for (size_t k = 0; k < d->field_count; k++) Py_XDECREF(old[k]);
-        PyMem_Free(old);
-    }
-    Py_RETURN_NONE;
-}
-
-static PyMethodDef reflection_functions[] = {
-    {"_install_descriptor", install_descriptor, METH_VARARGS,
-     "_install_descriptor(cls, descriptor): sets cls.DESCRIPTOR (onnxio._descriptors builds it)."},
-    {NULL, NULL, 0, NULL},
-};
-
-/* Publishes the schema tables and _install_descriptor. */
-static int build_reflection_tables(PyObject *module)
-{
-    PyObject *fields = schema_fields();
-    if (!fields || PyModule_AddObjectRef(module, "_schema_fields", fields) < 0) {
-        Py_XDECREF(fields);
-        return -1;
-    }
-    Py_DECREF(fields);
-    PyObject *rows = schema_rows_tuple();
-    if (!rows || PyModule_AddObjectRef(module, "_schema_rows", rows) < 0) {
-        Py_XDECREF(rows);
-        return -1;
-    }
-    Py_DECREF(rows);
-    return PyModule_AddFunctions(module, reflection_functions);
-}
-
-/* ---- module init ------------------------------------------------------ */
-
-static int set_attr(PyObject *o, const char *name, PyObject *v)
-{
-    if (!v) return -1;
-    int rc = PyObject_SetAttrString(o, name, v);
-    Py_DECREF(v);
-    return rc;
-}
-
-/* Heap type names and getset tables must outlive the types: they are made
- * once per process and never freed (the module cannot be unloaded). */
-static PyTypeObject *make_class(const onnxio_message_desc *d, PyObject *bases)
-{
-    PyGetSetDef *getset = PyMem_Calloc(d->field_count + 1, sizeof(PyGetSetDef));
-    char *name = PyMem_Malloc(strlen(short_name(d)) + sizeof "onnxio.");
-    if (!getset || !name) {
-        PyErr_NoMemory();
-        return NULL;
-    }
-    strcpy(name, "onnxio.");
-    strcat(name, short_name(d));
-    for (size_t i = 0; i < d->field_count; i++) {
-        getset[i].name = d->fields[i].name;
-        getset[i].get = (getter)field_get;
-        getset[i].set = (setter)field_set;
-        getset[i].closure = (void *)&d->fields[i];
-    }
-    PyType_Slot *slots = PyMem_Calloc(3, sizeof(PyType_Slot));
-    PyType_Spec *spec = PyMem_Calloc(1, sizeof(PyType_Spec));
-    if (!slots || !spec) {
-        PyErr_NoMemory();
-        return NULL;
-    }
-    slots[0].slot = Py_tp_getset;
-    slots[0].pfunc = getset;
-    static const char doc_fmt[] =
-        "The ONNX message %s. Keyword arguments set fields as protobuf's constructor does (scalars, iterables "
-        "for repeated fields, a message or a dict for message fields). Instances are views of C messages: "
-        "see onnxio.Message.";
-    size_t doc_size = sizeof doc_fmt + strlen(d->full_name);
-    char *doc = PyMem_Malloc(doc_size);
-    if (!doc) {
-        PyErr_NoMemory();
-        return NULL;
-    }
-    snprintf(doc, doc_size, doc_fmt, d->full_name);
-    slots[1].slot = Py_tp_doc;
-    slots[1].pfunc = doc;
-    spec->name = name;
-    spec->basicsize = 0; /* PyOnnxioMessage, inherited */
-    spec->flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE;
-    spec->slots = slots;
-    return (PyTypeObject *)PyType_FromSpecWithBases(spec, bases);
-}
-
-int pyonnxio_message_init(PyObject *module)
-{
-    PyObject *bases = NULL, *messages = NULL, *enums = NULL;
-    int rc = -1;
-    pyonnxio_MessageType = (PyTypeObject *)PyType_FromSpec(&base_spec);
-    if (!pyonnxio_MessageType || PyModule_AddObjectRef(module, "Message", (PyObject *)pyonnxio_MessageType) < 0)
-        return -1;
-    if (onnxio_all_message_count * 2 > TABLE_SIZE) {
-        PyErr_SetString(PyExc_SystemError, "onnxio: too many messages for the class table");
-        return -1;
-    }
-    entries = PyMem_Calloc(onnxio_all_message_count, sizeof(entry));
-    empty_arena = onnxio_arena_new();
-    bases = PyTuple_Pack(1, (PyObject *)pyonnxio_MessageType);
-    messages = PyDict_New();
-    enums = PyDict_New();
-    if (!entries || !empty_arena || !bases || !messages || !enums) goto done;
-    for (size_t i = 0; i < onnxio_all_message_count; i++) {
-        const onnxio_message_desc *d = onnxio_all_messages[i];
-        entry *e = &entries[entry_count];
-        e->desc = d;
-        e->empty = onnxio_message_new(empty_arena, d);
-        if (!e->empty) {
-            PyErr_NoMemory();
-            goto done;
-        }
-        e->type = make_class(d, bases);
-        if (!e->type) goto done;
-        entry_count++;
-        table_put(by_desc, d, e, 0);
-        table_put(by_type, e->type, e, 1);
-        if (PyDict_SetItemString(messages, d->full_name, (PyObject *)e->type) < 0) goto done;
-    }
-    /* Nesting: "onnx.TensorProto.Segment" becomes TensorProto.Segment; a
-     * top-level message goes into the module. */
-    for (size_t i = 0; i < entry_count; i++) {
-        entry *e = &entries[i];
-        const char *full = e->desc->full_name;
-        const char *rel = strncmp(full, "onnx.", 5) == 0 ? full + 5 : full;
-        const char *dot = strrchr(full, '.');
-        PyObject *qual = PyUnicode_FromString(rel);
-        if (set_attr((PyObject *)e->type, "__qualname__", qual) < 0) goto done;
-        if (set_attr((PyObject *)e->type, "_enum_types", PyDict_New()) < 0) goto done;
-        if (!strchr(rel, '.')) {
-            if (PyModule_AddObjectRef(module, rel, (PyObject *)e->type) < 0) goto done;
-            continue;
-        }
-        PyObject *parent_name = PyUnicode_FromStringAndSize(full, dot - full);
-        PyObject *parent = parent_name ? PyDict_GetItemWithError(messages, parent_name) : NULL;
-        Py_XDECREF(parent_name);
-        if (!parent) {
-            if (!PyErr_Occurred()) PyErr_Format(PyExc_SystemError, "onnxio: no parent message for %s", full);
-            goto done;
-        }
-        if (PyObject_SetAttrString(parent, dot + 1, (PyObject *)e->type) < 0) goto done;
-    }
-    /* Enum constants: class attributes of the enclosing message
-     * (TensorProto.FLOAT), module attributes for top-level enums. */
-    for (size_t i = 0; i < onnxio_all_enum_count; i++) {
-        const onnxio_enum_desc *en = onnxio_all_enums[i];
-        const char *dot = strrchr(en->full_name, '.');
-        PyObject *parent_name = PyUnicode_FromStringAndSize(en->full_name, dot - en->full_name);
-        PyObject *holder = parent_name ? PyDict_GetItemWithError(messages, parent_name) : NULL;
-        Py_XDECREF(parent_name);
-        if (!holder && PyErr_Occurred()) goto done;
-        if (!holder) holder = module;
-        PyObject *values = PyTuple_New((Py_ssize_t)en->value_count);
-        if (!values) goto done;
-        for (size_t k = 0; k < en->value_count; k++) {
-            PyObject *num = PyLong_FromLong(en->values[k].number);
-            PyObject *pair = num ? Py_BuildValue("(sO)", en->values[k].name, num) : NULL;
-            int bad = !pair || PyObject_SetAttrString(holder, en->values[k].name, num) < 0;
-            Py_XDECREF(num);
-            if (bad) {
-                Py_XDECREF(pair);
-                Py_DECREF(values);
-                goto done;
-            }
-            PyTuple_SET_ITEM(values, (Py_ssize_t)k, pair);
-        }
-        int bad = PyDict_SetItemString(enums, en->full_name, values) < 0;
-        Py_DECREF(values);
-        if (bad) goto done;
-        if (holder != module) {
-            PyObject *types = PyObject_GetAttrString(holder, "_enum_types");
-            PyObject *full = PyUnicode_FromString(en->full_name);
-            bad = !types || !full || PyDict_SetItemString(types, dot + 1, full) < 0;
-            Py_XDECREF(types);
-            Py_XDECREF(full);
-            if (bad) goto done;
-        }
-    }
-    if (build_reflection_tables(module) < 0) goto done;
-    if (PyModule_AddObjectRef(module, "_messages", messages) < 0) goto done;
-    if (PyModule_AddObjectRef(module, "_enums", enums) < 0) goto done;
-    rc = 0;
-done:
-    Py_XDECREF(bases);
-    Py_XDECREF(messages);
-    Py_XDECREF(enums);
-    return rc;
-}

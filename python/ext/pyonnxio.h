@@ -21,9 +21,13 @@
  *   wire.c      a message's wire bytes (_serialize) and unknown fields.
  *   text.c      the text formats (_text_format, _text_parse).
  *   external.c  the format rules of external data, for the Python helpers.
- *   tables.c    the library's data type and option tables as Python data.
- *   message.c   one heap type per message descriptor, field get/set,
- *               presence, the protobuf message methods, text format.
+ *   tables.c    the library's data type, option and schema tables as
+ *               Python data.
+ *   message.c   message objects: the descriptor <-> class registry,
+ *               lifetime, lazy sub-messages, busy trees, field get/set,
+ *               constructor keywords, the protobuf message methods.
+ *   classes.c   one heap type per message descriptor, nesting, enum
+ *               constants, the reflection tables.
  *   repeated.c  the repeated-field containers (scalar and message).
  *   values.c    scalar, enum, string and bytes values between Python and C.
  *   dlpack.c    TensorProto.__dlpack__ / __dlpack_device__: payloads for
@@ -86,10 +90,6 @@ typedef struct PyOnnxioMessage {
     struct PyOnnxioMessage *top;
 } PyOnnxioMessage;
 
-/* Creates the class of every message descriptor (onnxio_all_messages),
- * nests them (TensorProto.Segment is an attribute of TensorProto), and adds
- * the top-level ones to `module` under their ONNX names. 0 or -1. */
-int pyonnxio_message_init(PyObject *module);
 /* The class of a descriptor (borrowed reference); NULL if unknown. */
 PyTypeObject *pyonnxio_message_type(const onnxio_message_desc *desc);
 /* The descriptor of an onnxio message object, NULL (no exception set) when
@@ -136,8 +136,6 @@ PyObject *pyonnxio_serialize(void *msg, onnxio_arena *arena);
 int pyonnxio_walk(onnxio_message *root, int (*fn)(onnxio_message *msg, void *ctx), void *ctx);
 
 /* Added by message.c for repeated.c (and any file that needs them): */
-/* onnxio.Message, the base class of every message class. */
-extern PyTypeObject *pyonnxio_MessageType;
 /* The C message behind `m` for reading: its own, or while it is lazy a
  * shared empty message of its type, which must never be written. */
 void *pyonnxio_message_read(PyOnnxioMessage *m);
@@ -154,6 +152,36 @@ void *pyonnxio_message_clone(onnxio_arena *arena, const void *src);
  * value zeroed, arrays emptied, sub-message pointer NULL, payload reference
  * dropped), so Python objects still referring to them stay intact. */
 void pyonnxio_field_unlink(void *msg, const onnxio_field_desc *f);
+
+/* For classes.c, which makes the classes: */
+/* Checks the class tables' size and allocates the registry. 0 or -1. */
+int pyonnxio_registry_init(void);
+/* Records `type` as the class of `desc` (taking over the caller's
+ * reference), with an empty message of `desc` for lazy objects to read.
+ * In the order of onnxio_all_messages, once each. 0 or -1. */
+int pyonnxio_registry_add(const onnxio_message_desc *desc, PyTypeObject *type);
+/* _install_descriptor(cls, descriptor) (METH_VARARGS): sets cls.DESCRIPTOR
+ * and keeps descriptor.fields_by_number[n] of every field n for ListFields. */
+PyObject *pyonnxio_install_descriptor(PyObject *unused, PyObject *args);
+/* The getter and setter of every field (the closure is the field's
+ * onnxio_field_desc): a value, a repeated container, or a sub-message
+ * (lazy when unset); protobuf's refusals for repeated and message fields. */
+PyObject *pyonnxio_field_get(PyOnnxioMessage *self, void *closure);
+int pyonnxio_field_set(PyOnnxioMessage *self, PyObject *value, void *closure);
+/* The message's name without its package and enclosing messages. */
+const char *pyonnxio_short_name(const onnxio_message_desc *d);
+/* The spec of onnxio.Message: its slots and the protobuf message methods. */
+extern PyType_Spec pyonnxio_message_base_spec;
+
+/* ---- classes.c ------------------------------------------------------- */
+
+/* onnxio.Message, the base class of every message class. */
+extern PyTypeObject *pyonnxio_MessageType;
+/* Creates the class of every message descriptor (onnxio_all_messages),
+ * nests them (TensorProto.Segment is an attribute of TensorProto), and adds
+ * the top-level ones to `module` under their ONNX names. 0 or -1. */
+int pyonnxio_message_init(PyObject *module);
+
 /* ---- values.c -------------------------------------------------------- */
 
 /* One converted value of a scalar, enum, string or bytes field: n for
@@ -381,6 +409,10 @@ PyObject *pyonnxio_data_types(PyObject *self, PyObject *noargs);
 PyObject *pyonnxio_options(PyObject *self, PyObject *noargs);
 extern const char pyonnxio_data_types_doc[];
 extern const char pyonnxio_options_doc[];
+/* Adds _schema_fields and _schema_rows, the schema's tables that
+ * onnxio/_descriptors.py builds Message.DESCRIPTOR from, to `module`. 0 or
+ * -1. */
+int pyonnxio_schema_tables_add(PyObject *module);
 
 /* ---- dlpack.c -------------------------------------------------------- */
 
