@@ -25,7 +25,9 @@
  *               Python data.
  *   message.c   message objects: the descriptor <-> class registry,
  *               lifetime, lazy sub-messages, busy trees, field get/set,
- *               constructor keywords, the protobuf message methods.
+ *               constructor keywords.
+ *   message_methods.c  onnxio.Message: the protobuf message methods, parse
+ *               and serialize, str (text format), comparison.
  *   classes.c   one heap type per message descriptor, nesting, enum
  *               constants, the reflection tables.
  *   repeated.c  the repeated-field containers (scalar and message).
@@ -90,6 +92,12 @@ typedef struct PyOnnxioMessage {
     struct PyOnnxioMessage *top;
 } PyOnnxioMessage;
 
+/* The descriptor of message object `m`, lazy or not. */
+static inline const onnxio_message_desc *pyonnxio_desc_of(PyOnnxioMessage *m)
+{
+    return m->msg ? m->msg->desc : m->parent_field->message;
+}
+
 /* The class of a descriptor (borrowed reference); NULL if unknown. */
 PyTypeObject *pyonnxio_message_type(const onnxio_message_desc *desc);
 /* The descriptor of an onnxio message object, NULL (no exception set) when
@@ -123,12 +131,6 @@ void pyonnxio_busy_leave(onnxio_arena *arena);
 /* -1 with RuntimeError when m's tree is busy (for writes that do not go
  * through pyonnxio_message_get), else 0. */
 int pyonnxio_busy_check(PyOnnxioMessage *m);
-/* The wire bytes of `msg` (onnxio_serialize_to, the GIL released for a
- * large one), or NULL with EncodeError (a skipped payload, too deep) or
- * MemoryError set. `arena` (NULL: a tree no Python code can reach) is
- * marked busy while the GIL is released (pyonnxio_busy_enter). */
-PyObject *pyonnxio_serialize(void *msg, onnxio_arena *arena);
-
 /* Calls fn(msg, ctx) for `root` and every message below it, parents first,
  * with a heap stack (a tree made in Python can be nested past any C stack).
  * Stops at the first non-zero result of fn and returns it; 0 when fn
@@ -170,8 +172,44 @@ PyObject *pyonnxio_field_get(PyOnnxioMessage *self, void *closure);
 int pyonnxio_field_set(PyOnnxioMessage *self, PyObject *value, void *closure);
 /* The message's name without its package and enclosing messages. */
 const char *pyonnxio_short_name(const onnxio_message_desc *d);
-/* The spec of onnxio.Message: its slots and the protobuf message methods. */
+
+/* For message_methods.c, the methods of onnxio.Message: */
+/* Its slots for lifetime and construction (tp_dealloc, tp_new, tp_init:
+ * constructor keywords, no positional arguments). */
+void pyonnxio_message_dealloc(PyOnnxioMessage *self);
+PyObject *pyonnxio_message_tp_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs);
+int pyonnxio_message_tp_init(PyObject *self, PyObject *args, PyObject *kwargs);
+/* A new empty top-level message of class `tp` (a message class or a
+ * Python subclass of one, for descriptor `desc`) in a new arena. */
+PyObject *pyonnxio_message_new_of_type(PyTypeObject *tp, const onnxio_message_desc *desc);
+/* The field of `d` called `name` (str), or NULL with TypeError or
+ * protobuf's ValueError. `is_oneof` non-NULL: a oneof's name is accepted
+ * too, giving the oneof's first member and *is_oneof = 1. */
+const onnxio_field_desc *pyonnxio_field_named(const onnxio_message_desc *d, PyObject *name, int *is_oneof);
+/* Unsets every field of `c`, unlinking sub-messages (pyonnxio_field_unlink),
+ * and drops its unknown fields. */
+void pyonnxio_message_clear(onnxio_message *c);
+/* Merges `src` (any arena) into self's message, which is created when
+ * lazy; a source of the same arena (an ancestor, a descendant, self) is
+ * cloned first. 0 or -1. */
+int pyonnxio_message_merge_into(PyOnnxioMessage *self, PyOnnxioMessage *src);
+/* The FieldDescriptor objects of `desc`'s fields, by field index, that
+ * _install_descriptor kept (borrowed); NULL before it ran. */
+PyObject **pyonnxio_field_descriptors(const onnxio_message_desc *desc);
+
+/* ---- message_methods.c ----------------------------------------------- */
+
+/* The spec of onnxio.Message: its slots and the protobuf message methods
+ * (classes.c makes the type). */
 extern PyType_Spec pyonnxio_message_base_spec;
+/* Message.FromString(data) (METH_O | METH_CLASS): a new message of class
+ * `cls` parsed from `data`, as protobuf's FromString. */
+PyObject *pyonnxio_message_from_string(PyObject *cls, PyObject *data);
+/* The wire bytes of `msg` (onnxio_serialize_to, the GIL released for a
+ * large one), or NULL with EncodeError (a skipped payload, too deep) or
+ * MemoryError set. `arena` (NULL: a tree no Python code can reach) is
+ * marked busy while the GIL is released (pyonnxio_busy_enter). */
+PyObject *pyonnxio_serialize(void *msg, onnxio_arena *arena);
 
 /* ---- classes.c ------------------------------------------------------- */
 
