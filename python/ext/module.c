@@ -28,56 +28,45 @@
  * under the C call even if another thread drops every Python reference. */
 #include "pyonnxio.h"
 
-PyDoc_STRVAR(coerce_doc,
-             "_coerce(obj) -> object\n"
-             "`obj` as an onnxio message: itself when it is one (or no message); a message of the onnx package\n"
-             "converted to the equal onnxio message (pyonnxio_coerce_message, as constructors, CopyFrom and\n"
-             "append take them).");
-
-static PyObject *mod_coerce(PyObject *self, PyObject *obj)
-{
-    (void)self;
-    return pyonnxio_coerce_message(obj);
-}
-
-/* ---- module ----------------------------------------------------------------- */
+/* Every entry point, in the order the module has always listed them; the
+ * file of each is named in pyonnxio.h. */
+#define KW(fn) (PyCFunction)(void (*)(void))(fn), METH_VARARGS | METH_KEYWORDS
 
 static PyMethodDef module_methods[] = {
-    {"_load_file", (PyCFunction)(void (*)(void))pyonnxio_load_file, METH_VARARGS | METH_KEYWORDS, pyonnxio_load_file_doc},
-    {"_load_bytes", (PyCFunction)(void (*)(void))pyonnxio_load_bytes, METH_VARARGS | METH_KEYWORDS, pyonnxio_load_bytes_doc},
-    {"_load_external_data", (PyCFunction)(void (*)(void))pyonnxio_load_external_data, METH_VARARGS | METH_KEYWORDS,
-     pyonnxio_load_external_data_doc},
-    {"_load_tensor_external_data", (PyCFunction)(void (*)(void))pyonnxio_load_tensor_external_data,
-     METH_VARARGS | METH_KEYWORDS, pyonnxio_load_tensor_external_data_doc},
-    {"_save_file", (PyCFunction)(void (*)(void))pyonnxio_save_file, METH_VARARGS | METH_KEYWORDS, pyonnxio_save_file_doc},
-    {"_save_streaming", (PyCFunction)(void (*)(void))pyonnxio_save_streaming, METH_VARARGS | METH_KEYWORDS,
-     pyonnxio_save_streaming_doc},
+    /* load.c */
+    {"_load_file", KW(pyonnxio_load_file), pyonnxio_load_file_doc},
+    {"_load_bytes", KW(pyonnxio_load_bytes), pyonnxio_load_bytes_doc},
+    {"_load_external_data", KW(pyonnxio_load_external_data), pyonnxio_load_external_data_doc},
+    {"_load_tensor_external_data", KW(pyonnxio_load_tensor_external_data),
+     pyonnxio_load_tensor_external_data_doc},
+    /* save.c, stream.c, wire.c, text.c, coerce.c */
+    {"_save_file", KW(pyonnxio_save_file), pyonnxio_save_file_doc},
+    {"_save_streaming", KW(pyonnxio_save_streaming), pyonnxio_save_streaming_doc},
     {"_serialize", pyonnxio_wire_serialize, METH_O, pyonnxio_wire_serialize_doc},
     {"_text_format", pyonnxio_text_format, METH_VARARGS, pyonnxio_text_format_doc},
     {"_unknown_fields", pyonnxio_wire_unknown_fields, METH_O, pyonnxio_wire_unknown_fields_doc},
-    {"_text_parse", (PyCFunction)(void (*)(void))pyonnxio_text_parse, METH_VARARGS | METH_KEYWORDS, pyonnxio_text_parse_doc},
-    {"_coerce", mod_coerce, METH_O, coerce_doc},
-    {"_archive_replace_model", (PyCFunction)(void (*)(void))pyonnxio_archive_replace_model, METH_VARARGS | METH_KEYWORDS,
-     pyonnxio_archive_replace_model_doc},
-    {"_consolidate", (PyCFunction)(void (*)(void))pyonnxio_consolidate, METH_VARARGS | METH_KEYWORDS, pyonnxio_consolidate_doc},
+    {"_text_parse", KW(pyonnxio_text_parse), pyonnxio_text_parse_doc},
+    {"_coerce", pyonnxio_coerce, METH_O, pyonnxio_coerce_doc},
+    {"_archive_replace_model", KW(pyonnxio_archive_replace_model), pyonnxio_archive_replace_model_doc},
+    /* payload.c */
+    {"_consolidate", KW(pyonnxio_consolidate), pyonnxio_consolidate_doc},
     {"_payload_view", pyonnxio_tensor_payload_view, METH_O, pyonnxio_tensor_payload_view_doc},
     {"_set_raw_data", pyonnxio_set_raw_data, METH_VARARGS, pyonnxio_set_raw_data_doc},
     {"_share_raw_data", pyonnxio_share_raw_data, METH_VARARGS, pyonnxio_share_raw_data_doc},
+    /* external.c */
     {"_has_pending_external", pyonnxio_has_pending_external, METH_O, pyonnxio_has_pending_external_doc},
     {"_external_ref_parse", pyonnxio_external_ref_parse, METH_O, pyonnxio_external_ref_parse_doc},
     {"_check_location", pyonnxio_check_location, METH_O, pyonnxio_check_location_doc},
-    {"_external_data_open", (PyCFunction)(void (*)(void))pyonnxio_external_data_open, METH_VARARGS | METH_KEYWORDS,
-     pyonnxio_external_data_open_doc},
+    {"_external_data_open", KW(pyonnxio_external_data_open), pyonnxio_external_data_open_doc},
     {"_tensor_raw_size", pyonnxio_tensor_raw_size, METH_O, pyonnxio_tensor_raw_size_doc},
     {"_path_is_archive", pyonnxio_path_is_archive, METH_O, pyonnxio_path_is_archive_doc},
+    /* tables.c, errors.c */
     {"_data_types", pyonnxio_data_types, METH_NOARGS, pyonnxio_data_types_doc},
     {"_options", pyonnxio_options, METH_NOARGS, pyonnxio_options_doc},
-    {"_raise_status", (PyCFunction)(void (*)(void))pyonnxio_raise_status, METH_VARARGS | METH_KEYWORDS,
-     pyonnxio_raise_status_doc},
-    {"_safetensors_load_into", (PyCFunction)(void (*)(void))pyonnxio_safetensors_load_into,
-     METH_VARARGS | METH_KEYWORDS, pyonnxio_safetensors_load_into_doc},
-    {"_safetensors_save", (PyCFunction)(void (*)(void))pyonnxio_safetensors_save, METH_VARARGS | METH_KEYWORDS,
-     pyonnxio_safetensors_save_doc},
+    {"_raise_status", KW(pyonnxio_raise_status), pyonnxio_raise_status_doc},
+    /* safetensors.c */
+    {"_safetensors_load_into", KW(pyonnxio_safetensors_load_into), pyonnxio_safetensors_load_into_doc},
+    {"_safetensors_save", KW(pyonnxio_safetensors_save), pyonnxio_safetensors_save_doc},
     /* remote sources (remote.c) */
     {"_external_ranges", pyonnxio_remote_external_ranges, METH_VARARGS, pyonnxio_remote_external_ranges_doc},
     {"_set_fetched_payload", pyonnxio_remote_set_payload, METH_VARARGS, pyonnxio_remote_set_payload_doc},
@@ -87,14 +76,15 @@ static PyMethodDef module_methods[] = {
     {"_archive_entry_read", pyonnxio_remote_archive_read, METH_VARARGS, pyonnxio_remote_archive_read_doc},
     {"_archive_ranges", pyonnxio_remote_archive_ranges, METH_VARARGS, pyonnxio_remote_archive_ranges_doc},
     /* tensor slices (slice.c) */
-    {"_tensor_file_open", (PyCFunction)(void (*)(void))pyonnxio_tensor_file_open, METH_VARARGS | METH_KEYWORDS,
-     pyonnxio_tensor_file_open_doc},
+    {"_tensor_file_open", KW(pyonnxio_tensor_file_open), pyonnxio_tensor_file_open_doc},
     {"_tensor_file_close", pyonnxio_tensor_file_close, METH_O, pyonnxio_tensor_file_close_doc},
     {"_tensor_file_info", pyonnxio_tensor_file_info, METH_VARARGS, pyonnxio_tensor_file_info_doc},
     {"_tensor_file_initializers", pyonnxio_tensor_file_initializers, METH_O, pyonnxio_tensor_file_initializers_doc},
     {"_tensor_file_read", pyonnxio_tensor_file_read, METH_VARARGS, pyonnxio_tensor_file_read_doc},
     {NULL, NULL, 0, NULL},
 };
+
+#undef KW
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "onnxio._onnxio", "onnxio's C extension: the message classes and the C entry points.", -1,

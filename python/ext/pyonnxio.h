@@ -28,6 +28,7 @@
  *               constructor keywords.
  *   message_methods.c  onnxio.Message: the protobuf message methods, parse
  *               and serialize, str (text format), comparison.
+ *   coerce.c    messages of the onnx package turned into onnxio's.
  *   classes.c   one heap type per message descriptor, nesting, enum
  *               constants, the reflection tables.
  *   repeated.c  the repeated-field containers (scalar and message).
@@ -103,15 +104,6 @@ PyTypeObject *pyonnxio_message_type(const onnxio_message_desc *desc);
 /* The descriptor of an onnxio message object, NULL (no exception set) when
  * `obj` is not one. */
 const onnxio_message_desc *pyonnxio_message_desc_of(PyObject *obj);
-/* A new reference to `obj` as an onnxio message, for every place that takes
- * one (constructors, CopyFrom, MergeFrom, append, extend, insert): `obj`
- * itself when it is an onnxio message or no message at all (the caller's
- * type check then refuses it as before); for a message of the onnx package
- * (any protobuf message whose DESCRIPTOR.full_name names an ONNX message), a
- * new onnxio message of that class parsed from its SerializeToString(), so
- * the two are equal field for field. NULL with an exception when that
- * serialization or parse fails. */
-PyObject *pyonnxio_coerce_message(PyObject *obj);
 /* A new Python object for `msg` (a message of `arena`); takes its own arena
  * reference. New reference, NULL with an exception on failure. */
 PyObject *pyonnxio_message_wrap(onnxio_arena *arena, void *msg);
@@ -210,6 +202,21 @@ PyObject *pyonnxio_message_from_string(PyObject *cls, PyObject *data);
  * MemoryError set. `arena` (NULL: a tree no Python code can reach) is
  * marked busy while the GIL is released (pyonnxio_busy_enter). */
 PyObject *pyonnxio_serialize(void *msg, onnxio_arena *arena);
+
+/* ---- coerce.c -------------------------------------------------------- */
+
+/* A new reference to `obj` as an onnxio message, for every place that takes
+ * one (constructors, CopyFrom, MergeFrom, append, extend, insert): `obj`
+ * itself when it is an onnxio message or no message at all (the caller's
+ * type check then refuses it as before); for a message of the onnx package
+ * (any protobuf message whose DESCRIPTOR.full_name names an ONNX message), a
+ * new onnxio message of that class parsed from its SerializeToString(), so
+ * the two are equal field for field. NULL with an exception when that
+ * serialization or parse fails. */
+PyObject *pyonnxio_coerce_message(PyObject *obj);
+/* _coerce of module.c's method table (METH_O), and its doc string. */
+PyObject *pyonnxio_coerce(PyObject *self, PyObject *obj);
+extern const char pyonnxio_coerce_doc[];
 
 /* ---- classes.c ------------------------------------------------------- */
 
