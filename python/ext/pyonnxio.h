@@ -4,8 +4,19 @@
  * the buffer protocol), no code generation: every class comes from the
  * descriptors of onnxio/proto.h at import time.
  *
- * Files (one job each):
- *   module.c    the method table of onnxio._onnxio, its module def and init.
+ * Files (one job each), in the order of their headings below:
+ *   module.c    the method table of onnxio._onnxio, its module definition
+ *               and init (it shares nothing, so it has no heading).
+ *   message.c   message objects: the descriptor <-> class registry,
+ *               lifetime, lazy sub-messages, busy trees, field get/set,
+ *               constructor keywords, walks of a tree.
+ *   message_methods.c  onnxio.Message: the protobuf message methods, parse
+ *               and serialize, str (text format), comparison.
+ *   coerce.c    messages of the onnx package turned into onnxio's.
+ *   classes.c   one heap type per message descriptor, nesting, enum
+ *               constants, the reflection tables published.
+ *   values.c    scalar, enum, string and bytes values between Python and C.
+ *   repeated.c  the repeated-field containers (scalar and message).
  *   errors.c    the exceptions, status -> exception mapping (pyonnxio_raise).
  *   args.c      what the entry points share to read their arguments
  *               ("O&" converters, the message of an argument).
@@ -23,16 +34,6 @@
  *   external.c  the format rules of external data, for the Python helpers.
  *   tables.c    the library's data type, option and schema tables as
  *               Python data.
- *   message.c   message objects: the descriptor <-> class registry,
- *               lifetime, lazy sub-messages, busy trees, field get/set,
- *               constructor keywords.
- *   message_methods.c  onnxio.Message: the protobuf message methods, parse
- *               and serialize, str (text format), comparison.
- *   coerce.c    messages of the onnx package turned into onnxio's.
- *   classes.c   one heap type per message descriptor, nesting, enum
- *               constants, the reflection tables.
- *   repeated.c  the repeated-field containers (scalar and message).
- *   values.c    scalar, enum, string and bytes values between Python and C.
  *   dlpack.c    TensorProto.__dlpack__ / __dlpack_device__: payloads for
  *               torch.from_dlpack and numpy.from_dlpack (dlpack.h: the
  *               DLPack structs).
@@ -41,6 +42,8 @@
  *   stream.c    streaming saves: initializers from a Python iterator.
  *   remote.c    remote sources: the external ranges a model needs, and
  *               fetched payloads set without a copy.
+ *   slice.c     tensor slices (onnxio.slices): initializers of a model
+ *               file read in part.
  *
  * Object model (docs/design.md "Front ends"): a Python message is a view of one C
  * message in an onnxio_arena and holds a reference to that arena, so it
@@ -388,71 +391,74 @@ extern const char pyonnxio_share_raw_data_doc[];
 
 /* ---- load.c ---------------------------------------------------------- */
 
-/* _load_file, _load_bytes, _load_external_data and
- * _load_tensor_external_data of module.c's method table (METH_VARARGS |
- * METH_KEYWORDS), and their doc strings. */
+/* _load_file (METH_VARARGS | METH_KEYWORDS): a file holding one message. */
 PyObject *pyonnxio_load_file(PyObject *self, PyObject *args, PyObject *kw);
-PyObject *pyonnxio_load_bytes(PyObject *self, PyObject *args, PyObject *kw);
-PyObject *pyonnxio_load_external_data(PyObject *self, PyObject *args, PyObject *kw);
-PyObject *pyonnxio_load_tensor_external_data(PyObject *self, PyObject *args, PyObject *kw);
 extern const char pyonnxio_load_file_doc[];
+/* _load_bytes (METH_VARARGS | METH_KEYWORDS): one message parsed from bytes. */
+PyObject *pyonnxio_load_bytes(PyObject *self, PyObject *args, PyObject *kw);
 extern const char pyonnxio_load_bytes_doc[];
+/* _load_external_data (METH_VARARGS | METH_KEYWORDS): a model's external payloads read. */
+PyObject *pyonnxio_load_external_data(PyObject *self, PyObject *args, PyObject *kw);
 extern const char pyonnxio_load_external_data_doc[];
+/* _load_tensor_external_data (METH_VARARGS | METH_KEYWORDS): the same for one tensor. */
+PyObject *pyonnxio_load_tensor_external_data(PyObject *self, PyObject *args, PyObject *kw);
 extern const char pyonnxio_load_tensor_external_data_doc[];
 
 /* ---- save.c ---------------------------------------------------------- */
 
-/* _save_file and _archive_replace_model of module.c's method table
- * (METH_VARARGS | METH_KEYWORDS), and their doc strings. */
+/* _save_file (METH_VARARGS | METH_KEYWORDS): a message saved to a file, atomically. */
 PyObject *pyonnxio_save_file(PyObject *self, PyObject *args, PyObject *kw);
-PyObject *pyonnxio_archive_replace_model(PyObject *self, PyObject *args, PyObject *kw);
 extern const char pyonnxio_save_file_doc[];
+/* _archive_replace_model (METH_VARARGS | METH_KEYWORDS): an .onnxz archive's model replaced. */
+PyObject *pyonnxio_archive_replace_model(PyObject *self, PyObject *args, PyObject *kw);
 extern const char pyonnxio_archive_replace_model_doc[];
 
 /* ---- wire.c ---------------------------------------------------------- */
 
-/* _serialize and _unknown_fields of module.c's method table (METH_O), and
- * their doc strings. */
+/* _serialize (METH_O): a message's protobuf wire bytes. */
 PyObject *pyonnxio_wire_serialize(PyObject *self, PyObject *obj);
-PyObject *pyonnxio_wire_unknown_fields(PyObject *self, PyObject *obj);
 extern const char pyonnxio_wire_serialize_doc[];
+/* _unknown_fields (METH_O): the unknown fields of a message or of bytes. */
+PyObject *pyonnxio_wire_unknown_fields(PyObject *self, PyObject *obj);
 extern const char pyonnxio_wire_unknown_fields_doc[];
 
 /* ---- text.c ---------------------------------------------------------- */
 
-/* _text_format (METH_VARARGS) and _text_parse (METH_VARARGS |
- * METH_KEYWORDS) of module.c's method table, and their doc strings. */
+/* _text_format (METH_VARARGS): a message as text in one of the styles. */
 PyObject *pyonnxio_text_format(PyObject *self, PyObject *args);
-PyObject *pyonnxio_text_parse(PyObject *self, PyObject *args, PyObject *kw);
 extern const char pyonnxio_text_format_doc[];
+/* _text_parse (METH_VARARGS | METH_KEYWORDS): a new message read from text. */
+PyObject *pyonnxio_text_parse(PyObject *self, PyObject *args, PyObject *kw);
 extern const char pyonnxio_text_parse_doc[];
 
 /* ---- external.c ------------------------------------------------------ */
 
-/* _has_pending_external, _external_ref_parse, _tensor_raw_size and
- * _path_is_archive (METH_O), _check_location (METH_O) and
- * _external_data_open (METH_VARARGS | METH_KEYWORDS) of module.c's method
- * table, and their doc strings. */
+/* _has_pending_external (METH_O): tensors marked external hold raw_data. */
 PyObject *pyonnxio_has_pending_external(PyObject *self, PyObject *obj);
-PyObject *pyonnxio_external_ref_parse(PyObject *self, PyObject *obj);
-PyObject *pyonnxio_check_location(PyObject *self, PyObject *arg);
-PyObject *pyonnxio_external_data_open(PyObject *self, PyObject *args, PyObject *kw);
-PyObject *pyonnxio_tensor_raw_size(PyObject *self, PyObject *obj);
-PyObject *pyonnxio_path_is_archive(PyObject *self, PyObject *arg);
 extern const char pyonnxio_has_pending_external_doc[];
+/* _external_ref_parse (METH_O): a tensor's external_data keys, parsed. */
+PyObject *pyonnxio_external_ref_parse(PyObject *self, PyObject *obj);
 extern const char pyonnxio_external_ref_parse_doc[];
+/* _check_location (METH_O): the spelling rules of a location. */
+PyObject *pyonnxio_check_location(PyObject *self, PyObject *arg);
 extern const char pyonnxio_check_location_doc[];
+/* _external_data_open (METH_VARARGS | METH_KEYWORDS): the checked open of a data file. */
+PyObject *pyonnxio_external_data_open(PyObject *self, PyObject *args, PyObject *kw);
 extern const char pyonnxio_external_data_open_doc[];
+/* _tensor_raw_size (METH_O): the bytes raw_data must hold. */
+PyObject *pyonnxio_tensor_raw_size(PyObject *self, PyObject *obj);
 extern const char pyonnxio_tensor_raw_size_doc[];
+/* _path_is_archive (METH_O): whether a save to a path writes .onnxz. */
+PyObject *pyonnxio_path_is_archive(PyObject *self, PyObject *arg);
 extern const char pyonnxio_path_is_archive_doc[];
 
 /* ---- tables.c -------------------------------------------------------- */
 
-/* _data_types and _options of module.c's method table (METH_NOARGS), and
- * their doc strings. */
+/* _data_types (METH_NOARGS): the data type table. */
 PyObject *pyonnxio_data_types(PyObject *self, PyObject *noargs);
-PyObject *pyonnxio_options(PyObject *self, PyObject *noargs);
 extern const char pyonnxio_data_types_doc[];
+/* _options (METH_NOARGS): the option table. */
+PyObject *pyonnxio_options(PyObject *self, PyObject *noargs);
 extern const char pyonnxio_options_doc[];
 /* Adds _schema_fields and _schema_rows, the schema's tables that
  * onnxio/_descriptors.py builds Message.DESCRIPTOR from, to `module`. 0 or
