@@ -8,9 +8,10 @@
 #include "pyonnxio.h"
 
 /* From this size on, a message converted from the onnx package keeps its
- * payloads in the bytes object protobuf serialized it to (no_copy: the
- * bytes are ours and immutable) instead of copying them: on GPT-2's 0.5 GB
- * that saves a copy; on many small messages a copy parse is faster. */
+ * payloads in the bytes object protobuf serialized it to (no_copy: nothing
+ * else holds those bytes, and they are immutable) instead of copying them:
+ * on GPT-2's 0.5 GB that saves a copy; on many small messages a copy parse
+ * is faster. */
 #define COERCE_BORROW_BYTES ((Py_ssize_t)64 << 20)
 
 /* A new message of class `cls` parsed from the bytes object `data` with

@@ -167,9 +167,9 @@ PyObject *pyonnxio_payload_view(const onnxio_span *span)
     if (!span->data && span->size) Py_RETURN_NONE; /* skipped: only the size is known */
     if (span->owner)
         return view_of(span->data, span->size, span->owner, !onnxio_buffer_is_allocated(span->owner));
-    /* Borrowed: the memory's keeper is outside our reach, so the view gets
-     * a private copy, read-only because writing into it could not reach
-     * the tensor. */
+    /* Borrowed: the memory's keeper is out of the extension's reach, so the
+     * view gets a private copy, read-only because writing into it could not
+     * reach the tensor. */
     onnxio_buffer *copy = onnxio_buffer_new(span->size, 64);
     if (!copy) return PyErr_NoMemory();
     if (span->size) memcpy(onnxio_buffer_data(copy), span->data, span->size);
