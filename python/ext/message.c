@@ -1,12 +1,10 @@
-/* The message classes of onnxio._onnxio: one heap type per message
- * descriptor of onnxio/proto.h, all subclasses of onnxio.Message, which holds
- * the protobuf message methods. Field access goes through one PyGetSetDef per
- * field whose closure is the field's descriptor, so an attribute read is a
- * type-cache hit plus one C call. Nothing here names an ONNX field: classes,
- * nesting, enum constants and descriptors all come from onnxio_all_messages
- * and onnxio_all_enums. See pyonnxio.h for the object model. */
-#include <float.h>
-#include <math.h>
+/* The message objects of onnxio._onnxio: the registry of descriptor <->
+ * class, the objects' lifetime (onnxio.Message's dealloc, new and init),
+ * lazy sub-messages, trees being written, field get/set, constructor
+ * keywords, and walks of a tree. Field access goes through one PyGetSetDef
+ * per field whose closure is the field's descriptor (classes.c makes
+ * them), so an attribute read is a type-cache hit plus one C call. Nothing
+ * here names an ONNX field. See pyonnxio.h for the object model. */
 #include <string.h>
 
 #include "pyonnxio.h"
@@ -23,7 +21,6 @@ typedef struct entry {
 static entry *entries;
 static size_t entry_count;
 static onnxio_arena *empty_arena;
-PyTypeObject *pyonnxio_MessageType;
 
 /* Two small open-addressing tables, keyed by pointer: descriptor -> entry
  * and class -> entry. Wrapping a C message looks its class up on every
@@ -80,81 +77,89 @@ PyTypeObject *pyonnxio_message_type(const onnxio_message_desc *desc)
     return e ? e->type : NULL;
 }
 
-static inline const onnxio_message_desc *desc_of(PyOnnxioMessage *m)
-{
-    return m->msg ? m->msg->desc : m->parent_field->message;
-}
-
 const onnxio_message_desc *pyonnxio_message_desc_of(PyObject *obj)
 {
     if (!obj || !PyObject_TypeCheck(obj, pyonnxio_MessageType)) return NULL;
     PyOnnxioMessage *m = (PyOnnxioMessage *)obj;
     if (!m->msg && !m->parent_field) return NULL; /* Message() itself, never built */
-    return desc_of(m);
+    return pyonnxio_desc_of(m);
 }
 
-static PyObject *m_FromString(PyObject *cls, PyObject *data);
-
-/* From this size on, a message converted from the onnx package keeps its
- * payloads in the bytes object protobuf serialized it to (no_copy: the
- * bytes are ours and immutable) instead of copying them: on GPT-2's 0.5 GB
- * that saves a copy; on many small messages a copy parse is faster. */
-#define COERCE_BORROW_BYTES ((Py_ssize_t)64 << 20)
-
-/* A new message of class `cls` parsed from the bytes object `data` with
- * no_copy, its payloads holding references to `data`. */
-static PyObject *parse_borrowing(PyObject *cls, PyObject *data)
+int pyonnxio_registry_init(void)
 {
-    PyObject *m = PyObject_CallNoArgs(cls);
-    if (!m) return NULL;
-    onnxio_message *c = pyonnxio_message_get((PyOnnxioMessage *)m, 1);
-    onnxio_buffer *owner = c ? pyonnxio_buffer_for_object(data) : NULL;
-    if (!owner) {
-        Py_DECREF(m);
+    if (onnxio_all_message_count * 2 > TABLE_SIZE) {
+        PyErr_SetString(PyExc_SystemError, "onnxio: too many messages for the class table");
+        return -1;
+    }
+    entries = PyMem_Calloc(onnxio_all_message_count, sizeof(entry));
+    empty_arena = onnxio_arena_new();
+    if (!entries || !empty_arena) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+int pyonnxio_registry_add(const onnxio_message_desc *desc, PyTypeObject *type)
+{
+    if (entry_count == onnxio_all_message_count) {
+        PyErr_SetString(PyExc_SystemError, "onnxio: more classes than message descriptors");
+        return -1;
+    }
+    entry *e = &entries[entry_count];
+    e->desc = desc;
+    e->empty = onnxio_message_new(empty_arena, desc);
+    if (!e->empty) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    e->type = type;
+    entry_count++;
+    table_put(by_desc, desc, e, 0);
+    table_put(by_type, type, e, 1);
+    return 0;
+}
+
+/* ---- FieldDescriptors, for ListFields --------------------------------- */
+
+PyObject *pyonnxio_install_descriptor(PyObject *unused, PyObject *args)
+{
+    PyObject *cls, *descriptor;
+    if (!PyArg_ParseTuple(args, "O!O:_install_descriptor", &PyType_Type, &cls, &descriptor)) return NULL;
+    entry *e = entry_for_exact_type((PyTypeObject *)cls);
+    if (!e) return PyErr_Format(PyExc_TypeError, "_install_descriptor: %R is not an onnxio message class", cls);
+    const onnxio_message_desc *d = e->desc;
+    PyObject *by_number = PyObject_GetAttrString(descriptor, "fields_by_number");
+    if (!by_number) return NULL;
+    PyObject **descs = PyMem_Calloc(d->field_count ? d->field_count : 1, sizeof(PyObject *));
+    int ok = descs != NULL;
+    if (!ok) PyErr_NoMemory();
+    for (size_t k = 0; ok && k < d->field_count; k++) {
+        PyObject *num = PyLong_FromUnsignedLong(d->fields[k].number);
+        descs[k] = num ? PyObject_GetItem(by_number, num) : NULL;
+        Py_XDECREF(num);
+        ok = descs[k] != NULL;
+    }
+    Py_DECREF(by_number);
+    ok = ok && PyObject_SetAttrString(cls, "DESCRIPTOR", descriptor) == 0;
+    if (!ok) {
+        for (size_t k = 0; descs && k < d->field_count; k++) Py_XDECREF(descs[k]);
+        PyMem_Free(descs);
         return NULL;
     }
-    onnxio_parse_options opts = ONNXIO_PARSE_OPTIONS_INIT;
-    opts.no_copy = true;
-    onnxio_status s;
-    onnxio_arena *arena = ((PyOnnxioMessage *)m)->arena;
-    const void *bytes = onnxio_buffer_data(owner);
-    size_t size = onnxio_buffer_size(owner);
-    Py_BEGIN_ALLOW_THREADS
-    s = onnxio_parse_into(c, bytes, size, owner, &opts, arena);
-    Py_END_ALLOW_THREADS
-    onnxio_buffer_unref(owner);
-    if (s) {
-        Py_DECREF(m);
-        return pyonnxio_raise(s);
+    PyObject **old = e->field_descs;
+    e->field_descs = descs;
+    if (old) {
+        for (size_t k = 0; k < d->field_count; k++) Py_XDECREF(old[k]);
+        PyMem_Free(old);
     }
-    return m;
+    Py_RETURN_NONE;
 }
 
-PyObject *pyonnxio_coerce_message(PyObject *obj)
+PyObject **pyonnxio_field_descriptors(const onnxio_message_desc *desc)
 {
-    if (PyObject_TypeCheck(obj, pyonnxio_MessageType) || PyType_Check(obj)) return Py_NewRef(obj);
-    PyObject *descriptor = PyObject_GetAttrString((PyObject *)Py_TYPE(obj), "DESCRIPTOR");
-    if (!descriptor) {
-        PyErr_Clear();
-        return Py_NewRef(obj);
-    }
-    PyObject *name = PyObject_GetAttrString(descriptor, "full_name");
-    Py_DECREF(descriptor);
-    const char *full = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
-    const onnxio_message_desc *desc = full && strncmp(full, "onnx.", 5) == 0 ? onnxio_message_desc_by_name(full) : NULL;
-    PyTypeObject *cls = desc ? pyonnxio_message_type(desc) : NULL;
-    Py_XDECREF(name);
-    if (!cls) {
-        PyErr_Clear();
-        return Py_NewRef(obj);
-    }
-    PyObject *data = PyObject_CallMethod(obj, "SerializeToString", NULL);
-    if (!data) return NULL;
-    PyObject *m = PyBytes_Check(data) && PyBytes_GET_SIZE(data) >= COERCE_BORROW_BYTES
-                      ? parse_borrowing((PyObject *)cls, data)
-                      : m_FromString((PyObject *)cls, data);
-    Py_DECREF(data);
-    return m;
+    entry *e = entry_for_desc(desc);
+    return e ? e->field_descs : NULL;
 }
 
 /* ---- object lifetime -------------------------------------------------- */
@@ -194,7 +199,7 @@ static PyObject *wrap_lazy(PyOnnxioMessage *parent, const onnxio_field_desc *f)
     return (PyObject *)o;
 }
 
-static PyObject *new_root_of_type(PyTypeObject *tp, const onnxio_message_desc *desc)
+PyObject *pyonnxio_message_new_of_type(PyTypeObject *tp, const onnxio_message_desc *desc)
 {
     PyOnnxioMessage *o = alloc_object(tp);
     if (!o) return NULL;
@@ -214,7 +219,7 @@ PyObject *pyonnxio_message_new_root(const onnxio_message_desc *desc)
         PyErr_SetString(PyExc_SystemError, "onnxio: unknown message descriptor");
         return NULL;
     }
-    return new_root_of_type(e->type, desc);
+    return pyonnxio_message_new_of_type(e->type, desc);
 }
 
 /* The lazy chain behind an object (pyonnxio_message_get) can be deeper
@@ -235,7 +240,7 @@ static void release_lazy_chain(PyOnnxioMessage *p)
     }
 }
 
-static void message_dealloc(PyOnnxioMessage *self)
+void pyonnxio_message_dealloc(PyOnnxioMessage *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
     onnxio_arena_unref(self->arena);
@@ -437,160 +442,8 @@ void *pyonnxio_message_read(PyOnnxioMessage *m)
 {
     void *c = pyonnxio_message_get(m, 0);
     if (c) return c;
-    entry *e = entry_for_desc(desc_of(m));
+    entry *e = entry_for_desc(pyonnxio_desc_of(m));
     return e->empty;
-}
-
-/* ---- values ----------------------------------------------------------- */
-
-
-static PyObject *string_to_py(const onnxio_string *s, int text)
-{
-    const char *data = s->size ? s->data : "";
-    if (!text) return PyBytes_FromStringAndSize(data, (Py_ssize_t)s->size);
-    PyObject *r = PyUnicode_DecodeUTF8(data, (Py_ssize_t)s->size, NULL);
-    if (!r && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
-        /* A parsed string field that is not UTF-8: upb gives its bytes. */
-        PyErr_Clear();
-        r = PyBytes_FromStringAndSize(data, (Py_ssize_t)s->size);
-    }
-    return r;
-}
-
-PyObject *pyonnxio_value_to_py(const onnxio_field_desc *f, const void *p)
-{
-    switch (f->kind) {
-    case ONNXIO_KIND_INT32:
-    case ONNXIO_KIND_ENUM: return PyLong_FromLong(*(const int32_t *)p);
-    case ONNXIO_KIND_INT64: return PyLong_FromLongLong(*(const int64_t *)p);
-    case ONNXIO_KIND_UINT64: return PyLong_FromUnsignedLongLong(*(const uint64_t *)p);
-    case ONNXIO_KIND_FLOAT: return PyFloat_FromDouble(*(const float *)p);
-    case ONNXIO_KIND_DOUBLE: return PyFloat_FromDouble(*(const double *)p);
-    case ONNXIO_KIND_STRING: return string_to_py(p, 1);
-    case ONNXIO_KIND_BYTES: return string_to_py(p, 0);
-    default: PyErr_SetString(PyExc_SystemError, "onnxio: not a scalar field"); return NULL;
-    }
-}
-
-static int integer_from_py(const onnxio_field_desc *f, PyObject *obj, pyonnxio_value *out)
-{
-    if (PyBool_Check(obj)) {
-        PyErr_Format(PyExc_TypeError, "Field %s: Expected an int, got a boolean.", f->name);
-        return -1;
-    }
-    PyObject *n = PyNumber_Index(obj); /* ints and numpy integers; TypeError for floats and str */
-    if (!n) return -1;
-    int overflow = 0;
-    if (f->kind == ONNXIO_KIND_UINT64) {
-        unsigned long long u = PyLong_AsUnsignedLongLong(n);
-        if (u == (unsigned long long)-1 && PyErr_Occurred()) {
-            PyErr_Clear();
-            overflow = 1;
-        }
-        out->n.u = u;
-    } else {
-        long long v = PyLong_AsLongLongAndOverflow(n, &overflow);
-        if (v == -1 && PyErr_Occurred()) {
-            Py_DECREF(n);
-            return -1;
-        }
-        if (!overflow && f->kind != ONNXIO_KIND_INT64 && (v < INT32_MIN || v > INT32_MAX)) overflow = 1;
-        out->n.i = v;
-    }
-    if (overflow) {
-        PyErr_Format(PyExc_ValueError, "Value out of range: %S", n);
-        Py_DECREF(n);
-        return -1;
-    }
-    Py_DECREF(n);
-    return 0;
-}
-
-static int enum_from_py(const onnxio_field_desc *f, PyObject *obj, pyonnxio_value *out)
-{
-    const onnxio_enum_desc *e = f->enum_type;
-    if (PyUnicode_Check(obj)) { /* upb accepts a value's name */
-        const char *name = PyUnicode_AsUTF8(obj);
-        if (!name) return -1;
-        for (size_t i = 0; e && i < e->value_count; i++)
-            if (strcmp(e->values[i].name, name) == 0) {
-                out->n.i = e->values[i].number;
-                return 0;
-            }
-        PyErr_Format(PyExc_ValueError, "unknown enum label \"%s\"", name);
-        return -1;
-    }
-    if (integer_from_py(f, obj, out) < 0) return -1;
-    /* ONNX's enums are closed (proto2): upb refuses numbers they lack. */
-    if (e && !onnxio_enum_value_name(e, (int32_t)out->n.i)) {
-        PyErr_Format(PyExc_ValueError, "invalid enumerator %lld", (long long)out->n.i);
-        return -1;
-    }
-    return 0;
-}
-
-int pyonnxio_value_from_py(const onnxio_field_desc *f, PyObject *obj, pyonnxio_value *out)
-{
-    switch (f->kind) {
-    case ONNXIO_KIND_INT32:
-    case ONNXIO_KIND_INT64:
-    case ONNXIO_KIND_UINT64: return integer_from_py(f, obj, out);
-    case ONNXIO_KIND_ENUM: return enum_from_py(f, obj, out);
-    case ONNXIO_KIND_FLOAT:
-    case ONNXIO_KIND_DOUBLE: {
-        double d = PyFloat_AsDouble(obj); /* ints and anything with __float__; TypeError for str */
-        if (d == -1.0 && PyErr_Occurred()) return -1;
-        out->n.d = d;
-        return 0;
-    }
-    case ONNXIO_KIND_STRING:
-        if (PyUnicode_Check(obj)) {
-            out->data = PyUnicode_AsUTF8AndSize(obj, &out->size);
-            return out->data ? 0 : -1;
-        }
-        if (PyBytes_Check(obj)) { /* accepted when it is UTF-8, as protobuf does */
-            PyObject *check = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(obj), PyBytes_GET_SIZE(obj), NULL);
-            if (!check) return -1;
-            Py_DECREF(check);
-            out->data = PyBytes_AS_STRING(obj);
-            out->size = PyBytes_GET_SIZE(obj);
-            return 0;
-        }
-        PyErr_Format(PyExc_TypeError, "field %s: expected str or bytes, got %.200s", f->name, Py_TYPE(obj)->tp_name);
-        return -1;
-    case ONNXIO_KIND_BYTES:
-        if (PyBytes_Check(obj)) {
-            out->data = PyBytes_AS_STRING(obj);
-            out->size = PyBytes_GET_SIZE(obj);
-            return 0;
-        }
-        PyErr_Format(PyExc_TypeError, "field %s: expected bytes, %.200s found", f->name, Py_TYPE(obj)->tp_name);
-        return -1;
-    default:
-        PyErr_SetString(PyExc_SystemError, "onnxio: not a scalar field");
-        return -1;
-    }
-}
-
-int pyonnxio_value_store(onnxio_arena *arena, const onnxio_field_desc *f, void *p, const pyonnxio_value *v)
-{
-    switch (f->kind) {
-    case ONNXIO_KIND_INT32:
-    case ONNXIO_KIND_ENUM: *(int32_t *)p = (int32_t)v->n.i; return 0;
-    case ONNXIO_KIND_INT64: *(int64_t *)p = v->n.i; return 0;
-    case ONNXIO_KIND_UINT64: *(uint64_t *)p = v->n.u; return 0;
-    /* IEEE conversion (C11 Annex F): out-of-range values become +-inf, as in upb. */
-    case ONNXIO_KIND_FLOAT: *(float *)p = (float)v->n.d; return 0;
-    case ONNXIO_KIND_DOUBLE: *(double *)p = v->n.d; return 0;
-    case ONNXIO_KIND_STRING:
-    case ONNXIO_KIND_BYTES:
-        if (onnxio_string_set(arena, p, v->data, (size_t)v->size)) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        return 0;
-    default: PyErr_SetString(PyExc_SystemError, "onnxio: not a scalar field"); return -1;
-    }
 }
 
 /* ---- field access ----------------------------------------------------- */
@@ -605,7 +458,7 @@ static PyObject *raw_to_py(const onnxio_span *s)
     return PyBytes_FromStringAndSize(s->size ? (const char *)s->data : "", (Py_ssize_t)s->size);
 }
 
-static PyObject *field_get(PyOnnxioMessage *self, void *closure)
+PyObject *pyonnxio_field_get(PyOnnxioMessage *self, void *closure)
 {
     const onnxio_field_desc *f = closure;
     if (f->label >= ONNXIO_LABEL_REPEATED) return pyonnxio_repeated_new(self, f);
@@ -657,7 +510,7 @@ static int set_scalar(PyOnnxioMessage *self, const onnxio_field_desc *f, PyObjec
     return 0;
 }
 
-static int field_set(PyOnnxioMessage *self, PyObject *value, void *closure)
+int pyonnxio_field_set(PyOnnxioMessage *self, PyObject *value, void *closure)
 {
     const onnxio_field_desc *f = closure;
     if (!value) {
@@ -677,9 +530,9 @@ static int field_set(PyOnnxioMessage *self, PyObject *value, void *closure)
     return set_scalar(self, f, value);
 }
 
-/* ---- helpers for methods ---------------------------------------------- */
+/* ---- fields by name, clear, clone, merge -------------------------------- */
 
-static const char *short_name(const onnxio_message_desc *d)
+const char *pyonnxio_short_name(const onnxio_message_desc *d)
 {
     const char *dot = strrchr(d->full_name, '.');
     return dot ? dot + 1 : d->full_name;
@@ -687,11 +540,10 @@ static const char *short_name(const onnxio_message_desc *d)
 
 static PyObject *no_field(const onnxio_message_desc *d, PyObject *name)
 {
-    return PyErr_Format(PyExc_ValueError, "Protocol message %s has no \"%U\" field.", short_name(d), name);
+    return PyErr_Format(PyExc_ValueError, "Protocol message %s has no \"%U\" field.", pyonnxio_short_name(d), name);
 }
 
-/* The field called `name`, or NULL with ValueError set. */
-static const onnxio_field_desc *field_named(const onnxio_message_desc *d, PyObject *name, int *is_oneof)
+const onnxio_field_desc *pyonnxio_field_named(const onnxio_message_desc *d, PyObject *name, int *is_oneof)
 {
     if (is_oneof) *is_oneof = 0;
     if (!PyUnicode_Check(name)) {
@@ -712,28 +564,7 @@ static const onnxio_field_desc *field_named(const onnxio_message_desc *d, PyObje
     return NULL;
 }
 
-/* The present member of the oneof of `f` in `c`, or NULL. */
-static const onnxio_field_desc *oneof_case(const onnxio_message *c, const onnxio_field_desc *f)
-{
-    const onnxio_message_desc *d = c->desc;
-    for (size_t i = 0; i < d->field_count; i++) {
-        const onnxio_field_desc *g = &d->fields[i];
-        if (g->oneof == f->oneof && onnxio_field_present(c, g)) return g;
-    }
-    return NULL;
-}
-
-static int check_same_class(PyOnnxioMessage *self, PyObject *other, const char *method)
-{
-    const onnxio_message_desc *od = pyonnxio_message_desc_of(other);
-    if (od && od == desc_of(self)) return 0;
-    PyErr_Format(PyExc_TypeError, "Parameter to %s() must be instance of same class: expected %s got %.200s.",
-                 method, desc_of(self)->full_name, Py_TYPE(other)->tp_name);
-    return -1;
-}
-
-/* Unsets every field of `c`, unlinking sub-messages (pyonnxio.h). */
-static void clear_unlink(onnxio_message *c)
+void pyonnxio_message_clear(onnxio_message *c)
 {
     for (size_t i = 0; i < c->desc->field_count; i++) pyonnxio_field_unlink(c, &c->desc->fields[i]);
     c->has = 0;
@@ -750,9 +581,7 @@ void *pyonnxio_message_clone(onnxio_arena *arena, const void *src)
     return copy;
 }
 
-/* Merges `src` (any arena) into self's message. A source in the same arena
- * may be self's ancestor or descendant, so it is cloned first. */
-static int merge_into(PyOnnxioMessage *self, PyOnnxioMessage *src)
+int pyonnxio_message_merge_into(PyOnnxioMessage *self, PyOnnxioMessage *src)
 {
     void *from = pyonnxio_message_read(src);
     onnxio_message *to = pyonnxio_message_get(self, 1);
@@ -832,7 +661,7 @@ static int init_message_field(PyOnnxioMessage *self, const onnxio_field_desc *f,
     PyObject *coerced = pyonnxio_coerce_message(value); /* an onnx package message too */
     if (!coerced) return -1;
     value = coerced;
-    PyObject *sub = field_get(self, (void *)f);
+    PyObject *sub = pyonnxio_field_get(self, (void *)f);
     if (!sub) {
         Py_DECREF(coerced);
         return -1;
@@ -846,8 +675,8 @@ static int init_message_field(PyOnnxioMessage *self, const onnxio_field_desc *f,
         onnxio_message *to = pyonnxio_message_get(s, 1);
         rc = -1;
         if (to) {
-            clear_unlink(to);
-            rc = merge_into(s, (PyOnnxioMessage *)value);
+            pyonnxio_message_clear(to);
+            rc = pyonnxio_message_merge_into(s, (PyOnnxioMessage *)value);
         }
     } else {
         PyErr_Format(PyExc_TypeError,
@@ -876,14 +705,14 @@ int pyonnxio_message_init_kwargs(PyObject *obj, PyObject *kwargs)
 
 static int init_kwargs(PyOnnxioMessage *self, PyObject *kwargs)
 {
-    const onnxio_message_desc *d = desc_of(self);
+    const onnxio_message_desc *d = pyonnxio_desc_of(self);
     PyObject *key, *value;
     Py_ssize_t pos = 0;
     while (PyDict_Next(kwargs, &pos, &key, &value)) {
-        const onnxio_field_desc *f = field_named(d, key, NULL);
+        const onnxio_field_desc *f = pyonnxio_field_named(d, key, NULL);
         if (!f) {
             PyErr_Clear();
-            PyErr_Format(PyExc_ValueError, "Protocol message %s has no \"%S\" field.", short_name(d), key);
+            PyErr_Format(PyExc_ValueError, "Protocol message %s has no \"%S\" field.", pyonnxio_short_name(d), key);
             return -1;
         }
         if (value == Py_None) continue; /* protobuf: None leaves the field unset */
@@ -905,14 +734,14 @@ static int init_kwargs(PyOnnxioMessage *self, PyObject *kwargs)
     return 0;
 }
 
-static PyObject *message_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs)
+PyObject *pyonnxio_message_tp_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs)
 {
     entry *e = entry_for_type(tp);
     if (!e) return PyErr_Format(PyExc_TypeError, "cannot create '%.200s' instances: not a message class", tp->tp_name);
-    return new_root_of_type(tp, e->desc);
+    return pyonnxio_message_new_of_type(tp, e->desc);
 }
 
-static int message_init(PyObject *self, PyObject *args, PyObject *kwargs)
+int pyonnxio_message_tp_init(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     if (args && PyTuple_GET_SIZE(args)) {
         PyErr_SetString(PyExc_TypeError, "No positional arguments allowed");
@@ -921,294 +750,7 @@ static int message_init(PyObject *self, PyObject *args, PyObject *kwargs)
     return kwargs ? pyonnxio_message_init_kwargs(self, kwargs) : 0;
 }
 
-/* ---- methods ---------------------------------------------------------- */
-
-static PyObject *m_HasField(PyOnnxioMessage *self, PyObject *name)
-{
-    const onnxio_message_desc *d = desc_of(self);
-    int is_oneof;
-    const onnxio_field_desc *f = field_named(d, name, &is_oneof);
-    if (!f) return NULL;
-    if (f->label >= ONNXIO_LABEL_REPEATED)
-        return PyErr_Format(PyExc_ValueError, "Field %s.%s does not have presence.", d->full_name, f->name);
-    onnxio_message *c = pyonnxio_message_read(self);
-    if (is_oneof) return PyBool_FromLong(oneof_case(c, f) != NULL);
-    return PyBool_FromLong(onnxio_field_present(c, f));
-}
-
-/* ClearField and Clear are writes, as in protobuf (upb and the pure-Python
- * implementation alike): on a lazy sub-message they make it, and its
- * parents, present first, even when the field name is refused
- * (m.graph.ClearField("node") leaves m.graph present; onnx_ir relies on
- * it to write an empty TensorShapeProto). */
-static PyObject *m_ClearField(PyOnnxioMessage *self, PyObject *name)
-{
-    onnxio_message *c = pyonnxio_message_get(self, 1);
-    if (!c) return NULL;
-    int is_oneof;
-    const onnxio_field_desc *f = field_named(desc_of(self), name, &is_oneof);
-    if (!f) return NULL;
-    if (is_oneof) f = oneof_case(c, f);
-    if (f) pyonnxio_field_unlink(c, f);
-    Py_RETURN_NONE;
-}
-
-static PyObject *m_WhichOneof(PyOnnxioMessage *self, PyObject *name)
-{
-    const onnxio_message_desc *d = desc_of(self);
-    int is_oneof;
-    const onnxio_field_desc *f = field_named(d, name, &is_oneof);
-    if (!f) return NULL;
-    if (!is_oneof) return PyErr_Format(PyExc_ValueError, "Expected a oneof name, but got field name %s.", f->name);
-    const onnxio_field_desc *g = oneof_case(pyonnxio_message_read(self), f);
-    if (!g) Py_RETURN_NONE;
-    return PyUnicode_FromString(g->name);
-}
-
-static PyObject *m_ListFields(PyOnnxioMessage *self, PyObject *unused)
-{
-    onnxio_message *c = pyonnxio_message_read(self);
-    entry *e = entry_for_desc(c->desc);
-    if (!e->field_descs) {
-        PyErr_Format(PyExc_RuntimeError, "%s has no DESCRIPTOR yet (the onnxio package installs them)",
-                     c->desc->full_name);
-        return NULL;
-    }
-    PyObject *list = PyList_New(0);
-    if (!list) return NULL;
-    for (size_t i = 0; i < c->desc->field_count; i++) {
-        const onnxio_field_desc *f = &c->desc->fields[i];
-        if (!onnxio_field_present(c, f)) continue;
-        PyObject *v = field_get(self, (void *)f);
-        PyObject *pair = v ? PyTuple_Pack(2, e->field_descs[i], v) : NULL;
-        Py_XDECREF(v);
-        if (!pair || PyList_Append(list, pair) < 0) {
-            Py_XDECREF(pair);
-            Py_DECREF(list);
-            return NULL;
-        }
-        Py_DECREF(pair);
-    }
-    return list;
-}
-
-static PyObject *m_Clear(PyOnnxioMessage *self, PyObject *unused)
-{
-    onnxio_message *c = pyonnxio_message_get(self, 1); /* a write: see m_ClearField */
-    if (!c) return NULL;
-    clear_unlink(c);
-    Py_RETURN_NONE;
-}
-
-static PyObject *m_SetInParent(PyOnnxioMessage *self, PyObject *unused)
-{
-    if (!pyonnxio_message_get(self, 1)) return NULL;
-    Py_RETURN_NONE;
-}
-
-static PyObject *copy_from(PyOnnxioMessage *self, PyObject *other)
-{
-    if (check_same_class(self, other, "CopyFrom") < 0) return NULL;
-    PyOnnxioMessage *src = (PyOnnxioMessage *)other;
-    if (src == self || (self->msg && src->msg == self->msg)) Py_RETURN_NONE;
-    onnxio_message *to = pyonnxio_message_get(self, 1);
-    if (!to) return NULL;
-    void *from = pyonnxio_message_read(src);
-    if (src->arena == self->arena) { /* src may contain self: copy it before clearing */
-        from = pyonnxio_message_clone(self->arena, from);
-        if (!from) return NULL;
-    }
-    clear_unlink(to);
-    onnxio_status s = onnxio_message_merge(self->arena, to, from);
-    if (s) return pyonnxio_raise(s);
-    Py_RETURN_NONE;
-}
-
-static PyObject *merge_from(PyOnnxioMessage *self, PyObject *other)
-{
-    if (check_same_class(self, other, "MergeFrom") < 0) return NULL;
-    if (merge_into(self, (PyOnnxioMessage *)other) < 0) return NULL;
-    Py_RETURN_NONE;
-}
-
-/* CopyFrom and MergeFrom take the onnx package's messages too. */
-static PyObject *m_CopyFrom(PyOnnxioMessage *self, PyObject *other)
-{
-    PyObject *o = pyonnxio_coerce_message(other);
-    PyObject *r = o ? copy_from(self, o) : NULL;
-    Py_XDECREF(o);
-    return r;
-}
-
-static PyObject *m_MergeFrom(PyOnnxioMessage *self, PyObject *other)
-{
-    PyObject *o = pyonnxio_coerce_message(other);
-    PyObject *r = o ? merge_from(self, o) : NULL;
-    Py_XDECREF(o);
-    return r;
-}
-
-/* Parses `data` into self, merging (protobuf's MergeFromString). Returns
- * the number of bytes read, as protobuf. */
-/* Parses and serializations of big messages run without the GIL (payload
- * copies dominate them); small ones are not worth a GIL round trip. */
-#define RELEASE_GIL_ABOVE (64u * 1024)
-
-static PyObject *parse_merge(PyOnnxioMessage *self, PyObject *data, int clear_first)
-{
-    Py_buffer view;
-    if (PyUnicode_Check(data)) return PyErr_Format(PyExc_TypeError, "expected bytes, str found");
-    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) return NULL;
-    onnxio_message *c = pyonnxio_message_get(self, 1);
-    if (!c) {
-        PyBuffer_Release(&view);
-        return NULL;
-    }
-    if (clear_first) clear_unlink(c);
-    onnxio_status s;
-    onnxio_arena *arena = self->arena;
-    if (pyonnxio_busy_enter(arena) < 0) {
-        PyBuffer_Release(&view);
-        return NULL;
-    }
-    /* An immutable bytes object is borrowed, as upb does
-     * (pyonnxio_borrowable); any other buffer may change after the call,
-     * so its payloads are copied. */
-    onnxio_parse_options opts = ONNXIO_PARSE_OPTIONS_INIT, *o = NULL;
-    onnxio_buffer *owner = NULL;
-    if (pyonnxio_borrowable(data, 0)) {
-        if (!(owner = pyonnxio_buffer_for_object(data))) {
-            pyonnxio_busy_leave(arena);
-            PyBuffer_Release(&view);
-            return NULL;
-        }
-        opts.no_copy = true;
-        o = &opts;
-    }
-    if ((size_t)view.len < RELEASE_GIL_ABOVE) {
-        s = onnxio_parse_into(c, view.buf, (size_t)view.len, owner, o, arena);
-    } else {
-        Py_BEGIN_ALLOW_THREADS
-        s = onnxio_parse_into(c, view.buf, (size_t)view.len, owner, o, arena);
-        Py_END_ALLOW_THREADS
-    }
-    onnxio_buffer_unref(owner);
-    pyonnxio_busy_leave(arena);
-    Py_ssize_t n = view.len;
-    PyBuffer_Release(&view);
-    if (s) return pyonnxio_raise(s);
-    return PyLong_FromSsize_t(n);
-}
-
-static PyObject *m_MergeFromString(PyOnnxioMessage *self, PyObject *data)
-{
-    return parse_merge(self, data, 0);
-}
-
-static PyObject *m_ParseFromString(PyOnnxioMessage *self, PyObject *data)
-{
-    return parse_merge(self, data, 1);
-}
-
-static PyObject *m_FromString(PyObject *cls, PyObject *data)
-{
-    PyObject *m = PyObject_CallNoArgs(cls);
-    if (!m) return NULL;
-    PyObject *r = parse_merge((PyOnnxioMessage *)m, data, 0);
-    if (!r) {
-        Py_DECREF(m);
-        return NULL;
-    }
-    Py_DECREF(r);
-    return m;
-}
-
-
-/* The destination of a one-pass serialization: a bytes object resized in
- * place (the encoder may run without the GIL; resizing takes it back). */
-typedef struct grow_bytes {
-    PyObject *bytes;
-    PyThreadState *save; /* non-NULL while the GIL is released */
-} grow_bytes;
-
-static void *grow_bytes_fn(void *user, void *data, size_t used, size_t size)
-{
-    (void)data;
-    (void)used; /* _PyBytes_Resize keeps the first bytes */
-    grow_bytes *g = user;
-    if (size > (size_t)PY_SSIZE_T_MAX) return NULL;
-    if (g->save) PyEval_RestoreThread(g->save);
-    int r = _PyBytes_Resize(&g->bytes, (Py_ssize_t)size); /* on failure: NULL, and MemoryError set */
-    if (r) PyErr_Clear(); /* the status says it */
-    if (g->save) g->save = PyEval_SaveThread();
-    return r ? NULL : PyBytes_AS_STRING(g->bytes);
-}
-
-PyObject *pyonnxio_serialize(void *msg, onnxio_arena *arena)
-{
-    onnxio_message *c = msg;
-    /* One pass into a bytes object of the size the last parse or
-     * serialization of this tree found (exact when it has not changed). */
-    uint64_t hint = c->cached_size;
-    if (hint == ONNXIO_SIZE_TOO_DEEP || hint > (uint64_t)PY_SSIZE_T_MAX / 2) hint = 0;
-    grow_bytes g = {PyBytes_FromStringAndSize(NULL, hint ? (Py_ssize_t)hint : 256), NULL};
-    if (!g.bytes) return NULL;
-    size_t size = 0;
-    onnxio_status s;
-    if (hint >= RELEASE_GIL_ABOVE || hint == 0) { /* large, or of a size not known yet */
-        if (arena && pyonnxio_busy_enter(arena) < 0) {
-            Py_DECREF(g.bytes);
-            return NULL;
-        }
-        g.save = PyEval_SaveThread();
-        s = onnxio_serialize_to(c, PyBytes_AS_STRING(g.bytes), (size_t)PyBytes_GET_SIZE(g.bytes), grow_bytes_fn, &g, &size);
-        PyEval_RestoreThread(g.save);
-        if (arena) pyonnxio_busy_leave(arena);
-    } else {
-        s = onnxio_serialize_to(c, PyBytes_AS_STRING(g.bytes), (size_t)PyBytes_GET_SIZE(g.bytes), grow_bytes_fn, &g, &size);
-    }
-    if (s) {
-        Py_XDECREF(g.bytes);
-        /* Nested deeper than the reader's default max_depth: onnxio_last_error
-         * has the depth, and nothing is returned. */
-        return pyonnxio_raise_writing(s);
-    }
-    if ((Py_ssize_t)size != PyBytes_GET_SIZE(g.bytes) && _PyBytes_Resize(&g.bytes, (Py_ssize_t)size)) return NULL;
-    return g.bytes;
-}
-
-static PyObject *serialize(PyOnnxioMessage *self)
-{
-    void *c = pyonnxio_message_get(self, 0);
-    if (!c) return PyBytes_FromStringAndSize("", 0); /* lazy: empty */
-    return pyonnxio_serialize(c, self->arena);
-}
-
-static PyObject *m_SerializeToString(PyOnnxioMessage *self, PyObject *args, PyObject *kwargs)
-{
-    static char *kwlist[] = {"deterministic", NULL};
-    PyObject *deterministic = NULL; /* accepted and ignored: the output is always deterministic */
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:SerializeToString", kwlist, &deterministic)) return NULL;
-    return serialize(self);
-}
-
-static PyObject *m_ByteSize(PyOnnxioMessage *self, PyObject *unused)
-{
-    void *c = pyonnxio_message_get(self, 0);
-    uint64_t size = c ? onnxio_serialized_size(c) : 0;
-    if (size == ONNXIO_SIZE_TOO_DEEP) return pyonnxio_raise_writing(ONNXIO_ERR_DEPTH);
-    return PyLong_FromUnsignedLongLong(size);
-}
-
-static PyObject *m_IsInitialized(PyObject *self, PyObject *args)
-{
-    Py_RETURN_TRUE; /* proto2 ONNX has no required fields */
-}
-
-static PyObject *m_FindInitializationErrors(PyObject *self, PyObject *unused)
-{
-    return PyList_New(0);
-}
+/* ---- walks ------------------------------------------------------------ */
 
 int pyonnxio_walk(onnxio_message *root, int (*fn)(onnxio_message *msg, void *ctx), void *ctx)
 {
@@ -1251,499 +793,4 @@ int pyonnxio_walk(onnxio_message *root, int (*fn)(onnxio_message *msg, void *ctx
     }
     PyMem_Free(stack);
     return r;
-}
-
-static int drop_unknown(onnxio_message *msg, void *ctx)
-{
-    (void)ctx;
-    msg->unknown.size = 0;
-    return 0;
-}
-
-static PyObject *m_DiscardUnknownFields(PyOnnxioMessage *self, PyObject *unused)
-{
-    onnxio_message *c = pyonnxio_message_get(self, 0);
-    if (c && pyonnxio_walk(c, drop_unknown, NULL) < 0) return NULL;
-    Py_RETURN_NONE;
-}
-
-/* The unknown fields, as onnxio.unknown_fields.UnknownFieldSet lists them. */
-static PyObject *m_UnknownFields(PyOnnxioMessage *self, PyObject *unused)
-{
-    (void)unused;
-    PyObject *mod = PyImport_ImportModule("onnxio.unknown_fields");
-    if (!mod) return NULL;
-    PyObject *r = PyObject_CallMethod(mod, "UnknownFieldSet", "O", (PyObject *)self);
-    Py_DECREF(mod);
-    return r;
-}
-
-/* A deep copy as a new top-level message of the same class (protobuf's
- * copy.copy and copy.deepcopy both copy deeply). */
-static PyObject *m_deepcopy(PyOnnxioMessage *self, PyObject *args)
-{
-    entry *e = entry_for_desc(desc_of(self));
-    PyOnnxioMessage *o = (PyOnnxioMessage *)new_root_of_type(Py_TYPE(self), e->desc);
-    if (!o) return NULL;
-    onnxio_status s = onnxio_message_merge(o->arena, o->msg, pyonnxio_message_read(self));
-    if (s) {
-        Py_DECREF(o);
-        return pyonnxio_raise(s);
-    }
-    return (PyObject *)o;
-}
-
-static PyObject *m_reduce(PyOnnxioMessage *self, PyObject *unused)
-{
-    PyObject *bytes = serialize(self);
-    if (!bytes) return NULL;
-    return Py_BuildValue("(O(){sN})", (PyObject *)Py_TYPE(self), "serialized", bytes);
-}
-
-static PyObject *m_setstate(PyOnnxioMessage *self, PyObject *state)
-{
-    PyObject *data = PyDict_Check(state) ? PyDict_GetItemString(state, "serialized") : NULL;
-    if (!data) return PyErr_Format(PyExc_TypeError, "bad pickle state for %s", desc_of(self)->full_name);
-    PyObject *r = parse_merge(self, data, 1);
-    if (!r) return NULL;
-    Py_DECREF(r);
-    Py_RETURN_NONE;
-}
-
-static PyObject *message_str(PyOnnxioMessage *self)
-{
-    onnxio_buffer *buf = NULL;
-    onnxio_status s = onnxio_text_format(pyonnxio_message_read(self), NULL, &buf);
-    if (s) return pyonnxio_raise_writing(s); /* EncodeError past ONNXIO_MAX_DEPTH */
-    PyObject *r = PyUnicode_DecodeUTF8((const char *)onnxio_buffer_data(buf), (Py_ssize_t)onnxio_buffer_size(buf),
-                                       "replace");
-    onnxio_buffer_unref(buf);
-    return r;
-}
-
-static PyObject *message_richcompare(PyObject *a, PyObject *b, int op)
-{
-    if (op != Py_EQ && op != Py_NE) Py_RETURN_NOTIMPLEMENTED;
-    const onnxio_message_desc *da = pyonnxio_message_desc_of(a), *db = pyonnxio_message_desc_of(b);
-    if (!da) Py_RETURN_NOTIMPLEMENTED;
-    PyObject *other = NULL;
-    if (!db) {
-        /* A message of the onnx package equals the onnxio message of the
-         * same class and contents (compared as onnxio messages). */
-        if (!(other = pyonnxio_coerce_message(b))) return NULL;
-        db = pyonnxio_message_desc_of(other);
-        if (!db) {
-            Py_DECREF(other);
-            Py_RETURN_NOTIMPLEMENTED;
-        }
-        b = other;
-    }
-    PyObject *r;
-    if (da != db) r = PyBool_FromLong(op == Py_NE);
-    else {
-        /* Any depth: the library compares with a heap stack; -1 is out of memory. */
-        int eq = onnxio_message_equal(pyonnxio_message_read((PyOnnxioMessage *)a),
-                                      pyonnxio_message_read((PyOnnxioMessage *)b));
-        r = eq < 0 ? PyErr_NoMemory() : PyBool_FromLong(op == Py_EQ ? eq : !eq);
-    }
-    Py_XDECREF(other);
-    return r;
-}
-
-/* `message.__name__`: the class's name, as upb's messages answer it (pytest
- * names parameters by it). */
-static PyObject *message_name(PyObject *self, void *closure)
-{
-    (void)closure;
-    return PyObject_GetAttrString((PyObject *)Py_TYPE(self), "__name__");
-}
-
-static PyGetSetDef message_getset[] = {
-    {"__name__", message_name, NULL, "The class's name (as protobuf's messages give it).", NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-};
-
-static PyMethodDef message_methods[] = {
-    {"HasField", (PyCFunction)m_HasField, METH_O,
-     "HasField(field_name) -> bool: whether a singular field (or a oneof, by its name) is set. ValueError for a "
-     "repeated or unknown field."},
-    {"ClearField", (PyCFunction)m_ClearField, METH_O,
-     "ClearField(field_name): unsets a field (or the set member of a oneof). Sub-messages are unlinked: Python "
-     "objects still referring to them keep their contents. A write, as in protobuf: a lazily read sub-message "
-     "becomes present in its parent."},
-    {"WhichOneof", (PyCFunction)m_WhichOneof, METH_O,
-     "WhichOneof(oneof_name) -> str or None: the name of the oneof's set field."},
-    {"ListFields", (PyCFunction)m_ListFields, METH_NOARGS,
-     "ListFields() -> list of (FieldDescriptor, value) for the set fields, in field-number order."},
-    {"Clear", (PyCFunction)m_Clear, METH_NOARGS,
-     "Clear(): unsets every field (sub-messages are unlinked); a lazily read sub-message becomes present."},
-    {"SetInParent", (PyCFunction)m_SetInParent, METH_NOARGS,
-     "SetInParent(): makes a lazily read sub-message present in its parent."},
-    {"CopyFrom", (PyCFunction)m_CopyFrom, METH_O,
-     "CopyFrom(other): makes this message a deep copy of `other` (same class; TypeError otherwise). Payloads are "
-     "shared, not copied."},
-    {"MergeFrom", (PyCFunction)m_MergeFrom, METH_O,
-     "MergeFrom(other): protobuf merge: set scalars overwrite, repeated fields append, messages merge."},
-    {"MergeFromString", (PyCFunction)m_MergeFromString, METH_O,
-     "MergeFromString(data) -> int: parses bytes (any buffer) into this message, merging; returns len(data). "
-     "onnxio.DecodeError for malformed bytes. The GIL is released while parsing."},
-    {"ParseFromString", (PyCFunction)m_ParseFromString, METH_O,
-     "ParseFromString(data) -> int: clears this message, then MergeFromString(data)."},
-    {"ParsePartialFromString", (PyCFunction)m_ParseFromString, METH_O, "Same as ParseFromString (no required fields)."},
-    {"FromString", (PyCFunction)m_FromString, METH_O | METH_CLASS,
-     "FromString(data) -> message: a new message parsed from bytes."},
-    {"SerializeToString", (PyCFunction)(void (*)(void))m_SerializeToString, METH_VARARGS | METH_KEYWORDS,
-     "SerializeToString(deterministic=None) -> bytes: the protobuf wire format, byte for byte what libprotobuf "
-     "writes. onnxio.EncodeError for a payload that was never loaded."},
-    {"SerializePartialToString", (PyCFunction)(void (*)(void))m_SerializeToString, METH_VARARGS | METH_KEYWORDS,
-     "Same as SerializeToString (no required fields)."},
-    {"ByteSize", (PyCFunction)m_ByteSize, METH_NOARGS, "ByteSize() -> int: the serialized size in bytes."},
-    {"IsInitialized", (PyCFunction)m_IsInitialized, METH_VARARGS, "IsInitialized() -> True (ONNX has no required fields)."},
-    {"FindInitializationErrors", (PyCFunction)m_FindInitializationErrors, METH_NOARGS, "Always []."},
-    {"UnknownFields", (PyCFunction)m_UnknownFields, METH_NOARGS,
-     "UnknownFields(): the unknown fields, an onnxio.unknown_fields.UnknownFieldSet (field_number, wire_type,\n"
-     "data of each, in the order read)."},
-    {"DiscardUnknownFields", (PyCFunction)m_DiscardUnknownFields, METH_NOARGS,
-     "DiscardUnknownFields(): drops unknown fields here and in every sub-message."},
-    {"__deepcopy__", (PyCFunction)m_deepcopy, METH_VARARGS, "A deep copy in a new arena."},
-    {"__copy__", (PyCFunction)m_deepcopy, METH_VARARGS, "A deep copy in a new arena (as protobuf)."},
-    {"__reduce__", (PyCFunction)m_reduce, METH_NOARGS, "Pickling: (class, (), {'serialized': bytes}), as protobuf."},
-    {"__setstate__", (PyCFunction)m_setstate, METH_O, "Unpickling: parses state['serialized']."},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyType_Slot base_slots[] = {
-    {Py_tp_dealloc, message_dealloc},
-    {Py_tp_new, message_new},
-    {Py_tp_init, message_init},
-    {Py_tp_methods, message_methods},
-    {Py_tp_str, message_str},
-    {Py_tp_repr, message_str},
-    {Py_tp_richcompare, message_richcompare},
-    {Py_tp_getset, message_getset},
-    {Py_tp_hash, PyObject_HashNotImplemented},
-    {Py_tp_doc, "Base class of the onnxio message classes (the protobuf Message API over onnxio's C messages)."},
-    {0, NULL},
-};
-
-static PyType_Spec base_spec = {
-    "onnxio.Message", sizeof(PyOnnxioMessage), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, base_slots,
-};
-
-/* ---- schema tables for reflection ----------------------------------- */
-
-/* The Python package builds Message.DESCRIPTOR and the enums' descriptors
- * (onnxio/_descriptors.py, protobuf's reflection API) from two tables of
- * the schema: _schema_fields and _schema_rows. It hands each class its
- * Descriptor back through _install_descriptor, which keeps the
- * FieldDescriptor of every field for ListFields. */
-
-/* Protobuf's FieldDescriptor.TYPE_* and CPPTYPE_* of a field kind. */
-enum { TYPE_DOUBLE = 1, TYPE_FLOAT = 2, TYPE_INT64 = 3, TYPE_UINT64 = 4, TYPE_INT32 = 5, TYPE_STRING = 9,
-       TYPE_MESSAGE = 11, TYPE_BYTES = 12, TYPE_ENUM = 14 };
-enum { CPPTYPE_INT32 = 1, CPPTYPE_INT64 = 2, CPPTYPE_UINT64 = 4, CPPTYPE_DOUBLE = 5, CPPTYPE_FLOAT = 6,
-       CPPTYPE_ENUM = 8, CPPTYPE_STRING = 9, CPPTYPE_MESSAGE = 10 };
-
-static void field_types(const onnxio_field_desc *f, int *type, int *cpp)
-{
-    switch (f->kind) {
-    case ONNXIO_KIND_INT32: *type = TYPE_INT32; *cpp = CPPTYPE_INT32; return;
-    case ONNXIO_KIND_INT64: *type = TYPE_INT64; *cpp = CPPTYPE_INT64; return;
-    case ONNXIO_KIND_UINT64: *type = TYPE_UINT64; *cpp = CPPTYPE_UINT64; return;
-    case ONNXIO_KIND_FLOAT: *type = TYPE_FLOAT; *cpp = CPPTYPE_FLOAT; return;
-    case ONNXIO_KIND_DOUBLE: *type = TYPE_DOUBLE; *cpp = CPPTYPE_DOUBLE; return;
-    case ONNXIO_KIND_STRING: *type = TYPE_STRING; *cpp = CPPTYPE_STRING; return;
-    case ONNXIO_KIND_ENUM: *type = TYPE_ENUM; *cpp = CPPTYPE_ENUM; return;
-    case ONNXIO_KIND_MESSAGE: *type = TYPE_MESSAGE; *cpp = CPPTYPE_MESSAGE; return;
-    default: *type = TYPE_BYTES; *cpp = CPPTYPE_STRING; return; /* BYTES, RAW */
-    }
-}
-
-/* _schema_fields: {message full name: ((name, number, type, cpp_type,
- * repeated, packed, oneof name or None, message full name or None, enum
- * full name or None), ...) in field-number order}. */
-static PyObject *schema_fields(void)
-{
-    PyObject *out = PyDict_New();
-    for (size_t i = 0; out && i < entry_count; i++) {
-        const onnxio_message_desc *d = entries[i].desc;
-        PyObject *fields = PyTuple_New((Py_ssize_t)d->field_count);
-        for (size_t k = 0; fields && k < d->field_count; k++) {
-            const onnxio_field_desc *f = &d->fields[k];
-            int type, cpp;
-            field_types(f, &type, &cpp);
-            PyObject *row = Py_BuildValue("(skiiNNzzz)", f->name, (unsigned long)f->number, type, cpp,
-                                          PyBool_FromLong(f->label >= ONNXIO_LABEL_REPEATED),
-                                          PyBool_FromLong(f->label == ONNXIO_LABEL_PACKED), f->oneof_name,
-                                          f->kind == ONNXIO_KIND_MESSAGE ? f->message->full_name : NULL,
-                                          f->enum_type ? f->enum_type->full_name : NULL);
-            if (!row) Py_CLEAR(fields);
-            else PyTuple_SET_ITEM(fields, (Py_ssize_t)k, row);
-        }
-        if (!fields || PyDict_SetItemString(out, d->full_name, fields) < 0) Py_CLEAR(out);
-        Py_XDECREF(fields);
-    }
-    return out;
-}
-
-/* _schema_rows: the rows of src/schema.def that place things in files, in
- * order: ("file", path, optimize_for), ("enum", full name), ("message",
- * full name), and of the message before: ("field_order", "name, name,
- * ..."), ("reserved", "start", "end"), ("reserved_name", name). */
-static const struct { const char *kind, *a, *b; } schema_rows[] = {
-#define ONNXIO_FILE(PATH, OPTIMIZE_FOR) {"file", PATH, #OPTIMIZE_FOR},
-#define ONNXIO_ENUM(E, FULL) {"enum", FULL, NULL},
-#define ONNXIO_ENUM_VALUE(E, V, N)
-#define ONNXIO_END_ENUM(E)
-#define ONNXIO_MESSAGE(M, FULL) {"message", FULL, NULL},
-#define ONNXIO_ONEOF(M, O)
-#define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T)
-#define ONNXIO_FIELD_ORDER(M, ...) {"field_order", #__VA_ARGS__, NULL},
-#define ONNXIO_RESERVED(M, START, END) {"reserved", #START, #END},
-#define ONNXIO_RESERVED_NAME(M, NAME) {"reserved_name", #NAME, NULL},
-#define ONNXIO_END_MESSAGE(M)
-#include "onnxio/schema.def"
-#undef ONNXIO_FILE
-#undef ONNXIO_ENUM
-#undef ONNXIO_ENUM_VALUE
-#undef ONNXIO_END_ENUM
-#undef ONNXIO_MESSAGE
-#undef ONNXIO_ONEOF
-#undef ONNXIO_FIELD
-#undef ONNXIO_FIELD_ORDER
-#undef ONNXIO_RESERVED
-#undef ONNXIO_RESERVED_NAME
-#undef ONNXIO_END_MESSAGE
-};
-
-static PyObject *schema_rows_tuple(void)
-{
-    size_t n = sizeof schema_rows / sizeof schema_rows[0];
-    PyObject *out = PyTuple_New((Py_ssize_t)n);
-    for (size_t i = 0; out && i < n; i++) {
-        const char *kind = schema_rows[i].kind, *a = schema_rows[i].a, *b = schema_rows[i].b;
-        PyObject *row = b ? Py_BuildValue("(sss)", kind, a, b) : Py_BuildValue("(ss)", kind, a);
-        if (!row) Py_CLEAR(out);
-        else PyTuple_SET_ITEM(out, (Py_ssize_t)i, row);
-    }
-    return out;
-}
-
-/* _install_descriptor(cls, descriptor): sets cls.DESCRIPTOR and keeps
- * descriptor.fields_by_number[n] of every field n for ListFields. */
-static PyObject *install_descriptor(PyObject *unused, PyObject *args)
-{
-    PyObject *cls, *descriptor;
-    if (!PyArg_ParseTuple(args, "O!O:_install_descriptor", &PyType_Type, &cls, &descriptor)) return NULL;
-    entry *e = entry_for_exact_type((PyTypeObject *)cls);
-    if (!e) return PyErr_Format(PyExc_TypeError, "_install_descriptor: %R is not an onnxio message class", cls);
-    const onnxio_message_desc *d = e->desc;
-    PyObject *by_number = PyObject_GetAttrString(descriptor, "fields_by_number");
-    if (!by_number) return NULL;
-    PyObject **descs = PyMem_Calloc(d->field_count ? d->field_count : 1, sizeof(PyObject *));
-    int ok = descs != NULL;
-    if (!ok) PyErr_NoMemory();
-    for (size_t k = 0; ok && k < d->field_count; k++) {
-        PyObject *num = PyLong_FromUnsignedLong(d->fields[k].number);
-        descs[k] = num ? PyObject_GetItem(by_number, num) : NULL;
-        Py_XDECREF(num);
-        ok = descs[k] != NULL;
-    }
-    Py_DECREF(by_number);
-    ok = ok && PyObject_SetAttrString(cls, "DESCRIPTOR", descriptor) == 0;
-    if (!ok) {
-        for (size_t k = 0; descs && k < d->field_count; k++) Py_XDECREF(descs[k]);
-        PyMem_Free(descs);
-        return NULL;
-    }
-    PyObject **old = e->field_descs;
-    e->field_descs = descs;
-    if (old) {
-        for (size_t k = 0; k < d->field_count; k++) Py_XDECREF(old[k]);
-        PyMem_Free(old);
-    }
-    Py_RETURN_NONE;
-}
-
-static PyMethodDef reflection_functions[] = {
-    {"_install_descriptor", install_descriptor, METH_VARARGS,
-     "_install_descriptor(cls, descriptor): sets cls.DESCRIPTOR (onnxio._descriptors builds it)."},
-    {NULL, NULL, 0, NULL},
-};
-
-/* Publishes the schema tables and _install_descriptor. */
-static int build_reflection_tables(PyObject *module)
-{
-    PyObject *fields = schema_fields();
-    if (!fields || PyModule_AddObjectRef(module, "_schema_fields", fields) < 0) {
-        Py_XDECREF(fields);
-        return -1;
-    }
-    Py_DECREF(fields);
-    PyObject *rows = schema_rows_tuple();
-    if (!rows || PyModule_AddObjectRef(module, "_schema_rows", rows) < 0) {
-        Py_XDECREF(rows);
-        return -1;
-    }
-    Py_DECREF(rows);
-    return PyModule_AddFunctions(module, reflection_functions);
-}
-
-/* ---- module init ------------------------------------------------------ */
-
-static int set_attr(PyObject *o, const char *name, PyObject *v)
-{
-    if (!v) return -1;
-    int rc = PyObject_SetAttrString(o, name, v);
-    Py_DECREF(v);
-    return rc;
-}
-
-/* Heap type names and getset tables must outlive the types: they are made
- * once per process and never freed (the module cannot be unloaded). */
-static PyTypeObject *make_class(const onnxio_message_desc *d, PyObject *bases)
-{
-    PyGetSetDef *getset = PyMem_Calloc(d->field_count + 1, sizeof(PyGetSetDef));
-    char *name = PyMem_Malloc(strlen(short_name(d)) + sizeof "onnxio.");
-    if (!getset || !name) {
-        PyErr_NoMemory();
-        return NULL;
-    }
-    strcpy(name, "onnxio.");
-    strcat(name, short_name(d));
-    for (size_t i = 0; i < d->field_count; i++) {
-        getset[i].name = d->fields[i].name;
-        getset[i].get = (getter)field_get;
-        getset[i].set = (setter)field_set;
-        getset[i].closure = (void *)&d->fields[i];
-    }
-    PyType_Slot *slots = PyMem_Calloc(3, sizeof(PyType_Slot));
-    PyType_Spec *spec = PyMem_Calloc(1, sizeof(PyType_Spec));
-    if (!slots || !spec) {
-        PyErr_NoMemory();
-        return NULL;
-    }
-    slots[0].slot = Py_tp_getset;
-    slots[0].pfunc = getset;
-    static const char doc_fmt[] =
-        "The ONNX message %s. Keyword arguments set fields as protobuf's constructor does (scalars, iterables "
-        "for repeated fields, a message or a dict for message fields). Instances are views of C messages: "
-        "see onnxio.Message.";
-    size_t doc_size = sizeof doc_fmt + strlen(d->full_name);
-    char *doc = PyMem_Malloc(doc_size);
-    if (!doc) {
-        PyErr_NoMemory();
-        return NULL;
-    }
-    snprintf(doc, doc_size, doc_fmt, d->full_name);
-    slots[1].slot = Py_tp_doc;
-    slots[1].pfunc = doc;
-    spec->name = name;
-    spec->basicsize = 0; /* PyOnnxioMessage, inherited */
-    spec->flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE;
-    spec->slots = slots;
-    return (PyTypeObject *)PyType_FromSpecWithBases(spec, bases);
-}
-
-int pyonnxio_message_init(PyObject *module)
-{
-    PyObject *bases = NULL, *messages = NULL, *enums = NULL;
-    int rc = -1;
-    pyonnxio_MessageType = (PyTypeObject *)PyType_FromSpec(&base_spec);
-    if (!pyonnxio_MessageType || PyModule_AddObjectRef(module, "Message", (PyObject *)pyonnxio_MessageType) < 0)
-        return -1;
-    if (onnxio_all_message_count * 2 > TABLE_SIZE) {
-        PyErr_SetString(PyExc_SystemError, "onnxio: too many messages for the class table");
-        return -1;
-    }
-    entries = PyMem_Calloc(onnxio_all_message_count, sizeof(entry));
-    empty_arena = onnxio_arena_new();
-    bases = PyTuple_Pack(1, (PyObject *)pyonnxio_MessageType);
-    messages = PyDict_New();
-    enums = PyDict_New();
-    if (!entries || !empty_arena || !bases || !messages || !enums) goto done;
-    for (size_t i = 0; i < onnxio_all_message_count; i++) {
-        const onnxio_message_desc *d = onnxio_all_messages[i];
-        entry *e = &entries[entry_count];
-        e->desc = d;
-        e->empty = onnxio_message_new(empty_arena, d);
-        if (!e->empty) {
-            PyErr_NoMemory();
-            goto done;
-        }
-        e->type = make_class(d, bases);
-        if (!e->type) goto done;
-        entry_count++;
-        table_put(by_desc, d, e, 0);
-        table_put(by_type, e->type, e, 1);
-        if (PyDict_SetItemString(messages, d->full_name, (PyObject *)e->type) < 0) goto done;
-    }
-    /* Nesting: "onnx.TensorProto.Segment" becomes TensorProto.Segment; a
-     * top-level message goes into the module. */
-    for (size_t i = 0; i < entry_count; i++) {
-        entry *e = &entries[i];
-        const char *full = e->desc->full_name;
-        const char *rel = strncmp(full, "onnx.", 5) == 0 ? full + 5 : full;
-        const char *dot = strrchr(full, '.');
-        PyObject *qual = PyUnicode_FromString(rel);
-        if (set_attr((PyObject *)e->type, "__qualname__", qual) < 0) goto done;
-        if (set_attr((PyObject *)e->type, "_enum_types", PyDict_New()) < 0) goto done;
-        if (!strchr(rel, '.')) {
-            if (PyModule_AddObjectRef(module, rel, (PyObject *)e->type) < 0) goto done;
-            continue;
-        }
-        PyObject *parent_name = PyUnicode_FromStringAndSize(full, dot - full);
-        PyObject *parent = parent_name ? PyDict_GetItemWithError(messages, parent_name) : NULL;
-        Py_XDECREF(parent_name);
-        if (!parent) {
-            if (!PyErr_Occurred()) PyErr_Format(PyExc_SystemError, "onnxio: no parent message for %s", full);
-            goto done;
-        }
-        if (PyObject_SetAttrString(parent, dot + 1, (PyObject *)e->type) < 0) goto done;
-    }
-    /* Enum constants: class attributes of the enclosing message
-     * (TensorProto.FLOAT), module attributes for top-level enums. */
-    for (size_t i = 0; i < onnxio_all_enum_count; i++) {
-        const onnxio_enum_desc *en = onnxio_all_enums[i];
-        const char *dot = strrchr(en->full_name, '.');
-        PyObject *parent_name = PyUnicode_FromStringAndSize(en->full_name, dot - en->full_name);
-        PyObject *holder = parent_name ? PyDict_GetItemWithError(messages, parent_name) : NULL;
-        Py_XDECREF(parent_name);
-        if (!holder && PyErr_Occurred()) goto done;
-        if (!holder) holder = module;
-        PyObject *values = PyTuple_New((Py_ssize_t)en->value_count);
-        if (!values) goto done;
-        for (size_t k = 0; k < en->value_count; k++) {
-            PyObject *num = PyLong_FromLong(en->values[k].number);
-            PyObject *pair = num ? Py_BuildValue("(sO)", en->values[k].name, num) : NULL;
-            int bad = !pair || PyObject_SetAttrString(holder, en->values[k].name, num) < 0;
-            Py_XDECREF(num);
-            if (bad) {
-                Py_XDECREF(pair);
-                Py_DECREF(values);
-                goto done;
-            }
-            PyTuple_SET_ITEM(values, (Py_ssize_t)k, pair);
-        }
-        int bad = PyDict_SetItemString(enums, en->full_name, values) < 0;
-        Py_DECREF(values);
-        if (bad) goto done;
-        if (holder != module) {
-            PyObject *types = PyObject_GetAttrString(holder, "_enum_types");
-            PyObject *full = PyUnicode_FromString(en->full_name);
-            bad = !types || !full || PyDict_SetItemString(types, dot + 1, full) < 0;
-            Py_XDECREF(types);
-            Py_XDECREF(full);
-            if (bad) goto done;
-        }
-    }
-    if (build_reflection_tables(module) < 0) goto done;
-    if (PyModule_AddObjectRef(module, "_messages", messages) < 0) goto done;
-    if (PyModule_AddObjectRef(module, "_enums", enums) < 0) goto done;
-    rc = 0;
-done:
-    Py_XDECREF(bases);
-    Py_XDECREF(messages);
-    Py_XDECREF(enums);
-    return rc;
 }

@@ -4,13 +4,36 @@
  * the buffer protocol), no code generation: every class comes from the
  * descriptors of onnxio/proto.h at import time.
  *
- * Files (one job each):
- *   module.c    module init, exceptions, status -> exception mapping,
- *               parse/serialize/load/save/consolidate entry points with the
- *               GIL released, payload buffers (buffer protocol) for numpy.
- *   message.c   one heap type per message descriptor, field get/set,
- *               presence, the protobuf message methods, text format.
+ * Files (one job each), in the order of their headings below:
+ *   module.c    the method table of onnxio._onnxio, its module definition
+ *               and init (it shares nothing, so it has no heading).
+ *   message.c   message objects: the descriptor <-> class registry,
+ *               lifetime, lazy sub-messages, busy trees, field get/set,
+ *               constructor keywords, walks of a tree.
+ *   message_methods.c  onnxio.Message: the protobuf message methods, parse
+ *               and serialize, str (text format), comparison.
+ *   coerce.c    messages of the onnx package turned into onnxio's.
+ *   classes.c   one heap type per message descriptor, nesting, enum
+ *               constants, the reflection tables published.
+ *   values.c    scalar, enum, string and bytes values between Python and C.
  *   repeated.c  the repeated-field containers (scalar and message).
+ *   errors.c    the exceptions, status -> exception mapping (pyonnxio_raise).
+ *   args.c      what the entry points share to read their arguments
+ *               ("O&" converters, the message of an argument).
+ *   progress.c  the progress callback of loads and saves, and their Ctrl-C
+ *               check.
+ *   payload.c   payloads seen from Python: owners made of Python objects,
+ *               the _Payload type (buffer protocol) behind payload views for
+ *               numpy, and the raw_data entry points (view, set, share,
+ *               consolidate).
+ *   load.c      the load and parse entry points: parse options, a Python
+ *               payload_fn called from C, the GIL released.
+ *   save.c      the save entry points (_save_file, _archive_replace_model).
+ *   wire.c      a message's wire bytes (_serialize) and unknown fields.
+ *   text.c      the text formats (_text_format, _text_parse).
+ *   external.c  the format rules of external data, for the Python helpers.
+ *   tables.c    the library's data type, option and schema tables as
+ *               Python data.
  *   dlpack.c    TensorProto.__dlpack__ / __dlpack_device__: payloads for
  *               torch.from_dlpack and numpy.from_dlpack (dlpack.h: the
  *               DLPack structs).
@@ -19,6 +42,8 @@
  *   stream.c    streaming saves: initializers from a Python iterator.
  *   remote.c    remote sources: the external ranges a model needs, and
  *               fetched payloads set without a copy.
+ *   slice.c     tensor slices (onnxio.slices): initializers of a model
+ *               file read in part.
  *
  * Object model (docs/design.md "Front ends"): a Python message is a view of one C
  * message in an onnxio_arena and holds a reference to that arena, so it
@@ -71,24 +96,17 @@ typedef struct PyOnnxioMessage {
     struct PyOnnxioMessage *top;
 } PyOnnxioMessage;
 
-/* Creates the class of every message descriptor (onnxio_all_messages),
- * nests them (TensorProto.Segment is an attribute of TensorProto), and adds
- * the top-level ones to `module` under their ONNX names. 0 or -1. */
-int pyonnxio_message_init(PyObject *module);
+/* The descriptor of message object `m`, lazy or not. */
+static inline const onnxio_message_desc *pyonnxio_desc_of(PyOnnxioMessage *m)
+{
+    return m->msg ? m->msg->desc : m->parent_field->message;
+}
+
 /* The class of a descriptor (borrowed reference); NULL if unknown. */
 PyTypeObject *pyonnxio_message_type(const onnxio_message_desc *desc);
 /* The descriptor of an onnxio message object, NULL (no exception set) when
  * `obj` is not one. */
 const onnxio_message_desc *pyonnxio_message_desc_of(PyObject *obj);
-/* A new reference to `obj` as an onnxio message, for every place that takes
- * one (constructors, CopyFrom, MergeFrom, append, extend, insert): `obj`
- * itself when it is an onnxio message or no message at all (the caller's
- * type check then refuses it as before); for a message of the onnx package
- * (any protobuf message whose DESCRIPTOR.full_name names an ONNX message), a
- * new onnxio message of that class parsed from its SerializeToString(), so
- * the two are equal field for field. NULL with an exception when that
- * serialization or parse fails. */
-PyObject *pyonnxio_coerce_message(PyObject *obj);
 /* A new Python object for `msg` (a message of `arena`); takes its own arena
  * reference. New reference, NULL with an exception on failure. */
 PyObject *pyonnxio_message_wrap(onnxio_arena *arena, void *msg);
@@ -108,12 +126,6 @@ void pyonnxio_busy_leave(onnxio_arena *arena);
 /* -1 with RuntimeError when m's tree is busy (for writes that do not go
  * through pyonnxio_message_get), else 0. */
 int pyonnxio_busy_check(PyOnnxioMessage *m);
-/* The wire bytes of `msg` (onnxio_serialize_to, the GIL released for a
- * large one), or NULL with EncodeError (a skipped payload, too deep) or
- * MemoryError set. `arena` (NULL: a tree no Python code can reach) is
- * marked busy while the GIL is released (pyonnxio_busy_enter). */
-PyObject *pyonnxio_serialize(void *msg, onnxio_arena *arena);
-
 /* Calls fn(msg, ctx) for `root` and every message below it, parents first,
  * with a heap stack (a tree made in Python can be nested past any C stack).
  * Stops at the first non-zero result of fn and returns it; 0 when fn
@@ -121,8 +133,6 @@ PyObject *pyonnxio_serialize(void *msg, onnxio_arena *arena);
 int pyonnxio_walk(onnxio_message *root, int (*fn)(onnxio_message *msg, void *ctx), void *ctx);
 
 /* Added by message.c for repeated.c (and any file that needs them): */
-/* onnxio.Message, the base class of every message class. */
-extern PyTypeObject *pyonnxio_MessageType;
 /* The C message behind `m` for reading: its own, or while it is lazy a
  * shared empty message of its type, which must never be written. */
 void *pyonnxio_message_read(PyOnnxioMessage *m);
@@ -139,6 +149,89 @@ void *pyonnxio_message_clone(onnxio_arena *arena, const void *src);
  * value zeroed, arrays emptied, sub-message pointer NULL, payload reference
  * dropped), so Python objects still referring to them stay intact. */
 void pyonnxio_field_unlink(void *msg, const onnxio_field_desc *f);
+
+/* For classes.c, which makes the classes: */
+/* Checks the class tables' size and allocates the registry. 0 or -1. */
+int pyonnxio_registry_init(void);
+/* Records `type` as the class of `desc` (taking over the caller's
+ * reference), with an empty message of `desc` for lazy objects to read.
+ * In the order of onnxio_all_messages, once each. 0 or -1. */
+int pyonnxio_registry_add(const onnxio_message_desc *desc, PyTypeObject *type);
+/* _install_descriptor(cls, descriptor) (METH_VARARGS): sets cls.DESCRIPTOR
+ * and keeps descriptor.fields_by_number[n] of every field n for ListFields. */
+PyObject *pyonnxio_install_descriptor(PyObject *unused, PyObject *args);
+/* The getter and setter of every field (the closure is the field's
+ * onnxio_field_desc): a value, a repeated container, or a sub-message
+ * (lazy when unset); protobuf's refusals for repeated and message fields. */
+PyObject *pyonnxio_field_get(PyOnnxioMessage *self, void *closure);
+int pyonnxio_field_set(PyOnnxioMessage *self, PyObject *value, void *closure);
+/* The message's name without its package and enclosing messages. */
+const char *pyonnxio_short_name(const onnxio_message_desc *d);
+
+/* For message_methods.c, the methods of onnxio.Message: */
+/* Its slots for lifetime and construction (tp_dealloc, tp_new, tp_init:
+ * constructor keywords, no positional arguments). */
+void pyonnxio_message_dealloc(PyOnnxioMessage *self);
+PyObject *pyonnxio_message_tp_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs);
+int pyonnxio_message_tp_init(PyObject *self, PyObject *args, PyObject *kwargs);
+/* A new empty top-level message of class `tp` (a message class or a
+ * Python subclass of one, for descriptor `desc`) in a new arena. */
+PyObject *pyonnxio_message_new_of_type(PyTypeObject *tp, const onnxio_message_desc *desc);
+/* The field of `d` called `name` (str), or NULL with TypeError or
+ * protobuf's ValueError. `is_oneof` non-NULL: a oneof's name is accepted
+ * too, giving the oneof's first member and *is_oneof = 1. */
+const onnxio_field_desc *pyonnxio_field_named(const onnxio_message_desc *d, PyObject *name, int *is_oneof);
+/* Unsets every field of `c`, unlinking sub-messages (pyonnxio_field_unlink),
+ * and drops its unknown fields. */
+void pyonnxio_message_clear(onnxio_message *c);
+/* Merges `src` (any arena) into self's message, which is created when
+ * lazy; a source of the same arena (an ancestor, a descendant, self) is
+ * cloned first. 0 or -1. */
+int pyonnxio_message_merge_into(PyOnnxioMessage *self, PyOnnxioMessage *src);
+/* The FieldDescriptor objects of `desc`'s fields, by field index, that
+ * _install_descriptor kept (borrowed); NULL before it ran. */
+PyObject **pyonnxio_field_descriptors(const onnxio_message_desc *desc);
+
+/* ---- message_methods.c ----------------------------------------------- */
+
+/* The spec of onnxio.Message: its slots and the protobuf message methods
+ * (classes.c makes the type). */
+extern PyType_Spec pyonnxio_message_base_spec;
+/* Message.FromString(data) (METH_O | METH_CLASS): a new message of class
+ * `cls` parsed from `data`, as protobuf's FromString. */
+PyObject *pyonnxio_message_from_string(PyObject *cls, PyObject *data);
+/* The wire bytes of `msg` (onnxio_serialize_to, the GIL released for a
+ * large one), or NULL with EncodeError (a skipped payload, too deep) or
+ * MemoryError set. `arena` (NULL: a tree no Python code can reach) is
+ * marked busy while the GIL is released (pyonnxio_busy_enter). */
+PyObject *pyonnxio_serialize(void *msg, onnxio_arena *arena);
+
+/* ---- coerce.c -------------------------------------------------------- */
+
+/* A new reference to `obj` as an onnxio message, for every place that takes
+ * one (constructors, CopyFrom, MergeFrom, append, extend, insert): `obj`
+ * itself when it is an onnxio message or no message at all (the caller's
+ * type check then refuses it as before); for a message of the onnx package
+ * (any protobuf message whose DESCRIPTOR.full_name names an ONNX message), a
+ * new onnxio message of that class parsed from its SerializeToString(), so
+ * the two are equal field for field. NULL with an exception when that
+ * serialization or parse fails. */
+PyObject *pyonnxio_coerce_message(PyObject *obj);
+/* _coerce of module.c's method table (METH_O), and its doc string. */
+PyObject *pyonnxio_coerce(PyObject *self, PyObject *obj);
+extern const char pyonnxio_coerce_doc[];
+
+/* ---- classes.c ------------------------------------------------------- */
+
+/* onnxio.Message, the base class of every message class. */
+extern PyTypeObject *pyonnxio_MessageType;
+/* Creates the class of every message descriptor (onnxio_all_messages),
+ * nests them (TensorProto.Segment is an attribute of TensorProto), and adds
+ * the top-level ones to `module` under their ONNX names. 0 or -1. */
+int pyonnxio_message_init(PyObject *module);
+
+/* ---- values.c -------------------------------------------------------- */
+
 /* One converted value of a scalar, enum, string or bytes field: n for
  * numbers, data/size for strings and bytes (borrowed from the Python object
  * it came from, which must outlive the value). */
@@ -169,14 +262,14 @@ int pyonnxio_repeated_init(PyObject *module);
  * strong reference to `owner`. New reference. */
 PyObject *pyonnxio_repeated_new(PyOnnxioMessage *owner, const onnxio_field_desc *field);
 
-/* ---- module.c -------------------------------------------------------- */
+/* ---- errors.c -------------------------------------------------------- */
 
 /* onnxio.DecodeError (a ValueError, protobuf's DecodeError name) and
  * onnxio.EncodeError. */
 extern PyObject *pyonnxio_DecodeError;
 extern PyObject *pyonnxio_EncodeError;
 /* onnxio.ExternalDataError (a ValueError): path, range and checksum
- * refusals of external data (added by module.c). */
+ * refusals of external data. */
 extern PyObject *pyonnxio_ExternalDataError;
 /* onnxio.ArchiveError (a DecodeError): a malformed or unsafe .onnxz archive. */
 extern PyObject *pyonnxio_ArchiveError;
@@ -201,11 +294,76 @@ PyObject *pyonnxio_raise_writing(onnxio_status status);
  * errno and strerror set, and filename = `path` when the message is about
  * it, as open() does. */
 PyObject *pyonnxio_raise_path(onnxio_status status, int writing, const char *path);
+/* Creates the four exceptions above and adds them to `module`. 0 or -1. */
+int pyonnxio_errors_init(PyObject *module);
+/* _raise_status of module.c's method table (METH_VARARGS | METH_KEYWORDS):
+ * raises what an entry point raises for a status. */
+PyObject *pyonnxio_raise_status(PyObject *self, PyObject *args, PyObject *kw);
+extern const char pyonnxio_raise_status_doc[];
+
+/* ---- args.c ---------------------------------------------------------- */
+
+/* The descriptor of a message class, a message instance, or a name
+ * ("TensorProto", "onnx.TensorProto", "TensorProto.Segment"). */
+const onnxio_message_desc *pyonnxio_desc_from(PyObject *what);
+/* The onnxio message object `obj`, or TypeError. `want` NULL: any type. */
+PyOnnxioMessage *pyonnxio_as_message(PyObject *obj, const onnxio_message_desc *want, const char *what);
+/* "O&" converter: a non-negative integer that fits uint64_t. */
+int pyonnxio_conv_u64(PyObject *o, void *out);
+/* "O&" converter: an int (not a bool) that fits C int. */
+int pyonnxio_conv_int(PyObject *o, void *out);
+/* "O&" converter: a nesting depth (an int, not a bool). Any positive value
+ * is accepted: the library takes values above ONNXIO_MAX_DEPTH as it, so
+ * larger ones are passed as INT_MAX; a negative one is passed on for the
+ * library to refuse (ValueError). */
+int pyonnxio_conv_depth(PyObject *o, void *out);
+/* "O&" converter: None, or a toggle (True -> ON, False -> OFF). */
+int pyonnxio_conv_toggle(PyObject *o, void *out);
+/* "O&" converter with cleanup: None (-> NULL stays), or a path (str, bytes,
+ * os.PathLike) as a bytes object in the file system encoding. */
+int pyonnxio_conv_opt_path(PyObject *o, void *out);
+/* The path of a bytes object from pyonnxio_conv_opt_path; NULL for NULL. */
+const char *pyonnxio_path_str(PyObject *bytes_or_null);
+/* The C message of `m` for reading, and in *scratch an arena reference
+ * the caller drops that keeps it: m's arena, or for a lazy (never written)
+ * message a new one holding an empty message of class `desc`, so that
+ * saving it writes what protobuf writes for an empty message. NULL with
+ * MemoryError. */
+void *pyonnxio_message_for_read(PyOnnxioMessage *m, const onnxio_message_desc *desc, onnxio_arena **scratch);
+
+/* ---- progress.c ------------------------------------------------------ */
+
+/* A Python progress callable `fn(done, total)` behind onnxio_progress_fn,
+ * or the signal check of a call without one (progress.c has the rules). */
+typedef struct pyonnxio_progress {
+    PyObject *fn; /* borrowed, or NULL */
+    int signals;  /* no fn: check for signals */
+    uint64_t last_check_ns;
+    PyObject *exc_type, *exc_value, *exc_tb;
+} pyonnxio_progress;
+/* Sets up `p` for the callable `fn` and points *opt_fn / *opt_user (the
+ * options' progress and progress_user) at it; None: no callback, and with
+ * `signals` the signal check on the main thread. -1 with TypeError for
+ * anything else that is not callable. */
+int pyonnxio_progress_init(pyonnxio_progress *p, PyObject *fn, int signals, onnxio_progress_fn *opt_fn,
+                           void **opt_user);
+/* With the GIL: 1 when the callback raised (the exception is set now). */
+int pyonnxio_progress_raised(pyonnxio_progress *p);
+/* On the main thread, installs the signal check of `p` as a load's cancel
+ * poll (onnxio_parse_options.cancel): Ctrl-C stops a load without a
+ * callable. */
+void pyonnxio_progress_cancel_poll(pyonnxio_progress *p, onnxio_cancel_fn *opt_fn, void **opt_user);
+
+/* ---- payload.c ------------------------------------------------------- */
+
 /* A payload owner for the bytes of `obj` (a bytes object, or any object
  * exporting a contiguous read-only or writable buffer): the buffer keeps a
  * strong reference to `obj` (and its Py_buffer) and releases them, taking
  * the GIL, when its last reference goes. NULL with an exception set. */
 onnxio_buffer *pyonnxio_buffer_for_object(PyObject *obj);
+/* The same over a writable buffer export of `obj`, for memory a payload is
+ * copied into (a payload_fn's buffer). */
+onnxio_buffer *pyonnxio_buffer_for_writable(PyObject *obj);
 /* Whether a parse of `data` borrows it instead of copying its payloads
  * (docs/memory.md): an immutable bytes object holding at least one large
  * payload's worth (`raw_data_threshold`, 0: the default). */
@@ -215,6 +373,97 @@ int pyonnxio_borrowable(PyObject *data, uint64_t raw_data_threshold);
  * Writable only when onnxio_buffer_is_allocated(owner). New reference;
  * None for a payload skipped at load (data NULL, size > 0). */
 PyObject *pyonnxio_payload_view(const onnxio_span *span);
+/* Creates the _Payload heap type behind those views (reached through
+ * them: `module` does not name it). 0 or -1. */
+int pyonnxio_payload_init(PyObject *module);
+/* _consolidate of module.c's method table (METH_VARARGS | METH_KEYWORDS). */
+PyObject *pyonnxio_consolidate(PyObject *self, PyObject *args, PyObject *kw);
+extern const char pyonnxio_consolidate_doc[];
+/* _payload_view (METH_O): pyonnxio_payload_view of a tensor's raw_data. */
+PyObject *pyonnxio_tensor_payload_view(PyObject *self, PyObject *obj);
+extern const char pyonnxio_tensor_payload_view_doc[];
+/* _set_raw_data (METH_VARARGS): raw_data copied from any buffer. */
+PyObject *pyonnxio_set_raw_data(PyObject *self, PyObject *args);
+extern const char pyonnxio_set_raw_data_doc[];
+/* _share_raw_data (METH_VARARGS): raw_data shared with a contiguous buffer. */
+PyObject *pyonnxio_share_raw_data(PyObject *self, PyObject *args);
+extern const char pyonnxio_share_raw_data_doc[];
+
+/* ---- load.c ---------------------------------------------------------- */
+
+/* _load_file (METH_VARARGS | METH_KEYWORDS): a file holding one message. */
+PyObject *pyonnxio_load_file(PyObject *self, PyObject *args, PyObject *kw);
+extern const char pyonnxio_load_file_doc[];
+/* _load_bytes (METH_VARARGS | METH_KEYWORDS): one message parsed from bytes. */
+PyObject *pyonnxio_load_bytes(PyObject *self, PyObject *args, PyObject *kw);
+extern const char pyonnxio_load_bytes_doc[];
+/* _load_external_data (METH_VARARGS | METH_KEYWORDS): a model's external payloads read. */
+PyObject *pyonnxio_load_external_data(PyObject *self, PyObject *args, PyObject *kw);
+extern const char pyonnxio_load_external_data_doc[];
+/* _load_tensor_external_data (METH_VARARGS | METH_KEYWORDS): the same for one tensor. */
+PyObject *pyonnxio_load_tensor_external_data(PyObject *self, PyObject *args, PyObject *kw);
+extern const char pyonnxio_load_tensor_external_data_doc[];
+
+/* ---- save.c ---------------------------------------------------------- */
+
+/* _save_file (METH_VARARGS | METH_KEYWORDS): a message saved to a file, atomically. */
+PyObject *pyonnxio_save_file(PyObject *self, PyObject *args, PyObject *kw);
+extern const char pyonnxio_save_file_doc[];
+/* _archive_replace_model (METH_VARARGS | METH_KEYWORDS): an .onnxz archive's model replaced. */
+PyObject *pyonnxio_archive_replace_model(PyObject *self, PyObject *args, PyObject *kw);
+extern const char pyonnxio_archive_replace_model_doc[];
+
+/* ---- wire.c ---------------------------------------------------------- */
+
+/* _serialize (METH_O): a message's protobuf wire bytes. */
+PyObject *pyonnxio_wire_serialize(PyObject *self, PyObject *obj);
+extern const char pyonnxio_wire_serialize_doc[];
+/* _unknown_fields (METH_O): the unknown fields of a message or of bytes. */
+PyObject *pyonnxio_wire_unknown_fields(PyObject *self, PyObject *obj);
+extern const char pyonnxio_wire_unknown_fields_doc[];
+
+/* ---- text.c ---------------------------------------------------------- */
+
+/* _text_format (METH_VARARGS): a message as text in one of the styles. */
+PyObject *pyonnxio_text_format(PyObject *self, PyObject *args);
+extern const char pyonnxio_text_format_doc[];
+/* _text_parse (METH_VARARGS | METH_KEYWORDS): a new message read from text. */
+PyObject *pyonnxio_text_parse(PyObject *self, PyObject *args, PyObject *kw);
+extern const char pyonnxio_text_parse_doc[];
+
+/* ---- external.c ------------------------------------------------------ */
+
+/* _has_pending_external (METH_O): tensors marked external hold raw_data. */
+PyObject *pyonnxio_has_pending_external(PyObject *self, PyObject *obj);
+extern const char pyonnxio_has_pending_external_doc[];
+/* _external_ref_parse (METH_O): a tensor's external_data keys, parsed. */
+PyObject *pyonnxio_external_ref_parse(PyObject *self, PyObject *obj);
+extern const char pyonnxio_external_ref_parse_doc[];
+/* _check_location (METH_O): the spelling rules of a location. */
+PyObject *pyonnxio_check_location(PyObject *self, PyObject *arg);
+extern const char pyonnxio_check_location_doc[];
+/* _external_data_open (METH_VARARGS | METH_KEYWORDS): the checked open of a data file. */
+PyObject *pyonnxio_external_data_open(PyObject *self, PyObject *args, PyObject *kw);
+extern const char pyonnxio_external_data_open_doc[];
+/* _tensor_raw_size (METH_O): the bytes raw_data must hold. */
+PyObject *pyonnxio_tensor_raw_size(PyObject *self, PyObject *obj);
+extern const char pyonnxio_tensor_raw_size_doc[];
+/* _path_is_archive (METH_O): whether a save to a path writes .onnxz. */
+PyObject *pyonnxio_path_is_archive(PyObject *self, PyObject *arg);
+extern const char pyonnxio_path_is_archive_doc[];
+
+/* ---- tables.c -------------------------------------------------------- */
+
+/* _data_types (METH_NOARGS): the data type table. */
+PyObject *pyonnxio_data_types(PyObject *self, PyObject *noargs);
+extern const char pyonnxio_data_types_doc[];
+/* _options (METH_NOARGS): the option table. */
+PyObject *pyonnxio_options(PyObject *self, PyObject *noargs);
+extern const char pyonnxio_options_doc[];
+/* Adds _schema_fields and _schema_rows, the schema's tables that
+ * onnxio/_descriptors.py builds Message.DESCRIPTOR from, to `module`. 0 or
+ * -1. */
+int pyonnxio_schema_tables_add(PyObject *module);
 
 /* ---- dlpack.c -------------------------------------------------------- */
 
