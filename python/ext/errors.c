@@ -13,6 +13,8 @@ PyObject *pyonnxio_EncodeError;
 PyObject *pyonnxio_ExternalDataError;
 PyObject *pyonnxio_ArchiveError;
 
+static PyObject *external_data_type(void);
+
 /* ---- errors ----------------------------------------------------------- */
 
 /* The class column of status.def (one row per status, expanded here: the
@@ -67,7 +69,7 @@ static PyObject *raise_class(status_class cls, const char *msg, int err, const c
     switch (cls) {
     case CLASS_DECODE: type = pyonnxio_DecodeError; break;
     case CLASS_ARCHIVE: type = pyonnxio_ArchiveError; break;
-    case CLASS_EXTERNAL: type = pyonnxio_ExternalDataError; break;
+    case CLASS_EXTERNAL: type = external_data_type(); break;
     case CLASS_ENCODE: type = pyonnxio_EncodeError; break;
     case CLASS_IO:
         if (err) return raise_os(err, msg, filename);
@@ -162,10 +164,66 @@ static int add_exception(PyObject *m, const char *attr, PyObject **slot, const c
     return 0;
 }
 
+/* DecodeError's bases: ValueError, and protobuf's DecodeError when the
+ * protobuf package is installed (what onnx users catch: onnx raises it for
+ * malformed bytes), fixed when the class is made. New reference, or NULL
+ * with an exception set. */
+static PyObject *decode_error_bases(void)
+{
+    PyObject *pb = PyImport_ImportModule("google.protobuf.message"); /* 0.5 ms; protobuf is optional */
+    PyObject *base = pb ? PyObject_GetAttrString(pb, "DecodeError") : NULL;
+    Py_XDECREF(pb);
+    if (!base || !PyExceptionClass_Check(base)) {
+        Py_XDECREF(base);
+        PyErr_Clear();
+        return PyTuple_Pack(1, PyExc_ValueError);
+    }
+    PyObject *bases = PyTuple_Pack(2, PyExc_ValueError, base);
+    Py_DECREF(base);
+    return bases;
+}
+
+/* The class a refused external data raises: ExternalDataError, or, once
+ * onnx's checker module is loaded (a program that imported onnx, whose
+ * loads raise onnx.checker.ValidationError for the same refusals), a
+ * subclass of ExternalDataError that is also that ValidationError, made
+ * once with both bases (no class ever changes its bases). Borrowed. */
+static PyObject *external_data_validation_error;
+
+static PyObject *external_data_type(void)
+{
+    if (external_data_validation_error) return external_data_validation_error;
+    PyObject *checker = PyDict_GetItemString(PyImport_GetModuleDict(), "onnx.onnx_cpp2py_export.checker");
+    if (!checker) return pyonnxio_ExternalDataError;
+    PyObject *validation = PyObject_GetAttrString(checker, "ValidationError");
+    PyObject *bases = validation && PyExceptionClass_Check(validation)
+                          ? PyTuple_Pack(2, pyonnxio_ExternalDataError, validation)
+                          : NULL;
+    Py_XDECREF(validation);
+    if (bases)
+        external_data_validation_error = PyErr_NewExceptionWithDoc(
+            "onnxio.ExternalDataError",
+            "ExternalDataError, and onnx.checker.ValidationError as onnx raises for the same refusals: what "
+            "refused external data raises once the onnx package is loaded.",
+            bases, NULL);
+    Py_XDECREF(bases);
+    if (!external_data_validation_error) {
+        PyErr_Clear();
+        return pyonnxio_ExternalDataError;
+    }
+    return external_data_validation_error;
+}
+
 int pyonnxio_errors_init(PyObject *m)
 {
-    if (add_exception(m, "DecodeError", &pyonnxio_DecodeError, "onnxio.DecodeError", PyExc_ValueError,
-                      "Malformed protobuf bytes (protobuf's DecodeError name), or nesting past max_depth.") < 0 ||
+    PyObject *decode_bases = decode_error_bases();
+    if (!decode_bases) return -1;
+    int r = add_exception(m, "DecodeError", &pyonnxio_DecodeError, "onnxio.DecodeError", decode_bases,
+                          "Malformed protobuf bytes (protobuf's DecodeError name; also a "
+                          "google.protobuf.message.DecodeError when protobuf is installed), or nesting past "
+                          "max_depth.");
+    Py_DECREF(decode_bases);
+    if (r < 0 ||
         add_exception(m, "EncodeError", &pyonnxio_EncodeError, "onnxio.EncodeError", PyExc_ValueError,
                       "A message that cannot be serialized (a payload skipped at load).") < 0 ||
         add_exception(m, "ExternalDataError", &pyonnxio_ExternalDataError, "onnxio.ExternalDataError",

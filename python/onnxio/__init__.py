@@ -27,12 +27,15 @@ malformed or unsafe ``.onnxz`` archive ``onnxio.ArchiveError`` (a
 ``DecodeError``), serializing a payload that was skipped at load ``onnxio.EncodeError``, bad
 argument types ``TypeError`` and bad values ``ValueError``. Each comes
 from the library's status (its class in ``status.def``); the package lists
-none itself. They are caught as onnx users catch them: ``DecodeError`` (and
-``ArchiveError``) is also a ``google.protobuf.message.DecodeError`` when
-protobuf is installed, and ``ExternalDataError`` an
-``onnx.checker.ValidationError`` (what onnx raises for refused external
-data) once the onnx package is loaded, before onnxio or by one of onnxio's
-toolbox modules (``onnxio.checker`` ...); onnxio does not import onnx for
+none itself. They are caught as onnx users catch them, and no class changes
+its bases after it is made: ``DecodeError`` (and ``ArchiveError``) is also a
+``google.protobuf.message.DecodeError`` when protobuf is installed (fixed
+at import). Refused external data raises ``ExternalDataError``; once the
+onnx package is loaded (before onnxio, after it, or by one of onnxio's
+toolbox modules), what is raised is a subclass of it that is also
+``onnx.checker.ValidationError``, which onnx raises for the same refusals,
+so ``except onnx.checker.ValidationError`` and ``except
+onnxio.ExternalDataError`` both catch it; onnxio does not import onnx for
 it.
 
 Nesting depth: no message tree crashes the interpreter, however deep (a
@@ -93,29 +96,6 @@ from onnxio import _onnxio
 from onnxio._onnxio import *  # noqa: F401,F403  (the message classes)
 from onnxio._onnxio import ArchiveError, DecodeError, EncodeError, ExternalDataError  # noqa: F401
 
-
-def _adopt_base(cls: type, base: type) -> None:
-    """Makes `base` (an exception class of protobuf or onnx) a base of
-    onnxio's exception class `cls`, so that `except base` catches it."""
-    if not issubclass(cls, base):
-        cls.__bases__ = cls.__bases__ + (base,)
-
-
-def _adopt_onnx_bases() -> None:
-    """ExternalDataError becomes an onnx.checker.ValidationError (called
-    when onnx is loaded: at import if it already is, and by _bridge)."""
-    checker = sys.modules.get("onnx.onnx_cpp2py_export.checker")
-    if checker is not None:
-        _adopt_base(ExternalDataError, checker.ValidationError)
-
-
-try:
-    import google.protobuf.message as _protobuf_message  # 0.5 ms; protobuf is optional
-except ImportError:  # pragma: no cover
-    pass
-else:
-    _adopt_base(DecodeError, _protobuf_message.DecodeError)
-_adopt_onnx_bases()
 
 if typing.TYPE_CHECKING:  # pragma: no cover
     from typing import IO

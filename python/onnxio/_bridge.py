@@ -35,9 +35,6 @@ def require(module: str):
     except ImportError as e:
         raise ImportError(f"onnxio.{module.split('.', 1)[1]} runs the onnx package's {module}, which is not "
                           f"installed: {INSTALL}") from e
-    import onnxio
-
-    onnxio._adopt_onnx_bases()
     return loaded
 
 

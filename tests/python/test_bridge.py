@@ -114,19 +114,40 @@ def test_errors_caught_as_onnx_users_catch_them(tmp_path):
         onnxio.load(tmp_path / "m.onnx")
 
 
-def test_validation_error_base_when_onnx_comes_later(tmp_path):
+def test_validation_error_when_onnx_comes_later(tmp_path):
+    # onnx imported after onnxio: refused external data is caught as
+    # onnx.checker.ValidationError and as onnxio.ExternalDataError, and no
+    # exception class of onnxio changed its bases.
     import subprocess
     import sys
 
+    t = onh.from_array(np.zeros(4, np.float32), "w")
+    t.ClearField("raw_data")
+    t.data_location = onnx.TensorProto.EXTERNAL
+    t.external_data.add(key="location", value="/etc/passwd")
+    onnx.save(oh.make_model(oh.make_graph([], "g", [], [], [t])), str(tmp_path / "m.onnx"))
     code = (
         "import onnxio, sys\n"
         "assert 'onnx' not in sys.modules\n"
-        "import onnxio.checker, onnx.checker\n"
-        "assert issubclass(onnxio.ExternalDataError, onnx.checker.ValidationError)\n"
+        "before = {c: c.__bases__ for c in (onnxio.DecodeError, onnxio.ExternalDataError, onnxio.ArchiveError)}\n"
+        "import onnx.checker\n"
+        "try:\n"
+        f"    onnxio.load({str(tmp_path / 'm.onnx')!r})\n"
+        "except onnx.checker.ValidationError as e:\n"
+        "    assert isinstance(e, onnxio.ExternalDataError) and isinstance(e, ValueError), type(e).__mro__\n"
+        "assert before == {c: c.__bases__ for c in before}\n"
+        "assert onnxio.ExternalDataError.__bases__ == (ValueError,)\n"
         "print('ok')\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.stdout.strip() == "ok", r.stderr
+
+
+def test_decode_error_bases_fixed_at_import():
+    import google.protobuf.message
+
+    assert onnxio.DecodeError.__bases__ == (ValueError, google.protobuf.message.DecodeError)
+    assert issubclass(onnxio.ArchiveError, google.protobuf.message.DecodeError)
 
 
 def test_repr_as_onnx():
