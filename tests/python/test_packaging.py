@@ -46,6 +46,7 @@ def test_installed_package_has_stubs_and_command():
 def _stub_names():
     tree = ast.parse((PACKAGE / "_onnxio.pyi").read_text())
     classes, functions = {}, set()
+    variables = {t.target.id for t in tree.body if isinstance(t, ast.AnnAssign)}
 
     def walk(body, prefix):
         for node in body:
@@ -57,14 +58,16 @@ def _stub_names():
                 functions.add(node.name)
 
     walk(tree.body, "")
-    return classes, functions
+    return classes, functions, variables
 
 
 def test_stubs_cover_the_extension():
-    """Every message class (its fields and <FIELD>_FIELD_NUMBER), every enum
-    (its values, also in the enclosing scope) and every function of the
-    extension module is in the stubs."""
-    classes, functions = _stub_names()
+    """Every message class (its fields and <FIELD>_FIELD_NUMBER), every
+    nested enum (its values, also in the enclosing scope), the values of
+    every top-level enum (module constants: the enum itself is onnxio's,
+    no class of the extension) and every function of the extension module
+    is in the stubs."""
+    classes, functions, variables = _stub_names()
     for full_name, cls in _onnxio._messages.items():
         name = full_name[len("onnx."):]
         assert name in classes, name
@@ -73,9 +76,15 @@ def test_stubs_cover_the_extension():
             assert f"{f.name.upper()}_FIELD_NUMBER" in classes[name], f"{name}.{f.name.upper()}_FIELD_NUMBER"
     for full_name, enum in _onnxio._enums.items():
         name = full_name[len("onnx."):]
+        if "." not in name:  # onnx.Version: its values are the extension's, the enum is not
+            assert not hasattr(_onnxio, name) and name not in classes, name
+            for value, number in enum:
+                assert getattr(_onnxio, value) == number and value in variables, value
+            continue
         assert name in classes, name
         for value, _number in enum:
             assert value in classes[name], f"{name}.{value}"
+            assert value in classes[name.rpartition(".")[0]], f"{name.rpartition('.')[0]}.{value}"
     runtime_functions = {n for n in dir(_onnxio) if callable(getattr(_onnxio, n)) and type(getattr(_onnxio, n)).__name__
                          == "builtin_function_or_method"}
     assert runtime_functions <= functions, sorted(runtime_functions - functions)
