@@ -6,6 +6,9 @@ scikit-build-core driving CMakeLists.txt):
   the message fields with their types and flags a misspelt one;
 - the stubs cover every message class, enum value and entry point of the
   extension as it is at run time;
+- mypy finds no error in the installed package, and stubtest finds its
+  stubs (`_onnxio.pyi` and the annotations of its modules) matching the
+  package at run time, but for what stubtest_allowlist.txt lists;
 - `pip wheel .` makes a platform wheel holding the extension, the stubs and
   the `onnxio` command, which installs into a new virtual environment
   (no build step: nothing is compiled) and works there, command included;
@@ -13,6 +16,7 @@ scikit-build-core driving CMakeLists.txt):
 """
 import ast
 import os
+import pkgutil
 import re
 import subprocess
 import sys
@@ -121,6 +125,33 @@ onnxio.NodeProto(op_typ="Relu")
     assert re.search(r'typical.py:14: error: "GraphProto" has no attribute "nodes"', out), out
     assert re.search(r'typical.py:15: error: Unexpected keyword argument "op_typ"', out), out
     assert out.count("error:") == 2, out
+
+
+@pytest.mark.slow
+def test_package_type_checks_and_its_stubs_match(tmp_path):
+    """`mypy -p onnxio` finds no error in the installed package, and
+    `python -m mypy.stubtest onnxio` finds its stubs matching the package
+    at run time but for the entries of stubtest_allowlist.txt (what a stub
+    cannot say; an entry that matches nothing is an error too). Both read
+    [tool.mypy] of pyproject.toml, and both must have checked every module
+    of the package, the extension's stubs included."""
+    needs("mypy", "it runs mypy and stubtest")
+    # stubtest imports every module of the package
+    needs("onnx_ir", "stubtest imports onnxio.ir")
+    needs("onnxruntime", "stubtest imports onnxio.onnxruntime")
+    names = [m.name for m in pkgutil.iter_modules(onnxio.__path__)]
+    assert "_onnxio" in names and "helper" in names, names
+    modules = 1 + len(names)  # and onnxio itself
+    config = str(REPO / "pyproject.toml")
+    r = subprocess.run([sys.executable, "-m", "mypy", "--config-file", config, "--cache-dir", str(tmp_path / "cache"),
+                        "-p", "onnxio"], capture_output=True, text=True, cwd=tmp_path, timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"Success: no issues found in {modules} source files" in r.stdout, r.stdout + r.stderr
+    r = subprocess.run([sys.executable, "-m", "mypy.stubtest", "onnxio", "--mypy-config-file", config,
+                        "--allowlist", str(REPO / "tests" / "python" / "stubtest_allowlist.txt")],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"Success: no issues found in {modules} modules" in r.stdout, r.stdout + r.stderr
 
 
 @pytest.mark.slow
