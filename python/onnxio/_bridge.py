@@ -150,8 +150,8 @@ def export_converted(module: Any, namespace: dict) -> None:
             continue
         if inspect.isfunction(value) and value.__module__ == module.__name__:
             value = converting(value)
-        elif isinstance(value, type) and full_name_of_class(value) in _onnxio._messages:
-            value = _onnxio._messages[full_name_of_class(value)]
+        elif isinstance(value, type):  # a message class of onnx's: onnxio's; another class as it is
+            value = _onnxio._messages.get(full_name_of_class(value) or "", value)
         namespace[name] = value
 
 

@@ -26,6 +26,8 @@ services (ONNX declares none: the maps are empty), and upb's internal
 """
 from __future__ import annotations
 
+from typing import Any
+
 from onnxio import _onnxio
 
 
@@ -97,6 +99,7 @@ def _options(kind: str, **values):
 
 class _HasOptions(_DescriptorBase):
     __slots__ = ("has_options", "_options_kind", "_option_values", "_options_cache")
+    has_options: bool
 
     def _init_options(self, kind: str, **values):
         self._set(has_options=bool(values), _options_kind=kind, _option_values=values, _options_cache=None)
@@ -152,6 +155,15 @@ class FileDescriptor(_HasOptions):
 
     __slots__ = ("name", "package", "message_types_by_name", "enum_types_by_name", "extensions_by_name",
                  "services_by_name", "dependencies", "public_dependencies", "pool")
+    name: str
+    package: str
+    message_types_by_name: dict[str, Descriptor]
+    enum_types_by_name: dict[str, EnumDescriptor]
+    extensions_by_name: dict[str, FieldDescriptor]  # empty: ONNX declares no extension
+    services_by_name: dict[str, Any]  # empty: ONNX declares no service
+    dependencies: list[FileDescriptor]
+    public_dependencies: list[FileDescriptor]
+    pool: None  # no descriptor pool (see the module docstring)
 
     def CopyToProto(self, proto):  # noqa: N802 (protobuf's name)
         """Fills a descriptor_pb2.FileDescriptorProto."""
@@ -179,6 +191,10 @@ class EnumValueDescriptor(_HasOptions):
     """A value of an enum, as protobuf's EnumValueDescriptor."""
 
     __slots__ = ("name", "number", "index", "type")
+    name: str
+    number: int
+    index: int
+    type: EnumDescriptor
 
     def __repr__(self):
         return f"<onnxio.EnumValueDescriptor {self.type.full_name}.{self.name} = {self.number}>"
@@ -189,6 +205,14 @@ class EnumDescriptor(_HasOptions):
 
     __slots__ = ("name", "full_name", "file", "containing_type", "values", "values_by_name", "values_by_number",
                  "is_closed")
+    name: str
+    full_name: str
+    file: FileDescriptor
+    containing_type: Descriptor | None
+    values: list[EnumValueDescriptor]
+    values_by_name: dict[str, EnumValueDescriptor]
+    values_by_number: dict[int, EnumValueDescriptor]
+    is_closed: bool
 
     def CopyToProto(self, proto):  # noqa: N802 (protobuf's name)
         """Fills a descriptor_pb2.EnumDescriptorProto."""
@@ -201,6 +225,11 @@ class OneofDescriptor(_HasOptions):
     """A oneof, as protobuf's OneofDescriptor."""
 
     __slots__ = ("name", "full_name", "index", "containing_type", "fields")
+    name: str
+    full_name: str
+    index: int
+    containing_type: Descriptor
+    fields: list[FieldDescriptor]
 
 
 class FieldDescriptor(_HasOptions):
@@ -211,6 +240,28 @@ class FieldDescriptor(_HasOptions):
                  "is_packed", "has_presence", "message_type", "enum_type", "containing_type", "containing_oneof",
                  "is_extension", "extension_scope", "default_value", "has_default_value", "camelcase_name",
                  "json_name", "file")
+    name: str
+    full_name: str
+    number: int
+    index: int
+    type: int  # a TYPE_* constant
+    cpp_type: int  # a CPPTYPE_* constant
+    label: int  # a LABEL_* constant
+    is_repeated: bool
+    is_required: bool
+    is_packed: bool
+    has_presence: bool
+    message_type: Descriptor | None
+    enum_type: EnumDescriptor | None
+    containing_type: Descriptor
+    containing_oneof: OneofDescriptor | None
+    is_extension: bool
+    extension_scope: Descriptor | None
+    default_value: Any
+    has_default_value: bool
+    camelcase_name: str
+    json_name: str
+    file: FileDescriptor
 
     TYPE_DOUBLE = 1
     TYPE_FLOAT = 2
@@ -266,6 +317,28 @@ class Descriptor(_HasOptions):
                  "enum_types_by_name", "enum_values_by_name", "oneofs", "oneofs_by_name", "extensions",
                  "extensions_by_name", "extension_ranges", "is_extendable", "_concrete_class", "_reserved_ranges",
                  "_reserved_names")
+    name: str
+    full_name: str
+    file: FileDescriptor
+    containing_type: Descriptor | None
+    fields: list[FieldDescriptor]
+    fields_by_name: dict[str, FieldDescriptor]
+    fields_by_number: dict[int, FieldDescriptor]
+    fields_by_camelcase_name: dict[str, FieldDescriptor]
+    nested_types: list[Descriptor]
+    nested_types_by_name: dict[str, Descriptor]
+    enum_types: list[EnumDescriptor]
+    enum_types_by_name: dict[str, EnumDescriptor]
+    enum_values_by_name: dict[str, EnumValueDescriptor]
+    oneofs: list[OneofDescriptor]
+    oneofs_by_name: dict[str, OneofDescriptor]
+    extensions: list[FieldDescriptor]  # empty: ONNX declares no extension
+    extensions_by_name: dict[str, FieldDescriptor]
+    extension_ranges: list[tuple[int, int]]
+    is_extendable: bool
+    _concrete_class: type[_onnxio.Message]
+    _reserved_ranges: list[tuple[int, int]]
+    _reserved_names: list[str]
 
     def EnumValueName(self, enum, value):  # noqa: N802 (protobuf's name)
         """The name of value ``value`` of the nested enum named ``enum``."""
@@ -324,7 +397,7 @@ def _parent(full_name: str) -> str:
     return full_name.rpartition(".")[0]
 
 
-def _build():
+def _build() -> tuple[dict[str, FileDescriptor], dict[str, Descriptor], dict[str, EnumDescriptor]]:
     """Builds every descriptor. Returns (files by name, message descriptors
     by full name, enum descriptors by full name)."""
     rows = _onnxio._schema_rows
@@ -341,7 +414,7 @@ def _build():
     enum_order: list[str] = []
 
     current: FileDescriptor | None = None
-    last_message = None
+    last_message = ""  # the message that the rows which follow describe
     for row in rows:
         kind = row[0]
         if kind == "file":
@@ -351,6 +424,8 @@ def _build():
                          extensions_by_name={}, services_by_name={}, dependencies=[], public_dependencies=[],
                          pool=None)
             files[row[1]] = current
+        elif current is None:
+            raise SystemError(f"onnxio: the schema rows name no file before {row!r}")
         elif kind == "message":
             last_message = row[1]
             message_order.append(row[1])
@@ -382,7 +457,7 @@ def _build():
     # enums
     for full, e in enums.items():
         parent = messages.get(_parent(full))
-        values = []
+        values: list[EnumValueDescriptor] = []
         e._set(name=full.rpartition(".")[2], full_name=full, file=file_for(full), containing_type=parent,
                values=values, values_by_name={}, values_by_number={}, is_closed=True)
         for i, (name, number) in enumerate(_onnxio._enums[full]):

@@ -7,6 +7,8 @@ import ast
 import functools
 import inspect
 import textwrap
+import typing
+from typing import Any
 
 from onnxio import _onnxio
 from onnxio._onnxio import *  # noqa: F401,F403  (the message classes and exceptions)
@@ -17,6 +19,15 @@ class _Options:
 
     __slots__ = ()
     _defaults: dict = {}
+
+    if typing.TYPE_CHECKING:
+        # The option attributes are slots made at import from the library's
+        # table (_TABLE below): to a type checker, any name, of any type.
+        @typing.type_check_only
+        def __getattr__(self, name: str) -> Any: ...
+
+        @typing.type_check_only
+        def __setattr__(self, name: str, value: Any) -> None: ...
 
     def __init__(self, **kwargs):
         for name, default in self._all_defaults().items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import Any
 
 from onnxio import _onnxio
 from onnxio._onnxio import *  # noqa: F401,F403  (the message classes and exceptions)
@@ -29,7 +30,7 @@ class _ProgressDisplay:
 
     def __init__(self, what: str, subject):
         self.desc = f"{what} {os.path.basename(os.fspath(subject))}" if _is_path(subject) else what
-        self.bar = None
+        self.bar: Any = None  # the tqdm bar, made at the first call
         self.drawn = False
         self.last_draw = 0.0
         self.start = time.monotonic()

@@ -48,6 +48,7 @@ def _function_proto_repr(self) -> str:
     return f"FunctionProto({', '.join(parts)})"
 
 
-ModelProto.__repr__ = _model_proto_repr  # noqa: F405
-GraphProto.__repr__ = _graph_proto_repr  # noqa: F405
-FunctionProto.__repr__ = _function_proto_repr  # noqa: F405
+# The extension's classes take these methods (a checker sees their reprs as methods that cannot be assigned).
+ModelProto.__repr__ = _model_proto_repr  # type: ignore[method-assign]  # noqa: F405
+GraphProto.__repr__ = _graph_proto_repr  # type: ignore[method-assign]  # noqa: F405
+FunctionProto.__repr__ = _function_proto_repr  # type: ignore[method-assign]  # noqa: F405

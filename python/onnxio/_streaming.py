@@ -8,6 +8,7 @@ layout, the save transaction) are the C library's
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from onnxio import _onnxio
 from onnxio._formats import _BYTES_OVERHEAD
@@ -120,7 +121,7 @@ def save_streaming(
         raise TypeError(f"model must be an onnxio.ModelProto, not {type(model).__name__}")
     if not isinstance(path, (str, bytes, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
-    kwargs = dict(num_threads=num_threads, alignment=alignment, max_depth=max_depth, fsync=fsync)
+    kwargs: dict[str, Any] = dict(num_threads=num_threads, alignment=alignment, max_depth=max_depth, fsync=fsync)
     if _onnxio._path_is_archive(path):
         if save_as_external_data or location is not None or not all_tensors_to_one_file or checksum \
                 or max_external_file_size:

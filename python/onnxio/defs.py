@@ -31,7 +31,7 @@ class _Attribute:
     def __init__(self, attribute):
         object.__setattr__(self, "_attribute", attribute)
 
-    @property
+    @property  # type: ignore[misc]  # read-only on purpose: it answers onnx's class
     def __class__(self):  # noqa: D105 (isinstance(a, OpSchema.Attribute) holds)
         return OpSchema.Attribute
 
@@ -54,7 +54,7 @@ class _Schema:
     def __init__(self, schema):
         object.__setattr__(self, "_schema", schema)
 
-    @property
+    @property  # type: ignore[misc]  # read-only on purpose: it answers onnx's class
     def __class__(self):  # noqa: D105 (isinstance(s, OpSchema) holds)
         return OpSchema
 

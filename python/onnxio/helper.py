@@ -26,7 +26,7 @@ import math
 import numbers
 import typing
 import warnings
-from collections.abc import Callable, KeysView, Sequence
+from collections.abc import Callable, Iterable, KeysView, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 import ml_dtypes
@@ -505,6 +505,7 @@ def make_sequence(name: str, elem_type: int, values: Sequence[Any]) -> SequenceP
     if elem_type == SequenceProto.UNDEFINED:
         return sequence
 
+    attribute: _C.RepeatedCompositeContainer[Any]
     if elem_type == SequenceProto.TENSOR:
         attribute = sequence.tensor_values
     elif elem_type == SequenceProto.SPARSE_TENSOR:
@@ -557,6 +558,7 @@ def make_optional(name: str, elem_type: int, value: Any | None) -> OptionalProto
 
     if elem_type == OptionalProto.UNDEFINED:
         return optional
+    attribute: _C.Message
     if elem_type == OptionalProto.TENSOR:
         attribute = optional.tensor_value
     elif elem_type == OptionalProto.SPARSE_TENSOR:
@@ -702,7 +704,7 @@ def make_attribute_ref(
 
     attr = AttributeProto()
     attr.name = name
-    attr.type = attr_type
+    attr.type = attr_type  # type: ignore[assignment]  # an int: the field takes the enum's numbers
     attr.ref_attr_name = ref_attr_name
     if doc_string:
         attr.doc_string = doc_string
@@ -931,7 +933,7 @@ def printable_attribute(attr: AttributeProto, subgraphs: bool = False) -> str | 
 
     _T = TypeVar("_T")
 
-    def str_list(str_elem: Callable[[_T], str], xs: Sequence[_T]) -> str:
+    def str_list(str_elem: Callable[[_T], str], xs: Iterable[_T]) -> str:
         return "[" + ", ".join(map(str_elem, xs)) + "]"
 
     graphs = []

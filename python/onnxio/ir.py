@@ -70,7 +70,7 @@ __all__ = ["OnnxioTensor", "from_ir", "to_ir"]
 _TensorProto = _onnxio.TensorProto
 _payload_view = _onnxio._payload_view
 _share_raw_data = _onnxio._share_raw_data
-_EXTERNAL = _TensorProto.EXTERNAL
+_EXTERNAL: int = _TensorProto.EXTERNAL  # an int at run time (the stub types it as the enum)
 _DataType = onnx_ir.DataType
 # onnx_ir's own rule for the bytes of a Tensor (packing of sub-byte types,
 # byte order); without it (another onnx_ir), from_ir lets onnx_ir copy.

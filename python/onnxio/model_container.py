@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import os
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -36,9 +37,12 @@ def _rehost() -> dict:
 
 
 _ns = _rehost()
+# both loaded at import: a type checker knows them as Any
+_RehostedModelContainer: Any = _ns["ModelContainer"]
+_OnnxModelContainer: Any = _mc.ModelContainer
 
 
-class ModelContainer(_ns["ModelContainer"], _mc.ModelContainer):
+class ModelContainer(_RehostedModelContainer, _OnnxModelContainer):
     """onnx's ModelContainer on onnxio's messages (its code, run with
     `onnx` meaning onnxio, comes first; onnx's own class is a base too, so
     that onnx's functions that check isinstance(x, ModelContainer), such as

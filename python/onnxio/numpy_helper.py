@@ -674,7 +674,7 @@ def saturate_cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
         ml_dtypes.int2,
         ml_dtypes.uint2,
     ):
-        info = ml_dtypes.iinfo(dtype)
+        info: ml_dtypes.iinfo | ml_dtypes.finfo = ml_dtypes.iinfo(dtype)
         x = np.round(x)
     else:
         info = ml_dtypes.finfo(dtype)

@@ -15,6 +15,7 @@ levels raises onnxio.DecodeError (onnx's protobuf refuses it too).
 from __future__ import annotations
 
 import re
+import typing
 
 from onnxio import _bridge, _onnxio
 
@@ -26,7 +27,7 @@ except ImportError:  # the functions work without onnx; only onnx's own names ar
 if _onnx_parser is not None:
     C = _onnx_parser.C
     ParseError = _onnx_parser.ParseError
-else:
+elif not typing.TYPE_CHECKING:  # a type checker sees onnx's class only (Any: it is loaded at import)
 
     class ParseError(Exception):  # noqa: N818 (onnx's name)
         """Text that onnx.parser does not accept (onnx.parser.ParseError

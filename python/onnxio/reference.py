@@ -9,9 +9,12 @@ onnx.
 
 Needs the onnx package (`pip install onnxio[onnx]`).
 """
+from typing import Any
+
 from onnxio import _bridge
 
 _reference = _bridge.require("onnx.reference")
+_OnnxReferenceEvaluator: Any = _reference.ReferenceEvaluator  # loaded at import: a type checker knows it as Any
 __all__ = ["ReferenceEvaluator"]
 # onnx's submodules (ops, op_run, ...) are found beside onnx's own: with
 # `onnx` mapped to onnxio, `import onnx.reference.ops` still works. Import
@@ -36,7 +39,7 @@ def _to_onnx(proto):
     return _bridge.to_onnx(proto)
 
 
-class ReferenceEvaluator(_reference.ReferenceEvaluator):
+class ReferenceEvaluator(_OnnxReferenceEvaluator):
     """onnx.reference.ReferenceEvaluator, taking onnxio messages (and
     onnxio.model_container's containers) too."""
 

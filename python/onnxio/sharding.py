@@ -179,7 +179,7 @@ def _decide(entries: list[tuple[str, int | str]], shapes: dict[str, tuple[int, .
     for name, shape in shapes.items():
         key, value = (name, exact[name]) if name in exact else next(
             ((k, v) for k, v in patterns if fnmatch.fnmatchcase(name, k)), (None, REPLICATE))
-        if value != REPLICATE:
+        if not isinstance(value, str):  # an axis (the one str _check_plan lets through is REPLICATE)
             rank = len(shape)
             if not -rank <= value < rank:
                 raise ValueError(f"plan[{key!r}]: tensor {name!r} of shape {shape} has no axis {value}"
@@ -194,7 +194,7 @@ def _decide(entries: list[tuple[str, int | str]], shapes: dict[str, tuple[int, .
 
 
 def _index(shape: tuple[int, ...], axis: int | str, rank: int, world_size: int) -> tuple[slice, ...]:
-    if axis == REPLICATE:
+    if isinstance(axis, str):  # REPLICATE
         return ()
     start, stop = shard_bounds(shape[axis], rank, world_size)
     return (slice(None),) * axis + (slice(start, stop),)

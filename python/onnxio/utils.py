@@ -6,12 +6,15 @@ onnx's code runs as it is; messages are converted at the boundary
 
 Needs the onnx package (`pip install onnxio[onnx]`).
 """
+from typing import Any
+
 from onnxio import _bridge
 
 _utils = _bridge.require("onnx.utils")
+_OnnxExtractor: Any = _utils.Extractor  # loaded at import: a type checker knows it as Any
 
 
-class Extractor(_utils.Extractor):
+class Extractor(_OnnxExtractor):
     """onnx.utils.Extractor taking an onnxio ModelProto too; extract_model
     returns an onnxio ModelProto."""
 

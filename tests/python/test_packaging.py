@@ -6,6 +6,9 @@ scikit-build-core driving CMakeLists.txt):
   the message fields with their types and flags a misspelt one;
 - the stubs cover every message class, enum value and entry point of the
   extension as it is at run time;
+- mypy finds no error in the installed package, and stubtest finds its
+  stubs (`_onnxio.pyi` and the annotations of its modules) matching the
+  package at run time, but for what stubtest_allowlist.txt lists;
 - `pip wheel .` makes a platform wheel holding the extension, the stubs and
   the `onnxio` command, which installs into a new virtual environment
   (no build step: nothing is compiled) and works there, command included;
@@ -13,6 +16,7 @@ scikit-build-core driving CMakeLists.txt):
 """
 import ast
 import os
+import pkgutil
 import re
 import subprocess
 import sys
@@ -46,6 +50,7 @@ def test_installed_package_has_stubs_and_command():
 def _stub_names():
     tree = ast.parse((PACKAGE / "_onnxio.pyi").read_text())
     classes, functions = {}, set()
+    variables = {t.target.id for t in tree.body if isinstance(t, ast.AnnAssign)}
 
     def walk(body, prefix):
         for node in body:
@@ -57,14 +62,16 @@ def _stub_names():
                 functions.add(node.name)
 
     walk(tree.body, "")
-    return classes, functions
+    return classes, functions, variables
 
 
 def test_stubs_cover_the_extension():
-    """Every message class (its fields and <FIELD>_FIELD_NUMBER), every enum
-    (its values, also in the enclosing scope) and every function of the
-    extension module is in the stubs."""
-    classes, functions = _stub_names()
+    """Every message class (its fields and <FIELD>_FIELD_NUMBER), every
+    nested enum (its values, also in the enclosing scope), the values of
+    every top-level enum (module constants: the enum itself is onnxio's,
+    no class of the extension) and every function of the extension module
+    is in the stubs."""
+    classes, functions, variables = _stub_names()
     for full_name, cls in _onnxio._messages.items():
         name = full_name[len("onnx."):]
         assert name in classes, name
@@ -73,9 +80,15 @@ def test_stubs_cover_the_extension():
             assert f"{f.name.upper()}_FIELD_NUMBER" in classes[name], f"{name}.{f.name.upper()}_FIELD_NUMBER"
     for full_name, enum in _onnxio._enums.items():
         name = full_name[len("onnx."):]
+        if "." not in name:  # onnx.Version: its values are the extension's, the enum is not
+            assert not hasattr(_onnxio, name) and name not in classes, name
+            for value, number in enum:
+                assert getattr(_onnxio, value) == number and value in variables, value
+            continue
         assert name in classes, name
         for value, _number in enum:
             assert value in classes[name], f"{name}.{value}"
+            assert value in classes[name.rpartition(".")[0]], f"{name.rpartition('.')[0]}.{value}"
     runtime_functions = {n for n in dir(_onnxio) if callable(getattr(_onnxio, n)) and type(getattr(_onnxio, n)).__name__
                          == "builtin_function_or_method"}
     assert runtime_functions <= functions, sorted(runtime_functions - functions)
@@ -112,6 +125,33 @@ onnxio.NodeProto(op_typ="Relu")
     assert re.search(r'typical.py:14: error: "GraphProto" has no attribute "nodes"', out), out
     assert re.search(r'typical.py:15: error: Unexpected keyword argument "op_typ"', out), out
     assert out.count("error:") == 2, out
+
+
+@pytest.mark.slow
+def test_package_type_checks_and_its_stubs_match(tmp_path):
+    """`mypy -p onnxio` finds no error in the installed package, and
+    `python -m mypy.stubtest onnxio` finds its stubs matching the package
+    at run time but for the entries of stubtest_allowlist.txt (what a stub
+    cannot say; an entry that matches nothing is an error too). Both read
+    [tool.mypy] of pyproject.toml, and both must have checked every module
+    of the package, the extension's stubs included."""
+    needs("mypy", "it runs mypy and stubtest")
+    # stubtest imports every module of the package
+    needs("onnx_ir", "stubtest imports onnxio.ir")
+    needs("onnxruntime", "stubtest imports onnxio.onnxruntime")
+    names = [m.name for m in pkgutil.iter_modules(onnxio.__path__)]
+    assert "_onnxio" in names and "helper" in names, names
+    modules = 1 + len(names)  # and onnxio itself
+    config = str(REPO / "pyproject.toml")
+    r = subprocess.run([sys.executable, "-m", "mypy", "--config-file", config, "--cache-dir", str(tmp_path / "cache"),
+                        "-p", "onnxio"], capture_output=True, text=True, cwd=tmp_path, timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"Success: no issues found in {modules} source files" in r.stdout, r.stdout + r.stderr
+    r = subprocess.run([sys.executable, "-m", "mypy.stubtest", "onnxio", "--mypy-config-file", config,
+                        "--allowlist", str(REPO / "tests" / "python" / "stubtest_allowlist.txt")],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"Success: no issues found in {modules} modules" in r.stdout, r.stdout + r.stderr
 
 
 @pytest.mark.slow
