@@ -8,7 +8,7 @@ import functools
 import inspect
 import textwrap
 import typing
-from typing import Any
+from typing import Any, Callable, TypeVar, cast
 
 from onnxio import _onnxio
 from onnxio._onnxio import *  # noqa: F401,F403  (the message classes and exceptions)
@@ -144,7 +144,10 @@ def _parse_kwargs(options, explicit: dict) -> dict:
     return out
 
 
-def _takes_options(cls, only=None):
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _takes_options(cls, only=None) -> Callable[[_F], _F]:
     """Decorator: the function takes the attributes of the option class
     `cls` (those named in `only`, when given) as keyword-only arguments with
     the class's defaults, the ones a call passes arriving in its
@@ -153,7 +156,7 @@ def _takes_options(cls, only=None):
     defaults = cls._all_defaults()
     names = tuple(only) if only is not None else tuple(defaults)
 
-    def decorate(fn):
+    def decorate(fn: _F) -> _F:
         sig = inspect.signature(fn)
         params = list(sig.parameters.values())
         if not params or params[-1].kind is not inspect.Parameter.VAR_KEYWORD:
@@ -173,6 +176,6 @@ def _takes_options(cls, only=None):
         generated = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=defaults[n]) for n in names
                      if n not in sig.parameters]
         wrapper.__signature__ = sig.replace(parameters=own + generated)  # type: ignore[attr-defined]
-        return wrapper
+        return cast(_F, wrapper)
 
     return decorate
