@@ -56,6 +56,7 @@ from collections.abc import Callable, Iterable
 from itertools import chain
 from typing import Any
 
+from onnxio import _dtypes
 from onnxio import _onnxio as _C
 
 AttributeProto = _C.AttributeProto
@@ -148,9 +149,7 @@ class ExternalDataInfo:
 
 
 def _payload(tensor: Any) -> Any:
-    from onnxio import numpy_helper
-
-    return numpy_helper._raw_payload(tensor)
+    return _dtypes._raw_payload(tensor)
 
 
 def _base(base_dir: Any) -> str:
@@ -204,9 +203,7 @@ def load_external_data_for_tensor(tensor: Any, base_dir: str) -> None:
         _load_tensor(tensor, base_dir)
     else:
         # onnx reads the keys whatever data_location says.
-        from onnxio import numpy_helper
-
-        numpy_helper._set_raw_data(tensor, _read_external_data_bytes(tensor, base_dir))
+        _dtypes._set_raw_data(tensor, _read_external_data_bytes(tensor, base_dir))
     tensor.data_location = TensorProto.DEFAULT  # present, as onnx leaves it
     del tensor.external_data[:]
 

@@ -36,37 +36,21 @@ import numpy as np
 import numpy.typing as npt
 
 from onnxio import _onnxio as _C
-from onnxio import helper
+from onnxio import _dtypes
+from onnxio._dtypes import _raw_payload, _set_raw_data  # noqa: F401  (the package's modules call them here too)
 
 _TensorProto = _C.TensorProto
 _SequenceProto = _C.SequenceProto
 _MapProto = _C.MapProto
 _OptionalProto = _C.OptionalProto
 
-# The two private entry points of the C extension (module.c). Until they
-# exist (or in a build without them) the raw_data attribute does the same
-# work with copies.
-_payload_view = getattr(_C, "_payload_view", None)
-_c_set_raw_data = getattr(_C, "_set_raw_data", None)
-
 _LITTLE = sys.byteorder == "little"
 
 # The packed types, by bits per element (INT4, UINT4, FLOAT4E2M1; UINT2,
 # INT2; FLOAT6E2M3, FLOAT6E3M2).
-_PACKED_4BIT = helper._types_of_bits(4)
-_PACKED_2BIT = helper._types_of_bits(2)
-_PACKED_6BIT = helper._FLOAT6_TYPES
-
-
-def _raw_payload(tensor: Any) -> Any:
-    """The tensor's raw_data as a buffer (a memoryview sharing the payload
-    when the extension offers it, else bytes), or None when raw_data is
-    unset."""
-    if _payload_view is not None:
-        return _payload_view(tensor)
-    if tensor.HasField("raw_data"):
-        return tensor.raw_data
-    return None
+_PACKED_4BIT = _dtypes._types_of_bits(4)
+_PACKED_2BIT = _dtypes._types_of_bits(2)
+_PACKED_6BIT = _dtypes._FLOAT6_TYPES
 
 
 def _little_endian_buffer(array: np.ndarray) -> Any:
@@ -78,15 +62,6 @@ def _little_endian_buffer(array: np.ndarray) -> Any:
         # buffer protocol ("cannot include dtype 'E' in a buffer").
         return array.reshape(-1).view(np.uint8)
     return tobytes_little_endian(array)
-
-
-def _set_raw_data(tensor: Any, data: Any) -> None:
-    """Set tensor.raw_data from bytes (kept without a copy) or a contiguous
-    buffer (copied once)."""
-    if _c_set_raw_data is not None:
-        _c_set_raw_data(tensor, data)
-    else:
-        tensor.raw_data = data if isinstance(data, bytes) else bytes(data)
 
 
 def to_float8e8m0(
@@ -284,7 +259,7 @@ def to_array(tensor: Any, base_dir: str = "") -> np.ndarray:  # noqa: PLR0911
             (the tensor is not changed: its data stays external).
 
     Returns:
-        An array of helper.tensor_dtype_to_np_dtype(tensor.data_type) (an
+        An array of _dtypes.tensor_dtype_to_np_dtype(tensor.data_type) (an
         object array of str for STRING). For raw_data of a byte-sized type
         on a little-endian host, a view of the payload (see the module
         docstring: writable only for privately owned payloads).
@@ -309,9 +284,9 @@ def to_array(tensor: Any, base_dir: str = "") -> np.ndarray:  # noqa: PLR0911
             raise ValueError(f"tensor {tensor.name!r}: dims[{i}] is {d}; a dimension cannot be negative")
 
     tensor_dtype = tensor.data_type
-    np_dtype = helper.tensor_dtype_to_np_dtype(tensor_dtype)
-    storage_np_dtype = helper.tensor_dtype_to_np_dtype(helper.tensor_dtype_to_storage_tensor_dtype(tensor_dtype))
-    storage_field = helper.tensor_dtype_to_field(tensor_dtype)
+    np_dtype = _dtypes.tensor_dtype_to_np_dtype(tensor_dtype)
+    storage_np_dtype = _dtypes.tensor_dtype_to_np_dtype(_dtypes.tensor_dtype_to_storage_tensor_dtype(tensor_dtype))
+    storage_field = _dtypes.tensor_dtype_to_field(tensor_dtype)
 
     if tensor_dtype == _TensorProto.STRING:
         utf8_strings = getattr(tensor, storage_field)
@@ -414,7 +389,7 @@ def from_array(array: np.ndarray, /, name: str | None = None) -> Any:
 
     Args:
         array: any array whose dtype has a TensorProto type (see
-            helper.np_dtype_to_tensor_dtype); str/object arrays become STRING
+            onnxio.helper.np_dtype_to_tensor_dtype); str/object arrays become STRING
             tensors (elements must be str or bytes).
         name: the tensor's name (set when non-empty).
 
@@ -447,7 +422,7 @@ def from_array(array: np.ndarray, /, name: str | None = None) -> Any:
         tensor.string_data.extend(strings)
         return tensor
 
-    dtype = helper.np_dtype_to_tensor_dtype(array.dtype)
+    dtype = _dtypes.np_dtype_to_tensor_dtype(array.dtype)
     if dtype in _PACKED_4BIT:
         array = _pack_4bitx2(array)
     if dtype in _PACKED_2BIT:
@@ -548,7 +523,7 @@ def from_dict(dict_: dict[Any, Any], name: str | None = None) -> Any:
         raise ValueError("Cannot convert an empty dictionary to MapProto.")
     keys = list(dict_)
     raw_key_type = np.result_type(keys[0])
-    key_type = helper.np_dtype_to_tensor_dtype(raw_key_type)
+    key_type = _dtypes.np_dtype_to_tensor_dtype(raw_key_type)
 
     valid_key_int_types = {
         _TensorProto.INT8,
