@@ -112,7 +112,7 @@ size_t onnxio_arena_used(const onnxio_arena *arena);
 typedef void (*onnxio_release_fn)(void *ctx, void *data, size_t size);
 
 /* A new uninitialized block of `size` bytes aligned to `alignment` (a power
- * of two; 0 means 64), holding one reference. NULL when out of memory. */
+ * of two; 0 means ONNXIO_DEFAULT_ALIGNMENT), holding one reference. NULL when out of memory. */
 onnxio_buffer *onnxio_buffer_new(size_t size, size_t alignment);
 /* Wraps memory the caller owns: `release(ctx, data, size)` runs when the
  * last reference goes (release may be NULL). One reference. NULL on OOM. */
@@ -373,10 +373,10 @@ typedef struct onnxio_parse_options {
     size_t struct_size;
     /* Payloads of at least this many bytes are "large": they are the ones
      * copied by the thread pool and borrowed by no_copy. 0 means the
-     * default, 1024 bytes. */
+     * default, ONNXIO_DEFAULT_RAW_DATA_THRESHOLD bytes. */
     uint64_t raw_data_threshold;
     /* Alignment in bytes (a power of two, at most 1 GiB) of large payload
-     * buffers. 0 means 64; 1 means none. With no_copy, a payload in an
+     * buffers. 0 means ONNXIO_DEFAULT_ALIGNMENT; 1 means none. With no_copy, a payload in an
      * .onnxz archive is borrowed only when its address is a multiple of it
      * (otherwise it is copied). */
     uint64_t alignment;
@@ -397,7 +397,7 @@ typedef struct onnxio_parse_options {
     /* Parse structure only: payloads are not read, their sizes are kept
      * (span.data NULL, span.size set). */
     bool skip_raw_data;
-    /* Maximum message nesting depth; 0 means ONNXIO_DEFAULT_MAX_DEPTH (100);
+    /* Maximum message nesting depth; 0 means ONNXIO_DEFAULT_MAX_DEPTH;
      * values above ONNXIO_MAX_DEPTH are taken as ONNXIO_MAX_DEPTH. */
     int max_depth;
     /* Where payloads go, tensor by tensor (NULL: every payload is loaded).
@@ -418,7 +418,7 @@ typedef struct onnxio_parse_options {
      * ONNXIO_ERR_CHECKSUM. */
     onnxio_toggle verify_crc;
     /* The largest expansion (see "Expansion" above) of a load: 0 means
-     * ONNXIO_DEFAULT_MAX_EXPANSION (100); UINT64_MAX means no limit. */
+     * ONNXIO_DEFAULT_MAX_EXPANSION; UINT64_MAX means no limit. */
     uint64_t max_expansion;
     /* Called as payload bytes are placed (see onnxio_progress_fn); NULL:
      * never (and nothing is counted). With a callback, payloads are moved
@@ -459,7 +459,7 @@ typedef struct onnxio_external_data_options {
      * '..', no symlink or hard link leading elsewhere, not the model file). */
     const char *location;
     /* Payloads (raw_data) of at least this many bytes go to external data.
-     * 0 means the default, 1024; 1 moves every non-empty payload. */
+     * 0 means ONNXIO_DEFAULT_EXTERNAL_THRESHOLD; 1 moves every non-empty payload. */
     uint64_t size_threshold;
     /* ON (default): every payload goes to `location`. OFF: one file per
      * tensor in the model's directory, named from the tensor name with
@@ -486,20 +486,21 @@ typedef struct onnxio_serialize_options {
     /* sizeof(onnxio_serialize_options), or 0 (see "Options"). */
     size_t struct_size;
     /* Payloads of at least this many bytes are written by the thread pool
-     * at their offsets; 0 means 1024. */
+     * at their offsets; 0 means ONNXIO_DEFAULT_RAW_DATA_THRESHOLD. */
     uint64_t raw_data_threshold;
     /* Offset alignment (a power of two, at most 1 GiB) of payloads in
-     * external data files and .onnxz archives. 0 means the default: 4096
-     * (the page size) in external data files, as onnx-ml.proto recommends
-     * ("Offset values SHOULD be multiples 4096 to enable mmap support"),
-     * 64 in archives. 1 means none. */
+     * external data files and .onnxz archives. 0 means the default:
+     * ONNXIO_DEFAULT_EXTERNAL_ALIGNMENT (the page size) in external data
+     * files, as onnx-ml.proto recommends ("Offset values SHOULD be
+     * multiples 4096 to enable mmap support"), ONNXIO_DEFAULT_ALIGNMENT in
+     * archives. 1 means none. */
     uint64_t alignment;
     /* Threads for payload writes: 0 = one per core, 1 = serial. The bytes
      * written are the same whatever the count. */
     int num_threads;
     onnxio_external_data_options external_data;
     /* Refuse (ONNXIO_ERR_DEPTH) a tree nested deeper than this: 0 means
-     * ONNXIO_DEFAULT_MAX_DEPTH (100), what a load reads back by default;
+     * ONNXIO_DEFAULT_MAX_DEPTH, what a load reads back by default;
      * values above ONNXIO_MAX_DEPTH are taken as ONNXIO_MAX_DEPTH. */
     int max_depth;
     /* DEFAULT or ON: every file a save writes is fsync'd before it replaces
@@ -521,7 +522,7 @@ typedef struct onnxio_serialize_options {
      * anything is written): tensors that share one buffer (a no_copy load
      * of a model whose tensors all refer to one range) would otherwise turn
      * a small model into a huge file, once per tensor. 0 means
-     * ONNXIO_DEFAULT_MAX_EXPANSION (100); UINT64_MAX means no limit. The
+     * ONNXIO_DEFAULT_MAX_EXPANSION; UINT64_MAX means no limit. The
      * same rule as onnxio_parse_options.max_expansion for loads. */
     uint64_t max_expansion;
 } onnxio_serialize_options;
@@ -989,7 +990,8 @@ void onnxio_archive_ranges_free(onnxio_archive_range *ranges);
 /* Saves `model` as an .onnxz archive at `path`, whatever its extension,
  * atomically (temporary file, fsync, rename). Every tensor anywhere in the
  * model (initializers, attributes, sparse tensors, functions) whose loaded
- * raw_data has at least opts->external_data.size_threshold bytes (0: 1024)
+ * raw_data has at least opts->external_data.size_threshold bytes (0:
+ * ONNXIO_DEFAULT_EXTERNAL_THRESHOLD)
  * gets an entry named after the tensor (characters outside [A-Za-z0-9._-]
  * replaced by '_', never starting with '.', unique also when case is
  * folded, by a "_<n>" suffix), its data on a multiple of
@@ -1388,7 +1390,8 @@ onnxio_status onnxio_read_tensor_slice(const char *path, const char *name, const
 typedef struct onnxio_consolidate_options {
     /* sizeof(onnxio_consolidate_options), or 0 (see "Options"). */
     size_t struct_size;
-    /* Payloads of at least this many bytes move; 0 means 1024. */
+    /* Payloads of at least this many bytes move; 0 means
+     * ONNXIO_DEFAULT_EXTERNAL_THRESHOLD. */
     uint64_t raw_data_threshold;
     /* Offset alignment in the buffer (a power of two, at most 1 GiB); 0
      * means 64. */
