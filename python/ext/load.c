@@ -165,7 +165,7 @@ const char pyonnxio_load_file_doc[] =
     "Loads a file holding one message of class `cls` (onnxio_load_model for ModelProto, with external\n"
     "data; onnxio_load_file otherwise). A ModelProto file may be an .onnxz archive (recognized by its\n"
     "first bytes); verify_crc (None: the library's default, on for copy loads) checks its entries'\n"
-    "CRC-32s. max_depth: message nesting allowed (0: 100; larger values are capped at 1000, negative ones\n"
+    "CRC-32s. max_depth: message nesting allowed (0: " PYONNXIO_STR(ONNXIO_DEFAULT_MAX_DEPTH) "; larger values are capped at " PYONNXIO_STR(ONNXIO_MAX_DEPTH) ", negative ones\n"
     "are a ValueError). max_expansion: the most a load may allocate, as a multiple of the bytes it reads\n"
     "(0: the library's default, 100; 2**64-1: no limit). The file is memory-mapped; with no_copy\n"
     "payloads point into the mapping, which lives as long as one of them does.\n"

@@ -193,8 +193,8 @@ int pyonnxio_payload_init(PyObject *module)
 
 const char pyonnxio_consolidate_doc[] =
     "_consolidate(message, raw_data_threshold=0, alignment=0) -> memoryview | None\n"
-    "Moves every loaded raw_data payload of at least raw_data_threshold bytes (0: 1024) under `message`\n"
-    "into one new buffer, each at an offset that is a multiple of `alignment` (0: 64), and returns a\n"
+    "Moves every loaded raw_data payload of at least raw_data_threshold bytes (0: " PYONNXIO_STR(ONNXIO_DEFAULT_RAW_DATA_THRESHOLD) ") under `message`\n"
+    "into one new buffer, each at an offset that is a multiple of `alignment` (0: " PYONNXIO_STR(ONNXIO_DEFAULT_ALIGNMENT) "), and returns a\n"
     "writable memoryview of the whole buffer (None when no payload qualified). The view keeps the\n"
     "buffer alive; writing into it changes those tensors' payloads. The GIL is released meanwhile.";
 

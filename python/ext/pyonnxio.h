@@ -77,6 +77,12 @@
 
 #include "onnxio/onnxio.h"
 
+/* The text of a macro's value, for docstrings that quote a library default
+ * (PYONNXIO_STR(ONNXIO_DEFAULT_MAX_DEPTH) is "100"): options.def's values,
+ * never spelled here. */
+#define PYONNXIO_STR_(x) #x
+#define PYONNXIO_STR(x) PYONNXIO_STR_(x)
+
 /* ---- message.c ------------------------------------------------------- */
 
 typedef struct PyOnnxioMessage {

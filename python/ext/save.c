@@ -11,14 +11,14 @@ const char pyonnxio_save_file_doc[] =
     "Saves `message` to `path` atomically (onnxio_save_model for a ModelProto, with its external data\n"
     "options; onnxio_save_file otherwise). The message is not modified. The GIL is released during\n"
     "the save; 0 means the library's default for every number. max_depth: a tree nested deeper is\n"
-    "refused with EncodeError (0: 100, what a load reads back by default; at most 1000). fsync=False:\n"
+    "refused with EncodeError (0: " PYONNXIO_STR(ONNXIO_DEFAULT_MAX_DEPTH) ", what a load reads back by default; at most " PYONNXIO_STR(ONNXIO_MAX_DEPTH) "). fsync=False:\n"
     "no fsync (onnxio_serialize_options.fsync OFF): a killed save still leaves the old or the new\n"
     "files, a power cut may leave a new file incomplete. progress(done, total): called with the payload\n"
     "bytes written so far and in all (onnxio_serialize_options.progress), with the GIL; an exception it\n"
     "raises stops the save, which leaves the old files, and propagates; progress=None on the main\n"
     "thread: so does a signal whose Python handler raises (Ctrl-C). max_expansion: refuse\n"
     "(ExpansionError) payloads adding up to more than this many times the distinct bytes they come\n"
-    "from (0: 100).";
+    "from (0: " PYONNXIO_STR(ONNXIO_DEFAULT_MAX_EXPANSION) ").";
 
 PyObject *pyonnxio_save_file(PyObject *self, PyObject *args, PyObject *kw)
 {

@@ -62,7 +62,7 @@ const char pyonnxio_text_parse_doc[] =
     "format, \"json\": protobuf JSON, \"onnxtxt\": ONNX's textual syntax) into a new message of class\n"
     "`cls` (onnxio_text_parse), accepting what text_format.Parse, json_format.Parse and onnx.parser\n"
     "accept. DecodeError says what and at which line and column; ExpansionError when the message\n"
-    "would take more than max_expansion (0: 100) times the text's size plus 1 MiB. The GIL is\n"
+    "would take more than max_expansion (0: " PYONNXIO_STR(ONNXIO_DEFAULT_MAX_EXPANSION) ") times the text's size plus 1 MiB. The GIL is\n"
     "released.";
 
 PyObject *pyonnxio_text_parse(PyObject *self, PyObject *args, PyObject *kw)

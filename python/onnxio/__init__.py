@@ -45,15 +45,16 @@ refuses what it cannot walk):
 
 - reading (``load``, ``load_from_string``, ``ParseFromString``,
   ``FromString``, unpickling) refuses input nested past ``max_depth``
-  (default 100, at most 1000) with ``DecodeError``;
+  (``ParseOptions.max_depth``) with ``DecodeError``;
 - writing (``SerializeToString``, ``ByteSize``, pickling, ``save``,
   ``str``/``repr``, which write the text format) refuses a tree nested
-  past what a load reads back with ``EncodeError``: past 100 levels for
-  ``SerializeToString``/``ByteSize``/pickle (the reader's default), past
-  ``save``'s ``max_depth`` (default 100, at most 1000), past 1000 for ``str``;
+  past what a load reads back with ``EncodeError``: past the reader's
+  default depth for ``SerializeToString``/``ByteSize``/pickle, past
+  ``save``'s ``max_depth`` (``SerializeOptions.max_depth``), past the most
+  any ``max_depth`` allows for ``str``;
 - in-memory copies (``copy.copy``, ``copy.deepcopy``, ``CopyFrom``,
   ``MergeFrom``, ``append``/``extend`` of a message) raise ``DecodeError``
-  past 1000 levels (upb raises its DecodeError for ``MergeFrom`` and
+  past the most any ``max_depth`` allows (upb raises its DecodeError for ``MergeFrom`` and
   ``copy.copy`` of a tree nested past its reader's limit; onnxio's copies
   go 10x deeper);
 - ``==`` and ``DiscardUnknownFields`` work at any depth (upb crashes in

@@ -306,20 +306,20 @@ def save_model(
         location, convert_attribute: as onnx.
         num_threads: threads writing payloads (0: one per core); the bytes
             do not depend on it.
-        alignment: offset alignment of payloads in the data file (0: 4096, 1:
+        alignment: offset alignment of payloads in the data file (0: the default, see SerializeOptions; 1:
             none, as onnx writes them).
         max_external_file_size: split the data into files of at most this
             many bytes (0: no limit).
         checksum: write a SHA-1 "checksum" key per external tensor.
         raw_data_threshold: see TensorBufferOptions.
         max_depth: refuse (EncodeError) a model nested deeper than this
-            (0: 100, what load reads back by default; at most 1000). A model
+            (0: the default, what load reads back; see SerializeOptions). A model
             saved with a higher value loads with the same ``max_depth``.
         fsync: False skips fsync, for scratch outputs (see SerializeOptions;
             onnx never syncs).
         max_expansion: refuse (ExpansionError) a save whose payloads add up
             to more than this many times the distinct bytes they come from
-            (tensors that share one buffer), plus 1 MiB (0: 100).
+            (tensors that share one buffer), plus an allowance (0: the default; see SerializeOptions).
         options: a SerializeOptions giving these at once; keyword arguments
             that differ from their defaults override it.
         progress: None (default: silent), a callable ``progress(done,
@@ -340,7 +340,7 @@ def save_model(
     attributes, sparse tensors, functions) whose raw_data has at least
     ``size_threshold`` bytes (here the payload's length, not onnx's
     ``sys.getsizeof``; 0 or 1: every non-empty payload) gets a stored entry
-    whose data starts at a multiple of ``alignment`` (0: 64) in the file,
+    whose data starts at a multiple of ``alignment`` (0: the default, see SerializeOptions) in the file,
     and the model is the last entry, ``__MODEL_PROTO``. Only a path writes
     an archive: a file object whose name ends in ".onnxz" raises
     ValueError, as do the external data keywords (save_as_external_data,

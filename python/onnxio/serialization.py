@@ -140,7 +140,7 @@ class _LibraryTextSerializer:
 
     def parse(self, serialized, cls, max_depth: int = 0, max_expansion: int = 0):
         """A new message of class `cls` read from `serialized`; one that
-        would take more than `max_expansion` (0: 100) times the text's size
+        would take more than `max_expansion` (0: the default, see ParseOptions) times the text's size
         plus 1 MiB is refused (DecodeError)."""
         if not isinstance(serialized, (bytes, bytearray, memoryview, str)):
             raise TypeError(f"Parameter 'serialized' must be bytes or str, but got type: {type(serialized)}")
