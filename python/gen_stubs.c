@@ -131,7 +131,7 @@ static const char *const FUNCTIONS[] = {
     "_load_file", "_load_bytes", "_load_external_data", "_load_tensor_external_data", "_save_file",
     "_serialize", "_coerce", "_text_format", "_text_parse", "_unknown_fields", "_archive_replace_model",
     "_consolidate", "_payload_view", "_set_raw_data", "_share_raw_data", "_has_pending_external", "_external_ref_parse",
-    "_check_location", "_external_data_open", "_tensor_raw_size", "_path_is_archive", "_data_types", "_options", "_raise_status",
+    "_check_location", "_external_data_open", "_tensor_raw_size", "_path_is_archive", "_data_types", "_options", "_raise_status", "_external_data_error",
     "_safetensors_load_into", "_safetensors_save",
     "_tensor_file_open", "_tensor_file_close", "_tensor_file_info", "_tensor_file_initializers", "_tensor_file_read",
     "_save_streaming", "_external_ranges", "_set_fetched_payload", "_bytes_are_archive",

@@ -214,6 +214,18 @@ static PyObject *external_data_type(void)
     return external_data_validation_error;
 }
 
+const char pyonnxio_external_data_error_doc[] =
+    "_external_data_error() -> type\n"
+    "The class refused external data raises now: ExternalDataError, or, once onnx's checker module is\n"
+    "loaded, its subclass that is also onnx.checker.ValidationError. For the package's own refusals.";
+
+PyObject *pyonnxio_external_data_error(PyObject *self, PyObject *noargs)
+{
+    (void)self;
+    (void)noargs;
+    return Py_NewRef(external_data_type());
+}
+
 int pyonnxio_errors_init(PyObject *m)
 {
     PyObject *decode_bases = decode_error_bases();

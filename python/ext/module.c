@@ -64,6 +64,7 @@ static PyMethodDef module_methods[] = {
     {"_data_types", pyonnxio_data_types, METH_NOARGS, pyonnxio_data_types_doc},
     {"_options", pyonnxio_options, METH_NOARGS, pyonnxio_options_doc},
     {"_raise_status", KW(pyonnxio_raise_status), pyonnxio_raise_status_doc},
+    {"_external_data_error", pyonnxio_external_data_error, METH_NOARGS, pyonnxio_external_data_error_doc},
     /* safetensors.c */
     {"_safetensors_load_into", KW(pyonnxio_safetensors_load_into), pyonnxio_safetensors_load_into_doc},
     {"_safetensors_save", KW(pyonnxio_safetensors_save), pyonnxio_safetensors_save_doc},

@@ -306,6 +306,10 @@ int pyonnxio_errors_init(PyObject *module);
  * raises what an entry point raises for a status. */
 PyObject *pyonnxio_raise_status(PyObject *self, PyObject *args, PyObject *kw);
 extern const char pyonnxio_raise_status_doc[];
+/* _external_data_error of module.c's method table (METH_NOARGS): the class
+ * that refused external data raises now. */
+PyObject *pyonnxio_external_data_error(PyObject *self, PyObject *noargs);
+extern const char pyonnxio_external_data_error_doc[];
 
 /* ---- args.c ---------------------------------------------------------- */
 

@@ -316,7 +316,7 @@ def fetch_external(model, fs, base: str, fetcher: _Fetcher, payload_fn=None, mod
         if location not in sizes:
             p = path_of(location)
             if model_path is not None and p == _join("", model_path):
-                raise _onnxio.ExternalDataError(
+                raise _onnxio._external_data_error()(
                     f"external data location {location!r} names the model file itself")
             sizes[location] = _size(fs, p)
         return sizes[location]

@@ -353,7 +353,7 @@ def save_external_data(tensor: Any, base_path: str) -> None:
 
     payload = _payload(tensor)
     if payload is None:
-        raise ExternalDataError("raw_data field doesn't exist.")
+        raise _C._external_data_error()("raw_data field doesn't exist.")
 
     fd, _ = _C._external_data_open(_base(base_path), info.location, append=True)
     with os.fdopen(fd, "r+b") as data_file:
@@ -365,7 +365,7 @@ def save_external_data(tensor: Any, base_path: str) -> None:
             file_size = data_file.tell()
             padding = info.offset - file_size
             if not 0 <= padding <= _MAX_EXTERNAL_DATA_PADDING:
-                raise ExternalDataError(
+                raise _C._external_data_error()(
                     f"External data offset ({info.offset}) for tensor {tensor.name!r} "
                     f"must be between the current file size ({file_size}) and "
                     f"{file_size + _MAX_EXTERNAL_DATA_PADDING}."

@@ -203,3 +203,15 @@ def test_from_onnx_large_model_borrows_protobufs_bytes():
     assert m.SerializeToString() == want
     got = xnh.to_array(m.graph.initializer[0])
     assert got.shape == w.shape and np.array_equal(got, w)
+
+
+def test_the_package_own_refusals_are_validation_errors_too(tmp_path):
+    # save_external_data refuses an offset inside the existing data file in
+    # Python; with onnx loaded it is caught as onnx raises it.
+    t = xnh.from_array(np.arange(4, dtype=np.float32), "w")
+    (tmp_path / "d.bin").write_bytes(b"0123456789")
+    onnxio.external_data_helper.set_external_data(t, "d.bin", offset=2)
+    with pytest.raises(onnx.checker.ValidationError, match="must be between"):
+        onnxio.external_data_helper.save_external_data(t, str(tmp_path))
+    with pytest.raises(onnxio.ExternalDataError):
+        onnxio.external_data_helper.save_external_data(t, str(tmp_path))
