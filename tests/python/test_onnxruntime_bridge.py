@@ -122,7 +122,7 @@ def test_onnxruntime_uses_the_payloads_memory(files):
     model (a copy would keep the old output)."""
     model = onnxio.load(str(files["single"]))  # copy load: writable payloads
     s = bridge.InferenceSession(model, providers=CPU)
-    addresses = {t.name: np.frombuffer(xnh._payload_view(t), np.uint8).ctypes.data
+    addresses = {t.name: np.frombuffer(onnxio._onnxio._payload_view(t), np.uint8).ctypes.data
                  for t in model.graph.initializer if t.name[0] in "wb"}
     for name, value in _handed(s):
         assert value.data_ptr() == addresses[name], name
