@@ -567,7 +567,7 @@ static int parse_graph(ox *x, onnxio_GraphProto *g, int depth);
 static int parse_id_list(ox *x, void *msg, unsigned index)
 {
     clear(msg, index);
-    str id;
+    str id = {0};
     int found;
     if (!optional_quotable_identifier_found(x, &id, &found)) return 0;
     if (!found) return 1;
@@ -589,7 +589,7 @@ static int parse_shape(ox *x, onnxio_TensorShapeProto *shape, int depth)
         if (matches(x, '?')) {
             if (!add(x, shape, ONNXIO_FIELD_TensorShapeProto_dim, depth + 1)) return 0;
         } else if (next_char(x) == '"') {
-            str id;
+            str id = {0};
             if (!string_token(x, &id)) return 0;
             if (!(d = add(x, shape, ONNXIO_FIELD_TensorShapeProto_dim, depth + 1)) ||
                 !set_str(x, d, ONNXIO_FIELD_TensorShapeProto_Dimension_dim_param, id))
@@ -632,7 +632,7 @@ static int parse_dims(ox *x, void *msg, unsigned shape_index, int depth)
 static int dotted_name(ox *x)
 {
     reader *r = x->r;
-    str part;
+    str part = {0};
     if (!identifier(x, &part)) return 0;
     r->scratch_size = 0;
     if (!onnxio__text_scratch_put(r, part.p, part.n)) return 0;
@@ -646,7 +646,7 @@ static int dotted_name(ox *x)
 /* Parse(TypeProto&); tp is at nesting `depth`. */
 static int parse_type(ox *x, onnxio_TypeProto *tp, int depth)
 {
-    str id;
+    str id = {0};
     if (!identifier(x, &id)) return 0;
     int32_t dtype = primitive_type(id);
     if (dtype) {
@@ -715,7 +715,7 @@ static int parse_value_info(ox *x, onnxio_ValueInfoProto *vi, int depth)
         onnxio_TypeProto *tp = sub(x, vi, ONNXIO_FIELD_ValueInfoProto_type, depth + 1);
         if (!tp || !parse_type(x, tp, depth + 1)) return 0;
     }
-    str name;
+    str name = {0};
     return quotable_identifier(x, &name) && set_str(x, vi, ONNXIO_FIELD_ValueInfoProto_name, name);
 }
 
@@ -724,7 +724,7 @@ static int parse_string_pairs(ox *x, void *msg, unsigned index, int depth)
 {
     do {
         onnxio_StringStringEntryProto *e = add(x, msg, index, depth + 1);
-        str s;
+        str s = {0};
         if (!e || !string_token(x, &s) || !set_str(x, e, ONNXIO_FIELD_StringStringEntryProto_key, s) ||
             !match(x, ':') || !string_token(x, &s) || !set_str(x, e, ONNXIO_FIELD_StringStringEntryProto_value, s))
             return 0;
@@ -787,7 +787,7 @@ static int parse_tensor_data(ox *x, onnxio_TensorProto *t, const onnxio_TypeProt
                 break;
             }
             case ONNXIO_TensorProto_DataType_STRING: {
-                str s;
+                str s = {0};
                 if (!string_token(x, &s) || !add_str(x, t, ONNXIO_FIELD_TensorProto_string_data, s)) return 0;
                 break;
             }
@@ -860,7 +860,7 @@ static int parse_single_value(ox *x, onnxio_AttributeProto *a, int32_t expected,
             if (next == '{' || next == '=' || peek_identifier(x).n) {
                 set_attr_type(a, ONNXIO_AttributeProto_AttributeType_TENSOR);
                 onnxio_TensorProto *t = sub(x, a, ONNXIO_FIELD_AttributeProto_t, depth + 1);
-                str name;
+                str name = {0};
                 if (!t || !set_str(x, t, ONNXIO_FIELD_TensorProto_name, (str){"", 0}) ||
                     !optional_quotable_identifier(x, &name) || !set_str(x, t, ONNXIO_FIELD_TensorProto_name, name))
                     return 0;
@@ -881,7 +881,7 @@ static int parse_single_value(ox *x, onnxio_AttributeProto *a, int32_t expected,
             if (!g || !parse_graph(x, g, depth + 1)) return 0;
         }
     } else if (matches(x, '@')) {
-        str name;
+        str name = {0};
         if (!quotable_identifier(x, &name) || !set_str(x, a, ONNXIO_FIELD_AttributeProto_ref_attr_name, name))
             return 0;
     } else {
@@ -921,7 +921,7 @@ static int parse_attribute_named(ox *x, onnxio_AttributeProto *a, str name, int 
 {
     if (!set_str(x, a, ONNXIO_FIELD_AttributeProto_name, name)) return 0;
     if (matches(x, ':')) {
-        str t;
+        str t = {0};
         if (!identifier(x, &t)) return 0;
         int32_t type = lower_enum(&onnxio_enum_AttributeProto_AttributeType, t);
         if (!type) return perr(x, "Unexpected attribute type.");
@@ -971,7 +971,7 @@ static int parse_attributes(ox *x, void *msg, unsigned index, int depth)
     if (!matches(x, '<')) return 1;
     do {
         onnxio_AttributeProto *a = add(x, msg, index, depth + 1);
-        str name;
+        str name = {0};
         if (!a || !identifier(x, &name) || !parse_attribute_named(x, a, name, depth + 1)) return 0;
     } while (matches(x, ','));
     return match(x, '>');
@@ -982,7 +982,7 @@ static int parse_node(ox *x, onnxio_NodeProto *node, int depth)
 {
     reader *r = x->r;
     if (matches(x, '[')) {
-        str name;
+        str name = {0};
         if (!set_str(x, node, ONNXIO_FIELD_NodeProto_name, (str){"", 0}) || !optional_quotable_identifier(x, &name) ||
             !set_str(x, node, ONNXIO_FIELD_NodeProto_name, name) || !match(x, ']'))
             return 0;
@@ -999,7 +999,7 @@ static int parse_node(ox *x, onnxio_NodeProto *node, int depth)
         !set_str(x, node, ONNXIO_FIELD_NodeProto_op_type, id))
         return 0;
     if (matches(x, ':')) {
-        str overload;
+        str overload = {0};
         if (!identifier(x, &overload) || !set_str(x, node, ONNXIO_FIELD_NodeProto_overload, overload)) return 0;
     }
     if (!parse_attributes(x, node, ONNXIO_FIELD_NodeProto_attribute, depth) || !match(x, '(') ||
@@ -1082,7 +1082,7 @@ static int parse_graph_named(ox *x, str name, onnxio_GraphProto *g, int depth)
 /* Parse(GraphProto&): a (quotable) name, then the graph. */
 static int parse_graph(ox *x, onnxio_GraphProto *g, int depth)
 {
-    str name;
+    str name = {0};
     return quotable_identifier(x, &name) && parse_graph_named(x, name, g, depth);
 }
 
@@ -1093,7 +1093,7 @@ static int parse_opsets(ox *x, void *msg, unsigned index, int depth)
     if (matches(x, ']')) return 1;
     do {
         onnxio_OperatorSetIdProto *o = add(x, msg, index, depth + 1);
-        str domain;
+        str domain = {0};
         int64_t version;
         if (!o || !string_token(x, &domain) || !set_str(x, o, ONNXIO_FIELD_OperatorSetIdProto_domain, domain) ||
             !match(x, ':') || !int64_token(x, &version))
@@ -1121,7 +1121,7 @@ static int parse_function_io(ox *x, onnxio_FunctionProto *fn, unsigned index, in
                 !(tp = sub(x, vi, ONNXIO_FIELD_ValueInfoProto_type, depth + 2)) || !parse_type(x, tp, depth + 2))
                 return 0;
         }
-        str id;
+        str id = {0};
         if (!quotable_identifier(x, &id)) return 0;
         name = &((onnxio_string_array *)onnxio__member(fn, field(fn, index)))->data[slot];
         if (onnxio_string_set(x->r->arena, name, id.p, id.n)) return no_memory(x);
@@ -1135,7 +1135,7 @@ static int parse_function(ox *x, onnxio_FunctionProto *fn, int depth)
 {
     if (matches(x, '<')) {
         do {
-            str kw, s;
+            str kw = {0}, s = {0};
             if (!identifier(x, &kw) || !match(x, ':')) return 0;
             switch (keyword_of(kw)) {
             case KW_OPSET_IMPORT:
@@ -1155,14 +1155,14 @@ static int parse_function(ox *x, onnxio_FunctionProto *fn, int depth)
         } while (matches(x, ','));
         if (!match(x, '>')) return 0;
     }
-    str name;
+    str name = {0};
     if (!quotable_identifier(x, &name) || !set_str(x, fn, ONNXIO_FIELD_FunctionProto_name, name)) return 0;
     /* '<' attribute names, or names with a default value '>' */
     clear(fn, ONNXIO_FIELD_FunctionProto_attribute);
     clear(fn, ONNXIO_FIELD_FunctionProto_attribute_proto);
     if (matches(x, '<')) {
         do {
-            str id;
+            str id = {0};
             if (!quotable_identifier(x, &id)) return 0;
             int next = next_char(x);
             if (next == ':' || next == '=') {
@@ -1202,7 +1202,7 @@ static int parse_model(ox *x, onnxio_ModelProto *m)
 {
     if (matches(x, '<')) {
         do {
-            str kw, s;
+            str kw = {0}, s = {0};
             int64_t v = 0;
             if (!identifier(x, &kw) || !match(x, ':')) return 0;
             switch (keyword_of(kw)) {
