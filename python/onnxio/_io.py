@@ -266,6 +266,11 @@ def replace_archive_model(model, path, *, num_threads: int = 0) -> None:
     _onnxio._archive_replace_model(model, path, num_threads=num_threads)
 
 
+# onnx's own arguments (save_as_external_data ... max_external_file_size,
+# with onnx's names and defaults) are written out; the options that are
+# SerializeOptions' own come from the option list.
+@_takes_options(SerializeOptions, only=("raw_data_threshold", "alignment", "num_threads", "max_depth", "fsync",
+                                        "max_expansion"))
 def save_model(
     proto,
     f,
@@ -276,16 +281,11 @@ def save_model(
     location: str | None = None,
     size_threshold: int = 1024,
     convert_attribute: bool = False,
-    num_threads: int = 0,
-    alignment: int = 0,
     max_external_file_size: int = 0,
     checksum: bool = False,
-    raw_data_threshold: int = 0,
-    max_depth: int = 0,
-    fsync: bool = True,
     options: SerializeOptions | None = None,
     progress=None,
-    max_expansion: int = 0,
+    **explicit,
 ) -> None:
     """Saves a ModelProto, as ``onnx.save_model``: the same bytes.
 
@@ -362,11 +362,8 @@ def save_model(
         raise TypeError(f"proto must be an onnxio.ModelProto or bytes, not {type(proto).__name__}")
     fmt = _resolve_format(format, f)
     path = _file_path(f)
-    kwargs = _save_kwargs(options, dict(num_threads=num_threads, alignment=alignment,
-                                        raw_data_threshold=raw_data_threshold, checksum=checksum,
-                                        max_file_size=max_external_file_size,
-                                        convert_attribute=convert_attribute, max_depth=max_depth,
-                                        fsync=fsync, max_expansion=max_expansion))
+    kwargs = _save_kwargs(options, dict(explicit, checksum=checksum, max_file_size=max_external_file_size,
+                                        convert_attribute=convert_attribute))
     _with_progress(progress, "saving", f, kwargs,
                    lambda: _save_model(proto, f, fmt, path, kwargs, save_as_external_data=save_as_external_data,
                                        all_tensors_to_one_file=all_tensors_to_one_file, location=location,

@@ -890,6 +890,14 @@ def test_loads_take_every_parse_option_by_keyword():
                 assert params[name].default == default, (fn.__name__, name)
 
 
+def test_save_model_takes_the_serialize_options_by_keyword():
+    import inspect
+
+    params = inspect.signature(onnxio.save_model).parameters
+    for name in ("raw_data_threshold", "alignment", "num_threads", "max_depth", "fsync", "max_expansion"):
+        assert params[name].default == onnxio.SerializeOptions._all_defaults()[name], name
+
+
 def test_an_unknown_keyword_is_a_type_error_as_in_onnx(tmp_path):
     onnx = pytest.importorskip("onnx")
     data = onnx.helper.make_model(onnx.helper.make_graph([], "g", [], [])).SerializeToString()
