@@ -96,13 +96,8 @@ static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxi
                                  onnxio__budget *budget, bool *saw_external)
 {
     onnxio_status s;
-    onnxio__pool *pool = NULL;
     onnxio__payloads *payloads = NULL;
-    if ((s = onnxio__pool_new(opts->num_threads, &pool))) return s;
-    if ((s = onnxio__payloads_new(opts, pool, budget, &payloads))) {
-        onnxio__pool_finish(pool);
-        return s;
-    }
+    if ((s = onnxio__payloads_new(opts, NULL, budget, &payloads))) return s;
     if (in_place) onnxio__payloads_in_place(payloads, owner);
     onnxio__arena_expect(arena, size);
     size_t before = onnxio_arena_used(arena);
@@ -134,7 +129,7 @@ static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxi
     onnxio__arena_limit(arena, 0);
     budget->used += onnxio_arena_used(arena) - before;
     if (!s) s = onnxio__payloads_resolve(payloads);
-    onnxio_status s2 = onnxio__pool_finish(pool);
+    onnxio_status s2 = onnxio__payloads_finish(payloads);
     onnxio__payloads_free(payloads);
     if (!s) s = s2;
     /* Text handed to a binary reader fails as whatever its bytes make of

@@ -45,9 +45,15 @@ onnxio_status onnxio__open_resolved(const onnxio__resolved *r, const char *locat
  * them through the pool. */
 typedef struct onnxio__payloads onnxio__payloads;
 /* `opts` resolved; `budget` (not NULL) is charged for every payload byte
- * the load allocates. */
+ * the load allocates. `pool`: where jobs go; NULL: a pool of the payloads'
+ * own, made with the first job (opts->num_threads, direct_io) and finished
+ * by onnxio__payloads_finish. */
 onnxio_status onnxio__payloads_new(const onnxio_parse_options *opts, onnxio__pool *pool, onnxio__budget *budget,
                                    onnxio__payloads **out);
+/* Runs and waits for the jobs of the payloads' own pool (none when a pool
+ * was given or no job was queued); returns the first failure. Call before
+ * the memory of any queued job is freed, also on error paths. */
+onnxio_status onnxio__payloads_finish(onnxio__payloads *p);
 /* Loads one payload into `tensor`, or, with a payload callback, remembers
  * it for onnxio__payloads_resolve. */
 onnxio_status onnxio__payload_take(onnxio__payloads *p, onnxio_TensorProto *tensor, const onnxio__payload_src *src);

@@ -36,7 +36,12 @@ typedef struct shared {
 } shared;
 
 struct onnxio__payloads {
+    /* The pool jobs go to: the caller's, or, given none, one made with the
+     * first job (own_pool), for num_threads and direct_io: a parse whose
+     * payloads all move in place (a small model's) makes no pool. */
     onnxio__pool *pool;
+    bool own_pool, direct;
+    int num_threads;
     onnxio__budget *budget;
     bool no_copy;
     uint64_t threshold;
@@ -89,12 +94,15 @@ onnxio_status onnxio__payloads_new(const onnxio_parse_options *opts, onnxio__poo
     onnxio__payloads *p = onnxio__calloc(1, sizeof *p);
     if (!p) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     p->pool = pool;
+    p->own_pool = !pool;
+    p->direct = opts->direct_io == ONNXIO_ON;
+    p->num_threads = opts->num_threads;
     p->budget = budget;
     p->no_copy = opts->no_copy;
     p->threshold = opts->raw_data_threshold;
     p->alignment = opts->alignment;
     p->progress = onnxio__progress_now();
-    onnxio__pool_read_direct(pool, opts->direct_io == ONNXIO_ON);
+    if (pool) onnxio__pool_read_direct(pool, p->direct);
     if (!opts->skip_raw_data) {
         p->fn = opts->payload_fn;
         p->ctx = opts->payload_ctx;
@@ -104,6 +112,26 @@ onnxio_status onnxio__payloads_new(const onnxio_parse_options *opts, onnxio__poo
 }
 
 void onnxio__payloads_in_place(onnxio__payloads *p, onnxio_buffer *input) { p->whole = input; }
+
+/* Queues a job on the payloads' pool, made now if it is their own and
+ * this is its first job. */
+static onnxio_status pool_add(onnxio__payloads *p, const onnxio__job *job)
+{
+    if (!p->pool) {
+        onnxio_status s = onnxio__pool_new(p->num_threads, &p->pool);
+        if (s) return s;
+        onnxio__pool_read_direct(p->pool, p->direct);
+    }
+    return onnxio__pool_add(p->pool, job);
+}
+
+onnxio_status onnxio__payloads_finish(onnxio__payloads *p)
+{
+    if (!p || !p->own_pool) return ONNXIO_OK;
+    onnxio_status s = onnxio__pool_finish(p->pool);
+    p->pool = NULL;
+    return s;
+}
 
 /* In-place mode, once every move and copy is done: the pages of the input
  * that no tensor holds go back. */
@@ -277,7 +305,7 @@ static onnxio_status fill(onnxio__payloads *p, const onnxio_TensorProto *t, cons
         job.kind = ONNXIO__JOB_COPY;
         job.src = src->data;
     }
-    return onnxio__pool_add(p->pool, &job);
+    return pool_add(p, &job);
 }
 
 /* Counts a payload whose bytes move on no pool job (skipped, borrowed,
@@ -513,7 +541,7 @@ static onnxio_status place_in_place(onnxio__payloads *p)
                                .rest_dst = dst < src ? dst + n - shift : dst,
                                .rest_size = shift,
                                .what = onnxio__tensor_name(q->tensor)};
-            s = onnxio__pool_add(p->pool, &job);
+            s = pool_add(p, &job);
         }
         if (!s) onnxio__progress_add(p->progress, shift ? 0 : n);
         onnxio_buffer *view = s ? NULL : onnxio__buffer_view(p->whole, dst, n);

@@ -66,7 +66,8 @@ struct onnxio__pool {
     int closing;
     /* The lock and conditions are made with the first job of a pool of
      * several threads, the worker and bounce arrays when first needed: a
-     * parse that queues no job (every small input) makes none of them. */
+     * parse that queues no job (every small input) makes no pool at all:
+     * its payloads make theirs with the first job (payload.c). */
     bool synced;
     pthread_t *workers;      /* MAX_THREADS of them */
     onnxio_buffer **keeps;   /* references held for queued jobs (job.keep) */
