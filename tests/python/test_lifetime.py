@@ -257,7 +257,10 @@ def test_gil_released_during_load_save_and_serialize(tmp_path):
     p = tmp_path / "big.onnx"
     p.write_bytes(data)
     m = onnxio.load(p)
-    assert _progress_during(lambda: _onnxio._load_bytes(data, onnxio.ModelProto, num_threads=1))
+    # A bytearray: its payloads are copied (64 MiB, long enough for the
+    # other thread to run); immutable bytes are borrowed, a parse of a few
+    # microseconds that a busy machine may not schedule the thread within.
+    assert _progress_during(lambda: _onnxio._load_bytes(bytearray(data), onnxio.ModelProto, num_threads=1))
     assert _progress_during(lambda: _onnxio._load_file(str(p), onnxio.ModelProto, num_threads=1))
     assert _progress_during(lambda: _onnxio._save_file(m, str(tmp_path / "o.onnx"), num_threads=1))
     assert _progress_during(lambda: _onnxio._serialize(m))
