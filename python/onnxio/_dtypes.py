@@ -16,12 +16,6 @@ from onnxio import _onnxio as _C
 
 TensorProto = _C.TensorProto
 
-# The extension's payload access: views that share a payload, and raw_data
-# set without a copy (the raw_data attribute does the same with copies).
-_payload_view = getattr(_C, "_payload_view", None)
-_c_set_raw_data = getattr(_C, "_set_raw_data", None)
-
-
 def _types_of_bits(bits: int) -> frozenset[int]:
     """The data types of `bits` bits per element (the library's table)."""
     return frozenset(row["data_type"] for row in _C._data_types() if row["bits"] == bits)
@@ -100,20 +94,12 @@ def np_dtype_to_tensor_dtype(np_dtype: np.dtype) -> int:
 
 
 def _raw_payload(tensor: Any) -> Any:
-    """The tensor's raw_data as a buffer (a memoryview sharing the payload
-    when the extension offers it, else bytes), or None when raw_data is
-    unset."""
-    if _payload_view is not None:
-        return _payload_view(tensor)
-    if tensor.HasField("raw_data"):
-        return tensor.raw_data
-    return None
+    """The tensor's raw_data as a memoryview sharing the payload (the
+    extension's _payload_view), or None when raw_data is unset."""
+    return _C._payload_view(tensor)
 
 
 def _set_raw_data(tensor: Any, data: Any) -> None:
     """Set tensor.raw_data from bytes (kept without a copy) or a contiguous
     buffer (copied once)."""
-    if _c_set_raw_data is not None:
-        _c_set_raw_data(tensor, data)
-    else:
-        tensor.raw_data = data if isinstance(data, bytes) else bytes(data)
+    _C._set_raw_data(tensor, data)
