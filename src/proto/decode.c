@@ -61,8 +61,9 @@ static void read_ahead(dec *d, const uint8_t *p)
 /* The fast path (as upb's fasttable): for each message, a table of its
  * fields 1 to 15 (whose tags are one byte), 8 bytes each, saying what the
  * decoder does with the common fields without reading their descriptors:
- * singular and repeated strings and sub-messages, singular integers and
- * floats, each under the one tag byte it is written with. Any other tag
+ * singular and repeated strings and sub-messages, integers and floats,
+ * each under the one tag byte it is written with (a repeated integer or
+ * float unpacked, as proto2 writes AttributeProto.ints and floats). Any other tag
  * (another wire type, a field past 15, an enum, a packed or a raw_data
  * field, an unknown field) takes the general path, which also checks the
  * tag. The tables of every message take 5 KiB, so the ones a parse uses
@@ -78,6 +79,9 @@ enum {
     FAST_I32,   /* singular int32, VARINT */
     FAST_I64,   /* singular int64 or uint64, VARINT */
     FAST_F32,   /* singular float, FIXED32 */
+    FAST_I32N,  /* repeated int32, VARINT (one element) */
+    FAST_I64N,  /* repeated int64 or uint64, VARINT (one element) */
+    FAST_F32N,  /* repeated float, FIXED32 (one element) */
 };
 
 typedef struct fast_entry {
@@ -133,10 +137,10 @@ static void fast_build(void)
             case ONNXIO_KIND_STRING:
             case ONNXIO_KIND_BYTES: op = repeated ? FAST_STRN : FAST_STR1, wt = WIRE_LEN; break;
             case ONNXIO_KIND_MESSAGE: op = repeated ? FAST_MSGN : FAST_MSG1, wt = WIRE_LEN; break;
-            case ONNXIO_KIND_INT32: op = repeated ? FAST_NONE : FAST_I32, wt = WIRE_VARINT; break;
+            case ONNXIO_KIND_INT32: op = repeated ? FAST_I32N : FAST_I32, wt = WIRE_VARINT; break;
             case ONNXIO_KIND_INT64:
-            case ONNXIO_KIND_UINT64: op = repeated ? FAST_NONE : FAST_I64, wt = WIRE_VARINT; break;
-            case ONNXIO_KIND_FLOAT: op = repeated ? FAST_NONE : FAST_F32, wt = WIRE_FIXED32; break;
+            case ONNXIO_KIND_UINT64: op = repeated ? FAST_I64N : FAST_I64, wt = WIRE_VARINT; break;
+            case ONNXIO_KIND_FLOAT: op = repeated ? FAST_F32N : FAST_F32, wt = WIRE_FIXED32; break;
             default: op = FAST_NONE, wt = 0; break;
             }
             int sub = f->kind == ONNXIO_KIND_MESSAGE ? fast_index_of(f->message) : 0;
@@ -277,6 +281,28 @@ static size_t run_length(const uint8_t *tag, size_t tag_len, const uint8_t *p, c
     return n ? n : 1;
 }
 
+/* How many unpacked scalars of one field follow each other from `p` (at
+ * the value of the first; `tag` their one-byte tag; `fixed32`: 4-byte
+ * values, else varints). Bounded by the input: each value takes a byte. */
+static size_t scalar_run(const uint8_t *p, const uint8_t *end, uint8_t tag, bool fixed32)
+{
+    size_t n = 0;
+    for (;;) {
+        if (fixed32) {
+            if (end - p < 4) break;
+            p += 4;
+        } else {
+            while (p < end && *p >= 0x80) p++;
+            if (p == end) break;
+            p++;
+        }
+        n++;
+        if (p == end || *p != tag) break;
+        p++;
+    }
+    return n ? n : 1;
+}
+
 /* Room for one more element of a repeated field whose value starts at `at`
  * (its length) after the tag at `tag`; NULL when out of memory. When the
  * array is full it grows to hold the whole run (at least doubling). A list
@@ -359,6 +385,29 @@ static onnxio_status parse_packed(dec *d, onnxio_message *m, const onnxio_field_
     size_t n = 0;
     for (const uint8_t *q = p; q < end; q++) n += *q < 0x80;
     if (n && !onnxio__array_reserve(d->arena, a, es, n)) return no_memory(d);
+    if (!n) return p == end ? ONNXIO_OK
+                            : onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: packed field %s.%s: truncated or overlong varint",
+                                           OFFSET(d, p), m->desc->name, f->name);
+    if (f->kind != ONNXIO_KIND_ENUM) { /* integers: stored here, without store_scalar's checks */
+        uint8_t *slot = (uint8_t *)a->data + a->size * es;
+        while (p < end) {
+            uint64_t v;
+            const uint8_t *at = p;
+            if (ONNXIO_LIKELY(*p < 0x80)) v = *p++;
+            else if (!(p = wire_read_varint(p, end, &v)))
+                return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: packed field %s.%s: truncated or overlong varint",
+                                    OFFSET(d, at), m->desc->name, f->name);
+            if (es == 4) {
+                uint32_t v32 = (uint32_t)v;
+                memcpy(slot, &v32, 4);
+            } else {
+                memcpy(slot, &v, 8);
+            }
+            slot += es;
+            a->size++;
+        }
+        return ONNXIO_OK;
+    }
     while (p < end) {
         uint64_t v;
         const uint8_t *at = p;
@@ -486,6 +535,41 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const fast_table *
                 memcpy(member, &v, 4);
                 p += 4;
                 break;
+            }
+            case FAST_I32N:
+            case FAST_I64N:
+            case FAST_F32N: {
+                /* The elements of a run are read while their tag repeats,
+                 * into an array sized for the whole run. */
+                onnxio__array *a = member;
+                size_t es = e->op == FAST_I64N ? 8 : 4;
+                if (a->size == a->capacity &&
+                    !onnxio__array_reserve(d->arena, a, es, scalar_run(p, end, e->tag, e->op == FAST_F32N)))
+                    return no_memory(d);
+                for (;;) {
+                    char *slot = (char *)a->data + a->size * es;
+                    const uint8_t *at = p;
+                    uint64_t v;
+                    if (e->op == FAST_F32N) {
+                        if (end - p < 4) return truncated(d, at, m, "truncated fixed32");
+                        v = wire_load32(p);
+                        p += 4;
+                    } else if (ONNXIO_LIKELY(p < end && *p < 0x80)) {
+                        v = *p++;
+                    } else if (!(p = wire_read_varint(p, end, &v))) {
+                        return truncated(d, at, m, "truncated or overlong varint");
+                    }
+                    if (es == 4) {
+                        uint32_t v32 = (uint32_t)v;
+                        memcpy(slot, &v32, 4);
+                    } else {
+                        memcpy(slot, &v, 8);
+                    }
+                    a->size++;
+                    if (p == end || *p != e->tag || a->size == a->capacity) break;
+                    p++;
+                }
+                continue;
             }
             default: { /* LEN: a string or a sub-message */
                 uint64_t v;

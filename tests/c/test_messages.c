@@ -745,6 +745,26 @@ static void test_arrays(void)
         ((uint8_t *)big)[(10u << 20) - 1] = 1;
         CHECK(onnxio_arena_used(a) >= (10u << 20));
     }
+
+    /* Parsed runs of TensorProto.dims (field 1, int64), packed and not:
+     * an empty packed run, packed elements, an unpacked run (as proto2
+     * writes it) after them, and a packed run of only continuation bytes. */
+    static const uint8_t empty_packed[] = {0x0a, 0x00};
+    static const uint8_t runs[] = {0x0a, 0x03, 0x01, 0x96, 0x01, /* packed 1, 150 */
+                                   0x08, 0x02, 0x08, 0x03, 0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
+    static const uint8_t cut[] = {0x0a, 0x01, 0x80};
+    onnxio_TensorProto *d = NULL;
+    CHECK_STATUS(onnxio_parse(&onnxio_desc_TensorProto, empty_packed, sizeof empty_packed, NULL, NULL, a, (void **)&d),
+                 ONNXIO_OK);
+    CHECK(d && d->dims.size == 0);
+    d = NULL;
+    CHECK_STATUS(onnxio_parse(&onnxio_desc_TensorProto, runs, sizeof runs, NULL, NULL, a, (void **)&d), ONNXIO_OK);
+    if (CHECK(d && d->dims.size == 5)) {
+        static const int64_t want[] = {1, 150, 2, 3, -1};
+        CHECK(memcmp(d->dims.data, want, sizeof want) == 0);
+    }
+    d = NULL;
+    CHECK_STATUS(onnxio_parse(&onnxio_desc_TensorProto, cut, sizeof cut, NULL, NULL, a, (void **)&d), ONNXIO_ERR_DECODE);
     onnxio_arena_unref(a);
     tu_end();
 }

@@ -228,6 +228,32 @@ def test_packed_and_unpacked(name, field):
     c.report(f"{name}.{field}")
 
 
+@pytest.mark.parametrize("name,field", list(_repeated_scalars()))
+def test_unpacked_runs(name, field):
+    """Runs of unpacked elements (as proto2 writes AttributeProto.ints and
+    floats) of every length that crosses an array's growth, alone, merged
+    into elements already there, broken by other fields and by packed runs,
+    and cut short in their last element."""
+    c = Cases()
+    f = BY_NAME[name].fields_by_name[field]
+    vals = values_for(f)
+    other = [ch for g, ch in chunks(filled(name, 1)) if g is not f]
+
+    def run(n, start=0):
+        return b"".join(scalar_field(f, vals[(start + i) % len(vals)]) for i in range(n))
+
+    for n in (1, 3, 4, 5, 8, 9, 33, 1000):
+        c.check(name, f"{n} unpacked elements", run(n))
+        c.check(name, f"4 unpacked, then {n} more after another field",
+                run(4) + (other[0] if other else b"") + run(n, 1))
+        c.check(name, f"{n} unpacked, then a packed run, then {n} unpacked",
+                run(n) + packed_field(f, vals[:3]) + run(n, 2))
+    full = run(6)
+    for cut in (1, 2, 3):
+        c.check(name, f"6 unpacked elements, the last {cut} bytes cut", full[:-cut])
+    c.report(f"{name}.{field} unpacked runs")
+
+
 @pytest.mark.parametrize("name", MESSAGE_IDS)
 def test_unknown_fields(name):
     """Unknown fields of every wire type (varint, fixed64, length-delimited,
