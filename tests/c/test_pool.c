@@ -3,6 +3,7 @@
  * 8 threads, with jobs queued in two batches (the second while the workers
  * already run the first), copies and preads mixed, sizes from 1 byte to
  * several pieces. The reference is the source bytes themselves and zlib. */
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,42 @@ static const uint64_t sizes[] = {1, 1000, MIB, ONNXIO__CRC_PIECE + 5, 3 * ONNXIO
                                  2 * ONNXIO__CRC_PIECE, 12345 + MIB, 513};
 #define NSIZES (sizeof sizes / sizeof sizes[0])
 #define ROUNDS 3 /* each size this many times, per kind */
+
+/* The threads of this process, as the kernel lists them. */
+static int thread_count(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    int n = 0;
+    if (!d) return -1;
+    for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+static void small_jobs_start_no_thread(const uint8_t *src, uint64_t total)
+{
+    if (!CHECK(total >= 2 * MIB)) return;
+    uint8_t *dst = calloc(1, 2 * MIB);
+    onnxio__pool *pool = NULL;
+    CHECK_STATUS(onnxio__pool_new(4, &pool), ONNXIO_OK);
+    int before = thread_count();
+    CHECK(before > 0);
+    uint64_t off = 0;
+    for (int k = 0; k < 16 && pool; k++, off += MIB / 16) {
+        onnxio__job job = {.kind = ONNXIO__JOB_COPY, .dst = dst + off, .src = src + off, .size = MIB / 16, .what = "small"};
+        CHECK_STATUS(onnxio__pool_add(pool, &job), ONNXIO_OK);
+        if (!CHECK_MSG(thread_count() == before, "job %d (%llu bytes so far) started no thread", k,
+                       (unsigned long long)(off + MIB / 16)))
+            break;
+    }
+    CHECK_MSG(pool && memcmp(dst, src, off) == 0, "the small jobs' bytes are in place before finish");
+    onnxio__job big = {.kind = ONNXIO__JOB_COPY, .dst = dst + off, .src = src + off, .size = MIB, .what = "big"};
+    CHECK_STATUS(onnxio__pool_add(pool, &big), ONNXIO_OK);
+    CHECK_MSG(thread_count() > before, "the job past 1 MiB started the workers");
+    CHECK_STATUS(onnxio__pool_finish(pool), ONNXIO_OK);
+    CHECK(memcmp(dst, src, 2 * MIB) == 0);
+    free(dst);
+}
 
 static void run(int threads, const uint8_t *src, int fd, uint64_t total, const char *what)
 {
@@ -267,6 +304,9 @@ int main(void)
     tu_begin("pool: copies and preads of 1 byte to several pieces, queued in two batches, on 1 to 8 threads");
     CHECK(fd >= 0);
     for (int threads = 1; fd >= 0 && threads <= 8; threads++) run(threads, src, fd, total, "source.bin");
+    tu_end();
+    tu_begin("pool: jobs under 1 MiB in all run on the calling thread; the next starts the workers");
+    small_jobs_start_no_thread(src, total);
     tu_end();
     tu_begin("pool: direct reads of a file out of the page cache, in place and through the bounce buffer, on 1 to 4 threads");
     for (int threads = 1; fd >= 0 && threads <= 4; threads++) run_direct(threads, src, fd, total, "source.bin");
