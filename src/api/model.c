@@ -85,10 +85,25 @@ static bool cold_whole(const onnxio_parse_options *opts, int fd, size_t size)
            onnxio__file_cold(fd, 0, size);
 }
 
-/* The decoder's payload interface: payload.c places each payload. */
+/* The decoder's payload interface: payload.c places each payload. The
+ * payloads' state is made with the first payload, so that a parse of a
+ * model without any (most small models) makes none. */
+typedef struct lazy_payloads {
+    onnxio__payloads *payloads;
+    const onnxio_parse_options *opts;
+    onnxio__budget *budget;
+    onnxio_buffer *in_place; /* the input, when its payloads stay in it */
+} lazy_payloads;
+
 static onnxio_status take_payload(void *ctx, onnxio_TensorProto *tensor, const onnxio__payload_src *src)
 {
-    return onnxio__payload_take(ctx, tensor, src);
+    lazy_payloads *lp = ctx;
+    if (!lp->payloads) {
+        onnxio_status s = onnxio__payloads_new(lp->opts, NULL, lp->budget, &lp->payloads);
+        if (s) return s;
+        if (lp->in_place) onnxio__payloads_in_place(lp->payloads, lp->in_place);
+    }
+    return src ? onnxio__payload_take(lp->payloads, tensor, src) : ONNXIO_OK;
 }
 
 static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxio_buffer *owner, int fd, bool mapped,
@@ -96,9 +111,10 @@ static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxi
                                  onnxio__budget *budget, bool *saw_external)
 {
     onnxio_status s;
-    onnxio__payloads *payloads = NULL;
-    if ((s = onnxio__payloads_new(opts, NULL, budget, &payloads))) return s;
-    if (in_place) onnxio__payloads_in_place(payloads, owner);
+    lazy_payloads payloads = {NULL, opts, budget, in_place ? owner : NULL};
+    /* In place, the state gives back the parts of the input no payload
+     * holds, also when none does. */
+    if (in_place && (s = take_payload(&payloads, NULL, NULL))) return s;
     onnxio__arena_expect(arena, size);
     size_t before = onnxio_arena_used(arena);
     uint64_t left = onnxio__budget_left(budget);
@@ -110,7 +126,7 @@ static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxi
         .skip_raw_data = opts->skip_raw_data,
         .max_depth = opts->max_depth,
         .payload = take_payload,
-        .payload_ctx = payloads,
+        .payload_ctx = &payloads,
         .fd = opts->no_copy ? -1 : fd,
         .mapped = mapped && data && size,
         .saw_external = saw_external,
@@ -128,10 +144,12 @@ static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxi
         onnxio__progress_ready(onnxio__progress_now());
     onnxio__arena_limit(arena, 0);
     budget->used += onnxio_arena_used(arena) - before;
-    if (!s) s = onnxio__payloads_resolve(payloads);
-    onnxio_status s2 = onnxio__payloads_finish(payloads);
-    onnxio__payloads_free(payloads);
-    if (!s) s = s2;
+    if (payloads.payloads) {
+        if (!s) s = onnxio__payloads_resolve(payloads.payloads);
+        onnxio_status s2 = onnxio__payloads_finish(payloads.payloads);
+        onnxio__payloads_free(payloads.payloads);
+        if (!s) s = s2;
+    }
     /* Text handed to a binary reader fails as whatever its bytes make of
      * protobuf (a bad tag, groups nested too deep, a length past the end);
      * say what it is instead, and what reads it. */
