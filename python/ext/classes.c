@@ -8,8 +8,6 @@
 
 #include "pyonnxio.h"
 
-PyTypeObject *pyonnxio_MessageType;
-
 /* ---- reflection ------------------------------------------------------- */
 
 static PyMethodDef reflection_functions[] = {
@@ -36,8 +34,9 @@ static int set_attr(PyObject *o, const char *name, PyObject *v)
 }
 
 /* Heap type names and getset tables must outlive the types: they are made
- * once per process and never freed (the module cannot be unloaded). */
-static PyTypeObject *make_class(const onnxio_message_desc *d, PyObject *bases)
+ * with each module object and never freed (one module object per process,
+ * see pyonnxio_state). */
+static PyTypeObject *make_class(PyObject *module, const onnxio_message_desc *d, PyObject *bases)
 {
     PyGetSetDef *getset = PyMem_Calloc(d->field_count + 1, sizeof(PyGetSetDef));
     char *name = PyMem_Malloc(strlen(pyonnxio_short_name(d)) + sizeof "onnxio.");
@@ -78,24 +77,24 @@ static PyTypeObject *make_class(const onnxio_message_desc *d, PyObject *bases)
     spec->basicsize = 0; /* PyOnnxioMessage, inherited */
     spec->flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE;
     spec->slots = slots;
-    return (PyTypeObject *)PyType_FromSpecWithBases(spec, bases);
+    return (PyTypeObject *)PyType_FromModuleAndSpec(module, spec, bases);
 }
 
 int pyonnxio_message_init(PyObject *module)
 {
     PyObject *bases = NULL, *messages = NULL, *enums = NULL;
     int rc = -1;
-    pyonnxio_MessageType = (PyTypeObject *)PyType_FromSpec(&pyonnxio_message_base_spec);
-    if (!pyonnxio_MessageType || PyModule_AddObjectRef(module, "Message", (PyObject *)pyonnxio_MessageType) < 0)
+    pyonnxio_st->message_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &pyonnxio_message_base_spec, NULL);
+    if (!pyonnxio_st->message_type || PyModule_AddObjectRef(module, "Message", (PyObject *)pyonnxio_st->message_type) < 0)
         return -1;
     if (pyonnxio_registry_init() < 0) return -1;
-    bases = PyTuple_Pack(1, (PyObject *)pyonnxio_MessageType);
+    bases = PyTuple_Pack(1, (PyObject *)pyonnxio_st->message_type);
     messages = PyDict_New();
     enums = PyDict_New();
     if (!bases || !messages || !enums) goto done;
     for (size_t i = 0; i < onnxio_all_message_count; i++) {
         const onnxio_message_desc *d = onnxio_all_messages[i];
-        PyTypeObject *type = make_class(d, bases);
+        PyTypeObject *type = make_class(module, d, bases);
         if (!type) goto done;
         if (pyonnxio_registry_add(d, type) < 0) { /* the registry keeps the reference once added */
             Py_DECREF(type);

@@ -45,7 +45,7 @@ static PyObject *parse_borrowing(PyObject *cls, PyObject *data)
 
 PyObject *pyonnxio_coerce_message(PyObject *obj)
 {
-    if (PyObject_TypeCheck(obj, pyonnxio_MessageType) || PyType_Check(obj)) return Py_NewRef(obj);
+    if (PyObject_TypeCheck(obj, pyonnxio_st->message_type) || PyType_Check(obj)) return Py_NewRef(obj);
     PyObject *descriptor = PyObject_GetAttrString((PyObject *)Py_TYPE(obj), "DESCRIPTOR");
     if (!descriptor) {
         PyErr_Clear();

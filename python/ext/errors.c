@@ -8,10 +8,6 @@
 
 #include "pyonnxio.h"
 
-PyObject *pyonnxio_DecodeError;
-PyObject *pyonnxio_EncodeError;
-PyObject *pyonnxio_ExternalDataError;
-PyObject *pyonnxio_ArchiveError;
 
 static PyObject *external_data_type(void);
 
@@ -67,10 +63,10 @@ static PyObject *raise_class(status_class cls, const char *msg, int err, const c
 {
     PyObject *type;
     switch (cls) {
-    case CLASS_DECODE: type = pyonnxio_DecodeError; break;
-    case CLASS_ARCHIVE: type = pyonnxio_ArchiveError; break;
+    case CLASS_DECODE: type = pyonnxio_st->decode_error; break;
+    case CLASS_ARCHIVE: type = pyonnxio_st->archive_error; break;
     case CLASS_EXTERNAL: type = external_data_type(); break;
-    case CLASS_ENCODE: type = pyonnxio_EncodeError; break;
+    case CLASS_ENCODE: type = pyonnxio_st->encode_error; break;
     case CLASS_IO:
         if (err) return raise_os(err, msg, filename);
         type = PyExc_OSError;
@@ -156,7 +152,7 @@ static int add_exception(PyObject *m, const char *attr, PyObject **slot, const c
 {
     *slot = PyErr_NewExceptionWithDoc(name, doc, base, NULL);
     if (!*slot) return -1;
-    Py_INCREF(*slot); /* the global keeps its own reference */
+    Py_INCREF(*slot); /* the module state keeps its own reference */
     if (PyModule_AddObject(m, attr, *slot) < 0) {
         Py_DECREF(*slot);
         return -1;
@@ -187,31 +183,31 @@ static PyObject *decode_error_bases(void)
  * onnx's checker module is loaded (a program that imported onnx, whose
  * loads raise onnx.checker.ValidationError for the same refusals), a
  * subclass of ExternalDataError that is also that ValidationError, made
- * once with both bases (no class ever changes its bases). Borrowed. */
-static PyObject *external_data_validation_error;
-
+ * once with both bases (no class ever changes its bases) and kept in the
+ * module state. Borrowed. */
 static PyObject *external_data_type(void)
 {
-    if (external_data_validation_error) return external_data_validation_error;
+    PyObject **made = &pyonnxio_st->external_data_validation_error;
+    if (*made) return *made;
     PyObject *checker = PyDict_GetItemString(PyImport_GetModuleDict(), "onnx.onnx_cpp2py_export.checker");
-    if (!checker) return pyonnxio_ExternalDataError;
+    if (!checker) return pyonnxio_st->external_data_error;
     PyObject *validation = PyObject_GetAttrString(checker, "ValidationError");
     PyObject *bases = validation && PyExceptionClass_Check(validation)
-                          ? PyTuple_Pack(2, pyonnxio_ExternalDataError, validation)
+                          ? PyTuple_Pack(2, pyonnxio_st->external_data_error, validation)
                           : NULL;
     Py_XDECREF(validation);
     if (bases)
-        external_data_validation_error = PyErr_NewExceptionWithDoc(
+        *made = PyErr_NewExceptionWithDoc(
             "onnxio.ExternalDataError",
             "ExternalDataError, and onnx.checker.ValidationError as onnx raises for the same refusals: what "
             "refused external data raises once the onnx package is loaded.",
             bases, NULL);
     Py_XDECREF(bases);
-    if (!external_data_validation_error) {
+    if (!*made) {
         PyErr_Clear();
-        return pyonnxio_ExternalDataError;
+        return pyonnxio_st->external_data_error;
     }
-    return external_data_validation_error;
+    return *made;
 }
 
 const char pyonnxio_external_data_error_doc[] =
@@ -230,20 +226,20 @@ int pyonnxio_errors_init(PyObject *m)
 {
     PyObject *decode_bases = decode_error_bases();
     if (!decode_bases) return -1;
-    int r = add_exception(m, "DecodeError", &pyonnxio_DecodeError, "onnxio.DecodeError", decode_bases,
+    int r = add_exception(m, "DecodeError", &pyonnxio_st->decode_error, "onnxio.DecodeError", decode_bases,
                           "Malformed protobuf bytes (protobuf's DecodeError name; also a "
                           "google.protobuf.message.DecodeError when protobuf is installed), or nesting past "
                           "max_depth.");
     Py_DECREF(decode_bases);
     if (r < 0 ||
-        add_exception(m, "EncodeError", &pyonnxio_EncodeError, "onnxio.EncodeError", PyExc_ValueError,
+        add_exception(m, "EncodeError", &pyonnxio_st->encode_error, "onnxio.EncodeError", PyExc_ValueError,
                       "A message that cannot be serialized (a payload skipped at load).") < 0 ||
-        add_exception(m, "ExternalDataError", &pyonnxio_ExternalDataError, "onnxio.ExternalDataError",
+        add_exception(m, "ExternalDataError", &pyonnxio_st->external_data_error, "onnxio.ExternalDataError",
                       PyExc_ValueError,
                       "External data refused: an unsafe location (absolute, '..', a link leading outside the "
                       "base directory, the model file itself), an offset/length outside the file or not matching "
                       "the tensor, or a checksum mismatch.") < 0 ||
-        add_exception(m, "ArchiveError", &pyonnxio_ArchiveError, "onnxio.ArchiveError", pyonnxio_DecodeError,
+        add_exception(m, "ArchiveError", &pyonnxio_st->archive_error, "onnxio.ArchiveError", pyonnxio_st->decode_error,
                       "A malformed or unsafe .onnxz (zip) archive: bad or inconsistent end, ZIP64, central or local "
                       "records, unsafe or duplicate entry names, overlapping entries, entries running past the "
                       "central directory, encryption, unsupported compression, a missing __MODEL_PROTO entry, "

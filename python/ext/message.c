@@ -18,16 +18,32 @@ typedef struct entry {
     void *empty;           /* an empty message, read by lazy objects; never written */
 } entry;
 
-static entry *entries;
-static size_t entry_count;
-static onnxio_arena *empty_arena;
-
 /* Two small open-addressing tables, keyed by pointer: descriptor -> entry
  * and class -> entry. Wrapping a C message looks its class up on every
  * element access, so this must be cheaper than a scan of the ~45 messages. */
 #define TABLE_SIZE 256
-static entry *by_desc[TABLE_SIZE];
-static entry *by_type[TABLE_SIZE];
+
+/* The arenas whose messages a save or serialization reads with the GIL
+ * released (a progress callback or another thread runs meanwhile), each
+ * with a count. Changed and read with the GIL held. A write into such a
+ * tree would free or move what the writer is reading (a payload, a
+ * repeated field's array): it raises instead. */
+struct busy_arena {
+    onnxio_arena *arena;
+    int count;
+};
+
+/* The module state's part of this file (pyonnxio_st->registry). */
+struct pyonnxio_registry {
+    entry *entries; /* one per message descriptor, in onnxio_all_messages' order */
+    size_t entry_count;
+    onnxio_arena *empty_arena; /* the entries' empty messages */
+    entry *by_desc[TABLE_SIZE];
+    entry *by_type[TABLE_SIZE];
+    struct busy_arena busy[64];
+    int busy_used;
+};
+#define REG (pyonnxio_st->registry)
 
 static inline size_t ptr_hash(const void *p)
 {
@@ -48,7 +64,7 @@ static void table_put(entry **table, const void *key, entry *e, int by_type_key)
 static inline entry *entry_for_desc(const onnxio_message_desc *desc)
 {
     for (size_t i = ptr_hash(desc);; i = (i + 1) & (TABLE_SIZE - 1)) {
-        entry *e = by_desc[i];
+        entry *e = REG->by_desc[i];
         if (!e || e->desc == desc) return e;
     }
 }
@@ -56,7 +72,7 @@ static inline entry *entry_for_desc(const onnxio_message_desc *desc)
 static inline entry *entry_for_exact_type(PyTypeObject *tp)
 {
     for (size_t i = ptr_hash(tp);; i = (i + 1) & (TABLE_SIZE - 1)) {
-        entry *e = by_type[i];
+        entry *e = REG->by_type[i];
         if (!e || e->type == tp) return e;
     }
 }
@@ -79,7 +95,7 @@ PyTypeObject *pyonnxio_message_type(const onnxio_message_desc *desc)
 
 const onnxio_message_desc *pyonnxio_message_desc_of(PyObject *obj)
 {
-    if (!obj || !PyObject_TypeCheck(obj, pyonnxio_MessageType)) return NULL;
+    if (!obj || !PyObject_TypeCheck(obj, pyonnxio_st->message_type)) return NULL;
     PyOnnxioMessage *m = (PyOnnxioMessage *)obj;
     if (!m->msg && !m->parent_field) return NULL; /* Message() itself, never built */
     return pyonnxio_desc_of(m);
@@ -91,32 +107,69 @@ int pyonnxio_registry_init(void)
         PyErr_SetString(PyExc_SystemError, "onnxio: too many messages for the class table");
         return -1;
     }
-    entries = PyMem_Calloc(onnxio_all_message_count, sizeof(entry));
-    empty_arena = onnxio_arena_new();
-    if (!entries || !empty_arena) {
+    if (!(REG = PyMem_Calloc(1, sizeof *REG))) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    REG->entries = PyMem_Calloc(onnxio_all_message_count, sizeof(entry));
+    REG->empty_arena = onnxio_arena_new();
+    if (!REG->entries || !REG->empty_arena) {
         PyErr_NoMemory();
         return -1;
     }
     return 0;
 }
 
+int pyonnxio_registry_traverse(visitproc visit, void *arg)
+{
+    for (size_t i = 0; REG && i < REG->entry_count; i++) {
+        entry *e = &REG->entries[i];
+        Py_VISIT(e->type);
+        for (size_t k = 0; e->field_descs && k < e->desc->field_count; k++) Py_VISIT(e->field_descs[k]);
+    }
+    return 0;
+}
+
+/* The entries stay, with their class NULL: an object freed after the
+ * clear (in the same garbage as the module) finds no class, and wraps
+ * nothing. */
+void pyonnxio_registry_clear(void)
+{
+    for (size_t i = 0; REG && i < REG->entry_count; i++) {
+        entry *e = &REG->entries[i];
+        Py_CLEAR(e->type);
+        for (size_t k = 0; e->field_descs && k < e->desc->field_count; k++) Py_CLEAR(e->field_descs[k]);
+    }
+}
+
+void pyonnxio_registry_free(void)
+{
+    if (!REG) return;
+    pyonnxio_registry_clear();
+    for (size_t i = 0; i < REG->entry_count; i++) PyMem_Free(REG->entries[i].field_descs);
+    PyMem_Free(REG->entries);
+    onnxio_arena_unref(REG->empty_arena);
+    PyMem_Free(REG);
+    REG = NULL;
+}
+
 int pyonnxio_registry_add(const onnxio_message_desc *desc, PyTypeObject *type)
 {
-    if (entry_count == onnxio_all_message_count) {
+    if (REG->entry_count == onnxio_all_message_count) {
         PyErr_SetString(PyExc_SystemError, "onnxio: more classes than message descriptors");
         return -1;
     }
-    entry *e = &entries[entry_count];
+    entry *e = &REG->entries[REG->entry_count];
     e->desc = desc;
-    e->empty = onnxio_message_new(empty_arena, desc);
+    e->empty = onnxio_message_new(REG->empty_arena, desc);
     if (!e->empty) {
         PyErr_NoMemory();
         return -1;
     }
     e->type = type;
-    entry_count++;
-    table_put(by_desc, desc, e, 0);
-    table_put(by_type, type, e, 1);
+    REG->entry_count++;
+    table_put(REG->by_desc, desc, e, 0);
+    table_put(REG->by_type, type, e, 1);
     return 0;
 }
 
@@ -172,7 +225,7 @@ static PyOnnxioMessage *alloc_object(PyTypeObject *tp)
 PyObject *pyonnxio_message_wrap(onnxio_arena *arena, void *msg)
 {
     entry *e = entry_for_desc(((onnxio_message *)msg)->desc);
-    if (!e) {
+    if (!e || !e->type) {
         PyErr_SetString(PyExc_SystemError, "onnxio: message of an unknown type");
         return NULL;
     }
@@ -187,6 +240,10 @@ PyObject *pyonnxio_message_wrap(onnxio_arena *arena, void *msg)
 static PyObject *wrap_lazy(PyOnnxioMessage *parent, const onnxio_field_desc *f)
 {
     entry *e = entry_for_desc(f->message);
+    if (!e || !e->type) {
+        PyErr_SetString(PyExc_SystemError, "onnxio: message of an unknown type");
+        return NULL;
+    }
     PyOnnxioMessage *o = alloc_object(e->type);
     if (!o) return NULL;
     Py_INCREF(parent);
@@ -336,42 +393,33 @@ static void *adopt(PyOnnxioMessage *m, int for_write)
  * so that no depth overflows the C stack. */
 /* ---- trees being written ------------------------------------------------ */
 
-/* The arenas whose messages a save or serialization reads with the GIL
- * released (a progress callback or another thread runs meanwhile), each
- * with a count. Changed and read with the GIL held. A write into such a
- * tree would free or move what the writer is reading (a payload, a
- * repeated field's array): it raises instead. */
-static struct busy_arena {
-    onnxio_arena *arena;
-    int count;
-} busy[64];
-static int busy_used;
+/* The busy arenas (struct busy_arena, in the registry). */
 
 int pyonnxio_busy_enter(onnxio_arena *arena)
 {
-    for (int i = 0; i < busy_used; i++)
-        if (busy[i].arena == arena) return ++busy[i].count, 0;
-    if (busy_used == (int)(sizeof busy / sizeof busy[0])) {
+    for (int i = 0; i < REG->busy_used; i++)
+        if (REG->busy[i].arena == arena) return ++REG->busy[i].count, 0;
+    if (REG->busy_used == (int)(sizeof REG->busy / sizeof REG->busy[0])) {
         PyErr_SetString(PyExc_RuntimeError, "onnxio: too many saves in progress at once (64)");
         return -1;
     }
-    busy[busy_used++] = (struct busy_arena){arena, 1};
+    REG->busy[REG->busy_used++] = (struct busy_arena){arena, 1};
     return 0;
 }
 
 void pyonnxio_busy_leave(onnxio_arena *arena)
 {
-    for (int i = 0; i < busy_used; i++)
-        if (busy[i].arena == arena) {
-            if (--busy[i].count == 0) busy[i] = busy[--busy_used];
+    for (int i = 0; i < REG->busy_used; i++)
+        if (REG->busy[i].arena == arena) {
+            if (--REG->busy[i].count == 0) REG->busy[i] = REG->busy[--REG->busy_used];
             return;
         }
 }
 
 static int busy_refuses(onnxio_arena *arena)
 {
-    for (int i = 0; busy_used && i < busy_used; i++)
-        if (busy[i].arena == arena) {
+    for (int i = 0; REG->busy_used && i < REG->busy_used; i++)
+        if (REG->busy[i].arena == arena) {
             PyErr_SetString(PyExc_RuntimeError,
                             "cannot change a message while a save or serialization of its tree is in progress "
                             "(from a progress callback or another thread): change it after that call returns");
@@ -389,7 +437,7 @@ static PyOnnxioMessage *existing(PyOnnxioMessage *m)
 
 int pyonnxio_busy_check(PyOnnxioMessage *m)
 {
-    if (!busy_used) return 0;
+    if (!REG->busy_used) return 0;
     PyOnnxioMessage *e = existing(m);
     return e && busy_refuses(e->arena) ? -1 : 0;
 }

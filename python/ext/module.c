@@ -1,5 +1,7 @@
-/* The onnxio._onnxio module: its method table, module definition and
- * init. The entry points it lists cross into the C library (load, parse,
+/* The onnxio._onnxio module: its method table, module definition,
+ * multi-phase init (Py_mod_exec) and module state (pyonnxio_state in
+ * pyonnxio.h: the classes, the exceptions, the class registry). The entry
+ * points it lists cross into the C library (load, parse,
  * save, serialize, external data), each with the GIL released around the C
  * call; they live in the files pyonnxio.h lists, one job each.
  *
@@ -87,23 +89,92 @@ static PyMethodDef module_methods[] = {
 
 #undef KW
 
+pyonnxio_state *pyonnxio_st;
+
+static int module_traverse(PyObject *m, visitproc visit, void *arg)
+{
+    pyonnxio_state *st = PyModule_GetState(m);
+    if (!st) return 0;
+    Py_VISIT(st->message_type);
+    Py_VISIT(st->payload_type);
+    Py_VISIT(st->scalar_type);
+    Py_VISIT(st->composite_type);
+    Py_VISIT(st->decode_error);
+    Py_VISIT(st->encode_error);
+    Py_VISIT(st->external_data_error);
+    Py_VISIT(st->archive_error);
+    Py_VISIT(st->external_data_validation_error);
+    return st == pyonnxio_st ? pyonnxio_registry_traverse(visit, arg) : 0;
+}
+
+static int module_clear(PyObject *m)
+{
+    pyonnxio_state *st = PyModule_GetState(m);
+    if (!st) return 0;
+    Py_CLEAR(st->message_type);
+    Py_CLEAR(st->payload_type);
+    Py_CLEAR(st->scalar_type);
+    Py_CLEAR(st->composite_type);
+    Py_CLEAR(st->decode_error);
+    Py_CLEAR(st->encode_error);
+    Py_CLEAR(st->external_data_error);
+    Py_CLEAR(st->archive_error);
+    Py_CLEAR(st->external_data_validation_error);
+    if (st == pyonnxio_st) pyonnxio_registry_clear();
+    return 0;
+}
+
+/* The module object goes: every class made with it went before it (each
+ * held a reference to it), and with them every object of the extension. */
+static void module_free(void *m)
+{
+    pyonnxio_state *st = PyModule_GetState((PyObject *)m);
+    module_clear((PyObject *)m);
+    if (st && st == pyonnxio_st) {
+        pyonnxio_registry_free();
+        pyonnxio_st = NULL;
+    }
+}
+
+static int module_exec(PyObject *m)
+{
+    if (pyonnxio_st) {
+        PyErr_SetString(PyExc_ImportError,
+                        "onnxio._onnxio cannot be loaded twice in one process (in a second interpreter, or "
+                        "again after leaving sys.modules while its module object still exists)");
+        return -1;
+    }
+    pyonnxio_st = PyModule_GetState(m);
+    if (pyonnxio_errors_init(m) < 0) return -1;
+    if (pyonnxio_payload_init(m) < 0) return -1;
+    if (PyModule_AddStringConstant(m, "_library_version", ONNXIO_VERSION_STRING) < 0) return -1;
+    if (PyModule_AddStringConstant(m, "_onnx_version", ONNXIO_ONNX_VERSION_STRING) < 0) return -1;
+    if (pyonnxio_message_init(m) < 0 || pyonnxio_repeated_init(m) < 0) return -1;
+    if (pyonnxio_dlpack_init(m) < 0) return -1;
+    return 0;
+}
+
+static PyModuleDef_Slot module_slots[] = {
+    {Py_mod_exec, (void *)module_exec},
+#ifdef Py_mod_multiple_interpreters
+    {Py_mod_multiple_interpreters, Py_MOD_MULTIPLE_INTERPRETERS_NOT_SUPPORTED},
+#endif
+    {0, NULL},
+};
+
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "onnxio._onnxio", "onnxio's C extension: the message classes and the C entry points.", -1,
-    module_methods, NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT,
+    .m_name = "onnxio._onnxio",
+    .m_doc = "onnxio's C extension: the message classes and the C entry points.",
+    .m_size = sizeof(pyonnxio_state),
+    .m_methods = module_methods,
+    .m_slots = module_slots,
+    .m_traverse = module_traverse,
+    .m_clear = module_clear,
+    .m_free = module_free,
 };
 
 PyMODINIT_FUNC PyInit__onnxio(void)
 {
-    PyObject *m = PyModule_Create(&module_def);
-    if (!m) return NULL;
-    if (pyonnxio_errors_init(m) < 0) goto fail;
-    if (pyonnxio_payload_init(m) < 0) goto fail;
-    if (PyModule_AddStringConstant(m, "_library_version", ONNXIO_VERSION_STRING) < 0) goto fail;
-    if (PyModule_AddStringConstant(m, "_onnx_version", ONNXIO_ONNX_VERSION_STRING) < 0) goto fail;
-    if (pyonnxio_message_init(m) < 0 || pyonnxio_repeated_init(m) < 0) goto fail;
-    if (pyonnxio_dlpack_init(m) < 0) goto fail;
-    return m;
-fail:
-    Py_DECREF(m);
-    return NULL;
+    return PyModuleDef_Init(&module_def);
 }

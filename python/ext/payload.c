@@ -143,15 +143,11 @@ static PyType_Spec payload_spec = {
     "onnxio._onnxio._Payload", sizeof(PayloadObject), 0, PAYLOAD_FLAGS, payload_slots,
 };
 
-/* Made once per process by pyonnxio_payload_init and never freed (the
- * module cannot be unloaded). */
-static PyTypeObject *PayloadType;
-
 /* A memoryview of `size` bytes at `data`, holding a reference to `owner`. */
 static PyObject *view_of(uint8_t *data, size_t size, onnxio_buffer *owner, int readonly)
 {
     if (size > (size_t)PY_SSIZE_T_MAX) return PyErr_Format(PyExc_OverflowError, "payload of %zu bytes", size);
-    PayloadObject *p = PyObject_New(PayloadObject, PayloadType);
+    PayloadObject *p = PyObject_New(PayloadObject, pyonnxio_st->payload_type);
     if (!p) return NULL;
     p->owner = onnxio_buffer_ref(owner);
     p->data = data;
@@ -180,11 +176,11 @@ PyObject *pyonnxio_payload_view(const onnxio_span *span)
 
 int pyonnxio_payload_init(PyObject *module)
 {
-    (void)module; /* the type is reached through the views, not by name */
-    PayloadType = (PyTypeObject *)PyType_FromSpec(&payload_spec);
-    if (!PayloadType) return -1;
+    /* Not added to the module: the type is reached through the views. */
+    pyonnxio_st->payload_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &payload_spec, NULL);
+    if (!pyonnxio_st->payload_type) return -1;
 #ifndef Py_TPFLAGS_DISALLOW_INSTANTIATION
-    PayloadType->tp_new = NULL; /* before Python 3.10: type(view.obj)() refused, as for a static type */
+    pyonnxio_st->payload_type->tp_new = NULL; /* before Python 3.10: type(view.obj)() refused, as for a static type */
 #endif
     return 0;
 }

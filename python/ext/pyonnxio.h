@@ -5,8 +5,8 @@
  * descriptors of onnxio/proto.h at import time.
  *
  * Files (one job each), in the order of their headings below:
- *   module.c    the method table of onnxio._onnxio, its module definition
- *               and init (it shares nothing, so it has no heading).
+ *   module.c    the method table of onnxio._onnxio, its module definition,
+ *               multi-phase init and the module state.
  *   message.c   message objects: the descriptor <-> class registry,
  *               lifetime, lazy sub-messages, busy trees, field get/set,
  *               constructor keywords, walks of a tree.
@@ -76,6 +76,39 @@
 #include <Python.h>
 
 #include "onnxio/onnxio.h"
+
+/* ---- module.c: the module state ------------------------------------- */
+
+/* Everything the extension makes at import and keeps (PEP 489 multi-phase
+ * init, PEP 573 module state, as CPython's _bz2module.c): its classes, its
+ * exceptions, and the registry of message classes (message.c). It lives in
+ * the module object; every class the extension makes holds a reference to
+ * the module, so the state outlives every object of those classes. The
+ * module's GC traverse and clear cover what the state references.
+ *
+ * One module object per process (PEP 630, "Opt-Out: Limiting to One
+ * Module Object per Process"): message objects cross into the C library
+ * and back with no module at hand (a C message is wrapped wherever the
+ * library hands one out), so the state is reached through pyonnxio_st,
+ * set while the module exists. A second import of the extension while one
+ * module object exists (another interpreter, or one that dropped it from
+ * sys.modules) raises ImportError instead of sharing or replacing it. */
+struct pyonnxio_registry; /* message.c */
+typedef struct pyonnxio_state {
+    PyTypeObject *message_type;   /* onnxio.Message, the base of every message class */
+    PyTypeObject *payload_type;   /* _Payload, behind payload views (payload.c) */
+    PyTypeObject *scalar_type;    /* RepeatedScalarContainer (repeated.c) */
+    PyTypeObject *composite_type; /* RepeatedCompositeContainer */
+    PyObject *decode_error;       /* the exceptions (errors.c) */
+    PyObject *encode_error;
+    PyObject *external_data_error;
+    PyObject *archive_error;
+    PyObject *external_data_validation_error; /* made once onnx's checker is loaded, or NULL */
+    struct pyonnxio_registry *registry;       /* descriptor <-> class (message.c) */
+} pyonnxio_state;
+
+/* The state of the module object, NULL while there is none. */
+extern pyonnxio_state *pyonnxio_st;
 
 /* The text of a macro's value, for docstrings that quote a library default
  * (PYONNXIO_STR(ONNXIO_DEFAULT_MAX_DEPTH) is "100"): options.def's values,
@@ -157,8 +190,14 @@ void *pyonnxio_message_clone(onnxio_arena *arena, const void *src);
 void pyonnxio_field_unlink(void *msg, const onnxio_field_desc *f);
 
 /* For classes.c, which makes the classes: */
-/* Checks the class tables' size and allocates the registry. 0 or -1. */
+/* Checks the class tables' size and allocates the registry
+ * (pyonnxio_st->registry). 0 or -1. */
 int pyonnxio_registry_init(void);
+/* The module's GC traverse and clear of what the registry references (the
+ * classes and FieldDescriptor objects), and its free at module free. */
+int pyonnxio_registry_traverse(visitproc visit, void *arg);
+void pyonnxio_registry_clear(void);
+void pyonnxio_registry_free(void);
 /* Records `type` as the class of `desc` (taking over the caller's
  * reference), with an empty message of `desc` for lazy objects to read.
  * In the order of onnxio_all_messages, once each. 0 or -1. */
@@ -229,8 +268,6 @@ extern const char pyonnxio_coerce_doc[];
 
 /* ---- classes.c ------------------------------------------------------- */
 
-/* onnxio.Message, the base class of every message class. */
-extern PyTypeObject *pyonnxio_MessageType;
 /* Creates the class of every message descriptor (onnxio_all_messages),
  * nests them (TensorProto.Segment is an attribute of TensorProto), and adds
  * the top-level ones to `module` under their ONNX names. 0 or -1. */
@@ -270,15 +307,11 @@ PyObject *pyonnxio_repeated_new(PyOnnxioMessage *owner, const onnxio_field_desc 
 
 /* ---- errors.c -------------------------------------------------------- */
 
-/* onnxio.DecodeError (a ValueError, protobuf's DecodeError name) and
- * onnxio.EncodeError. */
-extern PyObject *pyonnxio_DecodeError;
-extern PyObject *pyonnxio_EncodeError;
-/* onnxio.ExternalDataError (a ValueError): path, range and checksum
- * refusals of external data. */
-extern PyObject *pyonnxio_ExternalDataError;
-/* onnxio.ArchiveError (a DecodeError): a malformed or unsafe .onnxz archive. */
-extern PyObject *pyonnxio_ArchiveError;
+/* The exceptions, in pyonnxio_st: onnxio.DecodeError (a ValueError,
+ * protobuf's DecodeError name), onnxio.EncodeError, onnxio.ExternalDataError
+ * (a ValueError: path, range and checksum refusals of external data) and
+ * onnxio.ArchiveError (a DecodeError: a malformed or unsafe .onnxz
+ * archive). */
 /* Raises the exception for a failed status, with onnxio_last_error() as
  * its message (onnxio_status_message when there is none). The exception
  * follows the status's class column in onnxio/status.def, the one list of

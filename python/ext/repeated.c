@@ -23,9 +23,6 @@ typedef struct generic_array {
     size_t size, capacity;
 } generic_array;
 
-static PyTypeObject *ScalarType;
-static PyTypeObject *CompositeType;
-
 static inline int is_composite(Repeated *r)
 {
     return r->field->kind == ONNXIO_KIND_MESSAGE;
@@ -47,7 +44,7 @@ static generic_array *arr_write(Repeated *r)
 
 PyObject *pyonnxio_repeated_new(PyOnnxioMessage *owner, const onnxio_field_desc *field)
 {
-    PyTypeObject *tp = field->kind == ONNXIO_KIND_MESSAGE ? CompositeType : ScalarType;
+    PyTypeObject *tp = field->kind == ONNXIO_KIND_MESSAGE ? pyonnxio_st->composite_type : pyonnxio_st->scalar_type;
     Repeated *r = (Repeated *)tp->tp_alloc(tp, 0);
     if (!r) return NULL;
     Py_INCREF(owner);
@@ -424,7 +421,7 @@ static PyObject *repeated_deepcopy(Repeated *self, PyObject *args)
 static PyObject *repeated_richcompare(PyObject *a, PyObject *b, int op)
 {
     if (op != Py_EQ && op != Py_NE) Py_RETURN_NOTIMPLEMENTED;
-    if (Py_TYPE(b) == ScalarType || Py_TYPE(b) == CompositeType) {
+    if (Py_TYPE(b) == pyonnxio_st->scalar_type || Py_TYPE(b) == pyonnxio_st->composite_type) {
         if (Py_TYPE(a) != Py_TYPE(b)) return PyBool_FromLong(op == Py_NE);
     } else if (!PyList_Check(b)) {
         Py_RETURN_NOTIMPLEMENTED;
@@ -663,10 +660,10 @@ static PyType_Spec composite_spec = {
 
 int pyonnxio_repeated_init(PyObject *module)
 {
-    ScalarType = (PyTypeObject *)PyType_FromSpec(&scalar_spec);
-    CompositeType = (PyTypeObject *)PyType_FromSpec(&composite_spec);
-    if (!ScalarType || !CompositeType) return -1;
-    if (PyModule_AddObjectRef(module, "RepeatedScalarContainer", (PyObject *)ScalarType) < 0) return -1;
-    if (PyModule_AddObjectRef(module, "RepeatedCompositeContainer", (PyObject *)CompositeType) < 0) return -1;
+    pyonnxio_st->scalar_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &scalar_spec, NULL);
+    pyonnxio_st->composite_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &composite_spec, NULL);
+    if (!pyonnxio_st->scalar_type || !pyonnxio_st->composite_type) return -1;
+    if (PyModule_AddObjectRef(module, "RepeatedScalarContainer", (PyObject *)pyonnxio_st->scalar_type) < 0) return -1;
+    if (PyModule_AddObjectRef(module, "RepeatedCompositeContainer", (PyObject *)pyonnxio_st->composite_type) < 0) return -1;
     return 0;
 }
