@@ -216,7 +216,12 @@ static PyObject *m_ParseFromString(PyOnnxioMessage *self, PyObject *data)
 
 PyObject *pyonnxio_message_from_string(PyObject *cls, PyObject *data)
 {
-    PyObject *m = PyObject_CallNoArgs(cls);
+    /* A class whose construction is the extension's own is built without
+     * the type call (its __init__ without arguments does nothing). */
+    PyTypeObject *tp = (PyTypeObject *)cls;
+    PyObject *m = tp->tp_new == pyonnxio_message_tp_new && tp->tp_init == pyonnxio_message_tp_init
+                      ? pyonnxio_message_tp_new(tp, NULL, NULL)
+                      : PyObject_CallNoArgs(cls);
     if (!m) return NULL;
     PyObject *r = parse_merge((PyOnnxioMessage *)m, data, 0);
     if (!r) {

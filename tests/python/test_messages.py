@@ -462,6 +462,36 @@ def test_decode_errors():
             onnxio.ModelProto.FromString(bad)
 
 
+def test_from_string_of_subclasses():
+    """FromString builds an object of the class it is called on, running
+    that class's own __new__ and __init__ when it has them (upb refuses
+    subclasses of message classes, so onnx's parse of the same bytes is
+    the reference for the fields only)."""
+    data = onnx.TensorProto(name="x", dims=[2, 3]).SerializeToString()
+    ref = onnx.TensorProto.FromString(data)
+    made = []
+
+    class Plain(onnxio.TensorProto):
+        pass
+
+    class WithInit(onnxio.TensorProto):
+        def __init__(self, *args, **kwargs):
+            made.append("init")
+            super().__init__(*args, **kwargs)
+
+    class WithNew(onnxio.TensorProto):
+        def __new__(cls, *args, **kwargs):
+            made.append("new")
+            return super().__new__(cls, *args, **kwargs)
+
+    for cls in (Plain, WithInit, WithNew, onnxio.TensorProto):
+        m = cls.FromString(data)
+        assert type(m) is cls
+        assert (m.name, list(m.dims)) == (ref.name, list(ref.dims))
+        assert m.SerializeToString() == data
+    assert made == ["init", "new"]
+
+
 def test_unknown_fields_round_trip():
     data = b"\xa8\x06\x01" + onnx.TensorProto(name="x").SerializeToString()
     same(lambda mod: (mod.TensorProto.FromString(data), mod.TensorProto.FromString(data) == mod.TensorProto(name="x")))
