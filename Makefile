@@ -58,7 +58,7 @@ DEMO_PYTHON := .venv-demo/bin/python
 # CMake's own make must not inherit this make's flags and level (it would
 # print every directory it enters and fight over the job server).
 CMAKE_BUILD = env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL $(CMAKE) --build
-BENCH_LIBS ?= -ldeflate -lz -lcrypto -lm -pthread
+BENCH_LIBS ?= -ldeflate -lz -lm -pthread
 
 # Sanitizer settings for the ctest run in build-asan/.
 ASAN_TEST_OPTIONS ?= detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1

@@ -37,7 +37,6 @@ packages=(              # the build and the demo
     pkgconf               # pkg-config: finds libdeflate; the install test builds programs with onnxio.pc
     zlib1g-dev            # inflate for .onnxz archives
     libdeflate-dev        # CRC-32 of .onnxz entries
-    libssl-dev
     unzip                 # an independent check of the .onnxz archives onnxio writes (tests, demo)
     libonnx-testdata      # ONNX's own test models, used by tests and the demo
 )

@@ -407,7 +407,8 @@ typedef struct onnxio_parse_options {
     void *payload_ctx;
     /* External data whose external_data has a "checksum" key: compute the
      * SHA-1 of the whole data file (onnx-ml.proto: "SHA1 digest of file
-     * specified under 'location'") and refuse a mismatch with
+     * specified under 'location'") and refuse a mismatch, or a file that
+     * holds a block of a known SHA-1 collision attack, with
      * ONNXIO_ERR_CHECKSUM before any payload of that file is used. In an
      * .onnxz archive the "file" is the entry named by 'location'. */
     bool verify_checksum;
@@ -478,7 +479,8 @@ typedef struct onnxio_external_data_options {
      * of its own. 0: no limit. Ignored in one-file-per-tensor mode. */
     uint64_t max_file_size;
     /* Write a "checksum" key (SHA-1 of the whole data file, 40 hex digits)
-     * in every external tensor. */
+     * in every external tensor. A data file that holds a block of a known
+     * SHA-1 collision attack fails the save with ONNXIO_ERR_CHECKSUM. */
     bool checksum;
 } onnxio_external_data_options;
 
@@ -766,8 +768,8 @@ onnxio_status onnxio_serialize_to(void *msg, void *dst, size_t capacity, onnxio_
  * file itself (PATH_SELF), offset/length outside the file (EXTERNAL_RANGE),
  * a length that does not match the tensor's data_type and dims
  * (EXTERNAL_DATA), more than max_expansion (EXPANSION), and with
- * verify_checksum a SHA-1 mismatch (CHECKSUM). Tensors that refer to the
- * same bytes share one payload buffer. Loaded tensors hold their payload in
+ * verify_checksum a SHA-1 mismatch or a collision attack (CHECKSUM).
+ * Tensors that refer to the same bytes share one payload buffer. Loaded tensors hold their payload in
  * raw_data, their external_data keys removed and data_location set to
  * DEFAULT (present, as the onnx package's load_external_data_for_tensor
  * leaves it). A file

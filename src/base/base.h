@@ -69,9 +69,10 @@ static inline size_t onnxio__crc_pieces(uint64_t size)
     return size ? (size_t)((size - 1) / ONNXIO__CRC_PIECE + 1) : 1;
 }
 
-/* digest.c: checksums. SHA-1 digests (libcrypto's low-level functions:
- * no library initialization that could fail half-way), as 40 lowercase hex
- * digits and a NUL. */
+/* digest.c: checksums. SHA-1 digests (sha1collisiondetection, with no
+ * set-up that could fail half-way), as 40 lowercase hex digits and a NUL;
+ * ONNXIO_ERR_CHECKSUM from the end for data that holds a block of a known
+ * collision attack. */
 typedef struct onnxio__sha1 {
     void *ctx;
 } onnxio__sha1;
@@ -79,7 +80,8 @@ onnxio_status onnxio__sha1_begin(onnxio__sha1 *h);
 onnxio_status onnxio__sha1_update(onnxio__sha1 *h, const void *data, uint64_t size);
 /* Feeds `n` zero bytes (the padding between aligned payloads). */
 onnxio_status onnxio__sha1_zeros(onnxio__sha1 *h, uint64_t n);
-/* Finishes and frees the digest (also on failure). */
+/* Finishes and frees the digest (also on failure): ONNXIO_ERR_CHECKSUM
+ * when sha1dc detected a collision attack. */
 onnxio_status onnxio__sha1_end(onnxio__sha1 *h, char hex[41]);
 void onnxio__sha1_abort(onnxio__sha1 *h);
 onnxio_status onnxio__sha1_hex(const void *data, uint64_t size, char hex[41]);

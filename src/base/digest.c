@@ -1,6 +1,6 @@
 /* Checksums, in one place: CRC-32 (zip entries, pieces joined with zlib's
- * crc32_combine) and SHA-1 (OpenSSL's libcrypto; the external data
- * "checksum" key).
+ * crc32_combine) and SHA-1 (the external data "checksum" key, with
+ * sha1collisiondetection: third_party/sha1dc).
  *
  * The CRC-32 library, measured on this project's machine (x86-64 with
  * AVX-512 and VPCLMULQDQ, one thread, the same values from all): zlib
@@ -18,12 +18,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <libdeflate.h>
+#include <sha1dc/sha1.h>
 #include <zlib.h>
-
-/* SHA1_Init & co. are deprecated in OpenSSL 3 in favour of EVP; see
- * onnxio__sha1_begin for why onnxio keeps them. */
-#define OPENSSL_SUPPRESS_DEPRECATED
-#include <openssl/sha.h>
 
 #include "base/base.h"
 
@@ -82,31 +78,30 @@ uint32_t onnxio__crc_combine(uint32_t crc1, uint32_t crc2, uint64_t size2)
 
 /* ---- SHA-1 ------------------------------------------------------------- */
 
-/* libcrypto's low-level SHA-1 (the same assembly as its EVP interface),
- * not EVP: EVP fetches the digest from the library context that OpenSSL 3
- * sets up on first use, and when an allocation fails during that set-up,
- * OPENSSL_init_crypto still reports success and the next fetch crashes on
- * a NULL lock (found by tests/c/test_faults.c: 49 of about 2,600 of its
- * allocation points). The low-level functions need no initialization and
- * allocate nothing; the context is onnxio's own allocation. */
+/* sha1collisiondetection (git's SHA-1), not a crypto library: it is small
+ * C with no set-up and no allocation of its own, so every platform and a
+ * wheel get the same code, and it refuses data built as one half of a known
+ * SHA-1 collision attack (SHAttered, SHA-mbles), which a checksum key could
+ * not tell from its twin. Its price is speed (docs/design.md, "The OS
+ * layer", gives the figures). The context is onnxio's own allocation. */
 onnxio_status onnxio__sha1_begin(onnxio__sha1 *h)
 {
-    SHA_CTX *c = onnxio__malloc(sizeof *c);
+    SHA1_CTX *c = onnxio__malloc(sizeof *c);
     h->ctx = c;
-    if (!c || SHA1_Init(c) != 1) {
-        onnxio__free(c);
-        h->ctx = NULL;
-        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "cannot start a SHA-1 digest");
-    }
+    if (!c) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "cannot start a SHA-1 digest");
+    SHA1DCInit(c);
+    /* A detected collision block fails the digest instead of changing it
+     * (sha1dc's "safe hash"), so that a digest is always plain SHA-1. */
+    SHA1DCSetSafeHash(c, 0);
     return ONNXIO_OK;
 }
 
 onnxio_status onnxio__sha1_update(onnxio__sha1 *h, const void *data, uint64_t size)
 {
-    const uint8_t *p = data;
+    const char *p = data;
     for (uint64_t at = 0; at < size; at += 1u << 30) {
         size_t n = size - at < (1u << 30) ? (size_t)(size - at) : (1u << 30);
-        if (SHA1_Update(h->ctx, p + at, n) != 1) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "SHA-1 digest failed");
+        SHA1DCUpdate(h->ctx, p + at, n);
     }
     return ONNXIO_OK;
 }
@@ -125,12 +120,14 @@ onnxio_status onnxio__sha1_zeros(onnxio__sha1 *h, uint64_t n)
 
 onnxio_status onnxio__sha1_end(onnxio__sha1 *h, char hex[41])
 {
-    unsigned char md[SHA_DIGEST_LENGTH];
-    int ok = SHA1_Final(md, h->ctx) == 1;
+    unsigned char md[20];
+    int collision = SHA1DCFinal(md, h->ctx);
     onnxio__free(h->ctx);
     h->ctx = NULL;
-    if (!ok) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "SHA-1 digest failed");
-    for (unsigned i = 0; i < SHA_DIGEST_LENGTH; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    if (collision)
+        return onnxio__fail(ONNXIO_ERR_CHECKSUM,
+                            "the data holds a block of a known SHA-1 collision attack: its SHA-1 cannot vouch for it");
+    for (unsigned i = 0; i < sizeof md; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
     return ONNXIO_OK;
 }
 

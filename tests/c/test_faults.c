@@ -7,8 +7,7 @@
  * byte-identical and no temporary file left. Then the save protocol's
  * crash points: the saving process is killed before each of its file
  * operations, and the next load must see the old model and its data or
- * the new ones, whole, with nothing left behind. And libcrypto's and zlib's
- * start-up: their allocations fail in turn, in fresh processes.
+ * the new ones, whole, with nothing left behind.
  *
  * Models: a synthetic one (initializers, a subgraph, names that need
  * cleaning), and a real one from ../shared/corpus when it is there. Every
@@ -23,8 +22,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <openssl/crypto.h>
 
 #include "common.h" /* cli_main: the onnxio command, in-process */
 #include "io/io.h"
@@ -317,7 +314,7 @@ static const scenario scenarios[] = {
     {"load .onnxz with deflated entries (zlib)", load_deflated, NULL},
     {"load .onnxz, copy, not in the page cache (read whole)", load_archive_cold, NULL},
     {"save .onnx over an existing one", save_plain, "plain.onnx"},
-    {"save with one external data file and checksums (libcrypto)", save_one_file, "one.onnx"},
+    {"save with one external data file and checksums (SHA-1)", save_one_file, "one.onnx"},
     {"save one file per tensor", save_per_tensor, "per.onnx"},
     {"save split data files", save_split, "split.onnx"},
     {"save .onnxz over an existing one", save_archive, "model.onnxz"},
@@ -504,105 +501,6 @@ static void crash_sweep(const char *what, const char *name, const onnxio_seriali
     free(path);
 }
 
-/* ---- libcrypto's and zlib's start-up ------------------------------------------- */
-
-/* OpenSSL's allocator hooks: counted, and failing from the nth on. */
-static long crypto_count, crypto_fail_at;
-
-static void *crypto_malloc(size_t n, const char *file, int line)
-{
-    (void)file;
-    (void)line;
-    if (crypto_fail_at && ++crypto_count >= crypto_fail_at) return NULL;
-    if (!crypto_fail_at) crypto_count++;
-    return malloc(n);
-}
-
-static void *crypto_realloc(void *p, size_t n, const char *file, int line)
-{
-    (void)file;
-    (void)line;
-    if (crypto_fail_at && ++crypto_count >= crypto_fail_at) return NULL;
-    if (!crypto_fail_at) crypto_count++;
-    return realloc(p, n);
-}
-
-static void crypto_free(void *p, const char *file, int line)
-{
-    (void)file;
-    (void)line;
-    free(p);
-}
-
-/* In a child that has not touched libcrypto: a save with checksums and a
- * load verifying them, OpenSSL's nth allocation failing (0: none). Exits
- * 0 when both end cleanly (OK, or a status with a message, and no
- * temporary file), 1 otherwise; writes the allocations counted to `fd`. */
-static void crypto_child(long fail_at, int fd, const char *dir)
-{
-    crypto_fail_at = fail_at;
-    CRYPTO_set_mem_functions(crypto_malloc, crypto_realloc, crypto_free);
-    char *p = tu_path_join(dir, "c.onnx");
-    onnxio_serialize_options o = serial_save();
-    o.external_data.location = "c.data";
-    o.external_data.checksum = true;
-    onnxio_status s = onnxio_save_model(W.model, p, &o);
-    bool clean = s == ONNXIO_OK || onnxio_last_error()[0];
-    if (s == ONNXIO_OK) {
-        s = load(p, false);
-        clean = clean && (s == ONNXIO_OK || onnxio_last_error()[0]);
-    }
-    tu_strlist l = {0};
-    tu_list_dir(dir, &l);
-    for (size_t i = 0; i < l.size; i++)
-        if (strstr(l.items[i], ".onnxio-")) clean = false;
-    if (write(fd, &crypto_count, sizeof crypto_count) != (ssize_t)sizeof crypto_count) clean = false;
-    _exit(clean ? 0 : 1);
-}
-
-static void crypto_sweep(void)
-{
-    tu_begin("libcrypto start-up: its allocations fail in turn, in fresh processes");
-    char *dir = tu_path_join(W.dir, "crypto");
-    long n = -1, crashed = 0, unclean = 0;
-    for (long i = 0; i == 0 || i <= n; i++) {
-        tu_remove_tree(dir);
-        mkdir(dir, 0777);
-        int pfd[2];
-        if (pipe(pfd) != 0) abort();
-        fflush(NULL);
-        pid_t pid = fork();
-        if (pid == 0) {
-            close(pfd[0]);
-            crypto_child(i, pfd[1], dir);
-        }
-        close(pfd[1]);
-        long counted = 0;
-        ssize_t got = read(pfd[0], &counted, sizeof counted);
-        close(pfd[0]);
-        int st = 0;
-        waitpid(pid, &st, 0);
-        if (i == 0) {
-            CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0 && got == (ssize_t)sizeof counted,
-                      "the counting run failed (status %d)", st);
-            n = counted;
-            continue;
-        }
-        if (WIFSIGNALED(st)) crashed++;
-        else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) unclean++;
-        CHECK_MSG(!WIFSIGNALED(st), "libcrypto allocation %ld failing: the process died of signal %d", i,
-                  WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-        CHECK_MSG(WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) == 0),
-                  "libcrypto allocation %ld failing: an unclean end (no message, or a temporary file left)", i);
-    }
-    total_points += n;
-    tu_note("%ld libcrypto allocation points (start-up, SHA-1 on save and load): %ld crashes, %ld unclean", n, crashed,
-            unclean);
-    tu_remove_tree(dir);
-    free(dir);
-    tu_end();
-}
-
 /* ---- setting up -------------------------------------------------------------------- */
 
 /* The model's inputs: a plain file, with external data, an archive, and an
@@ -718,9 +616,6 @@ int main(int argc, char **argv)
     onnxio_arena *arena = onnxio_arena_new();
     onnxio_ModelProto *synthetic = synthetic_model(arena, 1);
     W.model = synthetic;
-
-    /* First, while this process has not touched libcrypto. */
-    crypto_sweep();
 
     /* The tensors that name one data file: its location walked, and the
      * file opened, once (the walk per tensor made a no_copy load of gpt2
