@@ -1223,8 +1223,8 @@ static void test_scratch(const char *dir)
         tu_zsrc e[2] = {{"w", w, sizeof w, variant & 1, variant >= 4},
                      {"__MODEL_PROTO", mdata, msize, (variant >> 1) & 1, variant == 5}};
         tu_zip_build(&b, e, 2);
-        char *what = tu_strdup_printf("scratch archive (payload %s, model %s%s)", e[0].deflate ? "deflated" : "stored",
-                                      e[1].deflate ? "deflated" : "stored", variant >= 4 ? ", ZIP64 extra fields" : "");
+        char *what = tu_strdup_printf("scratch archive (payload %s, model %s%s)", e[0].deflated ? "deflated" : "stored",
+                                      e[1].deflated ? "deflated" : "stored", variant >= 4 ? ", ZIP64 extra fields" : "");
         for (int nc = 0; nc < 2; nc++) {
             onnxio_parse_options o = popts(nc, 2, nc ? ONNXIO_ON : ONNXIO_DEFAULT);
             onnxio_arena *la = onnxio_arena_new();
@@ -1239,7 +1239,7 @@ static void test_scratch(const char *dir)
                 /* Read from an entry: no external_data and no data_location,
                  * as before the archive was written (docs/onnxz.md). */
                 CHECK(t->external_data.size == 0 && !onnxio_has(t, ONNXIO_FIELD_TensorProto_data_location));
-                if (nc && e[0].deflate)
+                if (nc && e[0].deflated)
                     CHECK_MSG(t->raw_data.owner && onnxio_buffer_is_allocated(t->raw_data.owner),
                               "%s: a deflated payload is not in its own buffer", what);
             }
@@ -1250,9 +1250,9 @@ static void test_scratch(const char *dir)
         onnxio_archive *ar = NULL;
         if (CHECK_STATUS(onnxio_archive_open_bytes(b.data, b.size, NULL, &ar), ONNXIO_OK)) {
             const onnxio_archive_entry *ew = onnxio_archive_find(ar, "w");
-            CHECK(ew && ew->size == sizeof w && ew->method == (e[0].deflate ? 8 : 0));
+            CHECK(ew && ew->size == sizeof w && ew->method == (e[0].deflated ? 8 : 0));
             CHECK(ew && ew->data_offset + ew->compressed_size <= b.size);
-            if (e[0].deflate) CHECK(ew && ew->compressed_size < sizeof w);
+            if (e[0].deflated) CHECK(ew && ew->compressed_size < sizeof w);
             onnxio_archive_close(ar);
         }
         if (variant == 1) {

@@ -709,7 +709,7 @@ void tu_zip_build(tu_bytes *b, const tu_zsrc *e, size_t n)
         const uint8_t *data = e[i].data;
         size_t cs = e[i].size;
         uint8_t *defl = NULL;
-        if (e[i].deflate) data = defl = deflate_raw(e[i].data, e[i].size, &cs);
+        if (e[i].deflated) data = defl = deflate_raw(e[i].data, e[i].size, &cs);
         crc[i] = (uint32_t)crc32(0, e[i].data, (uInt)e[i].size);
         csize[i] = cs;
         local[i] = b->size;
@@ -718,7 +718,7 @@ void tu_zip_build(tu_bytes *b, const tu_zsrc *e, size_t n)
         tu_put32(h, 0x04034b50u);
         tu_put16(h + 4, e[i].zip64 ? 45 : 20);
         tu_put16(h + 6, 0);
-        tu_put16(h + 8, e[i].deflate ? 8 : 0);
+        tu_put16(h + 8, e[i].deflated ? 8 : 0);
         tu_put32(h + 10, 0);
         tu_put32(h + 14, crc[i]);
         tu_put32(h + 18, e[i].zip64 ? 0xFFFFFFFFu : (uint32_t)cs);
@@ -739,7 +739,7 @@ void tu_zip_build(tu_bytes *b, const tu_zsrc *e, size_t n)
         tu_put32(h, 0x02014b50u);
         tu_put16(h + 4, (3u << 8) | 45u);
         tu_put16(h + 6, e[i].zip64 ? 45 : 20);
-        tu_put16(h + 10, e[i].deflate ? 8 : 0);
+        tu_put16(h + 10, e[i].deflated ? 8 : 0);
         tu_put32(h + 16, crc[i]);
         tu_put32(h + 20, e[i].zip64 ? 0xFFFFFFFFu : (uint32_t)csize[i]);
         tu_put32(h + 24, e[i].zip64 ? 0xFFFFFFFFu : (uint32_t)e[i].size);

@@ -156,7 +156,7 @@ typedef struct tu_zsrc {
     const char *name;
     const uint8_t *data;
     size_t size;
-    int deflate; /* 1: method 8 (zlib's raw deflate) */
+    int deflated; /* 1: method 8 (zlib's raw deflate) */
     int zip64;   /* sizes as 0xFFFFFFFF with a ZIP64 extra field */
 } tu_zsrc;
 /* A zip archive of `n` entries, in order, local headers without padding,

@@ -149,12 +149,17 @@ def test_readme_c_lines(prefix, tmp_path):
         assert np.array_equal(numpy_helper.to_array(back.graph.initializer[0]), np.arange(1024, dtype=np.float32))
 
 
+# Hides zlib and libdeflate from a configure (their CMake and pkg-config
+# lookups), as a machine without their development files.
+HIDE_SYSTEM_LIBS = (["-DCMAKE_DISABLE_FIND_PACKAGE_ZLIB=ON"], {"PKG_CONFIG_LIBDIR": "/nonexistent", "PKG_CONFIG_PATH": ""})
+
+
 @pytest.mark.parametrize("hide,env,line", [
-    (["-DCMAKE_DISABLE_FIND_PACKAGE_ZLIB=ON"], {},
+    (["-DONNXIO_BUNDLED=OFF", "-DCMAKE_DISABLE_FIND_PACKAGE_ZLIB=ON"], {},
      "onnxio needs zlib: apt install zlib1g-dev | dnf install zlib-devel | brew install zlib"),
-    (["-DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=ON"], {},
+    (["-DONNXIO_BUNDLED=OFF", "-DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=ON"], {},
      "onnxio needs pkg-config: apt install pkgconf | dnf install pkgconf-pkg-config | brew install pkgconf"),
-    ([], {"PKG_CONFIG_LIBDIR": "/nonexistent", "PKG_CONFIG_PATH": ""},
+    (["-DONNXIO_BUNDLED=OFF"], {"PKG_CONFIG_LIBDIR": "/nonexistent", "PKG_CONFIG_PATH": ""},
      "onnxio needs libdeflate: apt install libdeflate-dev | dnf install libdeflate-devel | brew install libdeflate"),
     (["-DONNXIO_PYTHON=ON", "-DCMAKE_DISABLE_FIND_PACKAGE_Python=ON"], {},
      "onnxio needs the Python headers (3.9 or later): apt install python3-dev | dnf install python3-devel"
@@ -163,12 +168,57 @@ def test_readme_c_lines(prefix, tmp_path):
      "onnxio needs a C compiler: apt install gcc | dnf install gcc | xcode-select --install"),
 ], ids=["zlib", "pkg-config", "libdeflate", "python-headers", "compiler"])
 def test_missing_build_dependency_names_the_package(tmp_path, hide, env, line):
-    """A configure that cannot find a build dependency (hidden here) fails
-    with one line naming the package to install, not CMake's generic
-    "required packages were not found"."""
+    """A configure that cannot find a build dependency (hidden here), and
+    may not use the copy in third_party/ (ONNXIO_BUNDLED=OFF), fails with
+    one line naming the package to install, not CMake's generic "required
+    packages were not found"."""
     needs("cmake")
     r = subprocess.run(["cmake", "-S", str(REPO), "-B", str(tmp_path / "b"), "-DONNXIO_TESTS=OFF", *hide],
                        capture_output=True, text=True, timeout=300, env=dict(os.environ, **env))
     assert r.returncode != 0
     lines = [x.strip() for x in (r.stdout + r.stderr).splitlines()]
     assert line in lines, r.stdout + r.stderr
+
+
+@pytest.mark.slow
+def test_build_without_system_zlib_and_libdeflate(tmp_path):
+    """Without the system's zlib and libdeflate (hidden from the
+    configure), the build takes the copies kept in third_party/ and says
+    so; the command it builds links neither (ldd), writes an .onnxz whose
+    entries unzip(1) checks (CRC-32), and reads back one whose entries
+    Python's zipfile deflated (inflate, CRC-32), equal to the model onnx
+    wrote."""
+    import zipfile
+
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    import numpy as np
+
+    needs("cmake")
+    flags, env = HIDE_SYSTEM_LIBS
+    b = tmp_path / "b"
+    out = run(["cmake", "-S", str(REPO), "-B", str(b), "-DONNXIO_TESTS=OFF", "-DCMAKE_BUILD_TYPE=Release", *flags],
+              env=dict(os.environ, **env))
+    assert "onnxio: zlib: the copy in third_party/zlib" in out and "onnxio: libdeflate: the copy in" in out, out
+    run(["cmake", "--build", str(b), "-j2", "--target", "onnxio_cli"])
+    cli = b / "onnxio"
+    assert not re.search(r"libz\.so|libdeflate|libcrypto", needed(cli)), needed(cli)
+
+    w = numpy_helper.from_array(np.arange(4096, dtype=np.float32), "w")
+    g = helper.make_graph([helper.make_node("Relu", ["w"], ["y"])], "g", [],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4096])], [w])
+    model = helper.make_model(g)
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    run([str(cli), "convert", str(tmp_path / "m.onnx"), str(tmp_path / "m.onnxz")])
+    needs("unzip")
+    run(["unzip", "-tq", str(tmp_path / "m.onnxz")])
+
+    # An archive with deflated entries, written by zipfile from the entries
+    # onnxio wrote.
+    with zipfile.ZipFile(tmp_path / "m.onnxz") as src, \
+            zipfile.ZipFile(tmp_path / "d.onnxz", "w", compression=zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            dst.writestr(info.filename, src.read(info))
+    run([str(cli), "convert", str(tmp_path / "d.onnxz"), str(tmp_path / "back.onnx")])
+    back = onnx.load(str(tmp_path / "back.onnx"))
+    assert back.SerializeToString() == model.SerializeToString()
