@@ -26,6 +26,9 @@
 #   make bootstrap    install Debian packages and .venv, the full test and benchmark set
 #                     (scripts/bootstrap.sh; `scripts/bootstrap.sh demo` is the demo's)
 #   make python-install  pip install the onnxio package (this tree) into .venv
+#   make wheel        dist/onnxio-*-manylinux_2_28_*.whl: built with zig cc for glibc 2.28
+#                     (scripts/zigcc), zlib and libdeflate compiled in, tagged and checked by
+#                     auditwheel
 #   make install      build, then install headers, libraries, onnxio.pc, the CMake package and
 #                     the command under PREFIX (default /usr/local; cmake --install build --prefix)
 #   make clean        remove build directories and bench/out (keeps .cache/models, .venv)
@@ -77,7 +80,7 @@ have_py_tests = $(wildcard tests/python/test_*.py tests/python/*_test.py)
 
 PREFIX ?= /usr/local
 
-.PHONY: install all bootstrap demo check test test-layers test-build test-asan test-fuzz test-python python-install \
+.PHONY: install all bootstrap demo check test test-layers test-build test-asan test-fuzz test-python python-install wheel \
         bench bench-python bench-build models clean distclean
 
 all:
@@ -198,6 +201,22 @@ python-install:
 	$(PYTHON) -m pip install --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall -q .
 	@cd / && $(CURDIR)/$(PYTHON) -c 'import onnxio, os, sys; d = os.path.dirname(onnxio.__file__); \
 	  sys.exit(0 if "site-packages" in d else "onnxio imported from %s, not site-packages" % d)'
+
+# The wheel for PyPI: the extension and the command compiled for glibc 2.28
+# (the manylinux_2_28 floor) by zig cc, with the copies of zlib and
+# libdeflate (pyproject.toml's ONNXIO_BUNDLED=ON), in a build directory of
+# its own; auditwheel then tags it manylinux_2_28 after checking that it
+# needs nothing beyond that policy, and prints what it found.
+WHEEL_PLAT ?= manylinux_2_28_$(shell uname -m)
+WHEEL_DIR ?= dist
+wheel: | $(PYTHON)
+	@echo "==> $(WHEEL_DIR)/: a $(WHEEL_PLAT) wheel"
+	rm -rf build/wheel .whl $(WHEEL_DIR)/onnxio-*.whl
+	CC=$(CURDIR)/scripts/zigcc ONNXIO_PYTHON=$(CURDIR)/$(PYTHON) $(PYTHON) -m pip wheel --disable-pip-version-check \
+	  --no-build-isolation --no-deps -q -w .whl -C build-dir=build/wheel .
+	PATH=$(CURDIR)/.venv/bin:$$PATH $(PYTHON) -m auditwheel repair --plat $(WHEEL_PLAT) -w $(WHEEL_DIR) .whl/onnxio-*.whl
+	PATH=$(CURDIR)/.venv/bin:$$PATH $(PYTHON) -m auditwheel show $(WHEEL_DIR)/onnxio-*-$(WHEEL_PLAT).whl
+	rm -rf .whl
 
 # ---- benchmarks -------------------------------------------------------------
 

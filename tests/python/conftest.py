@@ -95,6 +95,8 @@ NEEDS = {
     "make": (lambda: _command("make"), _apt("build-essential"), True),
     "pkg-config": (lambda: _command("pkg-config"), _apt("pkgconf"), True),
     "setpriv": (lambda: _command("setpriv"), "util-linux, an essential Debian package", True),
+    "unshare": (lambda: _command("unshare"), "util-linux, an essential Debian package (and root, for a mount namespace)",
+                True),
     # data (needs() returns the Path)
     "libonnx-testdata": (lambda: _dir(Path(os.environ.get("ONNXIO_LIBONNX_TESTDATA",
                                                          "/usr/share/libonnx-testdata/data"))),
