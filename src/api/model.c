@@ -95,15 +95,19 @@ typedef struct lazy_payloads {
     onnxio_buffer *in_place; /* the input, when its payloads stay in it */
 } lazy_payloads;
 
+static onnxio_status payloads_make(lazy_payloads *lp)
+{
+    if (lp->payloads) return ONNXIO_OK;
+    onnxio_status s = onnxio__payloads_new(lp->opts, NULL, lp->budget, &lp->payloads);
+    if (!s && lp->in_place) onnxio__payloads_in_place(lp->payloads, lp->in_place);
+    return s;
+}
+
 static onnxio_status take_payload(void *ctx, onnxio_TensorProto *tensor, const onnxio__payload_src *src)
 {
     lazy_payloads *lp = ctx;
-    if (!lp->payloads) {
-        onnxio_status s = onnxio__payloads_new(lp->opts, NULL, lp->budget, &lp->payloads);
-        if (s) return s;
-        if (lp->in_place) onnxio__payloads_in_place(lp->payloads, lp->in_place);
-    }
-    return src ? onnxio__payload_take(lp->payloads, tensor, src) : ONNXIO_OK;
+    onnxio_status s = payloads_make(lp);
+    return s ? s : onnxio__payload_take(lp->payloads, tensor, src);
 }
 
 static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxio_buffer *owner, int fd, bool mapped,
@@ -114,7 +118,7 @@ static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxi
     lazy_payloads payloads = {NULL, opts, budget, in_place ? owner : NULL};
     /* In place, the state gives back the parts of the input no payload
      * holds, also when none does. */
-    if (in_place && (s = take_payload(&payloads, NULL, NULL))) return s;
+    if (in_place && (s = payloads_make(&payloads))) return s;
     onnxio__arena_expect(arena, size);
     size_t before = onnxio_arena_used(arena);
     uint64_t left = onnxio__budget_left(budget);

@@ -303,6 +303,18 @@ static size_t scalar_run(const uint8_t *p, const uint8_t *end, uint8_t tag, bool
     return n ? n : 1;
 }
 
+/* Stores the low `width` (4 or 8) bytes of a value read from the wire:
+ * int32 and float members take 4, int64 and uint64 ones 8. */
+static inline void store_width(void *slot, uint64_t v, size_t width)
+{
+    if (width == 4) {
+        uint32_t v32 = (uint32_t)v;
+        memcpy(slot, &v32, 4);
+    } else {
+        memcpy(slot, &v, 8);
+    }
+}
+
 /* Room for one more element of a repeated field whose value starts at `at`
  * (its length) after the tag at `tag`; NULL when out of memory. When the
  * array is full it grows to hold the whole run (at least doubling). A list
@@ -382,38 +394,21 @@ static onnxio_status parse_packed(dec *d, onnxio_message *m, const onnxio_field_
         a->size += n;
         return ONNXIO_OK;
     }
+    /* Each value ends in a byte under 0x80: n values at most, and none when
+     * there is no such byte (a truncated varint, reported below). */
     size_t n = 0;
     for (const uint8_t *q = p; q < end; q++) n += *q < 0x80;
     if (n && !onnxio__array_reserve(d->arena, a, es, n)) return no_memory(d);
-    if (!n) return p == end ? ONNXIO_OK
-                            : onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: packed field %s.%s: truncated or overlong varint",
-                                           OFFSET(d, p), m->desc->name, f->name);
-    if (f->kind != ONNXIO_KIND_ENUM) { /* integers: stored here, without store_scalar's checks */
-        uint8_t *slot = (uint8_t *)a->data + a->size * es;
-        while (p < end) {
-            uint64_t v;
-            const uint8_t *at = p;
-            if (ONNXIO_LIKELY(*p < 0x80)) v = *p++;
-            else if (!(p = wire_read_varint(p, end, &v)))
-                return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: packed field %s.%s: truncated or overlong varint",
-                                    OFFSET(d, at), m->desc->name, f->name);
-            if (es == 4) {
-                uint32_t v32 = (uint32_t)v;
-                memcpy(slot, &v32, 4);
-            } else {
-                memcpy(slot, &v, 8);
-            }
-            slot += es;
-            a->size++;
-        }
-        return ONNXIO_OK;
-    }
     while (p < end) {
         uint64_t v;
         const uint8_t *at = p;
         if (!(p = wire_read_varint(p, end, &v)))
             return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: packed field %s.%s: truncated or overlong varint",
                                 OFFSET(d, at), m->desc->name, f->name);
+        if (f->kind != ONNXIO_KIND_ENUM) { /* an integer: no store_scalar checks */
+            store_width((char *)a->data + a->size++ * es, v, es);
+            continue;
+        }
         onnxio_status s = store_scalar(d, m, f, v);
         if (s) return s;
     }
@@ -519,14 +514,8 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const fast_table *
             case FAST_I64: {
                 uint64_t v;
                 const uint8_t *at = p;
-                if (ONNXIO_LIKELY(p < end && *p < 0x80)) v = *p++;
-                else if (!(p = wire_read_varint(p, end, &v))) return truncated(d, at, m, "truncated or overlong varint");
-                if (e->op == FAST_I32) {
-                    int32_t v32 = (int32_t)(uint32_t)v;
-                    memcpy(member, &v32, 4);
-                } else {
-                    memcpy(member, &v, 8);
-                }
+                if (!(p = wire_read_varint(p, end, &v))) return truncated(d, at, m, "truncated or overlong varint");
+                store_width(member, v, e->op == FAST_I32 ? 4 : 8);
                 break;
             }
             case FAST_F32: {
@@ -547,25 +536,16 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const fast_table *
                     !onnxio__array_reserve(d->arena, a, es, scalar_run(p, end, e->tag, e->op == FAST_F32N)))
                     return no_memory(d);
                 for (;;) {
-                    char *slot = (char *)a->data + a->size * es;
                     const uint8_t *at = p;
                     uint64_t v;
                     if (e->op == FAST_F32N) {
                         if (end - p < 4) return truncated(d, at, m, "truncated fixed32");
                         v = wire_load32(p);
                         p += 4;
-                    } else if (ONNXIO_LIKELY(p < end && *p < 0x80)) {
-                        v = *p++;
                     } else if (!(p = wire_read_varint(p, end, &v))) {
                         return truncated(d, at, m, "truncated or overlong varint");
                     }
-                    if (es == 4) {
-                        uint32_t v32 = (uint32_t)v;
-                        memcpy(slot, &v32, 4);
-                    } else {
-                        memcpy(slot, &v, 8);
-                    }
-                    a->size++;
+                    store_width((char *)a->data + a->size++ * es, v, es);
                     if (p == end || *p != e->tag || a->size == a->capacity) break;
                     p++;
                 }
@@ -574,8 +554,7 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const fast_table *
             default: { /* LEN: a string or a sub-message */
                 uint64_t v;
                 const uint8_t *at = p, *q;
-                if (ONNXIO_LIKELY(p < end && *p < 0x80)) q = p + 1, v = *p;
-                else q = wire_read_varint(p, end, &v);
+                q = wire_read_varint(p, end, &v);
                 if (ONNXIO_UNLIKELY(!q || v > (uint64_t)(end - q))) return length_past_end(d, at, desc, &desc->fields[e->field & ~FAST_ONEOF]);
                 size_t len = (size_t)v;
                 p = q + len;
@@ -653,8 +632,7 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const fast_table *
                                f->kind == ONNXIO_KIND_MESSAGE)) {
             uint64_t v;
             const uint8_t *at = p, *q;
-            if (ONNXIO_LIKELY(p < end && *p < 0x80)) q = p + 1, v = *p;
-            else q = wire_read_varint(p, end, &v);
+            q = wire_read_varint(p, end, &v);
             if (ONNXIO_UNLIKELY(!q || v > (uint64_t)(end - q)))
                 return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: field %s.%s (%u) is truncated: its length runs past the end of the input",
                                     OFFSET(d, at), desc->name, f->name, f->number);
@@ -702,15 +680,8 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const fast_table *
         if (wt == WIRE_VARINT && f->kind <= ONNXIO_KIND_UINT64 && f->label < ONNXIO_LABEL_REPEATED) {
             uint64_t v;
             const uint8_t *at = p;
-            if (ONNXIO_LIKELY(p < end && *p < 0x80)) v = *p++;
-            else if (!(p = wire_read_varint(p, end, &v))) return truncated(d, at, m, "truncated or overlong varint");
-            void *member = onnxio__member(m, f);
-            if (f->kind == ONNXIO_KIND_INT32) {
-                int32_t v32 = (int32_t)(uint32_t)v;
-                memcpy(member, &v32, 4);
-            } else {
-                memcpy(member, &v, 8);
-            }
+            if (!(p = wire_read_varint(p, end, &v))) return truncated(d, at, m, "truncated or overlong varint");
+            store_width(onnxio__member(m, f), v, f->kind == ONNXIO_KIND_INT32 ? 4 : 8);
             mark_present(m, f);
             continue;
         }
