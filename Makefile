@@ -28,11 +28,11 @@
 #   make python-install  pip install the onnxio package (this tree) into .venv
 #   make wheel        dist/onnxio-*-manylinux_2_28_*.whl: built with zig cc for glibc 2.28
 #                     (scripts/zigcc), zlib and libdeflate compiled in, tagged and checked by
-#                     auditwheel
+#                     auditwheel; bootstraps its own .venv-wheel (requirements/wheel.txt)
 #   make install      build, then install headers, libraries, onnxio.pc, the CMake package and
 #                     the command under PREFIX (default /usr/local; cmake --install build --prefix)
 #   make clean        remove build directories and bench/out (keeps .cache/models, .venv)
-#   make distclean    clean, plus .cache, .venv and .venv-demo
+#   make distclean    clean, plus .cache, .venv, .venv-demo and .venv-wheel
 #
 # Variables: JOBS (parallel build jobs; default: cores), CTEST_JOBS (ctest's jobs in
 # `make test`; default 1), CHECK_CTEST_JOBS (in `make check`; default JOBS),
@@ -61,7 +61,7 @@ DEMO_PYTHON := .venv-demo/bin/python
 # CMake's own make must not inherit this make's flags and level (it would
 # print every directory it enters and fight over the job server).
 CMAKE_BUILD = env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL $(CMAKE) --build
-BENCH_LIBS ?= -ldeflate -lz -lm -pthread
+BENCH_LIBS ?= -ldeflate -lm -pthread
 
 # Sanitizer settings for the ctest run in build-asan/.
 ASAN_TEST_OPTIONS ?= detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1
@@ -206,16 +206,22 @@ python-install:
 # (the manylinux_2_28 floor) by zig cc, with the copies of zlib and
 # libdeflate (pyproject.toml's ONNXIO_BUNDLED=ON), in a build directory of
 # its own; auditwheel then tags it manylinux_2_28 after checking that it
-# needs nothing beyond that policy, and prints what it found.
+# needs nothing beyond that policy, and prints what it found. Its tools
+# (requirements/wheel.txt) are in .venv-wheel, not in the tests' .venv:
+# Python with its headers and make are all a machine needs.
 WHEEL_PLAT ?= manylinux_2_28_$(shell uname -m)
 WHEEL_DIR ?= dist
-wheel: | $(PYTHON)
+WHEEL_PYTHON := .venv-wheel/bin/python
+wheel:
+	@scripts/bootstrap.sh wheel
 	@echo "==> $(WHEEL_DIR)/: a $(WHEEL_PLAT) wheel"
 	rm -rf build/wheel .whl $(WHEEL_DIR)/onnxio-*.whl
-	CC=$(CURDIR)/scripts/zigcc ONNXIO_PYTHON=$(CURDIR)/$(PYTHON) $(PYTHON) -m pip wheel --disable-pip-version-check \
-	  --no-build-isolation --no-deps -q -w .whl -C build-dir=build/wheel .
-	PATH=$(CURDIR)/.venv/bin:$$PATH $(PYTHON) -m auditwheel repair --plat $(WHEEL_PLAT) -w $(WHEEL_DIR) .whl/onnxio-*.whl
-	PATH=$(CURDIR)/.venv/bin:$$PATH $(PYTHON) -m auditwheel show $(WHEEL_DIR)/onnxio-*-$(WHEEL_PLAT).whl
+	PATH=$(CURDIR)/.venv-wheel/bin:$$PATH CC=$(CURDIR)/scripts/zigcc ONNXIO_PYTHON=$(CURDIR)/$(WHEEL_PYTHON) \
+	  $(WHEEL_PYTHON) -m pip wheel --disable-pip-version-check --no-build-isolation --no-deps -q -w .whl \
+	  -C build-dir=build/wheel .
+	PATH=$(CURDIR)/.venv-wheel/bin:$$PATH $(WHEEL_PYTHON) -m auditwheel repair --plat $(WHEEL_PLAT) -w $(WHEEL_DIR) \
+	  .whl/onnxio-*.whl
+	PATH=$(CURDIR)/.venv-wheel/bin:$$PATH $(WHEEL_PYTHON) -m auditwheel show $(WHEEL_DIR)/onnxio-*-$(WHEEL_PLAT).whl
 	rm -rf .whl
 
 # ---- benchmarks -------------------------------------------------------------
@@ -280,4 +286,4 @@ clean:
 	rm -rf build build-asan build-fuzz bench/out .cache/demo .cache/fuzz
 
 distclean: clean
-	rm -rf .cache .venv .venv-demo
+	rm -rf .cache .venv .venv-demo .venv-wheel

@@ -14,6 +14,15 @@
  * at this interval. */
 #define PROGRESS_DELAY_NS 400000000LL
 #define PROGRESS_TICK_NS 100000000LL
+/* The clock of the drawing thread's timed waits: CLOCK_MONOTONIC, which
+ * a clock change does not move, where a condition variable can be set to
+ * it (pthread_condattr_setclock); macOS has no such call and waits on
+ * CLOCK_REALTIME. */
+#if defined(__APPLE__)
+#define WAIT_CLOCK CLOCK_REALTIME
+#else
+#define WAIT_CLOCK CLOCK_MONOTONIC
+#endif
 /* Characters of the bar. */
 #define PROGRESS_BAR 20
 
@@ -111,7 +120,7 @@ static void *progress_main(void *arg)
         if (ns >= progress.delay_ns)
             draw(ns);
         struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
+        clock_gettime(WAIT_CLOCK, &until);
         until.tv_nsec += PROGRESS_TICK_NS;
         if (until.tv_nsec >= 1000000000L) {
             until.tv_nsec -= 1000000000L;
@@ -135,7 +144,9 @@ void cli_progress_begin(const char *what, const char *subject)
     pthread_condattr_t attr;
     if (pthread_condattr_init(&attr) != 0)
         return;
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+#if !defined(__APPLE__)
+    pthread_condattr_setclock(&attr, WAIT_CLOCK);
+#endif
     int rc = pthread_cond_init(&progress.wake, &attr);
     pthread_condattr_destroy(&attr);
     if (rc != 0)

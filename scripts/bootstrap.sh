@@ -7,7 +7,11 @@
 #   scripts/bootstrap.sh demo       what `make demo` needs only: fewer Debian
 #                                   packages, and .venv-demo with requirements/demo.txt
 #                                   (onnx and numpy, about 150 MB against 1.6 GB)
-#   ONNXIO_NO_VENV=1 scripts/bootstrap.sh [demo]   Debian packages only
+#   scripts/bootstrap.sh wheel      what `make wheel` needs only: Python's headers,
+#                                   and .venv-wheel with requirements/wheel.txt (zig cc,
+#                                   CMake, scikit-build-core, auditwheel; no system
+#                                   compiler, CMake or library)
+#   ONNXIO_NO_VENV=1 scripts/bootstrap.sh [demo|wheel]   Debian packages only
 #
 # Debian packages: checked with dpkg-query; missing ones are installed with
 # apt-get when running as root, otherwise the exact command is printed and
@@ -23,23 +27,27 @@ cd "$root"
 
 mode="${1:-all}"
 case "$mode" in
-    all | demo) ;;
-    *) echo "usage: scripts/bootstrap.sh [demo]" >&2; exit 2 ;;
+    all | demo | wheel) ;;
+    *) echo "usage: scripts/bootstrap.sh [demo|wheel]" >&2; exit 2 ;;
 esac
 
 log() { printf 'bootstrap: %s\n' "$*" >&2; }
 
 # ---- Debian packages -------------------------------------------------------
 
+if [[ $mode == wheel ]]; then
+    packages=()            # zig cc and CMake come from PyPI; Python.h is checked below
+else
 packages=(              # the build and the demo
     build-essential       # gcc, g++ (the libprotobuf benchmark), make
     cmake
     pkgconf               # pkg-config: finds libdeflate; the install test builds programs with onnxio.pc
-    zlib1g-dev            # inflate for .onnxz archives
+    zlib1g-dev            # the C tests' reference: crc32, and deflate to build archives as zip tools do
     libdeflate-dev        # CRC-32 of .onnxz entries
     unzip                 # an independent check of the .onnxz archives onnxio writes (tests, demo)
     libonnx-testdata      # ONNX's own test models, used by tests and the demo
 )
+fi
 if [[ $mode == all ]]; then
     packages+=(           # the tests and benchmarks
         clang                 # libFuzzer targets
@@ -58,6 +66,11 @@ if [[ -z "$py" ]]; then
 elif ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
     # Debian's own python3 ships venv's pip bootstrap separately.
     packages+=(python3-venv)
+fi
+# The extension compiles against the headers of the python3 that makes the
+# venv: Debian's own python3 ships them separately.
+if [[ -n "$py" ]] && ! python3 -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' 2>/dev/null; then
+    packages+=(python3-dev)
 fi
 
 missing=()
@@ -94,6 +107,10 @@ if [[ $mode == demo ]]; then
     venv="$root/.venv-demo"
     reqs=(requirements/demo.txt)
     check='import onnx, numpy'
+elif [[ $mode == wheel ]]; then
+    venv="$root/.venv-wheel"
+    reqs=(requirements/wheel.txt)
+    check='import ziglang, cmake, scikit_build_core, auditwheel'
 else
     venv="$root/.venv"
     reqs=(requirements.txt requirements/demo.txt)

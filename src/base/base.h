@@ -88,7 +88,7 @@ onnxio_status onnxio__sha1_hex(const void *data, uint64_t size, char hex[41]);
 /* The SHA-1 of `size` bytes at `offset` of `fd`, read in 1 MiB pieces. */
 onnxio_status onnxio__sha1_fd(int fd, uint64_t offset, uint64_t size, const char *what, char hex[41]);
 /* The CRC-32 of A || B from crc1 = CRC-32(A) and crc2 = CRC-32(B) of
- * size2 bytes (zlib's crc32_combine). It is linear: CRC-32(A || B) =
+ * size2 bytes (as zlib's crc32_combine). It is linear: CRC-32(A || B) =
  * onnxio__crc_combine(CRC-32(A), 0, |B|) ^ CRC-32(B). */
 uint32_t onnxio__crc_combine(uint32_t crc1, uint32_t crc2, uint64_t size2);
 /* The CRC-32 of `size` bytes from the CRCs of their pieces. */

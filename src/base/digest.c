@@ -1,5 +1,5 @@
-/* Checksums, in one place: CRC-32 (zip entries, pieces joined with zlib's
- * crc32_combine) and SHA-1 (the external data "checksum" key, with
+/* Checksums, in one place: CRC-32 (zip entries, pieces joined as zlib's
+ * crc32_combine joins them) and SHA-1 (the external data "checksum" key, with
  * sha1collisiondetection: third_party/sha1dc).
  *
  * The CRC-32 library, measured on this project's machine (x86-64 with
@@ -19,7 +19,6 @@
 #include <string.h>
 #include <libdeflate.h>
 #include <sha1dc/sha1.h>
-#include <zlib.h>
 
 #include "base/base.h"
 
@@ -30,8 +29,45 @@ typedef unsigned (*isal_crc32_fn)(unsigned crc, const unsigned char *data, uint6
 static isal_crc32_fn isal_crc32;
 static pthread_once_t crc32_once = PTHREAD_ONCE_INIT;
 
+/* Joining CRCs (zlib 1.2.12's crc32_combine, which libdeflate and ISA-L
+ * do not have): CRC-32(A || B) is CRC-32(A) times x^(8|B|), plus CRC-32(B),
+ * in GF(2)[x] modulo CRC-32's polynomial, bits reflected (bit 31 is x^0).
+ * x2n[k] is x^(2^k) modulo the polynomial, made at the first CRC. */
+#define CRC32_POLY 0xedb88320u
+static uint32_t x2n[32];
+
+/* a(x) b(x) modulo the polynomial; a is not 0. */
+static uint32_t multmodp(uint32_t a, uint32_t b)
+{
+    uint32_t m = (uint32_t)1 << 31, p = 0;
+    for (;;) {
+        if (a & m) {
+            p ^= b;
+            if ((a & (m - 1)) == 0) break;
+        }
+        m >>= 1;
+        b = b & 1 ? (b >> 1) ^ CRC32_POLY : b >> 1;
+    }
+    return p;
+}
+
+/* x^(8 n) modulo the polynomial: the product of x^(2^k) over the bits k of
+ * 8 n. */
+static uint32_t x8nmodp(uint64_t n)
+{
+    uint32_t p = (uint32_t)1 << 31; /* x^0 */
+    for (unsigned k = 3; n; n >>= 1, k++)
+        if (n & 1) p = multmodp(x2n[k & 31], p);
+    return p;
+}
+
 static void crc32_init(void)
 {
+    uint32_t p = (uint32_t)1 << 30; /* x^1 */
+    for (int k = 0; k < 32; k++) {
+        x2n[k] = p;
+        p = multmodp(p, p);
+    }
     void *sym = onnxio__sys_dlsym("libisal.so.2", "crc32_gzip_refl");
     if (sym) memcpy(&isal_crc32, &sym, sizeof sym); /* POSIX: a data pointer that is a function */
 }
@@ -60,20 +96,21 @@ const char *onnxio__crc32_library(void)
     return isal_crc32 ? "ISA-L" : "libdeflate";
 }
 
+uint32_t onnxio__crc_combine(uint32_t crc1, uint32_t crc2, uint64_t size2)
+{
+    pthread_once(&crc32_once, crc32_init);
+    return multmodp(x8nmodp(size2), crc1) ^ crc2;
+}
+
 uint32_t onnxio__crc_join(const uint32_t *pieces, uint64_t size)
 {
     uint32_t crc = pieces[0];
     size_t n = onnxio__crc_pieces(size);
     for (size_t k = 1; k < n; k++) {
         uint64_t len = k + 1 < n ? ONNXIO__CRC_PIECE : size - (uint64_t)k * ONNXIO__CRC_PIECE;
-        crc = (uint32_t)crc32_combine(crc, pieces[k], (z_off_t)len);
+        crc = onnxio__crc_combine(crc, pieces[k], len);
     }
     return crc;
-}
-
-uint32_t onnxio__crc_combine(uint32_t crc1, uint32_t crc2, uint64_t size2)
-{
-    return (uint32_t)crc32_combine(crc1, crc2, (z_off_t)size2);
 }
 
 /* ---- SHA-1 ------------------------------------------------------------- */

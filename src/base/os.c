@@ -162,21 +162,6 @@ char *onnxio__strndup(const char *s, size_t n)
     return p;
 }
 
-/* zlib's allocator (z_stream.zalloc / zfree), so that inflate's memory is
- * counted and can fail like the rest. */
-void *onnxio__zalloc(void *opaque, unsigned items, unsigned size)
-{
-    (void)opaque;
-    if (size && items > SIZE_MAX / size) return NULL;
-    return onnxio__malloc((size_t)items * size);
-}
-
-void onnxio__zfree(void *opaque, void *p)
-{
-    (void)opaque;
-    onnxio__free(p);
-}
-
 /* ---- files --------------------------------------------------------------- */
 
 int onnxio__sys_openat(int dirfd, const char *path, int flags, mode_t mode)
@@ -219,7 +204,12 @@ int onnxio__sys_set_blocking(int fd)
 
 ssize_t onnxio__sys_getrandom(void *buf, size_t n)
 {
+#if defined(__APPLE__) /* no getrandom; arc4random_buf never fails nor blocks */
+    arc4random_buf(buf, n);
+    return (ssize_t)n;
+#else
     return getrandom(buf, n, GRND_NONBLOCK);
+#endif
 }
 
 char *onnxio__sys_realpath(const char *path, char out[PATH_MAX])

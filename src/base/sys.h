@@ -57,9 +57,6 @@ void *onnxio__aligned_alloc(size_t alignment, size_t n);
 void onnxio__free(void *p);
 char *onnxio__strdup(const char *s);
 char *onnxio__strndup(const char *s, size_t n);
-/* zlib's z_stream zalloc / zfree. */
-void *onnxio__zalloc(void *opaque, unsigned items, unsigned size);
-void onnxio__zfree(void *opaque, void *p);
 
 int onnxio__sys_openat(int dirfd, const char *path, int flags, mode_t mode); /* O_CLOEXEC added */
 int onnxio__close(int fd); /* fd < 0: nothing */
@@ -184,7 +181,7 @@ const char *onnxio__file_type(mode_t mode);
  * `crash`, kills the process (SIGKILL) before it happens; with `persistent`
  * every later one fails too. nth 0 counts without failing; mask 0 stops. */
 typedef enum onnxio__op {
-    ONNXIO__OP_ALLOC,    /* malloc, calloc, realloc, aligned blocks, zlib's allocations */
+    ONNXIO__OP_ALLOC,    /* malloc, calloc, realloc, aligned blocks, libdeflate's decompressors */
     ONNXIO__OP_OPEN,     /* open, create */
     ONNXIO__OP_READ,     /* pread */
     ONNXIO__OP_WRITE,    /* write, pwrite */

@@ -1291,14 +1291,16 @@ static void test_scratch(const char *dir)
                 CHECK(zscan(b2.data, b2.size, &z2));
                 tu_put32(b2.data + z2.local[0] + 22, 2999);
                 tu_put32(b2.data + z2.central[0] + 24, 2999);
-                expect_bytes("deflate data longer than its recorded size", b2.data, b2.size, ONNXIO_ERR_ARCHIVE, "inflate");
+                expect_bytes("deflate data longer than its recorded size", b2.data, b2.size, ONNXIO_ERR_ARCHIVE,
+                             "inflates to more than its recorded size");
                 tu_bytes_free(&b2);
                 onnxio_buffer_unref(mb2);
             }
             memcpy(c, b.data, b.size);
             tu_put32(c + z.local[iw] + 22, 3001);
             tu_put32(c + z.central[iw] + 24, 3001);
-            expect_bytes("deflate data shorter than its recorded size", c, b.size, ONNXIO_ERR_ARCHIVE, NULL);
+            expect_bytes("deflate data shorter than its recorded size", c, b.size, ONNXIO_ERR_ARCHIVE,
+                         "inflates to less than its recorded size");
             free(c);
         }
         if (variant == 4) {

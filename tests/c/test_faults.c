@@ -311,7 +311,7 @@ static const scenario scenarios[] = {
     {"load with external data and checksums, no_copy", load_external_no_copy, NULL},
     {"load .onnxz, copy (CRC-32)", load_archive_copy, NULL},
     {"load .onnxz, no_copy", load_archive_no_copy, NULL},
-    {"load .onnxz with deflated entries (zlib)", load_deflated, NULL},
+    {"load .onnxz with deflated entries (libdeflate)", load_deflated, NULL},
     {"load .onnxz, copy, not in the page cache (read whole)", load_archive_cold, NULL},
     {"save .onnx over an existing one", save_plain, "plain.onnx"},
     {"save with one external data file and checksums (SHA-1)", save_one_file, "one.onnx"},

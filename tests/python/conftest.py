@@ -82,6 +82,7 @@ NEEDS = {
     "mypy": (lambda: _module("mypy"), _pip(), True),
     "build": (lambda: _module("build"), _pip(), True),
     "grpc_tools": (lambda: _module("grpc_tools"), _pip("grpcio-tools"), True),
+    "cibuildwheel": (lambda: _file(Path(sys.executable).parent / "cibuildwheel"), _pip(), True),
     # commands (needs() returns the path)
     "bash": (lambda: _command("bash"), "an essential Debian package", True),
     "env": (lambda: _command("env"), "coreutils, an essential Debian package", True),

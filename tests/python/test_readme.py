@@ -3,8 +3,9 @@ one shell, in a clean environment: `env -i` with only PATH and a new HOME
 (and the user's pip configuration, copied into it, so that pip reaches the
 same package index), on a copy of this tree (without build trees or
 virtual environments) holding a model.onnx and the README's C program as
-app.c. The command-line and Python blocks share their first line, the
-`pip install .` into a new venv, which runs once; the C block builds,
+app.c. The command-line and Python blocks share their first line, `make
+wheel` and the install of that wheel into a new venv, which runs once;
+the C block builds,
 installs into the new HOME's ~/.local and runs a program built against
 that install. What each produced is checked with the onnx package.
 test_packaging.py (pip wheel) and test_install.py (cmake --install,

@@ -1,15 +1,18 @@
-"""The wheel for PyPI (`make wheel`): tagged manylinux_2_28 by auditwheel,
-at most 10 MB, and, installed into a fresh venv, working with the system's
-libdeflate, libcrypto and ISA-L made unreadable in a private mount
-namespace (each path bind-mounted over with /dev/null), from Python and from
-the `onnxio` command it installs.
+"""The wheels: `make wheel`'s manylinux_2_28 wheel, and a wheel built by pip
+from the sdist with the system's zlib, libdeflate and OpenSSL development
+files hidden (the library links none of them; libdeflate is compiled in). Each, installed into a fresh venv, runs wheel_smoke.py (load,
+save with external data and a checksum, .onnxz both ways, from Python and
+from the `onnxio` command) with the system's libdeflate, libcrypto and
+ISA-L made unreadable. Files are hidden in a private mount namespace: each
+bind-mounted over with /dev/null (a directory with an empty one).
+pyproject.toml's cibuildwheel configuration is checked to expand to the
+platforms it is meant for.
 """
 import os
 import platform
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -17,90 +20,114 @@ import pytest
 from conftest import needs
 
 REPO = Path(__file__).resolve().parents[2]
-HIDDEN = ("libdeflate.so.0", "libcrypto.so.3", "libisal.so.2")
 PLAT = f"manylinux_2_28_{platform.machine()}"
-
-SMOKE = r'''
-import ctypes, hashlib, os, sys, zipfile
-import numpy as np
-import onnx
-import onnxio
-from onnxio import helper, numpy_helper
-
-here = sys.argv[1]
-assert onnxio.__file__.startswith(sys.prefix), onnxio.__file__
-for lib in sys.argv[2:]:
-    try:
-        ctypes.CDLL(lib)
-    except OSError:
-        pass
-    else:
-        raise AssertionError(f"{lib} is still readable")
-w = np.arange(50000, dtype=np.float32)
-g = helper.make_graph([helper.make_node("Relu", ["w"], ["y"])], "g", [],
-                      [helper.make_tensor_value_info("y", 1, [w.size])], [numpy_helper.from_array(w, "w")])
-model = helper.make_model(g)
-path = os.path.join(here, "m.onnx")
-onnxio.save_model(model, path, save_as_external_data=True, location="w.bin", size_threshold=0, checksum=True)
-ref = onnx.load(path, load_external_data=False).graph.initializer[0]
-keys = {e.key: e.value for e in ref.external_data}
-assert keys["checksum"] == hashlib.sha1(open(os.path.join(here, "w.bin"), "rb").read()).hexdigest()
-back = onnxio.load_model(path, verify_checksum=True)
-assert np.array_equal(numpy_helper.to_array(back.graph.initializer[0]), w)
-onnxio.save_model(back, os.path.join(here, "m.onnxz"))
-with zipfile.ZipFile(os.path.join(here, "m.onnxz")) as z:
-    assert z.testzip() is None
-again = onnxio.load_model(os.path.join(here, "m.onnxz"))
-assert np.array_equal(numpy_helper.to_array(again.graph.initializer[0]), w)
-print("python ok")
-'''
+SMOKE = Path(__file__).with_name("wheel_smoke.py")
+LIBS = ("libdeflate.so.0", "libcrypto.so.3", "libisal.so.2")
+MULTIARCH = f"{platform.machine()}-linux-gnu"
+INCLUDE_DIRS = ("/usr/include", f"/usr/include/{MULTIARCH}", "/usr/local/include")
+PC_DIRS = (f"/usr/lib/{MULTIARCH}/pkgconfig", "/usr/lib/pkgconfig", "/usr/share/pkgconfig", "/usr/local/lib/pkgconfig")
+HEADERS = ("zlib.h", "zconf.h", "libdeflate.h", "openssl")
+PC_FILES = ("zlib.pc", "libdeflate.pc", "openssl.pc", "libcrypto.pc", "libssl.pc")
 
 
 def run(cmd, **kw):
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, **kw)
-    assert r.returncode == 0, f"{' '.join(map(str, cmd))}:\n{r.stdout}\n{r.stderr}"
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, **kw)
+    assert r.returncode == 0, f"{' '.join(map(str, cmd))}:\n{r.stdout[-6000:]}\n{r.stderr[-6000:]}"
     return r.stdout + r.stderr
 
 
+def existing(dirs, names):
+    return [os.path.join(d, n) for d in dirs for n in names if os.path.lexists(os.path.join(d, n))]
+
+
+def hidden_run(paths, command, tmp_path):
+    """Runs `command` (a shell line) in a private mount namespace where every
+    path of `paths` reads as empty: a file as /dev/null, a directory as an
+    empty one."""
+    needs("unshare", "files are hidden in a private mount namespace")
+    empty = tmp_path / "empty-dir"
+    empty.mkdir(exist_ok=True)
+    lines = ["set -e"]
+    for p in paths:
+        real = os.path.realpath(p)
+        lines.append(f"mount --bind {empty if os.path.isdir(real) else '/dev/null'} {real}")
+    lines.append(command)
+    return run(["unshare", "-m", "--propagation", "private", "sh", "-c", "\n".join(lines)])
+
+
+def smoke(wheel, tmp_path):
+    """Installs `wheel` into a fresh venv and runs wheel_smoke.py there with
+    the system libraries hidden; numpy comes from .venv through a .pth
+    file, after the venv's own site-packages."""
+    venv = tmp_path / "v"
+    run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
+    run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
+         "--disable-pip-version-check", "--no-deps", "--no-index", "-q", str(wheel)])
+    site = next(venv.glob("lib/python3*/site-packages"))
+    outer = next((REPO / ".venv").glob("lib/python3*/site-packages"))
+    (site / "zz_outer.pth").write_text(str(outer) + "\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    libs = existing((f"/lib/{MULTIARCH}", f"/usr/lib/{MULTIARCH}", "/usr/lib"), LIBS)
+    out = hidden_run(libs, f"{venv / 'bin' / 'python'} {SMOKE} {work} {' '.join(LIBS)}", tmp_path)
+    assert "python ok" in out and "cli ok" in out, out
+    assert not re.search(r"libdeflate|libcrypto|libisal|libz\.so", run(["ldd", str(venv / "bin" / "onnxio")]))
+    # The extension exports its module's entry point only: the library and
+    # the copy of libdeflate in it stay inside.
+    ext = next(site.glob("onnxio/_onnxio*.so"))
+    exported = [line.split()[-1] for line in run(["nm", "-D", "--defined-only", str(ext)]).splitlines() if line.strip()]
+    assert exported == ["PyInit__onnxio"], exported[:10]
+    # The command's output, read by the onnx package.
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    back = onnx.load(str(work / "back.onnx"))
+    assert np.array_equal(numpy_helper.to_array(back.graph.initializer[0]), np.arange(50000, dtype=np.float32))
+
+
 @pytest.mark.slow
-def test_wheel_installs_and_runs_without_system_libraries(tmp_path):
-    needs("unshare", "the system libraries are hidden in a mount namespace")
+def test_make_wheel_is_manylinux_and_runs_without_system_libraries(tmp_path):
     out = run(["make", "--no-print-directory", "wheel", f"WHEEL_DIR={tmp_path / 'dist'}"], cwd=REPO)
     wheels = list((tmp_path / "dist").glob(f"onnxio-*-{PLAT}.whl"))
     assert len(wheels) == 1, out
     assert f'consistent with\nthe following platform tag: "{PLAT}"' in out, out
     assert wheels[0].stat().st_size <= 10 << 20
+    smoke(wheels[0], tmp_path)
 
-    # A fresh venv; numpy, ml_dtypes and onnx (the smoke test's reference)
-    # come from .venv through a .pth file, the package from the wheel.
-    venv = tmp_path / "v"
-    run(["python3", "-m", "venv", str(venv)])
-    run([str(venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "--no-deps",
-         "--no-index", "-q", str(wheels[0])])
-    site = next(venv.glob("lib/python3*/site-packages"))
-    outer = next((REPO / ".venv").glob("lib/python3*/site-packages"))
-    (site / "zz_outer.pth").write_text(str(outer) + "\n")  # after the venv's own: its onnxio comes first
 
-    hide = [os.path.realpath(p) for name in HIDDEN
-            for p in (f"/lib/{platform.machine()}-linux-gnu/{name}", f"/usr/lib/{name}") if os.path.exists(p)]
-    (tmp_path / "smoke.py").write_text(SMOKE)
-    work = tmp_path / "work"
-    work.mkdir()
-    cli = venv / "bin" / "onnxio"
-    script = textwrap.dedent(f"""
-        set -e
-        for f in {' '.join(hide)}; do mount --bind /dev/null "$f"; done
-        {venv / 'bin' / 'python'} {tmp_path / 'smoke.py'} {work} {' '.join(HIDDEN)}
-        {cli} convert {work / 'm.onnx'} {work / 'cli.onnxz'}
-        {cli} convert {work / 'cli.onnxz'} {work / 'cli.onnx'} --external-data cli.bin --checksum
-        {cli} convert {work / 'cli.onnx'} {work / 'back.onnx'} --inline --verify-checksum
-        echo cli ok
-    """)
-    out = run(["unshare", "-m", "--propagation", "private", "sh", "-c", script])
-    assert "python ok" in out and "cli ok" in out, out
-    assert not re.search(r"libdeflate|libcrypto|libisal|libz\.so", run(["ldd", str(cli)]))
-    import onnx
-    import numpy as np
-    from onnx import numpy_helper
-    back = onnx.load(str(work / "back.onnx"))
-    assert np.array_equal(numpy_helper.to_array(back.graph.initializer[0]), np.arange(50000, dtype=np.float32))
+@pytest.mark.slow
+def test_sdist_builds_without_system_headers(tmp_path):
+    needs("cc", "pip builds the sdist with the system's C compiler")
+    needs("build", "it makes the sdist")
+    run([sys.executable, "-m", "build", "--sdist", "--no-isolation", "--outdir", str(tmp_path / "sdist"), str(REPO)])
+    sdists = list((tmp_path / "sdist").glob("onnxio-*.tar.gz"))
+    assert len(sdists) == 1, sdists
+    hide = existing(INCLUDE_DIRS, HEADERS) + existing(PC_DIRS, PC_FILES)
+    # Inside, the hidden files are empty: the build cannot have used them.
+    checks = " && ".join(f"test ! -s {p}" if not os.path.isdir(p) else f"test -z \"$(ls -A {p})\"" for p in hide)
+    out = hidden_run(hide, f"{checks or 'true'} && {sys.executable} -m pip wheel --disable-pip-version-check "
+                           f"--no-build-isolation --no-deps -v -w {tmp_path / 'whl'} {sdists[0]}", tmp_path)
+    assert re.search(r"onnxio: libdeflate: the copy in third_party/libdeflate \(", out), out[-4000:]
+    wheels = list((tmp_path / "whl").glob("onnxio-*.whl"))
+    assert len(wheels) == 1, out[-4000:]
+    smoke(wheels[0], tmp_path)
+
+
+def test_cibuildwheel_configuration_covers_the_platforms():
+    cibuildwheel = needs("cibuildwheel", "pyproject.toml's [tool.cibuildwheel] is read by it")
+    want = {
+        "linux": ["manylinux_x86_64", "manylinux_aarch64", "musllinux_x86_64", "musllinux_aarch64"],
+        "macos": ["macosx_x86_64", "macosx_arm64"],
+        "windows": ["win_amd64"],
+    }
+    for plat, tags in want.items():
+        ids = run([str(cibuildwheel), "--print-build-identifiers", "--platform", plat], cwd=REPO).split()
+        for tag in tags:
+            for py in ("cp39", "cp313"):
+                assert f"{py}-{tag}" in ids, (plat, ids)
+    # The workflow that runs it pins the version the test ran.
+    workflow = (REPO / ".github" / "workflows" / "wheels.yml").read_text()
+    pin = re.search(r"^cibuildwheel==(\S+)$", (REPO / "requirements.txt").read_text(), re.M)
+    assert pin and f"pypa/cibuildwheel@v{pin.group(1)}" in workflow
+    for arch in ("x86_64", "aarch64", "x86_64 arm64", "AMD64"):
+        assert f"archs: {arch}\n" in workflow, arch
