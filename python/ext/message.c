@@ -269,6 +269,21 @@ PyObject *pyonnxio_message_new_of_type(PyTypeObject *tp, const onnxio_message_de
     return (PyObject *)o;
 }
 
+PyOnnxioMessage *pyonnxio_message_new_unmade(PyTypeObject *tp, const onnxio_message_desc **desc)
+{
+    entry *e = entry_for_type(tp);
+    if (!e) return (PyOnnxioMessage *)PyErr_Format(PyExc_TypeError, "cannot create '%.200s' instances: not a message class",
+                                                   tp->tp_name);
+    PyOnnxioMessage *o = alloc_object(tp);
+    if (!o) return NULL;
+    if (!(o->arena = onnxio_arena_new())) {
+        Py_DECREF(o);
+        return (PyOnnxioMessage *)PyErr_NoMemory();
+    }
+    *desc = e->desc;
+    return o;
+}
+
 PyObject *pyonnxio_message_new_root(const onnxio_message_desc *desc)
 {
     entry *e = entry_for_desc(desc);

@@ -158,13 +158,15 @@ static PyObject *m_MergeFrom(PyOnnxioMessage *self, PyObject *other)
  * copies dominate them); small ones are not worth a GIL round trip. */
 #define RELEASE_GIL_ABOVE (64u * 1024)
 
-static PyObject *parse_merge(PyOnnxioMessage *self, PyObject *data, int clear_first)
+/* `make`: self has no struct yet (pyonnxio_message_new_unmade), and the
+ * parse makes it, a `make` message, in the block it sizes for the tree. */
+static PyObject *parse_merge(PyOnnxioMessage *self, PyObject *data, int clear_first, const onnxio_message_desc *make)
 {
     Py_buffer view;
     if (PyUnicode_Check(data)) return PyErr_Format(PyExc_TypeError, "expected bytes, str found");
     if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) return NULL;
-    onnxio_message *c = pyonnxio_message_get(self, 1);
-    if (!c) {
+    onnxio_message *c = make ? NULL : pyonnxio_message_get(self, 1);
+    if (!c && !make) {
         PyBuffer_Release(&view);
         return NULL;
     }
@@ -189,13 +191,17 @@ static PyObject *parse_merge(PyOnnxioMessage *self, PyObject *data, int clear_fi
         opts.no_copy = true;
         o = &opts;
     }
+    void *made = NULL;
     if ((size_t)view.len < RELEASE_GIL_ABOVE) {
-        s = onnxio_parse_into(c, view.buf, (size_t)view.len, owner, o, arena);
+        s = make ? onnxio_parse(make, view.buf, (size_t)view.len, owner, o, arena, &made)
+                 : onnxio_parse_into(c, view.buf, (size_t)view.len, owner, o, arena);
     } else {
         Py_BEGIN_ALLOW_THREADS
-        s = onnxio_parse_into(c, view.buf, (size_t)view.len, owner, o, arena);
+        s = make ? onnxio_parse(make, view.buf, (size_t)view.len, owner, o, arena, &made)
+                 : onnxio_parse_into(c, view.buf, (size_t)view.len, owner, o, arena);
         Py_END_ALLOW_THREADS
     }
+    if (make) self->msg = made;
     onnxio_buffer_unref(owner);
     pyonnxio_busy_leave(arena);
     Py_ssize_t n = view.len;
@@ -206,24 +212,26 @@ static PyObject *parse_merge(PyOnnxioMessage *self, PyObject *data, int clear_fi
 
 static PyObject *m_MergeFromString(PyOnnxioMessage *self, PyObject *data)
 {
-    return parse_merge(self, data, 0);
+    return parse_merge(self, data, 0, NULL);
 }
 
 static PyObject *m_ParseFromString(PyOnnxioMessage *self, PyObject *data)
 {
-    return parse_merge(self, data, 1);
+    return parse_merge(self, data, 1, NULL);
 }
 
 PyObject *pyonnxio_message_from_string(PyObject *cls, PyObject *data)
 {
     /* A class whose construction is the extension's own is built without
-     * the type call (its __init__ without arguments does nothing). */
+     * the type call (its __init__ without arguments does nothing), and its
+     * struct by the parse. */
     PyTypeObject *tp = (PyTypeObject *)cls;
+    const onnxio_message_desc *make = NULL;
     PyObject *m = tp->tp_new == pyonnxio_message_tp_new && tp->tp_init == pyonnxio_message_tp_init
-                      ? pyonnxio_message_tp_new(tp, NULL, NULL)
+                      ? (PyObject *)pyonnxio_message_new_unmade(tp, &make)
                       : PyObject_CallNoArgs(cls);
     if (!m) return NULL;
-    PyObject *r = parse_merge((PyOnnxioMessage *)m, data, 0);
+    PyObject *r = parse_merge((PyOnnxioMessage *)m, data, 0, make);
     if (!r) {
         Py_DECREF(m);
         return NULL;
@@ -369,7 +377,7 @@ static PyObject *m_setstate(PyOnnxioMessage *self, PyObject *state)
 {
     PyObject *data = PyDict_Check(state) ? PyDict_GetItemString(state, "serialized") : NULL;
     if (!data) return PyErr_Format(PyExc_TypeError, "bad pickle state for %s", pyonnxio_desc_of(self)->full_name);
-    PyObject *r = parse_merge(self, data, 1);
+    PyObject *r = parse_merge(self, data, 1, NULL);
     if (!r) return NULL;
     Py_DECREF(r);
     Py_RETURN_NONE;

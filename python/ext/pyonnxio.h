@@ -222,6 +222,9 @@ int pyonnxio_message_tp_init(PyObject *self, PyObject *args, PyObject *kwargs);
 /* A new empty top-level message of class `tp` (a message class or a
  * Python subclass of one, for descriptor `desc`) in a new arena. */
 PyObject *pyonnxio_message_new_of_type(PyTypeObject *tp, const onnxio_message_desc *desc);
+/* The same without its struct (msg NULL), for a parse to make it
+ * (FromString); *desc is the class's descriptor. */
+PyOnnxioMessage *pyonnxio_message_new_unmade(PyTypeObject *tp, const onnxio_message_desc **desc);
 /* The field of `d` called `name` (str), or NULL with TypeError or
  * protobuf's ValueError. `is_oneof` non-NULL: a oneof's name is accepted
  * too, giving the oneof's first member and *is_oneof = 1. */

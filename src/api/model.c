@@ -194,6 +194,9 @@ ONNXIO_API onnxio_status onnxio_parse(const onnxio_message_desc *desc, const voi
     if (!out || !desc) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "parse: NULL argument");
     *out = NULL;
     void *m;
+    /* The root goes in the block sized for the tree (as parse_bytes asks),
+     * not in a first block of its own. */
+    if (arena) onnxio__arena_expect(arena, size);
     onnxio_status s = new_message(arena, desc, &m);
     if (s) return s;
     if ((s = onnxio_parse_into(m, data, size, owner, opts, arena))) {
