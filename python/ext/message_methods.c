@@ -173,7 +173,11 @@ static PyObject *parse_merge(PyOnnxioMessage *self, PyObject *data, int clear_fi
     if (clear_first) pyonnxio_message_clear(c);
     onnxio_status s;
     onnxio_arena *arena = self->arena;
-    if (pyonnxio_busy_enter(arena) < 0) {
+    /* The tree is marked busy while the GIL is released (another thread
+     * could change it then); with the GIL held no Python code runs during
+     * the parse. A tree the parse makes is nobody else's yet. */
+    int unlocked = (size_t)view.len >= RELEASE_GIL_ABOVE, busy = unlocked && !make;
+    if (busy && pyonnxio_busy_enter(arena) < 0) {
         PyBuffer_Release(&view);
         return NULL;
     }
@@ -184,7 +188,7 @@ static PyObject *parse_merge(PyOnnxioMessage *self, PyObject *data, int clear_fi
     onnxio_buffer *owner = NULL;
     if (pyonnxio_borrowable(data, 0)) {
         if (!(owner = pyonnxio_buffer_for_object(data))) {
-            pyonnxio_busy_leave(arena);
+            if (busy) pyonnxio_busy_leave(arena);
             PyBuffer_Release(&view);
             return NULL;
         }
@@ -192,7 +196,7 @@ static PyObject *parse_merge(PyOnnxioMessage *self, PyObject *data, int clear_fi
         o = &opts;
     }
     void *made = NULL;
-    if ((size_t)view.len < RELEASE_GIL_ABOVE) {
+    if (!unlocked) {
         s = make ? onnxio_parse(make, view.buf, (size_t)view.len, owner, o, arena, &made)
                  : onnxio_parse_into(c, view.buf, (size_t)view.len, owner, o, arena);
     } else {
@@ -203,7 +207,7 @@ static PyObject *parse_merge(PyOnnxioMessage *self, PyObject *data, int clear_fi
     }
     if (make) self->msg = made;
     onnxio_buffer_unref(owner);
-    pyonnxio_busy_leave(arena);
+    if (busy) pyonnxio_busy_leave(arena);
     Py_ssize_t n = view.len;
     PyBuffer_Release(&view);
     if (s) return pyonnxio_raise(s);

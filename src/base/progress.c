@@ -11,19 +11,43 @@
 
 static _Thread_local onnxio__progress *current;
 
-onnxio__progress *onnxio__progress_now(void) { return current; }
+/* The operations running with a progress callback or a cancel poll, in
+ * all threads. While there are none, every thread's current progress and
+ * cancel poll are NULL, so an operation without either reads and writes
+ * no thread-local variable (in a shared library each access is a call of
+ * __tls_get_addr: about 8 of them made a third of an empty parse's time
+ * in C): its enter and leave change nothing and the _now functions give
+ * NULL. A thread that counts an operation of its own sees its count. */
+static atomic_size_t watched;
+/* *saved of an enter that changed nothing. */
+static onnxio__progress untouched_progress;
+static onnxio__cancel untouched_cancel;
+
+static bool unwatched(void) { return atomic_load_explicit(&watched, memory_order_relaxed) == 0; }
+
+onnxio__progress *onnxio__progress_now(void) { return unwatched() ? NULL : current; }
 
 void onnxio__progress_enter(onnxio__progress *p, onnxio_progress_fn fn, void *user, onnxio__progress **saved)
 {
-    *saved = current;
     *p = (onnxio__progress){.fn = fn, .user = user};
     atomic_init(&p->done, 0);
+    if (!fn && unwatched()) {
+        *saved = &untouched_progress;
+        return;
+    }
+    if (fn) atomic_fetch_add_explicit(&watched, 1, memory_order_relaxed);
+    *saved = current;
     /* An operation without a callback counts nothing, also when it runs
      * inside one that has a callback (a load from a save's callback). */
     current = fn ? p : NULL;
 }
 
-void onnxio__progress_leave(onnxio__progress **saved) { current = *saved; }
+void onnxio__progress_leave(onnxio__progress **saved)
+{
+    if (*saved == &untouched_progress) return;
+    if (current) atomic_fetch_sub_explicit(&watched, 1, memory_order_relaxed); /* its own: it had a callback */
+    current = *saved;
+}
 
 void onnxio__progress_total(onnxio__progress *p, uint64_t n)
 {
@@ -69,18 +93,28 @@ onnxio_status onnxio__progress_report(onnxio__progress *p, bool last)
  * the calling thread in the pool (pool.c), read by its workers. */
 static _Thread_local onnxio__cancel *current_cancel;
 
-onnxio__cancel *onnxio__cancel_now(void) { return current_cancel; }
+onnxio__cancel *onnxio__cancel_now(void) { return unwatched() ? NULL : current_cancel; }
 
 void onnxio__cancel_enter(onnxio__cancel *c, onnxio_cancel_fn fn, void *user, onnxio__cancel **saved)
 {
-    *saved = current_cancel;
     c->fn = fn;
     c->user = user;
     atomic_init(&c->cancelled, false);
+    if (!fn && unwatched()) {
+        *saved = &untouched_cancel;
+        return;
+    }
+    if (fn) atomic_fetch_add_explicit(&watched, 1, memory_order_relaxed);
+    *saved = current_cancel;
     current_cancel = fn ? c : NULL;
 }
 
-void onnxio__cancel_leave(onnxio__cancel **saved) { current_cancel = *saved; }
+void onnxio__cancel_leave(onnxio__cancel **saved)
+{
+    if (*saved == &untouched_cancel) return;
+    if (current_cancel) atomic_fetch_sub_explicit(&watched, 1, memory_order_relaxed); /* its own: it had a poll */
+    current_cancel = *saved;
+}
 
 bool onnxio__cancelled(onnxio__cancel *c) { return c && atomic_load_explicit(&c->cancelled, memory_order_relaxed); }
 
