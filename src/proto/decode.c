@@ -106,6 +106,13 @@ enum {
 
 static fast_table fast_tables[MESSAGE_COUNT];
 static const onnxio_message_desc *fast_descs[MESSAGE_COUNT];
+/* For a oneof member of the fast path, the has-bits of the other members
+ * of its oneof when all of them are scalars or strings (whose presence is
+ * their has-bit): with none of them set, the field is marked present
+ * without mark_present's walk. ONEOF_WALK: another member is a message
+ * (present when its pointer is set), so the walk decides. */
+#define ONEOF_WALK UINT64_MAX
+static uint64_t fast_oneof_others[MESSAGE_COUNT][16];
 static pthread_once_t fast_once = PTHREAD_ONCE_INIT;
 
 /* The table of `desc`, or NULL (the general path for every field). */
@@ -152,6 +159,14 @@ static void fast_build(void)
             e->field = (uint8_t)(k | (f->oneof ? FAST_ONEOF : 0));
             e->offset = (uint16_t)f->offset;
             e->sub = (uint16_t)sub;
+            uint64_t others = 0;
+            for (size_t j = 0; f->oneof && j < desc->field_count; j++) {
+                const onnxio_field_desc *g = &desc->fields[j];
+                if (j == k || g->oneof != f->oneof) continue;
+                others = g->kind == ONNXIO_KIND_MESSAGE || g->index > 63 ? ONEOF_WALK : others | (uint64_t)1 << g->index;
+                if (others == ONEOF_WALK) break;
+            }
+            fast_oneof_others[i][f->number] = others;
         }
     }
 }
@@ -596,8 +611,14 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const fast_table *
             }
             }
             /* A singular string or scalar: present. */
-            if (ONNXIO_UNLIKELY(e->field & FAST_ONEOF)) mark_present(m, &desc->fields[e->field & ~FAST_ONEOF]);
-            else m->has |= (uint64_t)1 << e->index;
+            if (ONNXIO_UNLIKELY(e->field & FAST_ONEOF)) {
+                uint64_t others = fast_oneof_others[ft - fast_tables][e - ft->by_number];
+                if (others == ONEOF_WALK || (m->has & others)) {
+                    mark_present(m, &desc->fields[e->field & ~FAST_ONEOF]);
+                    continue;
+                }
+            }
+            m->has |= (uint64_t)1 << e->index;
             continue;
         }
         uint64_t tag;
