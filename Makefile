@@ -27,7 +27,7 @@
 #                     (scripts/bootstrap.sh; `scripts/bootstrap.sh demo` is the demo's)
 #   make python-install  pip install the onnxio package (this tree) into .venv
 #   make wheel        dist/onnxio-*-manylinux_2_28_*.whl: built with zig cc for glibc 2.28
-#                     (scripts/zigcc), zlib and libdeflate compiled in, tagged and checked by
+#                     (scripts/zigcc), libdeflate compiled in, tagged and checked by
 #                     auditwheel; bootstraps its own .venv-wheel (requirements/wheel.txt)
 #   make install      build, then install headers, libraries, onnxio.pc, the CMake package and
 #                     the command under PREFIX (default /usr/local; cmake --install build --prefix)
@@ -203,8 +203,8 @@ python-install:
 	  sys.exit(0 if "site-packages" in d else "onnxio imported from %s, not site-packages" % d)'
 
 # The wheel for PyPI: the extension and the command compiled for glibc 2.28
-# (the manylinux_2_28 floor) by zig cc, with the copies of zlib and
-# libdeflate (pyproject.toml's ONNXIO_BUNDLED=ON), in a build directory of
+# (the manylinux_2_28 floor) by zig cc, with the copy of libdeflate
+# (pyproject.toml's ONNXIO_BUNDLED=ON), in a build directory of
 # its own; auditwheel then tags it manylinux_2_28 after checking that it
 # needs nothing beyond that policy, and prints what it found. Its tools
 # (requirements/wheel.txt) are in .venv-wheel, not in the tests' .venv:

@@ -256,17 +256,30 @@ static PyObject *wrap_lazy(PyOnnxioMessage *parent, const onnxio_field_desc *f)
     return (PyObject *)o;
 }
 
-PyObject *pyonnxio_message_new_of_type(PyTypeObject *tp, const onnxio_message_desc *desc)
+/* An object of class `tp` with a new arena and no struct yet. */
+static PyOnnxioMessage *alloc_root(PyTypeObject *tp)
 {
     PyOnnxioMessage *o = alloc_object(tp);
-    if (!o) return NULL;
-    o->arena = onnxio_arena_new();
-    if (o->arena) o->msg = onnxio_message_new(o->arena, desc);
-    if (!o->msg) {
+    if (o && !(o->arena = onnxio_arena_new())) {
+        Py_DECREF(o);
+        return (PyOnnxioMessage *)PyErr_NoMemory();
+    }
+    return o;
+}
+
+/* Gives `o` (NULL: an error is set) its empty `desc` struct. */
+static PyObject *make_struct(PyOnnxioMessage *o, const onnxio_message_desc *desc)
+{
+    if (o && !(o->msg = onnxio_message_new(o->arena, desc))) {
         Py_DECREF(o);
         return PyErr_NoMemory();
     }
     return (PyObject *)o;
+}
+
+PyObject *pyonnxio_message_new_of_type(PyTypeObject *tp, const onnxio_message_desc *desc)
+{
+    return make_struct(alloc_root(tp), desc);
 }
 
 PyOnnxioMessage *pyonnxio_message_new_unmade(PyTypeObject *tp, const onnxio_message_desc **desc)
@@ -274,14 +287,8 @@ PyOnnxioMessage *pyonnxio_message_new_unmade(PyTypeObject *tp, const onnxio_mess
     entry *e = entry_for_type(tp);
     if (!e) return (PyOnnxioMessage *)PyErr_Format(PyExc_TypeError, "cannot create '%.200s' instances: not a message class",
                                                    tp->tp_name);
-    PyOnnxioMessage *o = alloc_object(tp);
-    if (!o) return NULL;
-    if (!(o->arena = onnxio_arena_new())) {
-        Py_DECREF(o);
-        return (PyOnnxioMessage *)PyErr_NoMemory();
-    }
     *desc = e->desc;
-    return o;
+    return alloc_root(tp);
 }
 
 PyObject *pyonnxio_message_new_root(const onnxio_message_desc *desc)
@@ -799,9 +806,9 @@ static int init_kwargs(PyOnnxioMessage *self, PyObject *kwargs)
 
 PyObject *pyonnxio_message_tp_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs)
 {
-    entry *e = entry_for_type(tp);
-    if (!e) return PyErr_Format(PyExc_TypeError, "cannot create '%.200s' instances: not a message class", tp->tp_name);
-    return pyonnxio_message_new_of_type(tp, e->desc);
+    const onnxio_message_desc *desc = NULL;
+    PyOnnxioMessage *o = pyonnxio_message_new_unmade(tp, &desc);
+    return o ? make_struct(o, desc) : NULL;
 }
 
 int pyonnxio_message_tp_init(PyObject *self, PyObject *args, PyObject *kwargs)

@@ -158,6 +158,14 @@ static PyObject *m_MergeFrom(PyOnnxioMessage *self, PyObject *other)
  * copies dominate them); small ones are not worth a GIL round trip. */
 #define RELEASE_GIL_ABOVE (64u * 1024)
 
+/* Parses into `c`, or, with `make`, into a new `make` struct (*made). */
+static onnxio_status parse_call(onnxio_message *c, const onnxio_message_desc *make, const Py_buffer *view,
+                                onnxio_buffer *owner, const onnxio_parse_options *o, onnxio_arena *arena, void **made)
+{
+    return make ? onnxio_parse(make, view->buf, (size_t)view->len, owner, o, arena, made)
+                : onnxio_parse_into(c, view->buf, (size_t)view->len, owner, o, arena);
+}
+
 /* `make`: self has no struct yet (pyonnxio_message_new_unmade), and the
  * parse makes it, a `make` message, in the block it sizes for the tree. */
 static PyObject *parse_merge(PyOnnxioMessage *self, PyObject *data, int clear_first, const onnxio_message_desc *make)
@@ -197,12 +205,10 @@ static PyObject *parse_merge(PyOnnxioMessage *self, PyObject *data, int clear_fi
     }
     void *made = NULL;
     if (!unlocked) {
-        s = make ? onnxio_parse(make, view.buf, (size_t)view.len, owner, o, arena, &made)
-                 : onnxio_parse_into(c, view.buf, (size_t)view.len, owner, o, arena);
+        s = parse_call(c, make, &view, owner, o, arena, &made);
     } else {
         Py_BEGIN_ALLOW_THREADS
-        s = make ? onnxio_parse(make, view.buf, (size_t)view.len, owner, o, arena, &made)
-                 : onnxio_parse_into(c, view.buf, (size_t)view.len, owner, o, arena);
+        s = parse_call(c, make, &view, owner, o, arena, &made);
         Py_END_ALLOW_THREADS
     }
     if (make) self->msg = made;
