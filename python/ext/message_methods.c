@@ -167,16 +167,20 @@ static onnxio_status parse_call(onnxio_message *c, const onnxio_message_desc *ma
 }
 
 /* `make`: self has no struct yet (pyonnxio_message_new_unmade), and the
- * parse makes it, a `make` message, in the block it sizes for the tree. */
-static PyObject *parse_merge(PyOnnxioMessage *self, PyObject *data, int clear_first, const onnxio_message_desc *make)
+ * parse makes it, a `make` message, in the block it sizes for the tree.
+ * Returns the bytes read, or -1 with an exception set. */
+static Py_ssize_t parse_merge(PyOnnxioMessage *self, PyObject *data, int clear_first, const onnxio_message_desc *make)
 {
     Py_buffer view;
-    if (PyUnicode_Check(data)) return PyErr_Format(PyExc_TypeError, "expected bytes, str found");
-    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyUnicode_Check(data)) {
+        PyErr_Format(PyExc_TypeError, "expected bytes, str found");
+        return -1;
+    }
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) return -1;
     onnxio_message *c = make ? NULL : pyonnxio_message_get(self, 1);
     if (!c && !make) {
         PyBuffer_Release(&view);
-        return NULL;
+        return -1;
     }
     if (clear_first) pyonnxio_message_clear(c);
     onnxio_status s;
@@ -187,7 +191,7 @@ static PyObject *parse_merge(PyOnnxioMessage *self, PyObject *data, int clear_fi
     int unlocked = (size_t)view.len >= RELEASE_GIL_ABOVE, busy = unlocked && !make;
     if (busy && pyonnxio_busy_enter(arena) < 0) {
         PyBuffer_Release(&view);
-        return NULL;
+        return -1;
     }
     /* An immutable bytes object is borrowed, as upb does
      * (pyonnxio_borrowable); any other buffer may change after the call,
@@ -198,7 +202,7 @@ static PyObject *parse_merge(PyOnnxioMessage *self, PyObject *data, int clear_fi
         if (!(owner = pyonnxio_buffer_for_object(data))) {
             if (busy) pyonnxio_busy_leave(arena);
             PyBuffer_Release(&view);
-            return NULL;
+            return -1;
         }
         opts.no_copy = true;
         o = &opts;
@@ -216,18 +220,23 @@ static PyObject *parse_merge(PyOnnxioMessage *self, PyObject *data, int clear_fi
     if (busy) pyonnxio_busy_leave(arena);
     Py_ssize_t n = view.len;
     PyBuffer_Release(&view);
-    if (s) return pyonnxio_raise(s);
-    return PyLong_FromSsize_t(n);
+    if (s) {
+        pyonnxio_raise(s);
+        return -1;
+    }
+    return n;
 }
 
 static PyObject *m_MergeFromString(PyOnnxioMessage *self, PyObject *data)
 {
-    return parse_merge(self, data, 0, NULL);
+    Py_ssize_t n = parse_merge(self, data, 0, NULL);
+    return n < 0 ? NULL : PyLong_FromSsize_t(n);
 }
 
 static PyObject *m_ParseFromString(PyOnnxioMessage *self, PyObject *data)
 {
-    return parse_merge(self, data, 1, NULL);
+    Py_ssize_t n = parse_merge(self, data, 1, NULL);
+    return n < 0 ? NULL : PyLong_FromSsize_t(n);
 }
 
 PyObject *pyonnxio_message_from_string(PyObject *cls, PyObject *data)
@@ -241,12 +250,10 @@ PyObject *pyonnxio_message_from_string(PyObject *cls, PyObject *data)
                       ? (PyObject *)pyonnxio_message_new_unmade(tp, &make)
                       : PyObject_CallNoArgs(cls);
     if (!m) return NULL;
-    PyObject *r = parse_merge((PyOnnxioMessage *)m, data, 0, make);
-    if (!r) {
+    if (parse_merge((PyOnnxioMessage *)m, data, 0, make) < 0) {
         Py_DECREF(m);
         return NULL;
     }
-    Py_DECREF(r);
     return m;
 }
 
@@ -387,9 +394,7 @@ static PyObject *m_setstate(PyOnnxioMessage *self, PyObject *state)
 {
     PyObject *data = PyDict_Check(state) ? PyDict_GetItemString(state, "serialized") : NULL;
     if (!data) return PyErr_Format(PyExc_TypeError, "bad pickle state for %s", pyonnxio_desc_of(self)->full_name);
-    PyObject *r = parse_merge(self, data, 1, NULL);
-    if (!r) return NULL;
-    Py_DECREF(r);
+    if (parse_merge(self, data, 1, NULL) < 0) return NULL;
     Py_RETURN_NONE;
 }
 

@@ -137,14 +137,18 @@ ONNXIO_API const size_t onnxio_all_enum_count = sizeof onnxio_all_enums / sizeof
 #undef ONNXIO_FIELD
 #undef ONNXIO_END_MESSAGE
 
-/* Every message fits the 64 has-bits of its header. */
+/* Every message fits the 64 has-bits of its header, and its struct is a
+ * multiple of 8 bytes (onnxio__message_new zeroes it 8 bytes at least a
+ * store). */
 #define ONNXIO_ENUM(E, FULL)
 #define ONNXIO_ENUM_VALUE(E, V, N)
 #define ONNXIO_END_ENUM(E)
 #define ONNXIO_MESSAGE(M, FULL)
 #define ONNXIO_ONEOF(M, O)
 #define ONNXIO_FIELD(M, F, N, KIND, LABEL, ONEOF, T)
-#define ONNXIO_END_MESSAGE(M) _Static_assert(ONNXIO_FIELD_COUNT_##M <= 64, #M " has too many fields");
+#define ONNXIO_END_MESSAGE(M)                                                  \
+    _Static_assert(ONNXIO_FIELD_COUNT_##M <= 64, #M " has too many fields"); \
+    _Static_assert(sizeof(onnxio_##M) % 8 == 0, #M " is not a multiple of 8 bytes");
 #include "onnxio/schema.def"
 #undef ONNXIO_ENUM
 #undef ONNXIO_ENUM_VALUE

@@ -375,6 +375,37 @@ def test_oneof_exclusive():
     same(run)
 
 
+def test_oneof_exclusive_on_parse():
+    # Members of one oneof arriving one after another on the wire: the last
+    # one read is the one kept, whether the others are messages (TypeProto)
+    # or scalars and strings (Dimension), also when merged into a message
+    # that already has one.
+    tensor = onnx.TypeProto(tensor_type=onnx.TypeProto.Tensor(elem_type=1)).SerializeToString()
+    sequence = onnx.TypeProto(sequence_type=onnx.TypeProto.Sequence()).SerializeToString()
+    optional = onnx.TypeProto(optional_type=onnx.TypeProto.Optional()).SerializeToString()
+    value = onnx.TensorShapeProto.Dimension(dim_value=3).SerializeToString()
+    param = onnx.TensorShapeProto.Dimension(dim_param="N").SerializeToString()
+    cases = [
+        ("TypeProto", [tensor + sequence, sequence + tensor, tensor + optional + tensor, optional + sequence]),
+        ("TensorShapeProto.Dimension", [value + param, param + value, value + param + value]),
+    ]
+
+    def run(mod):
+        out = []
+        for name, inputs in cases:
+            cls = mod
+            for part in name.split("."):
+                cls = getattr(cls, part)
+            for data in inputs:
+                m = cls.FromString(data)
+                out += [m.WhichOneof("value"), m.SerializeToString()]
+                m.MergeFromString(inputs[0])
+                out += [m.WhichOneof("value"), m.SerializeToString()]
+        return out
+
+    same(run)
+
+
 def test_presence_of_defaults():
     def run(mod):
         t = mod.TensorProto()
