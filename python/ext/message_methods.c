@@ -196,7 +196,9 @@ static Py_ssize_t parse_merge(PyOnnxioMessage *self, PyObject *data, int clear_f
     /* An immutable bytes object is borrowed, as upb does
      * (pyonnxio_borrowable); any other buffer may change after the call,
      * so its payloads are copied. */
-    onnxio_parse_options opts = ONNXIO_PARSE_OPTIONS_INIT, *o = NULL;
+    /* The options are made only for a borrowed input: clearing them took
+     * a tenth of an empty parse's time. */
+    onnxio_parse_options opts, *o = NULL;
     onnxio_buffer *owner = NULL;
     if (pyonnxio_borrowable(data, 0)) {
         if (!(owner = pyonnxio_buffer_for_object(data))) {
@@ -204,6 +206,7 @@ static Py_ssize_t parse_merge(PyOnnxioMessage *self, PyObject *data, int clear_f
             PyBuffer_Release(&view);
             return -1;
         }
+        opts = (onnxio_parse_options)ONNXIO_PARSE_OPTIONS_INIT;
         opts.no_copy = true;
         o = &opts;
     }

@@ -638,45 +638,62 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const fast_table *
                 }
                 continue;
             }
-            default: { /* LEN: a string or a sub-message */
+            case FAST_STR1:
+            case FAST_STRN: {
                 uint64_t v;
                 const uint8_t *at = p, *q;
                 q = wire_read_varint(p, end, &v);
                 if (ONNXIO_UNLIKELY(!q || v > (uint64_t)(end - q))) return length_past_end(d, at, desc, &desc->fields[e->field & ~FAST_ONEOF]);
                 size_t len = (size_t)v;
                 p = q + len;
-                if (e->op == FAST_STR1 || e->op == FAST_STRN) {
-                    /* Allocated before the slot is taken, so that a failure
-                     * leaves no half-made element behind. */
-                    const char *str = onnxio__arena_strndup(d->arena, q, len);
-                    if (!str) return no_memory(d);
-                    onnxio_string *dst = member;
-                    if (e->op == FAST_STRN && !(dst = array_push(d->arena, member, sizeof *dst, tag_at, at, end)))
-                        return no_memory(d);
+                /* Allocated before the slot is taken, so that a failure
+                 * leaves no half-made element behind. */
+                const char *str = onnxio__arena_strndup(d->arena, q, len);
+                if (!str) return no_memory(d);
+                onnxio_string *dst = member;
+                if (e->op == FAST_STR1) {
                     dst->data = str;
                     dst->size = len;
-                    if (e->op == FAST_STRN) continue;
                     break;
                 }
+                if (!(dst = array_push(d->arena, member, sizeof *dst, tag_at, at, end))) return no_memory(d);
+                dst->data = str;
+                dst->size = len;
+                continue;
+            }
+            case FAST_MSGN: {
+                uint64_t v;
+                const uint8_t *at = p, *q;
+                q = wire_read_varint(p, end, &v);
+                if (ONNXIO_UNLIKELY(!q || v > (uint64_t)(end - q))) return length_past_end(d, at, desc, &desc->fields[e->field & ~FAST_ONEOF]);
+                p = q + (size_t)v;
                 if (depth + 1 > d->cfg->max_depth) return too_deep(d, tag_at, desc, &desc->fields[e->field & ~FAST_ONEOF]);
-                if (e->op == FAST_MSGN) {
-                    onnxio_message **slot;
-                    if (!(sub = onnxio__message_new(d->arena, fast_descs[e->sub])) ||
-                        !(slot = array_push(d->arena, member, sizeof *slot, tag_at, at, end)))
-                        return no_memory(d);
-                    *slot = sub;
-                } else {
-                    onnxio_message **slot = member;
-                    if (!*slot) {
-                        /* mark_present clears the other oneof members */
-                        if (ONNXIO_UNLIKELY(e->field & FAST_ONEOF) && fast_oneof_taken(m, ft, e))
-                            mark_present(m, &desc->fields[e->field & ~FAST_ONEOF]);
-                        else
-                            m->has |= (uint64_t)1 << e->index;
-                        if (!(*slot = onnxio__message_new(d->arena, fast_descs[e->sub]))) return no_memory(d);
-                    }
-                    sub = *slot;
+                onnxio_message **slot;
+                if (!(sub = onnxio__message_new(d->arena, fast_descs[e->sub])) ||
+                    !(slot = array_push(d->arena, member, sizeof *slot, tag_at, at, end)))
+                    return no_memory(d);
+                *slot = sub;
+                sub_ft = &fast_tables[e->sub];
+                sub_at = q;
+                goto enter;
+            }
+            default: { /* FAST_MSG1 */
+                uint64_t v;
+                const uint8_t *at = p, *q;
+                q = wire_read_varint(p, end, &v);
+                if (ONNXIO_UNLIKELY(!q || v > (uint64_t)(end - q))) return length_past_end(d, at, desc, &desc->fields[e->field & ~FAST_ONEOF]);
+                p = q + (size_t)v;
+                if (depth + 1 > d->cfg->max_depth) return too_deep(d, tag_at, desc, &desc->fields[e->field & ~FAST_ONEOF]);
+                onnxio_message **slot = member;
+                if (!*slot) {
+                    /* mark_present clears the other oneof members */
+                    if (ONNXIO_UNLIKELY(e->field & FAST_ONEOF) && fast_oneof_taken(m, ft, e))
+                        mark_present(m, &desc->fields[e->field & ~FAST_ONEOF]);
+                    else
+                        m->has |= (uint64_t)1 << e->index;
+                    if (!(*slot = onnxio__message_new(d->arena, fast_descs[e->sub]))) return no_memory(d);
                 }
+                sub = *slot;
                 sub_ft = &fast_tables[e->sub];
                 sub_at = q;
                 goto enter;
