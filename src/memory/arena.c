@@ -31,6 +31,7 @@
 typedef struct block {
     struct block *next;
     size_t size; /* usable bytes after the header */
+    size_t used; /* of them, the first `used` may not be zero (the rest are) */
 } block;
 
 /* In the arena's own blocks: 8 spans first, twice as many in each next
@@ -171,15 +172,30 @@ static block *spare_take(size_t size)
     return NULL;
 }
 
-/* Keeps `b` as a spare if a slot of its size is free; frees it otherwise.
- * Returns the bytes freed. */
+/* The head block `b` is used up to `cur`. */
+static void note_used(block *b, const char *cur)
+{
+    size_t used = (size_t)(cur - ((char *)b + BLOCK_HEADER));
+    if (used > b->used) b->used = used;
+}
+
+/* Keeps `b` as a spare if a slot of its size is free, its bytes zeroed
+ * (the next arena's message structs then need no clearing: one memset of
+ * what a tree used costs less than clearing each struct as it is made);
+ * frees it otherwise. Returns the bytes freed. */
 static size_t spare_put(block *b)
 {
     int c = spare_class(b->size);
+    bool zeroed = false;
     for (int i = 0; i < SPARE_SLOTS; i++) {
         block *expected = NULL;
-        if (!atomic_load_explicit(&spare[c][i], memory_order_relaxed) &&
-            atomic_compare_exchange_strong(&spare[c][i], &expected, b)) {
+        if (atomic_load_explicit(&spare[c][i], memory_order_relaxed)) continue;
+        if (!zeroed) {
+            memset((char *)b + BLOCK_HEADER, 0, b->used);
+            b->used = 0;
+            zeroed = true;
+        }
+        if (atomic_compare_exchange_strong(&spare[c][i], &expected, b)) {
             onnxio__alloc_kept(1);
             return 0;
         }
@@ -198,6 +214,7 @@ ONNXIO_API void onnxio_arena_unref(onnxio_arena *a)
     for (span_chunk *c = a->spans; c; c = c->next)
         for (size_t i = 0; i < c->count; i++) onnxio_span_clear(c->spans[i]);
     block *b = a->head, *next;
+    if (b) note_used(b, a->bump.cur);
     if (a->caches && a->total > SMALL_ARENA) {
         pthread_mutex_lock(&block_cache_lock);
         for (; b && block_cache_bytes < BLOCK_CACHE_MAX; b = next) {
@@ -236,23 +253,29 @@ void *onnxio__arena_grow(onnxio_arena *a, size_t size)
         return NULL;
     }
     block *nb = want == ARENA_MAX_BLOCK ? block_cache_take() : want < ARENA_MAX_BLOCK ? spare_take(want) : NULL;
+    /* A spare's bytes are zero (spare_put); others' are not known. */
+    bool zero = nb && want < ARENA_MAX_BLOCK;
     if (nb && want == ARENA_MAX_BLOCK) a->caches = true;
     else if (!nb && !(nb = onnxio__malloc(BLOCK_HEADER + want))) return NULL;
     nb->size = want;
+    nb->used = zero ? 0 : want;
     a->total += BLOCK_HEADER + want;
     char *p = (char *)nb + BLOCK_HEADER;
     /* Big allocations get their own block behind the head, so that the
      * head's free space is not wasted. */
     if (size > a->next_block / 2 && a->head) {
+        nb->used = want;
         nb->next = a->head->next;
         a->head->next = nb;
         return p;
     }
+    if (a->head) note_used(a->head, a->bump.cur);
     nb->next = a->head;
     a->head = nb;
     if (a->next_block < ARENA_MAX_BLOCK) a->next_block = a->next_block * 2 < ARENA_MAX_BLOCK ? a->next_block * 2 : ARENA_MAX_BLOCK;
     a->bump.cur = p + size;
     a->bump.end = p + want;
+    a->bump.zero = zero;
     return p;
 }
 

@@ -11,6 +11,7 @@ onnxio_status onnxio__arena_track_span(onnxio_arena *arena, onnxio_span *span);
  * it, so that the allocations of a parse are a compare and an add, inline. */
 typedef struct onnxio__bump {
     char *cur, *end;
+    bool zero; /* cur..end holds only zero bytes (a spare block, arena.c) */
 } onnxio__bump;
 /* arena.c: a new block for what does not fit (NULL when out of memory or
  * past the arena's limit). */
@@ -80,15 +81,23 @@ static inline void *onnxio__arena_zalloc(onnxio_arena *arena, size_t size)
  * arena. NULL when out of memory. */
 static inline void *onnxio__message_new(onnxio_arena *arena, const onnxio_message_desc *desc)
 {
-    onnxio_message *m = onnxio__arena_bump(arena, desc->size);
-    if (!m) return NULL;
-    /* Zeroed inline, 32 bytes a store pair: structs are 64-344 bytes,
-     * where a call to memset cost 9% of a loop of small parses. Their size
-     * is a multiple of 8 (they hold pointers). */
-    char *z = (char *)m, *end = z + desc->size;
-    for (; z + 32 <= end; z += 32) memset(z, 0, 32);
-    if (z + 16 <= end) memset(z, 0, 16), z += 16;
-    if (z < end) memset(z, 0, 8);
+    onnxio__bump *b = (onnxio__bump *)(void *)arena;
+    uintptr_t at = ((uintptr_t)b->cur + 15) & ~(uintptr_t)15;
+    onnxio_message *m;
+    if (ONNXIO_LIKELY(b->zero && at <= (uintptr_t)b->end && desc->size <= (uintptr_t)b->end - at)) {
+        /* a block zeroed when it was freed: already clear */
+        b->cur = (char *)(at + desc->size);
+        m = (onnxio_message *)at;
+    } else {
+        if (!(m = onnxio__arena_bump(arena, desc->size))) return NULL;
+        /* Zeroed inline, 32 bytes a store pair: structs are 64-344 bytes,
+         * where a call to memset cost 9% of a loop of small parses. Their
+         * size is a multiple of 8 (they hold pointers). */
+        char *z = (char *)m, *end = z + desc->size;
+        for (; z + 32 <= end; z += 32) memset(z, 0, 32);
+        if (z + 16 <= end) memset(z, 0, 16), z += 16;
+        if (z < end) memset(z, 0, 8);
+    }
     m->desc = desc;
     if (desc == &onnxio_desc_TensorProto && onnxio__arena_track_span(arena, &((onnxio_TensorProto *)m)->raw_data))
         return NULL;
