@@ -176,7 +176,15 @@ static Py_ssize_t parse_merge(PyOnnxioMessage *self, PyObject *data, int clear_f
         PyErr_Format(PyExc_TypeError, "expected bytes, str found");
         return -1;
     }
-    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) return -1;
+    if (PyBytes_CheckExact(data)) {
+        /* its bytes, without the buffer protocol's round trip (the caller
+         * holds `data`; PyBuffer_Release of a view without obj does nothing) */
+        view.buf = PyBytes_AS_STRING(data);
+        view.len = PyBytes_GET_SIZE(data);
+        view.obj = NULL;
+    } else if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
+        return -1;
+    }
     onnxio_message *c = make ? NULL : pyonnxio_message_get(self, 1);
     if (!c && !make) {
         PyBuffer_Release(&view);

@@ -168,9 +168,11 @@ onnxio_status onnxio__archive_save_config(const onnxio_serialize_options *opts, 
 
 uint64_t onnxio__budget_left(const onnxio__budget *b)
 {
-    uint64_t cap = b->ratio && b->input > (UINT64_MAX - ONNXIO_EXPANSION_ALLOWANCE) / b->ratio
-                       ? UINT64_MAX
-                       : b->ratio * b->input + ONNXIO_EXPANSION_ALLOWANCE;
+    /* An overflow check, not a division: the division was 2% of an empty
+     * parse from Python. */
+    uint64_t cap;
+    if (__builtin_mul_overflow(b->ratio, b->input, &cap) || __builtin_add_overflow(cap, ONNXIO_EXPANSION_ALLOWANCE, &cap))
+        cap = UINT64_MAX;
     return cap > b->used ? cap - b->used : 0;
 }
 
