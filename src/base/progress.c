@@ -12,20 +12,22 @@
 static _Thread_local onnxio__progress *current;
 
 /* The operations running with a progress callback or a cancel poll, in
- * all threads. While there are none, every thread's current progress and
- * cancel poll are NULL, so an operation without either reads and writes
- * no thread-local variable (in a shared library each access is a call of
- * __tls_get_addr: about 8 of them made a third of an empty parse's time
- * in C): its enter and leave change nothing and the _now functions give
- * NULL. A thread that counts an operation of its own sees its count. */
-static atomic_size_t watched;
+ * all threads (base.h). While there are none, every thread's current
+ * progress and cancel poll are NULL, so an operation without either
+ * reads and writes no thread-local variable (in a shared library each
+ * access is a call of __tls_get_addr: about 8 of them made a third of an
+ * empty parse's time in C): its enter and leave change nothing and the
+ * _now functions give NULL. A thread that counts an operation of its own
+ * sees its count. */
+atomic_size_t onnxio__watched;
+#define watched onnxio__watched
 /* *saved of an enter that changed nothing. */
 static onnxio__progress untouched_progress;
 static onnxio__cancel untouched_cancel;
 
 static bool unwatched(void) { return atomic_load_explicit(&watched, memory_order_relaxed) == 0; }
 
-onnxio__progress *onnxio__progress_now(void) { return unwatched() ? NULL : current; }
+onnxio__progress *onnxio__progress_current(void) { return current; }
 
 void onnxio__progress_enter(onnxio__progress *p, onnxio_progress_fn fn, void *user, onnxio__progress **saved)
 {
@@ -93,7 +95,7 @@ onnxio_status onnxio__progress_report(onnxio__progress *p, bool last)
  * the calling thread in the pool (pool.c), read by its workers. */
 static _Thread_local onnxio__cancel *current_cancel;
 
-onnxio__cancel *onnxio__cancel_now(void) { return unwatched() ? NULL : current_cancel; }
+onnxio__cancel *onnxio__cancel_current(void) { return current_cancel; }
 
 void onnxio__cancel_enter(onnxio__cancel *c, onnxio_cancel_fn fn, void *user, onnxio__cancel **saved)
 {
