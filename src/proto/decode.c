@@ -683,6 +683,20 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const fast_table *
                     return no_memory(d);
                 *slot = sub;
                 sub_ft = &fast_tables[e->sub];
+                /* A new sub-message that is one varint field of the fast
+                 * path (a Dimension's dim_value) is filled here, without
+                 * entering it; anything else, errors included, is parsed
+                 * as usual. */
+                const fast_entry *se;
+                if (*q < 0x80 && (se = &sub_ft->by_number[*q >> 3])->tag == *q && (se->op == FAST_I64 || se->op == FAST_I32)) {
+                    const uint8_t *r = wire_read_varint(q + 1, p, &v);
+                    if (r == p) {
+                        store_width((char *)sub + se->offset, v, se->op == FAST_I32 ? 4 : 8);
+                        sub->has = (uint64_t)1 << se->index;
+                        sub->cached_size = (uint64_t)(p - q);
+                        continue;
+                    }
+                }
                 sub_at = q;
                 goto enter;
             }
