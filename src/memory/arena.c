@@ -110,6 +110,7 @@ static void note_freed(size_t n)
  * its tree in anew (the 200,000-node graph with attributes: 40,000 page
  * faults and 95 ms a parse in a loop). */
 #define BLOCK_CACHE_MAX ((size_t)64 << 20)
+#define ZERO_CACHED_MAX ((size_t)4 << 20)
 static pthread_mutex_t block_cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static block *block_cache;
 static size_t block_cache_bytes;
@@ -216,6 +217,15 @@ ONNXIO_API void onnxio_arena_unref(onnxio_arena *a)
     block *b = a->head, *next;
     if (b) note_used(b, a->bump.cur);
     if (a->caches && a->total > SMALL_ARENA) {
+        /* The blocks of a tree of up to ZERO_CACHED_MAX are cleared for
+         * the next one, as spares are (a parse of a few KiB fills one
+         * 64 KiB block); a bigger tree's are not: clearing them would
+         * take a large part of the time its free takes. */
+        for (block *z = a->total <= ZERO_CACHED_MAX ? b : NULL; z; z = z->next)
+            if (z->size == ARENA_MAX_BLOCK) {
+                memset((char *)z + BLOCK_HEADER, 0, z->used);
+                z->used = 0;
+            }
         pthread_mutex_lock(&block_cache_lock);
         for (; b && block_cache_bytes < BLOCK_CACHE_MAX; b = next) {
             next = b->next;
@@ -253,8 +263,9 @@ void *onnxio__arena_grow(onnxio_arena *a, size_t size)
         return NULL;
     }
     block *nb = want == ARENA_MAX_BLOCK ? block_cache_take() : want < ARENA_MAX_BLOCK ? spare_take(want) : NULL;
-    /* A spare's bytes are zero (spare_put); others' are not known. */
-    bool zero = nb && want < ARENA_MAX_BLOCK;
+    /* A spare's bytes are zero (spare_put), and a cached block's that
+     * were cleared; others' are not known. */
+    bool zero = nb && nb->used == 0;
     if (nb && want == ARENA_MAX_BLOCK) a->caches = true;
     else if (!nb && !(nb = onnxio__malloc(BLOCK_HEADER + want))) return NULL;
     nb->size = want;
