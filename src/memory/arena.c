@@ -1,8 +1,11 @@
 /* Arena allocation for message trees (docs/design.md "Memory model"): a bump
  * allocator over large blocks, freed all at once. Only what must start
- * zeroed (message structs) is zeroed, when it is handed out: strings and
- * arrays are written whole by their callers, so a parse does not clear
- * their bytes first. The arena also
+ * zeroed (message structs) is zeroed: strings and arrays are written whole
+ * by their callers, so a parse does not clear their bytes first. A block
+ * kept for the next arena is cleared when it is put back, as far as it was
+ * used (block.used), so that structs made from it need no clearing
+ * (onnxio__bump.zero); structs from other blocks are cleared as handed
+ * out. The arena also
  * remembers every payload span made in it, so that freeing the arena drops
  * the payload references those spans still hold. */
 #include <pthread.h>
