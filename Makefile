@@ -61,7 +61,9 @@ DEMO_PYTHON := .venv-demo/bin/python
 # CMake's own make must not inherit this make's flags and level (it would
 # print every directory it enters and fight over the job server).
 CMAKE_BUILD = env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL $(CMAKE) --build
-BENCH_LIBS ?= -ldeflate -lm -pthread
+# zlib: tests/c/testutil.c, which the bench harness shares with the C tests,
+# deflates .onnxz entries with it as the tests' reference.
+BENCH_LIBS ?= -ldeflate -lz -lm -pthread
 
 # Sanitizer settings for the ctest run in build-asan/.
 ASAN_TEST_OPTIONS ?= detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1
