@@ -210,6 +210,54 @@ static void test_new_clear_presence(void)
     tu_end();
 }
 
+/* Arena blocks kept for the next tree (spares, cached blocks) are cleared
+ * when a tree is freed, and structs made from them are not cleared again:
+ * every struct made after a parse, in arenas whose blocks held dense
+ * non-zero strings before, must be all zero bytes past its desc. */
+static void test_new_after_reuse(void)
+{
+    tu_begin("new structs are zero in blocks that held a freed tree");
+    /* Heap memory that malloc hands out again holds non-zero bytes. */
+    for (size_t n = 4096; n <= ((size_t)4 << 20); n *= 4) {
+        void *dirty = malloc(n);
+        if (!CHECK(dirty != NULL)) return;
+        memset(dirty, 0xab, n);
+        free(dirty);
+    }
+    static const uint8_t zero[512];
+    /* NodeProto inputs of 60 'x': 62 bytes each. Trees from a few hundred
+     * bytes (spare blocks) to several MiB (cached blocks, and a tree too
+     * big for its blocks to be cleared). */
+    const size_t counts[] = {1, 3, 20, 50, 400, 3000, 60000};
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+        size_t n = counts[c] * 62;
+        uint8_t *data = malloc(n);
+        if (!CHECK(data != NULL)) return;
+        for (size_t i = 0; i < counts[c]; i++) {
+            data[i * 62] = 0x0a;
+            data[i * 62 + 1] = 60;
+            memset(data + i * 62 + 2, 'x', 60);
+        }
+        for (int round = 0; round < 3; round++) {
+            onnxio_arena *a = onnxio_arena_new();
+            void *node = NULL;
+            onnxio_status st = onnxio_parse(&onnxio_desc_NodeProto, data, n, NULL, NULL, a, &node);
+            CHECK_MSG(st == ONNXIO_OK, "%zu inputs: %s", counts[c], onnxio_last_error());
+            CHECK_MSG(node && ((onnxio_NodeProto *)node)->input.size == counts[c], "%zu inputs parsed", counts[c]);
+            for (size_t i = 0; i < onnxio_all_message_count; i++) {
+                const onnxio_message_desc *d = onnxio_all_messages[i];
+                onnxio_message *m = onnxio_message_new(a, d);
+                if (!CHECK(m != NULL) || !CHECK(d->size <= sizeof zero + sizeof m->desc)) continue;
+                CHECK_MSG(memcmp((char *)m + sizeof m->desc, zero, d->size - sizeof m->desc) == 0,
+                          "%zu inputs, round %d: a new %s after the parse is not all zero", counts[c], round, d->name);
+            }
+            onnxio_arena_unref(a);
+        }
+        free(data);
+    }
+    tu_end();
+}
+
 /* ---- exact bytes of hand-built messages --------------------------------------------- */
 
 static void test_exact_bytes(void)
@@ -1250,6 +1298,7 @@ int main(int argc, char **argv)
     test_visit();
     test_descriptors();
     test_new_clear_presence();
+    test_new_after_reuse();
     test_exact_bytes();
     test_every_field();
     test_oneof();
