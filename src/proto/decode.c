@@ -547,6 +547,19 @@ static onnxio_status parse_field(dec *d, onnxio_message *m, const onnxio_field_d
     return d->cfg->payload(d->cfg->payload_ctx, (onnxio_TensorProto *)m, &src);
 }
 
+/* The length of a LEN value at *pp, which must fit before `end`: its
+ * bytes start at the pointer returned and *pp is moved past them. NULL
+ * for a bad varint or a length past the end (*pp unchanged). */
+static inline const uint8_t *len_value(const uint8_t **pp, const uint8_t *end, size_t *len)
+{
+    uint64_t v;
+    const uint8_t *q = wire_read_varint(*pp, end, &v);
+    if (!q || v > (uint64_t)(end - q)) return NULL;
+    *len = (size_t)v;
+    *pp = q + *len;
+    return q;
+}
+
 /* A field's length runs past the end of its message or of the input. */
 static onnxio_status length_past_end(dec *d, const uint8_t *at, const onnxio_message_desc *desc,
                                      const onnxio_field_desc *f)
@@ -649,12 +662,10 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const fast_table *
             }
             case FAST_STR1:
             case FAST_STRN: {
-                uint64_t v;
                 const uint8_t *at = p, *q;
-                q = wire_read_varint(p, end, &v);
-                if (ONNXIO_UNLIKELY(!q || v > (uint64_t)(end - q))) return length_past_end(d, at, desc, &desc->fields[e->field & ~FAST_ONEOF]);
-                size_t len = (size_t)v;
-                p = q + len;
+                size_t len;
+                if (ONNXIO_UNLIKELY(!(q = len_value(&p, end, &len))))
+                    return length_past_end(d, at, desc, &desc->fields[e->field & ~FAST_ONEOF]);
                 /* Allocated before the slot is taken, so that a failure
                  * leaves no half-made element behind. */
                 const char *str = onnxio__arena_strndup(d->arena, q, len);
@@ -671,11 +682,10 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const fast_table *
                 continue;
             }
             case FAST_MSGN: {
-                uint64_t v;
                 const uint8_t *at = p, *q;
-                q = wire_read_varint(p, end, &v);
-                if (ONNXIO_UNLIKELY(!q || v > (uint64_t)(end - q))) return length_past_end(d, at, desc, &desc->fields[e->field & ~FAST_ONEOF]);
-                p = q + (size_t)v;
+                size_t len;
+                if (ONNXIO_UNLIKELY(!(q = len_value(&p, end, &len))))
+                    return length_past_end(d, at, desc, &desc->fields[e->field & ~FAST_ONEOF]);
                 if (depth + 1 > d->cfg->max_depth) return too_deep(d, tag_at, desc, &desc->fields[e->field & ~FAST_ONEOF]);
                 onnxio_message **slot;
                 if (!(sub = onnxio__message_new(d->arena, fast_descs[e->sub])) ||
@@ -689,6 +699,7 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const fast_table *
                  * as usual. */
                 const fast_entry *se;
                 if (*q < 0x80 && (se = &sub_ft->by_number[*q >> 3])->tag == *q && (se->op == FAST_I64 || se->op == FAST_I32)) {
+                    uint64_t v;
                     const uint8_t *r = wire_read_varint(q + 1, p, &v);
                     if (r == p) {
                         store_width((char *)sub + se->offset, v, se->op == FAST_I32 ? 4 : 8);
@@ -701,11 +712,10 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const fast_table *
                 goto enter;
             }
             default: { /* FAST_MSG1 */
-                uint64_t v;
                 const uint8_t *at = p, *q;
-                q = wire_read_varint(p, end, &v);
-                if (ONNXIO_UNLIKELY(!q || v > (uint64_t)(end - q))) return length_past_end(d, at, desc, &desc->fields[e->field & ~FAST_ONEOF]);
-                p = q + (size_t)v;
+                size_t len;
+                if (ONNXIO_UNLIKELY(!(q = len_value(&p, end, &len))))
+                    return length_past_end(d, at, desc, &desc->fields[e->field & ~FAST_ONEOF]);
                 if (depth + 1 > d->cfg->max_depth) return too_deep(d, tag_at, desc, &desc->fields[e->field & ~FAST_ONEOF]);
                 onnxio_message **slot = member;
                 if (!*slot) {
