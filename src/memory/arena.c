@@ -2,10 +2,10 @@
  * allocator over large blocks, freed all at once. Only what must start
  * zeroed (message structs) is zeroed: strings and arrays are written whole
  * by their callers, so a parse does not clear their bytes first. A block
- * kept for the next arena is cleared when it is put back, as far as it was
- * used (block.used), so that structs made from it need no clearing
- * (onnxio__bump.zero); structs from other blocks are cleared as handed
- * out. The arena also
+ * kept for the next arena is cleared when it is put back (the head block
+ * as far as it was used, when it started clean), so that structs made
+ * from it need no clearing (onnxio__bump.zero); structs from other blocks
+ * are cleared as handed out. The arena also
  * remembers every payload span made in it, so that freeing the arena drops
  * the payload references those spans still hold. */
 #include <pthread.h>
@@ -34,7 +34,6 @@
 typedef struct block {
     struct block *next;
     size_t size; /* usable bytes after the header */
-    size_t used; /* of them, the first `used` may not be zero (the rest are) */
 } block;
 
 /* In the arena's own blocks: 8 spans first, twice as many in each next
@@ -47,16 +46,16 @@ typedef struct span_chunk {
 } span_chunk;
 
 struct onnxio_arena {
-    onnxio__bump bump; /* first: the free part of the head block (memory/memory.h) */
+    /* First: the free part of the head block (memory/memory.h), and in the
+     * rest of its last word, limit_hit (an allocation failed because of
+     * `limit`) and caches (filled by a parse, onnxio__arena_expect, or with
+     * a cached block: its blocks go back to the cache). */
+    onnxio__bump bump;
     atomic_size_t refs;
     block *head;
     size_t next_block;
     size_t total;
-    size_t limit;   /* 0, or the most `total` may reach (a load's expansion budget) */
-    bool limit_hit; /* an allocation failed because of `limit` */
-    /* Filled by a parse (onnxio__arena_expect) or with a cached block: its
-     * blocks go back to the cache. */
-    bool caches;
+    size_t limit; /* 0, or the most `total` may reach (a load's expansion budget) */
     span_chunk *spans;
 };
 
@@ -115,19 +114,23 @@ static void note_freed(size_t n)
 #define BLOCK_CACHE_MAX ((size_t)64 << 20)
 #define ZERO_CACHED_MAX ((size_t)4 << 20)
 static pthread_mutex_t block_cache_lock = PTHREAD_MUTEX_INITIALIZER;
-static block *block_cache;
+static block *block_cache[2]; /* [1]: cleared blocks, [0]: the others */
 static size_t block_cache_bytes;
 
-static block *block_cache_take(void)
+/* A cached block, a cleared one first (*clean then says so); NULL when
+ * none is cached. */
+static block *block_cache_take(bool *clean)
 {
     pthread_mutex_lock(&block_cache_lock);
-    block *b = block_cache;
+    int k = block_cache[1] ? 1 : 0;
+    block *b = block_cache[k];
     if (b) {
-        block_cache = b->next;
+        block_cache[k] = b->next;
         block_cache_bytes -= ARENA_MAX_BLOCK;
         onnxio__alloc_kept(-1);
     }
     pthread_mutex_unlock(&block_cache_lock);
+    *clean = k == 1;
     return b;
 }
 
@@ -176,18 +179,19 @@ static block *spare_take(size_t size)
     return NULL;
 }
 
-/* The head block `b` is used up to `cur`. */
-static void note_used(block *b, const char *cur)
+/* How many of the bytes of `a`'s block `b` may not be zero: as far as the
+ * head block was used when it started clean, all of any other block. */
+static size_t dirty_bytes(const onnxio_arena *a, const block *b)
 {
-    size_t used = (size_t)(cur - ((char *)b + BLOCK_HEADER));
-    if (used > b->used) b->used = used;
+    return b == a->head && a->bump.zero ? (size_t)(a->bump.cur - ((const char *)b + BLOCK_HEADER)) : b->size;
 }
 
-/* Keeps `b` as a spare if a slot of its size is free, its bytes zeroed
- * (the next arena's message structs then need no clearing: one memset of
- * what a tree used costs less than clearing each struct as it is made);
- * frees it otherwise. Returns the bytes freed. */
-static size_t spare_put(block *b)
+/* Keeps `b` (its first `dirty` bytes not known to be zero) as a spare if a
+ * slot of its size is free, cleared (the next arena's message structs
+ * then need no clearing: one memset of what a tree used costs less than
+ * clearing each struct as it is made); frees it otherwise. Returns the
+ * bytes freed. */
+static size_t spare_put(block *b, size_t dirty)
 {
     int c = spare_class(b->size);
     bool zeroed = false;
@@ -195,8 +199,7 @@ static size_t spare_put(block *b)
         block *expected = NULL;
         if (atomic_load_explicit(&spare[c][i], memory_order_relaxed)) continue;
         if (!zeroed) {
-            memset((char *)b + BLOCK_HEADER, 0, b->used);
-            b->used = 0;
+            memset((char *)b + BLOCK_HEADER, 0, dirty);
             zeroed = true;
         }
         if (atomic_compare_exchange_strong(&spare[c][i], &expected, b)) {
@@ -218,17 +221,14 @@ ONNXIO_API void onnxio_arena_unref(onnxio_arena *a)
     for (span_chunk *c = a->spans; c; c = c->next)
         for (size_t i = 0; i < c->count; i++) onnxio_span_clear(c->spans[i]);
     block *b = a->head, *next;
-    if (b) note_used(b, a->bump.cur);
-    if (a->caches && a->total > SMALL_ARENA) {
+    if (a->bump.caches && a->total > SMALL_ARENA) {
         /* The blocks of a tree of up to ZERO_CACHED_MAX are cleared for
          * the next one, as spares are (a parse of a few KiB fills one
          * 64 KiB block); a bigger tree's are not: clearing them would
          * take a large part of the time its free takes. */
-        for (block *z = a->total <= ZERO_CACHED_MAX ? b : NULL; z; z = z->next)
-            if (z->size == ARENA_MAX_BLOCK) {
-                memset((char *)z + BLOCK_HEADER, 0, z->used);
-                z->used = 0;
-            }
+        int clean = a->total <= ZERO_CACHED_MAX;
+        for (block *z = clean ? b : NULL; z; z = z->next)
+            if (z->size == ARENA_MAX_BLOCK) memset((char *)z + BLOCK_HEADER, 0, dirty_bytes(a, z));
         pthread_mutex_lock(&block_cache_lock);
         for (; b && block_cache_bytes < BLOCK_CACHE_MAX; b = next) {
             next = b->next;
@@ -236,8 +236,8 @@ ONNXIO_API void onnxio_arena_unref(onnxio_arena *a)
                 onnxio__free(b);
                 continue;
             }
-            b->next = block_cache;
-            block_cache = b;
+            b->next = block_cache[clean];
+            block_cache[clean] = b;
             block_cache_bytes += ARENA_MAX_BLOCK;
             onnxio__alloc_kept(1);
         }
@@ -246,7 +246,7 @@ ONNXIO_API void onnxio_arena_unref(onnxio_arena *a)
     size_t freed = 0;
     for (; b; b = next) {
         next = b->next;
-        if (b->size < ARENA_MAX_BLOCK) freed += spare_put(b);
+        if (b->size < ARENA_MAX_BLOCK) freed += spare_put(b, dirty_bytes(a, b));
         else onnxio__free(b);
     }
     if (a->total <= SMALL_ARENA && freed) note_freed(freed);
@@ -262,28 +262,26 @@ void *onnxio__arena_grow(onnxio_arena *a, size_t size)
     if (size > ((size_t)-1) / 2) return NULL;
     size_t want = block_size_for(a->next_block < size ? size : a->next_block);
     if (a->limit && (a->total > a->limit || BLOCK_HEADER + want > a->limit - a->total)) {
-        a->limit_hit = true;
+        a->bump.limit_hit = true;
         return NULL;
     }
-    block *nb = want == ARENA_MAX_BLOCK ? block_cache_take() : want < ARENA_MAX_BLOCK ? spare_take(want) : NULL;
     /* A spare's bytes are zero (spare_put), and a cached block's that
-     * were cleared; others' are not known. */
-    bool zero = nb && nb->used == 0;
-    if (nb && want == ARENA_MAX_BLOCK) a->caches = true;
+     * was cleared; others' are not known. */
+    bool zero = false;
+    block *nb = want == ARENA_MAX_BLOCK ? block_cache_take(&zero) : want < ARENA_MAX_BLOCK ? spare_take(want) : NULL;
+    if (nb && want < ARENA_MAX_BLOCK) zero = true;
+    if (nb && want == ARENA_MAX_BLOCK) a->bump.caches = true;
     else if (!nb && !(nb = onnxio__malloc(BLOCK_HEADER + want))) return NULL;
     nb->size = want;
-    nb->used = zero ? 0 : want;
     a->total += BLOCK_HEADER + want;
     char *p = (char *)nb + BLOCK_HEADER;
     /* Big allocations get their own block behind the head, so that the
      * head's free space is not wasted. */
     if (size > a->next_block / 2 && a->head) {
-        nb->used = want;
         nb->next = a->head->next;
         a->head->next = nb;
         return p;
     }
-    if (a->head) note_used(a->head, a->bump.cur);
     nb->next = a->head;
     a->head = nb;
     if (a->next_block < ARENA_MAX_BLOCK) a->next_block = a->next_block * 2 < ARENA_MAX_BLOCK ? a->next_block * 2 : ARENA_MAX_BLOCK;
@@ -303,7 +301,7 @@ ONNXIO_API size_t onnxio_arena_used(const onnxio_arena *a) { return a ? a->total
 void onnxio__arena_limit(onnxio_arena *a, size_t limit)
 {
     a->limit = limit;
-    a->limit_hit = false;
+    a->bump.limit_hit = false;
 }
 
 /* Message structs are large next to their wire bytes: 32 bytes of arena
@@ -315,11 +313,11 @@ void onnxio__arena_expect(onnxio_arena *a, size_t input)
 {
     size_t want = input > ARENA_MAX_BLOCK / ARENA_PER_INPUT_BYTE ? ARENA_MAX_BLOCK : input * ARENA_PER_INPUT_BYTE;
     size_t free_now = (size_t)(a->bump.end - a->bump.cur);
-    a->caches = true;
+    a->bump.caches = true;
     if (free_now < want && a->next_block < want) a->next_block = want;
 }
 
-bool onnxio__arena_limit_hit(const onnxio_arena *a) { return a->limit_hit; }
+bool onnxio__arena_limit_hit(const onnxio_arena *a) { return a->bump.limit_hit; }
 
 onnxio_status onnxio__arena_track_span(onnxio_arena *a, onnxio_span *span)
 {

@@ -12,6 +12,7 @@ onnxio_status onnxio__arena_track_span(onnxio_arena *arena, onnxio_span *span);
 typedef struct onnxio__bump {
     char *cur, *end;
     bool zero; /* cur..end holds only zero bytes (a spare block, arena.c) */
+    bool limit_hit, caches; /* arena.c's (struct onnxio_arena) */
 } onnxio__bump;
 /* arena.c: a new block for what does not fit (NULL when out of memory or
  * past the arena's limit). */
