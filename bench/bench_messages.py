@@ -22,6 +22,10 @@ ratio is the sum of onnxio's per-file times over the sum of onnx's; the
 worst file is the largest per-file ratio among files onnxio parses in at
 least 5 us (below that the timer's own cost dominates).
 
+Then the fixed cost of a call: ModelProto.FromString of one 1,058-byte
+model of libonnx-testdata in a loop (each result dropped in the loop),
+best of 7 x 200,000 calls, in 3 processes a package, alternating.
+
     .venv/bin/python bench/bench_messages.py [--repeats 5] [--calls 9] [--no-sets] [MODEL]
 
 MODEL defaults to .cache/models/many_nodes.onnx (scripts/make_many_nodes.py).
@@ -68,6 +72,21 @@ for path in paths:
         ser.append(t1 - t0)
     out[path] = [statistics.median(parse), statistics.median(ser)]
 print(json.dumps(out))
+"""
+
+FIXED_MODEL = "/usr/share/libonnx-testdata/data/node/test_logsoftmax_axis_0_expanded/model.onnx"
+FIXED_CHILD = r"""
+import sys, time
+lib = __import__(sys.argv[1])
+FS = lib.ModelProto.FromString
+with open(sys.argv[2], "rb") as f:
+    data = f.read()
+def loop(n):
+    t = time.perf_counter()
+    for _ in range(n):
+        FS(data)
+    return (time.perf_counter() - t) / n
+print(min(loop(200000) for _ in range(7)))
 """
 
 CHILD = r"""
@@ -159,6 +178,24 @@ def main():
               f"{bw / aw:6.2f}  {verdict}")
     if not args.no_sets:
         file_sets(args.repeats, args.calls)
+        fixed_cost()
+
+
+def fixed_cost():
+    """The per-call cost of FromString on a model of about 1 KiB."""
+    if not os.path.exists(FIXED_MODEL):
+        print(f"\nFixed cost: {FIXED_MODEL} not found (Debian's libonnx-testdata)")
+        return
+    best = {"onnx": [], "onnxio": []}
+    for _ in range(3):
+        for pkg in best:
+            p = subprocess.run([sys.executable, "-c", FIXED_CHILD, pkg, FIXED_MODEL], check=True,
+                               capture_output=True, text=True)
+            best[pkg].append(float(p.stdout))
+    a, b = best["onnx"], best["onnxio"]
+    print(f"\nFixed cost (FromString of the {os.path.getsize(FIXED_MODEL):,}-byte testdata model, best of 7 x 200,000, "
+          f"3 processes a package): onnxio {min(b) * 1e6:.2f}-{max(b) * 1e6:.2f} us, onnx {min(a) * 1e6:.2f}-"
+          f"{max(a) * 1e6:.2f} us (<= 2 us {'PASS' if max(b) <= 2e-6 else 'MISS'})")
 
 
 def file_sets(repeats, calls):
