@@ -695,10 +695,11 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const fast_table *
                 sub_ft = &fast_tables[e->sub];
                 /* A new sub-message that is one varint field of the fast
                  * path (a Dimension's dim_value) is filled here, without
-                 * entering it; anything else, errors included, is parsed
-                 * as usual. */
+                 * entering it; anything else, errors and empty ones
+                 * included, is parsed as usual. */
                 const fast_entry *se;
-                if (*q < 0x80 && (se = &sub_ft->by_number[*q >> 3])->tag == *q && (se->op == FAST_I64 || se->op == FAST_I32)) {
+                if (len && *q < 0x80 && (se = &sub_ft->by_number[*q >> 3])->tag == *q &&
+                    (se->op == FAST_I64 || se->op == FAST_I32)) {
                     uint64_t v;
                     const uint8_t *r = wire_read_varint(q + 1, p, &v);
                     if (r == p) {

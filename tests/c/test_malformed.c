@@ -416,6 +416,18 @@ static void test_bad_lengths(void)
     expect_status_hex("fixed64 cut", M, "a9 06 01 02", NULL, ONNXIO_ERR_DECODE);
     expect_status_hex("fixed32 cut", M, "c5 06 01 02", NULL, ONNXIO_ERR_DECODE);
     expect_status_hex("float field cut", &onnxio_desc_AttributeProto, "15 00 00", NULL, ONNXIO_ERR_DECODE);
+    /* Dimensions (TensorShapeProto.dim), whose lone dim_value the parser
+     * fills without entering the sub-message: empty ones (the last byte of
+     * the input is a length 0), more fields after the varint, an overlong
+     * varint (written back canonical), a varint cut by its sub-message. */
+    const onnxio_message_desc *S = &onnxio_desc_TensorShapeProto;
+    expect_reserialized_hex("empty Dimension at the end of the input", S, "0a 00", NULL);
+    expect_reserialized_hex("empty Dimension, then dim_value 3", S, "0a 00 0a 02 08 03", NULL);
+    expect_reserialized_hex("dim_value 3, then an empty Dimension", S, "0a 02 08 03 0a 00", NULL);
+    expect_reserialized_hex("dim_value then denotation", S, "0a 05 08 03 1a 01 4e", NULL);
+    expect_reserialized_hex("dim_value as an overlong varint", S, "0a 03 08 83 00", "0a 02 08 03");
+    expect_reserialized_hex("dim_value -1", S, "0a 0b 08 ff ff ff ff ff ff ff ff ff 01", NULL);
+    expect_status_hex("dim_value cut by its Dimension", S, "0a 02 08 80 0a 00", NULL, ONNXIO_ERR_DECODE);
     tu_end();
 }
 

@@ -97,7 +97,8 @@ extern long tu_passed, tu_failed;
 /* ---- bytes ------------------------------------------------------------ */
 
 /* Decodes a hex string ("0a 01 ff", spaces ignored) into a malloc'd block
- * (*size bytes); aborts the test on a malformed literal (a bug in the test). */
+ * of exactly *size bytes (1 when empty), so that ASan catches a read past
+ * them; aborts the test on a malformed literal (a bug in the test). */
 uint8_t *tu_unhex(const char *hex, size_t *size);
 /* Writes `size` bytes as lowercase hex into a malloc'd NUL-terminated string
  * (at most `max` bytes shown, then "..."). */
