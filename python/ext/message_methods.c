@@ -203,9 +203,8 @@ static Py_ssize_t parse_merge(PyOnnxioMessage *self, PyObject *data, int clear_f
     }
     /* An immutable bytes object is borrowed, as upb does
      * (pyonnxio_borrowable); any other buffer may change after the call,
-     * so its payloads are copied. */
-    /* The options are made only for a borrowed input: clearing them took
-     * a tenth of an empty parse's time. */
+     * so its payloads are copied. The options are made only for a borrowed
+     * input: clearing them took a tenth of an empty parse's time. */
     onnxio_parse_options opts, *o = NULL;
     onnxio_buffer *owner = NULL;
     if (pyonnxio_borrowable(data, 0)) {

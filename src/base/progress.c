@@ -20,12 +20,9 @@ static _Thread_local onnxio__progress *current;
  * _now functions give NULL. A thread that counts an operation of its own
  * sees its count. */
 atomic_size_t onnxio__watched;
-#define watched onnxio__watched
 /* *saved of an enter that changed nothing. */
 static onnxio__progress untouched_progress;
 static onnxio__cancel untouched_cancel;
-
-static bool unwatched(void) { return atomic_load_explicit(&watched, memory_order_relaxed) == 0; }
 
 onnxio__progress *onnxio__progress_current(void) { return current; }
 
@@ -33,11 +30,11 @@ void onnxio__progress_enter(onnxio__progress *p, onnxio_progress_fn fn, void *us
 {
     *p = (onnxio__progress){.fn = fn, .user = user};
     atomic_init(&p->done, 0);
-    if (!fn && unwatched()) {
+    if (onnxio__progress_idle(fn, NULL)) {
         *saved = &untouched_progress;
         return;
     }
-    if (fn) atomic_fetch_add_explicit(&watched, 1, memory_order_relaxed);
+    if (fn) atomic_fetch_add_explicit(&onnxio__watched, 1, memory_order_relaxed);
     *saved = current;
     /* An operation without a callback counts nothing, also when it runs
      * inside one that has a callback (a load from a save's callback). */
@@ -47,7 +44,7 @@ void onnxio__progress_enter(onnxio__progress *p, onnxio_progress_fn fn, void *us
 void onnxio__progress_leave(onnxio__progress **saved)
 {
     if (*saved == &untouched_progress) return;
-    if (current) atomic_fetch_sub_explicit(&watched, 1, memory_order_relaxed); /* its own: it had a callback */
+    if (current) atomic_fetch_sub_explicit(&onnxio__watched, 1, memory_order_relaxed); /* its own: it had a callback */
     current = *saved;
 }
 
@@ -102,11 +99,11 @@ void onnxio__cancel_enter(onnxio__cancel *c, onnxio_cancel_fn fn, void *user, on
     c->fn = fn;
     c->user = user;
     atomic_init(&c->cancelled, false);
-    if (!fn && unwatched()) {
+    if (onnxio__progress_idle(NULL, fn)) {
         *saved = &untouched_cancel;
         return;
     }
-    if (fn) atomic_fetch_add_explicit(&watched, 1, memory_order_relaxed);
+    if (fn) atomic_fetch_add_explicit(&onnxio__watched, 1, memory_order_relaxed);
     *saved = current_cancel;
     current_cancel = fn ? c : NULL;
 }
@@ -114,7 +111,7 @@ void onnxio__cancel_enter(onnxio__cancel *c, onnxio_cancel_fn fn, void *user, on
 void onnxio__cancel_leave(onnxio__cancel **saved)
 {
     if (*saved == &untouched_cancel) return;
-    if (current_cancel) atomic_fetch_sub_explicit(&watched, 1, memory_order_relaxed); /* its own: it had a poll */
+    if (current_cancel) atomic_fetch_sub_explicit(&onnxio__watched, 1, memory_order_relaxed); /* its own: it had a poll */
     current_cancel = *saved;
 }
 

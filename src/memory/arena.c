@@ -266,12 +266,12 @@ void *onnxio__arena_grow(onnxio_arena *a, size_t size)
         return NULL;
     }
     /* A spare's bytes are zero (spare_put), and a cached block's that
-     * was cleared; others' are not known. */
+     * was cleared; a new block's are not known. */
     bool zero = false;
-    block *nb = want == ARENA_MAX_BLOCK ? block_cache_take(&zero) : want < ARENA_MAX_BLOCK ? spare_take(want) : NULL;
-    if (nb && want < ARENA_MAX_BLOCK) zero = true;
-    if (nb && want == ARENA_MAX_BLOCK) a->bump.caches = true;
-    else if (!nb && !(nb = onnxio__malloc(BLOCK_HEADER + want))) return NULL;
+    block *nb = NULL;
+    if (want == ARENA_MAX_BLOCK && (nb = block_cache_take(&zero))) a->bump.caches = true;
+    else if (want < ARENA_MAX_BLOCK) zero = (nb = spare_take(want)) != NULL;
+    if (!nb && !(nb = onnxio__malloc(BLOCK_HEADER + want))) return NULL;
     nb->size = want;
     a->total += BLOCK_HEADER + want;
     char *p = (char *)nb + BLOCK_HEADER;

@@ -17,16 +17,22 @@ typedef struct onnxio__bump {
 /* arena.c: a new block for what does not fit (NULL when out of memory or
  * past the arena's limit). */
 void *onnxio__arena_grow(onnxio_arena *arena, size_t size);
-/* `size` uninitialized bytes, 16-byte aligned. */
-static inline void *onnxio__arena_bump(onnxio_arena *arena, size_t size)
+/* `size` (at least 1) bytes, 16-byte aligned, from the head block's free
+ * part; NULL when they do not fit there. */
+static inline void *onnxio__bump_take(onnxio__bump *b, size_t size)
 {
-    onnxio__bump *b = (onnxio__bump *)(void *)arena;
     uintptr_t p = ((uintptr_t)b->cur + 15) & ~(uintptr_t)15;
     if (ONNXIO_LIKELY(size && p <= (uintptr_t)b->end && size <= (uintptr_t)b->end - p)) {
         b->cur = (char *)(p + size);
         return (void *)p;
     }
-    return onnxio__arena_grow(arena, size);
+    return NULL;
+}
+/* `size` uninitialized bytes, 16-byte aligned. */
+static inline void *onnxio__arena_bump(onnxio_arena *arena, size_t size)
+{
+    void *p = onnxio__bump_take((onnxio__bump *)(void *)arena, size);
+    return ONNXIO_LIKELY(p != NULL) ? p : onnxio__arena_grow(arena, size);
 }
 /* `size` (at least 1) uninitialized bytes, unaligned: string contents. */
 static inline char *onnxio__arena_bytes(onnxio_arena *arena, size_t size)
@@ -83,12 +89,9 @@ static inline void *onnxio__arena_zalloc(onnxio_arena *arena, size_t size)
 static inline void *onnxio__message_new(onnxio_arena *arena, const onnxio_message_desc *desc)
 {
     onnxio__bump *b = (onnxio__bump *)(void *)arena;
-    uintptr_t at = ((uintptr_t)b->cur + 15) & ~(uintptr_t)15;
     onnxio_message *m;
-    if (ONNXIO_LIKELY(b->zero && at <= (uintptr_t)b->end && desc->size <= (uintptr_t)b->end - at)) {
+    if (ONNXIO_LIKELY(b->zero) && (m = onnxio__bump_take(b, desc->size))) {
         /* a block zeroed when it was freed: already clear */
-        b->cur = (char *)(at + desc->size);
-        m = (onnxio_message *)at;
     } else {
         if (!(m = onnxio__arena_bump(arena, desc->size))) return NULL;
         /* Zeroed inline, 32 bytes a store pair: structs are 64-344 bytes,
