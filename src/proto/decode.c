@@ -276,7 +276,7 @@ static onnxio_status skip_value(dec *d, const onnxio_message *m, unsigned wt, ui
             if (p >= end)
                 return onnxio__fail(ONNXIO_ERR_DECODE, "at byte %llu: %s: group of field %u never ends",
                                     OFFSET(d, p), m->desc->name, number);
-            if (!(p = wire_read_varint(p, end, &tag))) return truncated(d, tag_at, m, "truncated tag in a group");
+            if (!(p = wire_read_tag(p, end, &tag))) return truncated(d, tag_at, m, "truncated tag in a group");
             unsigned gwt = (unsigned)(tag & 7);
             uint64_t gnum = tag >> 3;
             if (gnum == 0 || gnum > 0x1fffffff || gwt > 5)
@@ -744,7 +744,7 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const fast_table *
         uint64_t tag;
         if (ONNXIO_LIKELY(*p < 0x80)) {
             tag = *p++;
-        } else if (!(p = wire_read_varint(p, end, &tag))) {
+        } else if (!(p = wire_read_tag(p, end, &tag))) {
             return truncated(d, tag_at, m, "truncated or overlong tag");
         }
         uint64_t number = tag >> 3;
@@ -888,7 +888,7 @@ ONNXIO_API int onnxio_unknown_field_next(const void *data, size_t size, size_t *
     const uint8_t *base = data, *end = base + size, *p = base + *offset;
     if (*offset >= size) return 0;
     uint64_t tag, v = 0;
-    const uint8_t *q = wire_read_varint(p, end, &tag);
+    const uint8_t *q = wire_read_tag(p, end, &tag);
     if (!q || (tag >> 3) == 0 || (tag >> 3) > 0x1fffffff) return unknown_bad((size_t)(p - base), "a bad tag");
     unsigned wt = (unsigned)(tag & 7);
     memset(out, 0, sizeof *out);
@@ -924,7 +924,7 @@ ONNXIO_API int onnxio_unknown_field_next(const void *data, size_t size, size_t *
         for (;;) {
             const uint8_t *t = q;
             uint64_t gt;
-            if (q >= end || !(q = wire_read_varint(q, end, &gt)) || (gt >> 3) == 0)
+            if (q >= end || !(q = wire_read_tag(q, end, &gt)) || (gt >> 3) == 0)
                 return unknown_bad((size_t)(p - base), "a group that never ends");
             unsigned gwt = (unsigned)(gt & 7);
             if (gwt == WIRE_END_GROUP) {

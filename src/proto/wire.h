@@ -43,6 +43,26 @@ static inline const uint8_t *wire_read_varint(const uint8_t *p, const uint8_t *e
     return NULL; /* more than 10 bytes */
 }
 
+/* Reads a tag: a varint of at most 5 bytes, as libprotobuf and upb read
+ * one (a longer tag, even one padded with 0x80 bytes, is a corrupt
+ * message). Returns the byte after it, or NULL when the input ends first
+ * or the tag is longer. A value past 32 bits is the caller's to refuse
+ * (its field number is past 2^29 - 1). */
+static inline const uint8_t *wire_read_tag(const uint8_t *p, const uint8_t *end, uint64_t *out)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 35; shift += 7) {
+        if (p >= end) return NULL;
+        uint8_t b = *p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (b < 0x80) {
+            *out = v;
+            return p;
+        }
+    }
+    return NULL; /* more than 5 bytes */
+}
+
 static inline unsigned wire_varint_size(uint64_t v)
 {
     unsigned n = 1;
