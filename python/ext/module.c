@@ -138,6 +138,18 @@ static void module_free(void *m)
 
 static int module_exec(PyObject *m)
 {
+    /* Only the main interpreter: a payload's owner may be released on any
+     * thread, which takes the GIL with PyGILState_Ensure, and that knows
+     * only the main interpreter (in a sub-interpreter it waits for the GIL
+     * its own thread holds). Python 3.12 on refuses the import itself in
+     * an isolated sub-interpreter (Py_mod_multiple_interpreters); a legacy
+     * one (Py_NewInterpreter, mod_wsgi's default) gets here. */
+    if (PyInterpreterState_Get() != PyInterpreterState_Main()) {
+        PyErr_SetString(PyExc_ImportError,
+                        "onnxio cannot be imported in a sub-interpreter (it runs in the main interpreter only; "
+                        "under mod_wsgi, set WSGIApplicationGroup %{GLOBAL})");
+        return -1;
+    }
     if (pyonnxio_st) {
         PyErr_SetString(PyExc_ImportError,
                         "onnxio._onnxio cannot be loaded twice in one process (in a second interpreter, or "

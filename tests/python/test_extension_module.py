@@ -117,3 +117,48 @@ def test_teardown_with_live_objects(how):
     """
     proc = run(code, "-X", "dev")
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
+
+
+SUBINTERPRETER_CODE = """
+import sys
+try:
+    import onnxio
+except ImportError as e:
+    assert "sub-interpreter" in str(e), e
+    print("refused:", e, flush=True)
+else:
+    m = onnxio.ModelProto.FromString(bytes([0x08, 0x07, 0x1a, 0xfc, 0x07]) + b"x" * 1020)
+    del m
+    print("imported", flush=True)
+"""
+
+SUBINTERPRETER = f"""
+import sys
+try:
+    import _interpreters as interpreters          # 3.13 on
+except ImportError:
+    import _xxsubinterpreters as interpreters     # 3.9 to 3.12
+# A legacy sub-interpreter, as mod_wsgi and Py_NewInterpreter make: one
+# that does not refuse single-interpreter extensions itself.
+try:
+    interp = interpreters.create("legacy")
+except TypeError:
+    interp = interpreters.create(isolated=False) if sys.version_info >= (3, 12) else interpreters.create()
+run = getattr(interpreters, "run_string", None) or getattr(interpreters, "exec")
+run(interp, {SUBINTERPRETER_CODE!r})
+interpreters.destroy(interp)
+print("destroyed", flush=True)
+"""
+
+
+@pytest.mark.parametrize("main_first", [False, True], ids=["fresh", "main-imported"])
+def test_sub_interpreter_refused_never_hangs(main_first):
+    """A sub-interpreter (mod_wsgi's default, Py_NewInterpreter) cannot
+    import the extension: its payload release takes the GIL with
+    PyGILState_Ensure, which knows only the main interpreter, so a message
+    freed there would wait for the GIL its own thread holds. The import
+    raises ImportError naming the sub-interpreter, whether or not the main
+    interpreter imported onnxio first; nothing hangs, at teardown neither."""
+    proc = subprocess.run([sys.executable, "-c", ("import onnxio\n" if main_first else "") + SUBINTERPRETER], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "refused:" in proc.stdout and "destroyed" in proc.stdout, proc.stdout + proc.stderr
