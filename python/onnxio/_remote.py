@@ -246,22 +246,38 @@ def _decoded(location: str) -> str:
     return urllib.parse.unquote(location, errors="surrogateescape")
 
 
+_SEGMENT = re.compile(r"[/\\]")
+
+
+def _without_path_parameters(location: str) -> str:
+    """`location` as servlet containers (Tomcat, Jetty) resolve a request
+    path: each segment cut at its first ';' (its path parameters) before
+    the dot segments are resolved, so that "..;/x" is "../x" to them."""
+    return "/".join(seg.split(";", 1)[0] or "." for seg in _SEGMENT.split(location))
+
+
 def _check_remote_location(location: str) -> None:
     """The library's location rules (onnxio_check_location) on what a
-    remote location means once percent-decoded: "%2e%2e/x" is "../x" to an
-    HTTP client, "..%2fx" is "../x" to a server that decodes "%2f", "%00" a
-    NUL, "%5c" a backslash. Every decoding is checked, to a fixpoint, so a
-    server that decodes twice gets nothing else either; the error is the
-    library's for the decoded location, naming the one written."""
+    remote location means to the servers that read it: once
+    percent-decoded, "%2e%2e/x" is "../x" to an HTTP client, "..%2fx" is
+    "../x" to a server that decodes "%2f", "%00" a NUL, "%5c" a backslash;
+    with path parameters dropped, "..;/x" is "../x" to a servlet container.
+    Every decoding is checked, to a fixpoint, each with and without its
+    path parameters, so a server that decodes twice gets nothing else
+    either; the error is the library's for the location as read, naming
+    the one written."""
     seen = location
-    for _ in range(len(location)):  # each decoding shortens the string
+    for _ in range(len(location) + 1):  # each decoding shortens the string
+        for form, how in ((seen, "percent-decoded"), (_without_path_parameters(seen), "read as a servlet container reads")):
+            if form == location:
+                continue  # the library checked the location as written
+            try:
+                _onnxio._check_location(form)
+            except ValueError as e:
+                raise type(e)(f"{e} ({how} from the location {location!r})") from None
         decoded = _decoded(seen)
         if decoded == seen:
             return
-        try:
-            _onnxio._check_location(decoded)
-        except ValueError as e:
-            raise type(e)(f"{e} (percent-decoded from the location {location!r})") from None
         seen = decoded
 
 
