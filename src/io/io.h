@@ -106,6 +106,11 @@ char *onnxio__dirname(const char *path);
 const char *onnxio__basename(const char *path);
 char *onnxio__path_join(const char *dir, const char *name);
 
+/* Whether a file name (the last component of a path) is one a save uses
+ * for its own bookkeeping: a journal (".<name>.onnxio-journal") or a
+ * temporary file (".<name>.onnxio-tmp-<hex>"). A save refuses to write a
+ * data file under such a name: the save would remove it as its own. */
+bool onnxio__txn_reserved_name(const char *name);
 /* A save: every file it writes is a temporary file until the commit. */
 typedef struct onnxio__txn onnxio__txn;
 /* Begins a save whose main file (the model or the archive) is `path`,

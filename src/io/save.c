@@ -383,6 +383,11 @@ static onnxio_status resolve_file(out_file *f, const onnxio__base *dir, const st
 {
     onnxio_status s = onnxio_check_location(f->location, strlen(f->location));
     if (!s) s = onnxio__resolve_in(dir, f->location, &f->res);
+    /* As named, or as a symlink inside the directory leads. */
+    if (!s && (onnxio__txn_reserved_name(onnxio__basename(f->location)) || onnxio__txn_reserved_name(f->res.name)))
+        s = onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA,
+                         "external data location '%s' is a name saves use for their own journal or temporary files",
+                         f->location);
     if (!s && f->res.exists) s = onnxio__resolved_check(&f->res, f->location, model);
     return s;
 }

@@ -149,6 +149,17 @@ static bool is_tmp_of(const char *tmp, const char *name)
            strlen(tmp + 1 + n + k) == RANDOM_HEX && strspn(tmp + 1 + n + k, "0123456789abcdef") == RANDOM_HEX;
 }
 
+bool onnxio__txn_reserved_name(const char *name)
+{
+    size_t n = strlen(name), j = sizeof JOURNAL_SUFFIX - 1, k = sizeof TMP_INFIX - 1;
+    if (name[0] != '.') return false;
+    if (n > j && strcmp(name + n - j, JOURNAL_SUFFIX) == 0) return true;
+    /* ".<target>.onnxio-tmp-<hex>": the infix RANDOM_HEX characters
+     * before the end, whatever the target. */
+    return n >= 1 + k + RANDOM_HEX && strncmp(name + n - RANDOM_HEX - k, TMP_INFIX, k) == 0 &&
+           strspn(name + n - RANDOM_HEX, "0123456789abcdef") == RANDOM_HEX;
+}
+
 /* ---- the journal's replay ------------------------------------------------- */
 
 #define JOURNAL_MAGIC "onnxio-journal-1"

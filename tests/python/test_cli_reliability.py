@@ -577,3 +577,29 @@ def test_max_expansion_reaches_the_library(empty_initializers, factor):
         assert want == "ONNXIO_ERR_EXPANSION"
         assert rc == 1 and out == b""
         assert err.startswith(f"onnxio: info: {empty_initializers}: ")
+
+
+# ---- a data file named as a save's own bookkeeping ---------------------------------
+
+@pytest.mark.parametrize("location", [".out.onnx.onnxio-journal", ".out.onnx.onnxio-tmp-0123456789ab",
+                                      ".w.bin.onnxio-tmp-abcdef012345", "sub/.x.onnxio-journal"])
+def test_data_file_named_as_bookkeeping_refused(tmp_path, location):
+    """A save removes its journal and temporary files as its own: a data
+    file under such a name would be written, then removed, leaving the
+    model pointing at nothing. The command refuses the location, and the
+    library through Python too; nothing is written."""
+    import onnxio
+
+    (tmp_path / "sub").mkdir()
+    src = tmp_path / "m.onnx"
+    onnx.save(model_of(weights()), src)
+    out = tmp_path / "out.onnx"
+    rc, _out, err = run("convert", str(src), str(out), "--external-data", location)
+    assert rc == 1 and "journal or temporary files" in err, (rc, err)
+    with pytest.raises(onnxio.ExternalDataError, match="journal or temporary files"):
+        onnxio.save_model(onnxio.load(str(src)), str(out), save_as_external_data=True, location=location,
+                          size_threshold=0)
+    assert not out.exists() and not temporary_files(tmp_path) and not temporary_files(tmp_path / "sub")
+    # A name that merely looks alike is a data file like any other.
+    run_ok("convert", str(src), str(out), "--external-data", ".out.onnxio-journal.bin")
+    assert_tensors_equal(out, weights())
