@@ -279,10 +279,7 @@ int cli_text_style(const char *path, onnxio_text_style *style)
         if (has_suffix(path, proto[i])) return (*style = ONNXIO_TEXT_PROTO, 1);
     if (has_suffix(path, ".json") || has_suffix(path, ".onnxjson")) return (*style = ONNXIO_TEXT_JSON, 1);
     if (has_suffix(path, ".onnxtxt") || has_suffix(path, ".onnxtext")) return (*style = ONNXIO_TEXT_ONNX, 1);
-    onnxio_format format;
-    if (onnxio_detect_file_format(path, &format) != ONNXIO_OK || format != ONNXIO_FORMAT_TEXT) return 0;
-    *style = CLI_TEXT_BY_CONTENT;
-    return 1;
+    return 0;
 }
 
 /* A message of a text file, and for a model its external data (unless
@@ -336,50 +333,50 @@ static onnxio_status load_text(const onnxio_message_desc *desc, const char *path
     return st;
 }
 
+/* A message of the file at `path`: text when its extension names a text
+ * format (cli_text_style); else binary protobuf (or an .onnxz archive) as
+ * the library loads it, and text only when binary protobuf refuses it and
+ * its content is text (onnxio_detect_file_format): a binary model whose
+ * first bytes happen to be printable stays binary. */
+static onnxio_status load_any(const onnxio_message_desc *desc, const char *path, const onnxio_parse_options *opts,
+                              bool progress, onnxio_arena *arena, void **out)
+{
+    onnxio_parse_options o = opts ? *opts : (onnxio_parse_options)ONNXIO_PARSE_OPTIONS_INIT;
+    onnxio_text_style style;
+    if (cli_text_style(path, &style)) return load_text(desc, path, style, &o, arena, out);
+    onnxio_format format;
+    bool text = onnxio_detect_file_format(path, &format) == ONNXIO_OK && format == ONNXIO_FORMAT_TEXT;
+    if (progress) cli_progress_begin("loading", path);
+    if (progress && cli_progress_active()) {
+        o.struct_size = sizeof o;
+        o.progress = cli_progress_bytes;
+    }
+    onnxio_status st = desc == &onnxio_desc_ModelProto ? onnxio_load_model(path, &o, arena, (onnxio_ModelProto **)out)
+                                                       : onnxio_load_file(desc, path, &o, arena, out);
+    if (progress) cli_progress_end();
+    if (st == ONNXIO_ERR_DECODE && text) {
+        o.progress = opts ? opts->progress : NULL;
+        st = load_text(desc, path, CLI_TEXT_BY_CONTENT, &o, arena, out);
+    }
+    return st;
+}
+
 onnxio_status cli_load_model_quiet(const char *path, const onnxio_parse_options *opts, onnxio_arena *arena,
                                    onnxio_ModelProto **out)
 {
-    onnxio_text_style style;
-    if (cli_text_style(path, &style)) {
-        onnxio_parse_options o = opts ? *opts : (onnxio_parse_options)ONNXIO_PARSE_OPTIONS_INIT;
-        return load_text(&onnxio_desc_ModelProto, path, style, &o, arena, (void **)out);
-    }
-    return onnxio_load_model(path, opts, arena, out);
+    return load_any(&onnxio_desc_ModelProto, path, opts, false, arena, (void **)out);
 }
 
 onnxio_status cli_load_model(const char *path, const onnxio_parse_options *opts,
                              onnxio_arena *arena, onnxio_ModelProto **out)
 {
-    onnxio_text_style style;
-    if (cli_text_style(path, &style)) return cli_load_model_quiet(path, opts, arena, out);
-    cli_progress_begin("loading", path);
-    onnxio_parse_options o = opts ? *opts : (onnxio_parse_options)ONNXIO_PARSE_OPTIONS_INIT;
-    if (cli_progress_active()) {
-        o.struct_size = sizeof o;
-        o.progress = cli_progress_bytes;
-    }
-    onnxio_status st = onnxio_load_model(path, &o, arena, out);
-    cli_progress_end();
-    return st;
+    return load_any(&onnxio_desc_ModelProto, path, opts, true, arena, (void **)out);
 }
 
 onnxio_status cli_load_file(const onnxio_message_desc *desc, const char *path,
                             const onnxio_parse_options *opts, onnxio_arena *arena, void **out)
 {
-    onnxio_text_style style;
-    if (cli_text_style(path, &style)) {
-        onnxio_parse_options o = opts ? *opts : (onnxio_parse_options)ONNXIO_PARSE_OPTIONS_INIT;
-        return load_text(desc, path, style, &o, arena, out);
-    }
-    cli_progress_begin("loading", path);
-    onnxio_parse_options o = opts ? *opts : (onnxio_parse_options)ONNXIO_PARSE_OPTIONS_INIT;
-    if (cli_progress_active()) {
-        o.struct_size = sizeof o;
-        o.progress = cli_progress_bytes;
-    }
-    onnxio_status st = onnxio_load_file(desc, path, &o, arena, out);
-    cli_progress_end();
-    return st;
+    return load_any(desc, path, opts, true, arena, out);
 }
 
 onnxio_status cli_save_model(onnxio_ModelProto *model, const char *path,

@@ -153,14 +153,16 @@ int cli_file_is_archive(const char *path);
  * terminal. */
 /* Whether the file at `path` is a text message the library reads, by its
  * extension (.textproto, .txtpb, .prototxt, .pbtxt; .json, .onnxjson;
- * .onnxtxt, .onnxtext) or its content (onnxio_detect_file_format: text):
- * 1 with *style, CLI_TEXT_BY_CONTENT when the extension names none (the
- * style is then onnxio_detect_text_style's, once the text is read). */
+ * .onnxtxt, .onnxtext): 1 with *style. CLI_TEXT_BY_CONTENT is the style
+ * of a file loaded as text for its content: onnxio_detect_text_style's,
+ * once the text is read. */
 #define CLI_TEXT_BY_CONTENT ((onnxio_text_style)-1)
 int cli_text_style(const char *path, onnxio_text_style *style);
-/* Loads a model (cli_load_file: a message of type desc) as the library
- * loads it, or from text (cli_text_style) with its external data read
- * from beside it as for a binary file. */
+/* Loads a model (cli_load_file: a message of type desc): from text when
+ * the extension names a text format (cli_text_style); else as the library
+ * loads it, and from text only when the library refuses it as binary
+ * protobuf and its content is text (onnxio_detect_file_format); a text
+ * model's external data is read from beside it as for a binary file. */
 onnxio_status cli_load_model_quiet(const char *path, const onnxio_parse_options *opts, onnxio_arena *arena,
                                    onnxio_ModelProto **out); /* the same, without progress */
 onnxio_status cli_load_model(const char *path, const onnxio_parse_options *opts,

@@ -603,3 +603,36 @@ def test_data_file_named_as_bookkeeping_refused(tmp_path, location):
     # A name that merely looks alike is a data file like any other.
     run_ok("convert", str(src), str(out), "--external-data", ".out.onnxio-journal.bin")
     assert_tensors_equal(out, weights())
+
+
+# ---- a binary model whose first bytes are printable ---------------------------------
+
+def test_binary_model_with_printable_start_is_binary(tmp_path):
+    """A binary model whose first 64 bytes are printable (it starts with a
+    first opset_import whose domain has 61 characters: "BA\\n=aaa...") is
+    what onnx and onnxio.load read it as; every verb reads it as binary
+    protobuf first, as the library does, and takes it for text only when
+    that fails."""
+    import onnxio
+
+    m = onnx.ModelProto()
+    op = m.opset_import.add()
+    op.domain, op.version = "a" * 61, 1
+    op = m.opset_import.add()
+    op.domain, op.version = "", 17
+    data = m.SerializeToString()
+    assert data[:1].isalpha() and all(32 <= b < 127 or b in b"\t\n\r\v\f" for b in data[:64])
+    path = tmp_path / "m.onnx"
+    path.write_bytes(data)
+    assert onnxio.load(str(path)).SerializeToString() == data  # the library's reading
+    info = info_json(path)
+    assert "a" * 61 in json.dumps(info), info
+    out = tmp_path / "out.onnx"
+    run_ok("convert", str(path), str(out))
+    assert out.read_bytes() == data
+    run_ok("print", str(path))
+    # Text in a file without a text extension is still read as text.
+    txt = tmp_path / "t.model"
+    txt.write_text('ir_version: 8\nopset_import { domain: "" version: 17 }\n')
+    run_ok("convert", str(txt), str(out))
+    assert onnx.load(str(out)).opset_import[0].version == 17
