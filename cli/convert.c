@@ -368,6 +368,7 @@ static int run_convert(int argc, char **argv)
         onnxio_safetensors_options wo = ONNXIO_SAFETENSORS_OPTIONS_INIT;
         wo.num_threads = threads;
         wo.fsync = no_fsync ? ONNXIO_OFF : ONNXIO_DEFAULT;
+        wo.max_expansion = max_expansion;
         rc = onnxio_safetensors_save(model, out, &wo) == ONNXIO_OK ? CLI_EXIT_OK : cli_fail("convert", out);
         onnxio_arena_unref(arena);
         return rc;

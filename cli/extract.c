@@ -140,7 +140,9 @@ static int run_extract(int argc, char **argv)
             continue;
         }
         if (onnxio_tensor_is_external(t)) {
-            /* The whole tensor, through the same reads as a slice. */
+            /* The whole tensor as a view of the file's mapping (one run), so
+             * that tensors sharing bytes share them here too and the save's
+             * budget counts them once; else through the reads of a slice. */
             size_t rank = t->dims.size;
             onnxio_slice_range *r = malloc((rank ? rank : 1) * sizeof *r);
             if (!r) {
@@ -149,13 +151,19 @@ static int run_extract(int argc, char **argv)
             }
             for (size_t k = 0; k < rank; k++) r[k] = (onnxio_slice_range){0, t->dims.data[k]};
             onnxio_buffer *b = NULL;
-            onnxio_status s = onnxio_tensor_file_read(f, name, r, rank, NULL, 0, &b, NULL);
+            const void *view = NULL;
+            uint64_t size = 0;
+            onnxio_status s = onnxio_tensor_file_view(f, name, r, rank, &view, &size, &b);
+            if (!s && !view) {
+                s = onnxio_tensor_file_read(f, name, r, rank, NULL, 0, &b, NULL);
+                if (!s) view = onnxio_buffer_data(b), size = onnxio_buffer_size(b);
+            }
             free(r);
             if (s) {
                 cli_fail("extract", model_path);
                 goto done;
             }
-            onnxio_span_set(&t->raw_data, onnxio_buffer_data(b), onnxio_buffer_size(b), b);
+            onnxio_span_set(&t->raw_data, (uint8_t *)(uintptr_t)view, (size_t)size, b);
             onnxio_buffer_unref(b);
             onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
             onnxio_field_clear(t, &onnxio_desc_TensorProto.fields[ONNXIO_FIELD_TensorProto_external_data]);

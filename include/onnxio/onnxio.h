@@ -1192,6 +1192,12 @@ typedef struct onnxio_safetensors_options {
     size_t metadata_count;
     /* Save: as onnxio_serialize_options.fsync (OFF: no fsync). */
     onnxio_toggle fsync;
+    /* Save: as onnxio_serialize_options.max_expansion, the save budget:
+     * tensors whose payloads add up to more than this many times the
+     * distinct bytes they come from, plus ONNXIO_EXPANSION_ALLOWANCE, are
+     * refused (ONNXIO_ERR_EXPANSION) before anything is written. 0:
+     * ONNXIO_DEFAULT_MAX_EXPANSION; UINT64_MAX: no limit. */
+    uint64_t max_expansion;
 } onnxio_safetensors_options;
 
 #define ONNXIO_SAFETENSORS_OPTIONS_INIT ONNXIO_OPTIONS_INIT_(onnxio_safetensors_options)

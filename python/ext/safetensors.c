@@ -118,7 +118,7 @@ PyObject *pyonnxio_safetensors_load_into(PyObject *self, PyObject *args, PyObjec
 }
 
 const char pyonnxio_safetensors_save_doc[] =
-    "_safetensors_save(model, path, *, names=None, metadata=None, fsync=True, num_threads=0)\n"
+    "_safetensors_save(model, path, *, names=None, metadata=None, fsync=True, num_threads=0, max_expansion=0)\n"
     "Writes initializers of model.graph (names=None: all) as a .safetensors file at `path`, atomically\n"
     "(onnxio_safetensors_save), with `metadata` (a dict of str) as __metadata__. The model is not\n"
     "modified. The GIL is released.";
@@ -126,11 +126,12 @@ const char pyonnxio_safetensors_save_doc[] =
 PyObject *pyonnxio_safetensors_save(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
-    static char *kwlist[] = {"model", "path", "names", "metadata", "fsync", "num_threads", NULL};
+    static char *kwlist[] = {"model", "path", "names", "metadata", "fsync", "num_threads", "max_expansion", NULL};
     PyObject *obj, *path = NULL, *names = Py_None, *metadata = Py_None;
     int fsync = 1, num_threads = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO&|$OOpi:_safetensors_save", kwlist, &obj, PyUnicode_FSConverter,
-                                     &path, &names, &metadata, &fsync, &num_threads))
+    unsigned long long max_expansion = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO&|$OOpiK:_safetensors_save", kwlist, &obj, PyUnicode_FSConverter,
+                                     &path, &names, &metadata, &fsync, &num_threads, &max_expansion))
         return NULL;
     PyOnnxioMessage *m = as_model(obj);
     PyObject *keep = NULL, *keep_meta = NULL, *flat = NULL;
@@ -157,6 +158,7 @@ PyObject *pyonnxio_safetensors_save(PyObject *self, PyObject *args, PyObject *kw
     }
     o.fsync = fsync ? ONNXIO_DEFAULT : ONNXIO_OFF;
     o.num_threads = num_threads;
+    o.max_expansion = max_expansion;
     void *msg = pyonnxio_message_get(m, 1);
     if (!msg) goto done;
     onnxio_arena *arena = onnxio_arena_ref(m->arena);

@@ -56,7 +56,8 @@ def load_into(model, path: _Path, names: Optional[Iterable[str]] = None, no_copy
 
 
 def save(model, path: _Path, names: Optional[Iterable[str]] = None, *,
-         metadata: Optional[Mapping[str, str]] = None, fsync: bool = True, num_threads: int = 0) -> None:
+         metadata: Optional[Mapping[str, str]] = None, fsync: bool = True, num_threads: int = 0,
+         max_expansion: int = 0) -> None:
     """Writes the initializers of ``model.graph`` (names=None: all of them;
     else those named) as a .safetensors file at ``path``, atomically: a
     temporary file beside it, fsync'd (unless ``fsync=False``) and renamed
@@ -69,11 +70,15 @@ def save(model, path: _Path, names: Optional[Iterable[str]] = None, *,
     are written as ``numpy_helper.to_array`` reads them. ``model`` may be an
     onnx package ModelProto too; it is not modified. A data type safetensors
     cannot hold raises EncodeError (a ValueError), as does a tensor whose
-    data was never loaded.
+    data was never loaded. Tensors whose payloads add up to more than
+    ``max_expansion`` times the distinct bytes they come from (0: the
+    default, as ``save_model``'s) raise ExpansionError before anything is
+    written: a model whose tensors share one range is not written once per
+    tensor.
     """
     if names is not None:
         names = list(names)
     if metadata is not None:
         metadata = dict(metadata)
     _onnxio._safetensors_save(_onnxio._coerce(model), os.fspath(path), names=names, metadata=metadata,
-                              fsync=bool(fsync), num_threads=num_threads)
+                              fsync=bool(fsync), num_threads=num_threads, max_expansion=max_expansion)

@@ -459,90 +459,35 @@ ONNXIO_API onnxio_status onnxio_load_tensor_external_data(onnxio_TensorProto *te
 
 /* ---- save ------------------------------------------------------------------ */
 
-/* What a save's payloads add up to (`written`: the loaded raw_data bytes
- * of every tensor of the tree, the progress total) and the address ranges
- * they come from, to count the distinct bytes (tensors sharing one buffer
- * count it once). */
-typedef struct payload_walk {
-    struct {
-        uintptr_t start, end;
-    } *ranges;
-    size_t count, capacity;
-    uint64_t written;
-    bool no_memory;
-} payload_walk;
-
+/* Each tensor's loaded raw_data into the save's budget. */
 static onnxio_status add_payload(onnxio_message *msg, onnxio_message *parent, const onnxio_field_desc *via, void *ctx)
 {
     (void)parent;
     (void)via;
-    payload_walk *w = ctx;
     const onnxio_TensorProto *t = (const onnxio_TensorProto *)msg;
-    if (!onnxio_has(t, ONNXIO_FIELD_TensorProto_raw_data) || !t->raw_data.data || !t->raw_data.size) return ONNXIO_OK;
-    if (!onnxio__grow((void **)&w->ranges, &w->capacity, w->count, sizeof *w->ranges)) {
-        w->no_memory = true;
-        return ONNXIO_ERR_NO_MEMORY;
-    }
-    uintptr_t start = (uintptr_t)t->raw_data.data;
-    w->ranges[w->count].start = start;
-    w->ranges[w->count].end = start + t->raw_data.size;
-    w->count++;
-    w->written += t->raw_data.size;
-    return ONNXIO_OK;
-}
-
-static int by_start(const void *a, const void *b)
-{
-    uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The bytes the sorted ranges cover. */
-static uint64_t distinct_bytes(payload_walk *w)
-{
-    if (!w->count) return 0;
-    qsort(w->ranges, w->count, sizeof *w->ranges, by_start);
-    uint64_t distinct = 0;
-    uintptr_t start = w->ranges[0].start, end = w->ranges[0].end;
-    for (size_t i = 1; i < w->count; i++) {
-        if (w->ranges[i].start > end) {
-            distinct += end - start;
-            start = w->ranges[i].start;
-        }
-        if (w->ranges[i].end > end) end = w->ranges[i].end;
-    }
-    return distinct + (end - start);
+    if (!onnxio_has(t, ONNXIO_FIELD_TensorProto_raw_data)) return ONNXIO_OK;
+    return onnxio__save_budget_add(ctx, t->raw_data.data, t->raw_data.size);
 }
 
 /* One walk of the tree before a save: the progress total of `p` (NULL:
- * none), and the save's budget: ONNXIO_ERR_EXPANSION when the payloads add
- * up to more than max_expansion (`ratio`) times the distinct bytes they
- * come from, plus the load's allowance (what bounds a load's memory bounds
- * a save's output). */
+ * none; the loaded raw_data bytes of every tensor), and the save's budget
+ * (onnxio__save_budget_check, what bounds a load's memory bounds a save's
+ * output). */
 static onnxio_status save_payloads(void *msg, const char *path, uint64_t ratio, onnxio__progress *p)
 {
     if (ratio == UINT64_MAX && !p) return ONNXIO_OK;
-    payload_walk w = {0};
-    onnxio_status s = onnxio__visit(msg, &onnxio_desc_TensorProto, add_payload, &w);
+    onnxio__save_budget b = {0};
+    onnxio_status s = onnxio__visit(msg, &onnxio_desc_TensorProto, add_payload, &b);
     if (s) {
-        onnxio__free(w.ranges);
-        if (w.no_memory) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+        onnxio__save_budget_free(&b);
+        if (s == ONNXIO_ERR_NO_MEMORY) return s;
         /* Deeper than any save writes: the writer refuses it with its own
          * max_depth message (with progress, the walk's). */
         return p ? s : (onnxio__clear_error(), ONNXIO_OK);
     }
-    onnxio__progress_total(p, w.written);
+    onnxio__progress_total(p, b.written);
     onnxio__progress_ready(p);
-    onnxio__budget budget = {ratio, distinct_bytes(&w), 0};
-    onnxio__free(w.ranges);
-    if (ratio != UINT64_MAX && w.written > onnxio__budget_left(&budget))
-        return onnxio__fail(ONNXIO_ERR_EXPANSION,
-                            "%s: the save would write %llu payload bytes from %llu distinct bytes in memory (tensors "
-                            "share their bytes), more than max_expansion (%llu) times that plus %u MiB; raise "
-                            "max_expansion to write it",
-                            path, (unsigned long long)w.written, (unsigned long long)budget.input,
-                            (unsigned long long)ratio, (unsigned)(ONNXIO_EXPANSION_ALLOWANCE >> 20));
-    return ONNXIO_OK;
+    return onnxio__save_budget_check(&b, path, ratio);
 }
 
 /* The three save entry points: arguments, options, then the pipeline. */

@@ -21,7 +21,7 @@ onnxio_status onnxio__copy_options(void *dst, size_t dst_size, const void *src, 
 #define ONNXIO__SERIALIZE_OPTIONS_0_2_SIZE offsetof(onnxio_serialize_options, max_expansion)
 #define ONNXIO__PARSE_OPTIONS_0_2_SIZE offsetof(onnxio_parse_options, cancel)
 #define ONNXIO__TEXT_OPTIONS_0_2_SIZE offsetof(onnxio_text_options, max_expansion)
-#define ONNXIO__SAFETENSORS_OPTIONS_0_2_SIZE sizeof(onnxio_safetensors_options)
+#define ONNXIO__SAFETENSORS_OPTIONS_0_2_SIZE offsetof(onnxio_safetensors_options, max_expansion)
 #define ONNXIO__SLICE_OPTIONS_0_2_SIZE sizeof(onnxio_slice_options)
 #define ONNXIO__CONSOLIDATE_OPTIONS_0_2_SIZE sizeof(onnxio_consolidate_options)
 /* The public parse options read and checked (alignment a power of two at

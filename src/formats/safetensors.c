@@ -991,6 +991,15 @@ ONNXIO_API onnxio_status onnxio_safetensors_save(onnxio_ModelProto *model, const
             goto done;
         }
     }
+    /* The save budget, before anything is written: tensors sharing one
+     * range would each be written again. */
+    onnxio__save_budget budget = {0};
+    for (size_t i = 0; i < n && !s; i++) s = onnxio__save_budget_add(&budget, outs[i].data, outs[i].size);
+    if (s) {
+        onnxio__save_budget_free(&budget);
+        goto done;
+    }
+    if ((s = onnxio__save_budget_check(&budget, path, onnxio__max_expansion(cfg.max_expansion)))) goto done;
     if (n > 1) qsort(outs, n, sizeof *outs, out_cmp); /* outs is NULL for none */
     for (size_t i = 1; i < n; i++)
         if (init_cmp(&outs[i - 1].t, &outs[i].t) == 0) {

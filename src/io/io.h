@@ -106,6 +106,27 @@ char *onnxio__dirname(const char *path);
 const char *onnxio__basename(const char *path);
 char *onnxio__path_join(const char *dir, const char *name);
 
+/* The save budget (onnxio_serialize_options.max_expansion, docs/security.md
+ * "Limits"): every route that writes payloads (saves of every container,
+ * .safetensors files) adds each payload it will write, then checks before
+ * anything is written that they add up to at most max_expansion times the
+ * distinct bytes they come from (payloads sharing memory count it once),
+ * plus ONNXIO_EXPANSION_ALLOWANCE. */
+typedef struct onnxio__save_budget {
+    struct onnxio__save_range {
+        uintptr_t start, end;
+    } *ranges;
+    size_t count, capacity;
+    uint64_t written; /* the payload bytes added: what the save writes */
+} onnxio__save_budget;
+/* Adds one payload of `size` bytes at `data` (nothing when size is 0).
+ * ONNXIO_ERR_NO_MEMORY. */
+onnxio_status onnxio__save_budget_add(onnxio__save_budget *b, const void *data, uint64_t size);
+/* ONNXIO_ERR_EXPANSION, naming `path`, when what was added is past the
+ * budget of `ratio` (resolved; UINT64_MAX: no limit). Frees the ranges. */
+onnxio_status onnxio__save_budget_check(onnxio__save_budget *b, const char *path, uint64_t ratio);
+void onnxio__save_budget_free(onnxio__save_budget *b);
+
 /* Whether a file name (the last component of a path) is one a save uses
  * for its own bookkeeping: a journal (".<name>.onnxio-journal") or a
  * temporary file (".<name>.onnxio-tmp-<hex>"). A save refuses to write a

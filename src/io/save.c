@@ -37,6 +37,62 @@
 
 static uint64_t align_up(uint64_t x, uint64_t a) { return a > 1 && x % a ? x + (a - x % a) : x; }
 
+/* ---- the save budget ---------------------------------------------------------- */
+
+onnxio_status onnxio__save_budget_add(onnxio__save_budget *b, const void *data, uint64_t size)
+{
+    if (!size || !data) return ONNXIO_OK;
+    if (!onnxio__grow((void **)&b->ranges, &b->capacity, b->count, sizeof *b->ranges))
+        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    uintptr_t start = (uintptr_t)data;
+    b->ranges[b->count++] = (struct onnxio__save_range){start, start + (uintptr_t)size};
+    b->written += size;
+    return ONNXIO_OK;
+}
+
+static int by_start(const void *a, const void *b)
+{
+    uintptr_t x = ((const struct onnxio__save_range *)a)->start, y = ((const struct onnxio__save_range *)b)->start;
+    return x < y ? -1 : x > y;
+}
+
+/* The bytes the ranges cover, each once. */
+static uint64_t distinct_bytes(onnxio__save_budget *b)
+{
+    if (!b->count) return 0;
+    qsort(b->ranges, b->count, sizeof *b->ranges, by_start);
+    uint64_t distinct = 0;
+    uintptr_t start = b->ranges[0].start, end = b->ranges[0].end;
+    for (size_t i = 1; i < b->count; i++) {
+        if (b->ranges[i].start > end) {
+            distinct += end - start;
+            start = b->ranges[i].start;
+        }
+        if (b->ranges[i].end > end) end = b->ranges[i].end;
+    }
+    return distinct + (end - start);
+}
+
+void onnxio__save_budget_free(onnxio__save_budget *b)
+{
+    onnxio__free(b->ranges);
+    b->ranges = NULL;
+    b->count = b->capacity = 0;
+}
+
+onnxio_status onnxio__save_budget_check(onnxio__save_budget *b, const char *path, uint64_t ratio)
+{
+    onnxio__budget budget = {ratio, ratio == UINT64_MAX ? 0 : distinct_bytes(b), 0};
+    onnxio__save_budget_free(b);
+    if (ratio == UINT64_MAX || b->written <= onnxio__budget_left(&budget)) return ONNXIO_OK;
+    return onnxio__fail(ONNXIO_ERR_EXPANSION,
+                        "%s: the save would write %llu payload bytes from %llu distinct bytes in memory (tensors "
+                        "share their bytes), more than max_expansion (%llu) times that plus %u MiB; raise "
+                        "max_expansion to write it",
+                        path, (unsigned long long)b->written, (unsigned long long)budget.input,
+                        (unsigned long long)ratio, (unsigned)(ONNXIO_EXPANSION_ALLOWANCE >> 20));
+}
+
 /* ---- names of per-tensor files and entries ------------------------------- */
 
 /* A set of names compared with ASCII case folded (file names that differ

@@ -8,6 +8,10 @@ allocate or write without bound.
   500 tensors over one 4 MiB entry cost 4 MiB, not 2 GB.
 - A deflate bomb (64 MiB of zeros in 65 KB) is refused however many tensors
   share it, by the library and by `onnxio convert --inline` alike.
+- A save writes at most max_expansion times the distinct bytes its payloads
+  come from: every route (save, save to .onnxz, .safetensors, the
+  command's convert and extract) refuses 1,000 tensors over one 4 MiB range
+  before writing.
 
 The inputs are built with zipfile, numpy and the onnx package; the expected
 contents come from them, and memory is measured in a child process
@@ -220,14 +224,39 @@ def test_save_of_shared_payloads_is_refused(shared_range, tmp_path, out_name):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_safetensors_save_of_shared_payloads_is_refused(shared_range, tmp_path):
+    """onnxio.safetensors.save takes the same budget as every save."""
+    import onnxio.safetensors
+
+    path, _ = shared_range
+    m = onnxio.load(str(path), no_copy=True)
+    with pytest.raises(ValueError, match="max_expansion") as e:
+        onnxio.safetensors.save(m, str(tmp_path / "out.safetensors"))
+    assert "4194304000 payload bytes from 4194304 distinct bytes" in str(e.value)
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.needs("onnxio command")
-@pytest.mark.parametrize("out_name, args", [("out.onnx", ["--inline"]), ("out.onnxz", [])])
+@pytest.mark.parametrize("out_name, args", [("out.onnx", ["--inline"]), ("out.onnxz", []),
+                                            ("out.safetensors", []), ("out.onnx", ["extract", "--tensors", "*"]),
+                                            ("out.onnx", ["extract", "--tensors", "t1*,t2*"])])
 def test_convert_of_shared_payloads_is_refused(shared_range, tmp_path, out_name, args):
+    """Every route of the command that writes payloads (convert to every
+    container, a .safetensors file, extract) refuses before writing, and
+    without first reading a copy per tensor: its peak memory stays far
+    below the 4 GB it would write."""
+    import resource
+
     path, _ = shared_range
     out = tmp_path / out_name
-    p = subprocess.run([str(CLI), "convert", str(path), str(out), *args], capture_output=True, text=True, timeout=300)
+    verb = args[:1] if args[:1] == ["extract"] else ["convert"]
+    rest = args[1:] if verb == ["extract"] else args
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    p = subprocess.run([str(CLI), *verb, str(path), str(out), *rest], capture_output=True, text=True, timeout=300)
     assert p.returncode == 1 and "max_expansion" in p.stderr, p.stderr
     assert list(tmp_path.iterdir()) == []
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    assert peak < 1 << 20 or peak == before, f"peak RSS of a child {peak} KiB"  # far below the 4 GB
 
 
 def test_save_of_shared_payloads_when_trusted(tmp_path):
