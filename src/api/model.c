@@ -128,6 +128,7 @@ static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxi
     onnxio__arena_expect(arena, size);
     size_t before = onnxio_arena_used(arena);
     uint64_t left = onnxio__budget_left(budget);
+    left = left < UINT64_MAX - budget->merge_credit ? left + budget->merge_credit : UINT64_MAX;
     onnxio__arena_limit(arena, left < SIZE_MAX - before ? before + (size_t)left : 0);
     onnxio__decode_config cfg = {
         .arena = arena,
@@ -153,7 +154,9 @@ static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxi
     if (!(saw_external && *saw_external && opts->load_external_data != ONNXIO_OFF))
         onnxio__progress_ready(onnxio__progress_now());
     onnxio__arena_limit(arena, 0);
-    budget->used += onnxio_arena_used(arena) - before;
+    /* What the new bytes made: the growth past the merge's credit. */
+    size_t grown = onnxio_arena_used(arena) - before;
+    budget->used += grown > budget->merge_credit ? grown - budget->merge_credit : 0;
     if (payloads.payloads) {
         if (!s) s = onnxio__payloads_resolve(payloads.payloads);
         onnxio_status s2 = onnxio__payloads_finish(payloads.payloads);
@@ -177,8 +180,10 @@ static onnxio_status new_message(onnxio_arena *arena, const onnxio_message_desc 
     return ONNXIO_OK;
 }
 
-ONNXIO_API onnxio_status onnxio_parse_into(void *msg, const void *data, size_t size, onnxio_buffer *owner,
-                                           const onnxio_parse_options *opts, onnxio_arena *arena)
+/* Parses into `msg`; `merge`: it may hold fields already (the public
+ * onnxio_parse_into), whose arrays the budget does not charge to `data`. */
+static onnxio_status parse_into(void *msg, const void *data, size_t size, onnxio_buffer *owner,
+                                const onnxio_parse_options *opts, onnxio_arena *arena, bool merge)
 {
     onnxio__clear_error();
     if (!msg || !arena || (!data && size)) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "parse: NULL argument");
@@ -187,10 +192,17 @@ ONNXIO_API onnxio_status onnxio_parse_into(void *msg, const void *data, size_t s
     if (s) return s;
     onnxio__budget budget = budget_for(&cfg);
     budget.input = size;
+    if (merge) budget.merge_credit = onnxio_arena_used(arena);
     progress_scope ps;
     load_begin(&ps, &cfg);
     s = parse_bytes(msg, data, size, owner, -1, false, false, &cfg, arena, &budget, NULL);
     return progress_end(&ps, s);
+}
+
+ONNXIO_API onnxio_status onnxio_parse_into(void *msg, const void *data, size_t size, onnxio_buffer *owner,
+                                           const onnxio_parse_options *opts, onnxio_arena *arena)
+{
+    return parse_into(msg, data, size, owner, opts, arena, true);
 }
 
 ONNXIO_API onnxio_status onnxio_parse(const onnxio_message_desc *desc, const void *data, size_t size,
@@ -205,7 +217,7 @@ ONNXIO_API onnxio_status onnxio_parse(const onnxio_message_desc *desc, const voi
     if (arena) onnxio__arena_expect(arena, size);
     onnxio_status s = new_message(arena, desc, &m);
     if (s) return s;
-    if ((s = onnxio_parse_into(m, data, size, owner, opts, arena))) {
+    if ((s = parse_into(m, data, size, owner, opts, arena, false))) {
         onnxio_message_clear(m);
         return s;
     }

@@ -54,6 +54,12 @@ typedef struct onnxio__budget {
     uint64_t ratio;
     uint64_t input;
     uint64_t used;
+    /* A merge into an existing message (onnxio_parse_into): the arena bytes
+     * the tree held before, which the arena may grow by beyond the budget,
+     * since an existing repeated field that takes new elements is copied
+     * whole into a larger array: that copy is what the tree held, not what
+     * the new bytes make. */
+    uint64_t merge_credit;
 } onnxio__budget;
 /* The bytes the budget still allows (saturating). */
 uint64_t onnxio__budget_left(const onnxio__budget *b);

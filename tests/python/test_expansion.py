@@ -277,3 +277,30 @@ def test_save_of_shared_payloads_when_trusted(tmp_path):
     del m2.graph.initializer[2:]
     onnxio.save(m2, str(tmp_path / "two.onnx"))
     assert len(onnx.load(str(tmp_path / "two.onnx")).graph.initializer) == 2
+
+
+# ---- merges: the budget measures what the new bytes make -------------------------
+
+def test_merge_into_a_large_message_charges_only_the_new_bytes():
+    """MergeFromString of a small valid model into a message holding
+    150,000 nodes appends one node: the node array is copied into a larger
+    one, which is what the message held, not what the 25 new bytes make.
+    protobuf (upb) merges it; onnxio gives the same bytes. A flood in the
+    new bytes is still refused."""
+    nodes = [onnx.NodeProto(op_type="Relu", input=[f"x{i}"], output=[f"y{i}"]) for i in range(150_000)]
+    big = onnx.ModelProto(ir_version=8, graph=onnx.GraphProto(node=nodes))
+    small = onnx.ModelProto(graph=onnx.GraphProto(node=[onnx.NodeProto(op_type="Add", input=["a"])])).SerializeToString()
+    assert len(small) <= 25
+    want = onnx.ModelProto()
+    want.CopyFrom(big)
+    want.MergeFromString(small)
+    m = onnxio.ModelProto.FromString(big.SerializeToString())
+    m.MergeFromString(small)
+    assert m.SerializeToString() == want.SerializeToString()
+    # What the new bytes make is still bounded: 300,000 empty nodes (600 KB)
+    # need far more than 100 times their size, merged or not.
+    flood = onnx.ModelProto(graph=onnx.GraphProto(node=[onnx.NodeProto()] * 300_000)).SerializeToString()
+    with pytest.raises(ValueError, match="max_expansion"):
+        onnxio.ModelProto.FromString(flood)
+    with pytest.raises(ValueError, match="max_expansion"):
+        onnxio.ModelProto.FromString(onnx.ModelProto(ir_version=8).SerializeToString()).MergeFromString(flood)
