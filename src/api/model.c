@@ -10,7 +10,7 @@
 /* A load's expansion budget, from the resolved options. */
 static onnxio__budget budget_for(const onnxio_parse_options *cfg)
 {
-    return (onnxio__budget){cfg->max_expansion, 0, 0};
+    return (onnxio__budget){cfg->max_expansion, 0, 0, 0};
 }
 
 /* Parses `size` bytes at `data` into `msg`. `fd` >= 0 says the bytes are

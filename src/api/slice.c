@@ -108,7 +108,7 @@ ONNXIO_API onnxio_status onnxio_tensor_file_open(const char *path, const onnxio_
     if (!f) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     f->fd = -1;
     f->opts = cfg;
-    f->budget = (onnxio__budget){cfg.max_expansion, 0, 0};
+    f->budget = (onnxio__budget){cfg.max_expansion, 0, 0, 0};
     if (pthread_mutex_init(&f->lock, NULL) != 0) {
         onnxio__free(f);
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "cannot make a mutex");

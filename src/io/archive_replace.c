@@ -21,7 +21,7 @@ static onnxio_status check_refs(onnxio_archive *a, onnxio_ModelProto *model)
     opts.skip_raw_data = true;
     onnxio__container *c;
     if ((s = onnxio__zip_container(a, &opts, false, &c))) return s;
-    onnxio__budget budget = {UINT64_MAX, 0, 0};
+    onnxio__budget budget = {UINT64_MAX, 0, 0, 0};
     s = onnxio__load_external_payloads(&model->base, c, &opts, &budget);
     onnxio__container_close(c);
     return s;

@@ -256,9 +256,17 @@ onnxio_status onnxio__zip_replace_model_entry(int fd, const char *path, onnxio_a
 /* payload.c: marks an external tensor's payload as loaded, as every load
  * leaves it (raw_data present, data_location DEFAULT, no external_data). */
 void onnxio__mark_loaded_external(onnxio_TensorProto *t);
-/* The same for a payload read from an .onnxz entry: data_location is
- * cleared, as it was before the archive was written (the archive is
- * onnxio's container, not external data to the user). */
+/* The same for a payload read from an .onnxz entry: data_location is as
+ * it was before the archive was written (the archive is onnxio's
+ * container, not external data to the user): present (DEFAULT) when the
+ * tensor's keys hold ONNXIO__KEY_DATA_LOCATION, the archive writer's mark
+ * of a data_location that was present, else absent. */
 void onnxio__mark_loaded_entry(onnxio_TensorProto *t);
+/* The external_data key an archive's tensor carries, after location,
+ * offset and length, when its data_location was present (DEFAULT) before
+ * it became an entry (docs/onnxz.md, "The model entry"); its value is
+ * "DEFAULT". Other readers ignore it, as they ignore keys they do not
+ * know. */
+#define ONNXIO__KEY_DATA_LOCATION "onnxio.data_location"
 
 #endif

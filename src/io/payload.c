@@ -254,7 +254,14 @@ static void loaded(onnxio_TensorProto *t, const onnxio__payload_src *src)
 void onnxio__mark_loaded_entry(onnxio_TensorProto *t)
 {
     onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
+    bool present = false;
+    for (size_t i = 0; i < t->external_data.size && !present; i++) {
+        const onnxio_StringStringEntryProto *e = t->external_data.data[i];
+        present = e->key.size == sizeof ONNXIO__KEY_DATA_LOCATION - 1 &&
+                  memcmp(e->key.data, ONNXIO__KEY_DATA_LOCATION, e->key.size) == 0;
+    }
     onnxio_field_clear(t, &onnxio_desc_TensorProto.fields[ONNXIO_FIELD_TensorProto_data_location]);
+    if (present) onnxio_set_has(t, ONNXIO_FIELD_TensorProto_data_location); /* DEFAULT, 0 */
     onnxio_field_clear(t, &onnxio_desc_TensorProto.fields[ONNXIO_FIELD_TensorProto_external_data]);
 }
 

@@ -82,7 +82,7 @@ void onnxio__save_budget_free(onnxio__save_budget *b)
 
 onnxio_status onnxio__save_budget_check(onnxio__save_budget *b, const char *path, uint64_t ratio)
 {
-    onnxio__budget budget = {ratio, ratio == UINT64_MAX ? 0 : distinct_bytes(b), 0};
+    onnxio__budget budget = {ratio, ratio == UINT64_MAX ? 0 : distinct_bytes(b), 0, 0};
     onnxio__save_budget_free(b);
     if (ratio == UINT64_MAX || b->written <= onnxio__budget_left(&budget)) return ONNXIO_OK;
     return onnxio__fail(ONNXIO_ERR_EXPANSION,
@@ -640,7 +640,11 @@ onnxio_status onnxio__save_archive_to(onnxio_ModelProto *model, const char *path
         }
         e[i] = (onnxio__zip_out){.name = name, .name_size = strlen(name), .src = t->raw_data.data,
                                  .size = t->raw_data.size, .keep = onnxio_buffer_ref(t->raw_data.owner)};
+        /* A data_location that was present (DEFAULT: the tensor held its
+         * payload) comes back present when the entry is loaded. */
+        bool had_location = onnxio_has(t, ONNXIO_FIELD_TensorProto_data_location);
         if ((s = refer(scratch, t, name, 0, NULL))) goto done;
+        if (had_location && (s = add_key(scratch, t, ONNXIO__KEY_DATA_LOCATION, "DEFAULT"))) goto done;
     }
     /* Every tensor entry's place first (the model, last, is placed once it
      * is serialized, after them, not aligned): the same places whenever

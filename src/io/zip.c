@@ -595,7 +595,7 @@ ONNXIO_API onnxio_status onnxio_archive_entry_read(onnxio_archive *a, const onnx
     if (s) return s;
     const uint8_t *in = (const uint8_t *)bytes + (e->pub.data_offset - e->pub.header_offset);
     if (e->pub.method == ONNXIO_ARCHIVE_DEFLATED) {
-        onnxio__budget budget = {onnxio__max_expansion(max_expansion), e->pub.compressed_size, 0};
+        onnxio__budget budget = {onnxio__max_expansion(max_expansion), e->pub.compressed_size, 0, 0};
         if ((s = inflate_entry(a, e, in, &budget, inflated))) return s;
         *data = onnxio_buffer_data(*inflated);
         return ONNXIO_OK;

@@ -1152,7 +1152,7 @@ ONNXIO_API onnxio_status onnxio_text_parse(const onnxio_message_desc *desc, cons
     /* The expansion budget of a load (onnxio.h, "Expansion"), the text
      * being the bytes read: the arena may grow only as far as it allows,
      * and raw_data payloads are charged as they are made. */
-    r.budget = (onnxio__budget){onnxio__max_expansion(cfg.max_expansion), size, 0};
+    r.budget = (onnxio__budget){onnxio__max_expansion(cfg.max_expansion), size, 0, 0};
     size_t before = onnxio_arena_used(arena);
     uint64_t left = onnxio__budget_left(&r.budget);
     onnxio__arena_limit(arena, left < SIZE_MAX - before ? before + (size_t)left : 0);

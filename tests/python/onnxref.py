@@ -26,8 +26,9 @@ def inlined_bytes(path):
     (a zip file whose entries are the model and its external data files),
     the archive is first extracted with zipfile and onnx loads the model
     entry from there; the tensors it read from entries then lose the
-    data_location = DEFAULT that onnx leaves on them (docs/onnxz.md: an
-    archive gives back its tensors as they were before it was written)."""
+    data_location = DEFAULT that onnx leaves on them unless their keys hold
+    "onnxio.data_location" (docs/onnxz.md: an archive gives back its
+    tensors as they were before it was written)."""
     from onnx.external_data_helper import _get_all_tensors
 
     path = Path(path)
@@ -36,7 +37,8 @@ def inlined_bytes(path):
     with tempfile.TemporaryDirectory() as d, zipfile.ZipFile(path) as z:
         z.extractall(d)
         entry = str(Path(d) / "__MODEL_PROTO")
-        was_external = [t.data_location == onnx.TensorProto.EXTERNAL
+        was_external = [t.data_location == onnx.TensorProto.EXTERNAL and
+                        "onnxio.data_location" not in {e.key for e in t.external_data}
                         for t in _get_all_tensors(onnx.load(entry, load_external_data=False))]
         m = onnx.load(entry)
         for t, external in zip(_get_all_tensors(m), was_external):

@@ -1003,3 +1003,66 @@ def test_archive_round_trip_gives_back_the_bytes(tmp_path, source):
             differ.append(path.name)
     assert checked > 0
     assert not differ, f"{len(differ)} of {checked} models differ after .onnxz: {differ[:10]}"
+
+
+def _explicit_default_models():
+    """Models whose tensors carry fields set to their defaults explicitly
+    (present on the wire): data_location DEFAULT with raw_data (as
+    dynamically quantized exports write their scales and zero points),
+    with typed data, with an empty raw_data; in initializers, in a node's
+    tensor attribute and in a subgraph's initializer."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    def t(name, arr, explicit=True, empty_raw=False):
+        x = numpy_helper.from_array(arr, name)
+        if explicit:
+            x.data_location = onnx.TensorProto.DEFAULT
+        if empty_raw:
+            x.raw_data = b""
+        return x
+
+    a = np.arange(2 * 1024, dtype=np.float32).reshape(2, 1024)  # above every threshold: an entry
+    typed = helper.make_tensor("typed", onnx.TensorProto.FLOAT, [2], [1.0, 2.0])
+    typed.data_location = onnx.TensorProto.DEFAULT
+    scale = t("scale", np.array(0.5, np.float32))
+    zp = t("zp", np.array(3, np.uint8))
+    empty = t("empty", np.zeros((0,), np.float32), empty_raw=True)
+    plain = t("plain", a, explicit=False)
+    sub = helper.make_graph([helper.make_node("Identity", ["s"], ["o"])], "sub", [],
+                            [helper.make_tensor_value_info("o", onnx.TensorProto.FLOAT, [2, 1024])],
+                            initializer=[t("s", a)])
+    nodes = [helper.make_node("Constant", [], ["c"], value=t("cv", a)),
+             helper.make_node("If", ["cond"], ["r"], then_branch=sub, else_branch=sub)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("cond", onnx.TensorProto.BOOL, [])],
+                          [helper.make_tensor_value_info("r", onnx.TensorProto.FLOAT, [2, 1024])],
+                          initializer=[t("w", a), scale, zp, typed, empty, plain])
+    yield "explicit-defaults", helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_archive_round_trip_keeps_explicit_default_fields(tmp_path):
+    """A field set to its default explicitly (data_location: DEFAULT)
+    survives .onnx -> .onnxz -> .onnx: the bytes are the original's, as
+    protobuf serializes it, through the library and through the command."""
+    from conftest import needs
+
+    cli = str(needs("onnxio command"))
+    for name, model in _explicit_default_models():
+        want = model.SerializeToString()
+        src = tmp_path / f"{name}.onnx"
+        src.write_bytes(want)
+        z = tmp_path / f"{name}.onnxz"
+        onnxio.save(onnxio.load(str(src)), str(z))
+        with zipfile.ZipFile(z) as f:
+            assert len(f.namelist()) >= 4, f.namelist()  # w, cv, s (twice shared or not) and the model
+        assert onnxio.load(str(z)).SerializeToString() == want, name
+        # Small tensors too, once each is an entry (the quantized exports'
+        # scales and zero points).
+        subprocess.run([cli, "convert", str(src), str(z), "--size-threshold", "1"], check=True)
+        assert onnxio.load(str(z)).SerializeToString() == want, name
+        # The archive's model entry is still what onnx reads with its data
+        # beside it: unpacked, it loads to the original's values.
+        subprocess.run([cli, "convert", str(src), str(z)], check=True)
+        out = tmp_path / f"{name}.back.onnx"
+        subprocess.run([cli, "convert", str(z), str(out)], check=True)
+        assert out.read_bytes() == want, name
