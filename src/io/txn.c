@@ -21,7 +21,17 @@
  * synced). Only records of the expected shape are acted on: a temporary
  * file named after its target, in the same directory, owned by this user,
  * in a journal owned by this user; a planted journal can do nothing the
- * planter could not do directly. */
+ * planter could not do directly.
+ *
+ * Loads by other users (a service saving into a directory that others
+ * load from) honour the journals of a trusted owner (journal_trusted: this
+ * user, root, the owner of the model file or of its directory) without
+ * acting on them: a pending journal leaves the old files untouched, so
+ * they load; a committed one is waited for while its save holds it, and
+ * once dead it is read (inspect) to tell whether its renames are all
+ * done, none done, or cut short in between, which only its owner can
+ * finish. The journal is as readable as the model, so that those who may
+ * load the model may read it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -206,6 +216,54 @@ static bool replay_record(const char *tmp, const char *final, bool forward)
     return ok;
 }
 
+/* Calls fn(ctx, temporary path, target path) for each record of the
+ * journal `jfd` of `size` bytes, read in chunks so that no allocation is
+ * sized by the file. Records: "<temporary path>\0<target path>\0". */
+static void each_record(int jfd, uint64_t size, void (*fn)(void *, const char *, const char *), void *ctx)
+{
+    char buf[2 * PATH_MAX + 2];
+    size_t have = 0;
+    uint64_t at = JOURNAL_HEADER;
+    for (;;) {
+        if (have < sizeof buf && at < size) {
+            size_t want = sizeof buf - have;
+            if (size - at < want) want = (size_t)(size - at);
+            if (onnxio__sys_pread(jfd, buf + have, want, at) != (ssize_t)want) break;
+            have += want;
+            at += want;
+        }
+        char *a = memchr(buf, '\0', have);
+        char *b = a ? memchr(a + 1, '\0', have - (size_t)(a + 1 - buf)) : NULL;
+        if (!b) break; /* the end, or a record cut by the crash (its file was never created) */
+        fn(ctx, buf, a + 1);
+        size_t used = (size_t)(b + 1 - buf);
+        memmove(buf, b + 1, have - used);
+        have -= used;
+    }
+}
+
+/* The journal's state: 'P' (pending), 'C' (committed), or 0 when it has
+ * no header yet (a save that died before its first record, or one that is
+ * writing it) or is not a journal. */
+static char journal_state(int jfd, uint64_t size)
+{
+    char head[JOURNAL_HEADER];
+    if (size < JOURNAL_HEADER || onnxio__sys_pread(jfd, head, sizeof head, 0) != (ssize_t)sizeof head ||
+        memcmp(head, JOURNAL_MAGIC, JOURNAL_STATE_AT) != 0)
+        return 0;
+    return head[JOURNAL_STATE_AT] == 'C' || head[JOURNAL_STATE_AT] == 'P' ? head[JOURNAL_STATE_AT] : 0;
+}
+
+typedef struct replay_ctx {
+    bool forward, unfinished;
+} replay_ctx;
+
+static void replay_one(void *ctx, const char *tmp, const char *final)
+{
+    replay_ctx *c = ctx;
+    if (!replay_record(tmp, final, c->forward)) c->unfinished = true;
+}
+
 /* Replays the journal open and locked as `jfd`. *unfinished is set when a
  * committed save could not be finished (a rename failed). */
 static onnxio_status replay(int jfd, bool *unfinished)
@@ -213,34 +271,52 @@ static onnxio_status replay(int jfd, bool *unfinished)
     *unfinished = false;
     struct stat st;
     if (onnxio__sys_fstat(jfd, &st) != 0 || st.st_uid != geteuid() || !S_ISREG(st.st_mode)) return ONNXIO_OK;
-    char head[JOURNAL_HEADER];
-    if ((uint64_t)st.st_size < JOURNAL_HEADER || onnxio__read_at(jfd, head, JOURNAL_HEADER, 0, "the journal"))
-        return onnxio__clear_error(), ONNXIO_OK; /* empty: a save that died before its first record */
-    if (memcmp(head, JOURNAL_MAGIC, JOURNAL_STATE_AT) != 0) return ONNXIO_OK;
-    bool forward = head[JOURNAL_STATE_AT] == 'C';
-    /* Records: "<temporary path>\0<target path>\0", read in chunks so that
-     * no allocation is sized by the file. */
-    char buf[2 * PATH_MAX + 2];
-    size_t have = 0;
-    uint64_t at = JOURNAL_HEADER;
-    for (;;) {
-        if (have < sizeof buf && at < (uint64_t)st.st_size) {
-            size_t want = sizeof buf - have;
-            if ((uint64_t)st.st_size - at < want) want = (size_t)((uint64_t)st.st_size - at);
-            if (onnxio__read_at(jfd, buf + have, want, at, "the journal")) break;
-            have += want;
-            at += want;
-        }
-        char *a = memchr(buf, '\0', have);
-        char *b = a ? memchr(a + 1, '\0', have - (size_t)(a + 1 - buf)) : NULL;
-        if (!b) break; /* the end, or a record cut by the crash (its file was never created) */
-        if (!replay_record(buf, a + 1, forward)) *unfinished = true;
-        size_t used = (size_t)(b + 1 - buf);
-        memmove(buf, b + 1, have - used);
-        have -= used;
-    }
+    char state = journal_state(jfd, (uint64_t)st.st_size);
+    if (!state) return ONNXIO_OK; /* empty: a save that died before its first record */
+    replay_ctx c = {state == 'C', false};
+    each_record(jfd, (uint64_t)st.st_size, replay_one, &c);
+    *unfinished = c.unfinished;
     onnxio__clear_error();
     return ONNXIO_OK;
+}
+
+/* What a committed journal's records say of its renames: `pending`, the
+ * records whose temporary file is still there (a regular file of the
+ * journal's owner: not renamed yet), `done` the others. */
+typedef struct inspect_ctx {
+    uid_t owner;
+    size_t pending, done;
+} inspect_ctx;
+
+static void inspect_one(void *ctx, const char *tmp, const char *final)
+{
+    inspect_ctx *c = ctx;
+    const char *tname, *fname = strrchr(final, '/');
+    if (!fname) return;
+    fname++;
+    size_t dir_len = (size_t)(fname - final);
+    if (strncmp(tmp, final, dir_len) != 0 || strchr(tmp + dir_len, '/')) return; /* not of the expected shape */
+    int dir = open_parent(tmp, &tname);
+    if (dir < 0) return;
+    struct stat st;
+    if (is_tmp_of(tname, fname)) {
+        if (onnxio__sys_fstatat(dir, tname, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+            st.st_uid == c->owner)
+            c->pending++;
+        else c->done++;
+    }
+    onnxio__close(dir);
+}
+
+/* Whether the committed journal `jfd` (of `st`) was cut short between its
+ * renames: some files are the new save's and some the old, which only a
+ * replay by its owner where the directory is writable can set right. All
+ * renames done (the new files) or none (the old ones) is a whole model. */
+static bool renames_cut_short(int jfd, const struct stat *st)
+{
+    inspect_ctx c = {st->st_uid, 0, 0};
+    each_record(jfd, (uint64_t)st->st_size, inspect_one, &c);
+    return c.pending && c.done;
 }
 
 /* Removes the temporary files of dead single-file saves of `name` in
@@ -302,11 +378,25 @@ static void release_hold(int jfd)
 }
 
 /* Whether the journal `st` describes is one this user may act on: a
- * regular file of its own. Anything else was planted (or belongs to a save
- * by another user): a load neither waits on it nor replays it. */
+ * regular file of its own. A save refuses any other. */
 static bool journal_ours(const struct stat *st)
 {
     return S_ISREG(st->st_mode) && st->st_uid == geteuid();
+}
+
+/* Whether a load honours the journal `st` describes, beside the main file
+ * `name` in `dir_fd` (docs/security.md, "Whose journals a load honours"):
+ * a regular file of this user, of root, of the owner of the main file or
+ * of the owner of its directory, each of whom could replace the model
+ * anyway. Any other journal was planted: a load neither waits on it nor
+ * believes it. */
+static bool journal_trusted(int dir_fd, const char *name, const struct stat *st)
+{
+    if (!S_ISREG(st->st_mode)) return false;
+    if (st->st_uid == geteuid() || st->st_uid == 0) return true;
+    struct stat o;
+    if (onnxio__sys_fstat(dir_fd, &o) == 0 && o.st_uid == st->st_uid) return true;
+    return onnxio__sys_fstatat(dir_fd, name, &o, AT_SYMLINK_NOFOLLOW) == 0 && o.st_uid == st->st_uid;
 }
 
 /* Opens and locks the journal of `name` in `dir_fd`. `create`: make it
@@ -332,7 +422,9 @@ static onnxio_status lock_journal(int dir_fd, const char *jname, const char *tar
                                 "remove it to save here",
                                 jname, (unsigned long)before.st_uid);
         }
-        int fd = onnxio__sys_openat(dir_fd, jname, O_RDWR | O_NOFOLLOW | O_NONBLOCK | (create ? O_CREAT : 0), 0600);
+        /* A load's replay only reads it (and unlinks it): a read-only
+         * journal of this user's is replayed too. */
+        int fd = onnxio__sys_openat(dir_fd, jname, (create ? O_RDWR | O_CREAT : O_RDONLY) | O_NOFOLLOW | O_NONBLOCK, 0644);
         if (fd < 0) {
             int err = errno;
             if (!create && (err == ENOENT || err == EACCES || err == EROFS)) return ONNXIO_OK;
@@ -437,6 +529,62 @@ static onnxio_status resolve_target(const char *path, int *dir_fd, char **name)
     return ONNXIO_OK;
 }
 
+/* How long a load that cannot take a journal's lock waits for a
+ * committed save's renames to end (polling; the renames of a save take
+ * milliseconds), before it fails saying so. */
+#define RENAME_WAIT_NS (30ull * 1000 * 1000 * 1000)
+
+/* A trusted journal this load does not replay: another user's, or its own
+ * where the journal or its directory cannot be written (docs/security.md,
+ * "Whose journals a load honours"). No lock is taken: a pending journal
+ * leaves the old files whole; a committed one is read to tell its renames
+ * all done or none done (a whole model either way) from cut short between
+ * them, which a live save's are for a moment (waited for, polling) and a
+ * dead one's are until its owner finishes it (an error saying so). */
+static onnxio_status inspect(int dir_fd, const char *name, const char *jname, const char *path)
+{
+    uint64_t waited = 0, nap = 1000 * 1000; /* 1 ms, doubling up to 64 ms */
+    for (;;) {
+        int fd = onnxio__sys_openat(dir_fd, jname, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+        if (fd < 0) {
+            int err = errno;
+            if (err == ENOENT) return ONNXIO_OK; /* its save ended */
+            return onnxio__fail(ONNXIO_ERR_IO,
+                                "%s: cannot read its save journal %s (%s), so cannot tell whether a save of it is "
+                                "under way; load it as the journal's owner, or once the journal is gone",
+                                path, jname, strerror(err));
+        }
+        struct stat st, now;
+        bool whole = true, dead = false;
+        if (onnxio__sys_fstat(fd, &st) == 0 && journal_trusted(dir_fd, name, &st) && !held_here(&st) &&
+            journal_state(fd, (uint64_t)st.st_size) == 'C' && renames_cut_short(fd, &st)) {
+            whole = false;
+            /* Its save holds it while it renames. A lock taken here means
+             * no save of it runs: then, still in place and still cut
+             * short, it is dead (else its save ended just now). */
+            dead = onnxio__sys_flock(fd, LOCK_SH | LOCK_NB) == 0 && onnxio__sys_fstat(fd, &st) == 0 &&
+                   st.st_nlink > 0 && onnxio__sys_fstatat(dir_fd, jname, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+                   now.st_dev == st.st_dev && now.st_ino == st.st_ino && renames_cut_short(fd, &st);
+        }
+        onnxio__close(fd); /* and a probe's lock with it */
+        onnxio__clear_error();
+        if (whole) return ONNXIO_OK;
+        if (dead)
+            return onnxio__fail(ONNXIO_ERR_IO,
+                                "%s: a save by uid %lu committed but stopped between its renames: some of its files "
+                                "are the new save's, some the old; load or save it once as uid %lu where its "
+                                "directory is writable to finish that save",
+                                path, (unsigned long)st.st_uid, (unsigned long)st.st_uid);
+        if (waited >= RENAME_WAIT_NS)
+            return onnxio__fail(ONNXIO_ERR_IO, "%s: a save of it has been renaming its files for %llu s", path,
+                                (unsigned long long)(waited / 1000000000ull));
+        struct timespec ts = {0, (long)nap};
+        nanosleep(&ts, NULL);
+        waited += nap;
+        if (nap < 64ull * 1000 * 1000) nap *= 2;
+    }
+}
+
 onnxio_status onnxio__recover(const char *path)
 {
     int dir_fd, jfd = -1;
@@ -446,18 +594,28 @@ onnxio_status onnxio__recover(const char *path)
     if (!(jname = hidden_name(name, JOURNAL_SUFFIX))) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     /* A quick look first: almost always there is no journal. */
     struct stat st;
-    if (!s && onnxio__sys_fstatat(dir_fd, jname, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        !(s = lock_journal(dir_fd, jname, path, false, true, &jfd)) && jfd >= 0) {
-        bool unfinished;
-        replay(jfd, &unfinished);
-        if (unfinished)
-            s = onnxio__fail(ONNXIO_ERR_IO,
-                             "%s: an interrupted save committed but could not be finished here (renames refused); "
-                             "load it as a user who can write to its directory",
-                             path);
-        else {
-            sweep(dir_fd, name);
-            onnxio__sys_unlinkat(dir_fd, jname, 0);
+    if (!s && onnxio__sys_fstatat(dir_fd, jname, &st, AT_SYMLINK_NOFOLLOW) == 0 && journal_trusted(dir_fd, name, &st)) {
+        /* This user's own: replayed, waiting for a save in progress. */
+        if (journal_ours(&st)) s = lock_journal(dir_fd, jname, path, false, true, &jfd);
+        struct stat j;
+        if (!s && jfd >= 0) {
+            bool unfinished;
+            replay(jfd, &unfinished);
+            if (!unfinished) {
+                sweep(dir_fd, name);
+                onnxio__sys_unlinkat(dir_fd, jname, 0);
+            } else if (onnxio__sys_fstat(jfd, &j) == 0 && renames_cut_short(jfd, &j)) {
+                s = onnxio__fail(ONNXIO_ERR_IO,
+                                 "%s: an interrupted save committed but could not be finished here (renames refused); "
+                                 "load it as a user who can write to its directory",
+                                 path);
+            }
+            /* Else none of its renames could be made (a read-only
+             * directory): the old files, whole; the journal stays for a
+             * load that can finish it. */
+        } else if (!s) {
+            /* Another user's, or one this user cannot write. */
+            s = inspect(dir_fd, name, jname, path);
         }
     }
     onnxio__close(jfd);
@@ -474,28 +632,32 @@ bool onnxio__save_crossed(const char *path, int fd)
 {
     struct stat a, b;
     if (fd < 0 || onnxio__sys_fstat(fd, &a) != 0) return false;
-    /* Every save renames a new main file over the path, last. */
-    if (onnxio__sys_fstatat(AT_FDCWD, path, &b, 0) == 0 && (a.st_dev != b.st_dev || a.st_ino != b.st_ino)) return true;
-    /* Not yet: a committed journal says its renames are under way (or
-     * were cut short), data files first. */
+    /* A committed journal whose renames (data files first, the main file
+     * last) are some done and some not: the load may have opened data
+     * files of two saves. None done: it read the old files; all done: the
+     * new ones, the main file included, which the look at the path below
+     * catches. That look comes second: renames made between the two are
+     * seen there. */
     int dir_fd;
     char *name = NULL, *jname = NULL;
     bool crossed = false;
     if (resolve_target(path, &dir_fd, &name)) return onnxio__clear_error(), false;
     struct stat j;
     if ((jname = hidden_name(name, JOURNAL_SUFFIX)) &&
-        onnxio__sys_fstatat(dir_fd, jname, &j, AT_SYMLINK_NOFOLLOW) == 0 && journal_ours(&j)) {
+        onnxio__sys_fstatat(dir_fd, jname, &j, AT_SYMLINK_NOFOLLOW) == 0 && journal_trusted(dir_fd, name, &j)) {
         int jfd = onnxio__sys_openat(dir_fd, jname, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
-        char head[JOURNAL_HEADER];
-        crossed = jfd >= 0 && onnxio__sys_fstat(jfd, &j) == 0 && journal_ours(&j) &&
-                  onnxio__sys_pread(jfd, head, sizeof head, 0) == (ssize_t)sizeof head &&
-                  memcmp(head, JOURNAL_MAGIC, JOURNAL_STATE_AT) == 0 && head[JOURNAL_STATE_AT] == 'C';
+        /* Unreadable: no telling, so the load starts again (and its
+         * recover says why it cannot go on). */
+        crossed = jfd < 0 ? errno != ENOENT
+                          : onnxio__sys_fstat(jfd, &j) == 0 && journal_trusted(dir_fd, name, &j) &&
+                                journal_state(jfd, (uint64_t)j.st_size) == 'C' && renames_cut_short(jfd, &j);
         onnxio__close(jfd);
     }
     onnxio__close(dir_fd);
     onnxio__free(jname);
     onnxio__free(name);
-    return crossed;
+    /* Every save renames a new main file over the path, last. */
+    return crossed || (onnxio__sys_fstatat(AT_FDCWD, path, &b, 0) == 0 && (a.st_dev != b.st_dev || a.st_ino != b.st_ino));
 }
 
 /* ---- the transaction ---------------------------------------------------------- */
@@ -579,6 +741,11 @@ onnxio_status onnxio__txn_begin(const char *path, onnxio__txn **out)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (s) goto fail;
     hold(t->jfd);
+    /* As readable as the model (its read bits; new files get the umask's),
+     * so that those who load it can read whether a save is committing. */
+    struct stat target;
+    if (onnxio__sys_fstatat(t->dir_fd, t->name, &target, 0) == 0)
+        onnxio__sys_fchmod(t->jfd, 0600 | (target.st_mode & 0444));
     /* An earlier save of this file that died: finish or undo it first. */
     bool unfinished;
     replay(t->jfd, &unfinished);
