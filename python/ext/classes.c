@@ -84,7 +84,22 @@ int pyonnxio_message_init(PyObject *module)
 {
     PyObject *bases = NULL, *messages = NULL, *enums = NULL;
     int rc = -1;
-    pyonnxio_st->message_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &pyonnxio_message_base_spec, NULL);
+    /* onnxio.Message derives from protobuf's google.protobuf.message.Message
+     * when protobuf can be imported, as upb's message classes do: generic
+     * code tells messages by isinstance(x, Message). That class is pure
+     * Python with empty __slots__ (no instance layout of its own) and every
+     * method of it that onnxio has is overridden here; those it lacks
+     * (extensions) raise NotImplementedError, as its base does. */
+    PyObject *pb_bases = NULL, *pb = PyImport_ImportModule("google.protobuf.message");
+    if (pb) {
+        PyObject *pb_message = PyObject_GetAttrString(pb, "Message");
+        Py_DECREF(pb);
+        if (pb_message && PyType_Check(pb_message)) pb_bases = PyTuple_Pack(1, pb_message);
+        Py_XDECREF(pb_message);
+    }
+    if (!pb_bases) PyErr_Clear(); /* no protobuf: onnxio.Message derives from object */
+    pyonnxio_st->message_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &pyonnxio_message_base_spec, pb_bases);
+    Py_XDECREF(pb_bases);
     if (!pyonnxio_st->message_type || PyModule_AddObjectRef(module, "Message", (PyObject *)pyonnxio_st->message_type) < 0)
         return -1;
     if (pyonnxio_registry_init() < 0) return -1;

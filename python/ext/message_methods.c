@@ -510,7 +510,19 @@ static PyMethodDef message_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* `name in message`: HasField, as protobuf's Message.__contains__ for a
+ * message that is not Struct or ListValue. */
+static int message_contains(PyObject *self, PyObject *name)
+{
+    PyObject *r = m_HasField((PyOnnxioMessage *)self, name);
+    if (!r) return -1;
+    int has = r == Py_True;
+    Py_DECREF(r);
+    return has;
+}
+
 static PyType_Slot base_slots[] = {
+    {Py_sq_contains, message_contains},
     {Py_tp_dealloc, pyonnxio_message_dealloc},
     {Py_tp_new, pyonnxio_message_tp_new},
     {Py_tp_init, pyonnxio_message_tp_init},

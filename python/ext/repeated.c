@@ -579,6 +579,19 @@ static PyObject *repeated_MergeFrom(Repeated *self, PyObject *other)
 
 /* ---- types ------------------------------------------------------------ */
 
+/* clear(), as protobuf's containers have it (they are registered as
+ * collections.abc.MutableSequence, and so are these: onnxio/__init__.py). */
+static PyObject *repeated_clear(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    PyObject *all = PySlice_New(NULL, NULL, NULL);
+    if (!all) return NULL;
+    int rc = PyObject_DelItem(self, all);
+    Py_DECREF(all);
+    if (rc < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef scalar_methods[] = {
     {"append", (PyCFunction)scalar_append, METH_O,
      "append(value): appends one value, type-checked as the field (TypeError, ValueError out of range)."},
@@ -591,6 +604,7 @@ static PyMethodDef scalar_methods[] = {
     {"reverse", (PyCFunction)repeated_reverse, METH_NOARGS, "reverse(): reverses in place."},
     {"index", (PyCFunction)repeated_index, METH_O, "index(value) -> int: position of the first equal value."},
     {"count", (PyCFunction)repeated_count, METH_O, "count(value) -> int."},
+    {"clear", (PyCFunction)repeated_clear, METH_NOARGS, "clear(): removes every value."},
     {"MergeFrom", (PyCFunction)repeated_MergeFrom, METH_O, "MergeFrom(iterable): same as extend."},
     {"__contains__", (PyCFunction)repeated_contains_obj, METH_O | METH_COEXIST, NULL},
     {"__deepcopy__", (PyCFunction)repeated_deepcopy, METH_VARARGS, "A list of the values."},
@@ -612,6 +626,7 @@ static PyMethodDef composite_methods[] = {
     {"sort", (PyCFunction)(void (*)(void))composite_sort, METH_VARARGS | METH_KEYWORDS, "sort(key=None, reverse=False)."},
     {"reverse", (PyCFunction)repeated_reverse, METH_NOARGS, "reverse(): reverses in place."},
     {"index", (PyCFunction)repeated_index, METH_O, "index(message) -> int: position of the first equal message."},
+    {"clear", (PyCFunction)repeated_clear, METH_NOARGS, "clear(): removes every message."},
     {"MergeFrom", (PyCFunction)repeated_MergeFrom, METH_O, "MergeFrom(iterable): same as extend."},
     {"__contains__", (PyCFunction)repeated_contains_obj, METH_O | METH_COEXIST, NULL},
     {NULL, NULL, 0, NULL},

@@ -97,6 +97,13 @@ from onnxio import _onnxio
 from onnxio._onnxio import *  # noqa: F401,F403  (the message classes)
 from onnxio._onnxio import ArchiveError, DecodeError, EncodeError, ExternalDataError  # noqa: F401
 
+# Repeated fields are MutableSequences, as protobuf registers its containers:
+# generic code (onnx_ir, onnxscript) tells them from scalars by isinstance.
+import collections.abc as _abc  # noqa: E402
+
+_abc.MutableSequence.register(_onnxio.RepeatedScalarContainer)
+_abc.MutableSequence.register(_onnxio.RepeatedCompositeContainer)
+
 
 if typing.TYPE_CHECKING:  # pragma: no cover
     from typing import IO

@@ -13,6 +13,11 @@ The packages, their pinned versions, their test files and the packages their
 tests need are in PACKAGES (the one place to change them). Each package's
 sdist comes from PyPI (pip download --no-binary :all:) and its tests run
 from the extracted sdist; the package itself is installed from that sdist.
+Packages whose sdist has no tests (onnx-ir, onnxscript) are run from their
+git repository at the release tag (`git archive`), whose tests sit beside
+the package's modules, which pytest imports from there: the repository is
+a local clone given with --source NAME=PATH (this machine reaches PyPI
+only), and nothing of it is kept in this tree.
 
 Environment: .cache/clients/venv, made here, sees the packages of the
 repository's .venv (made by scripts/bootstrap.sh: onnx, onnxruntime, torch,
@@ -51,10 +56,15 @@ EXTRA = ["pytest-timeout==2.4.0"]
 
 # name: version (PyPI sdist), extra packages its tests need, test paths
 # (relative to the sdist's root) and those left out (--ignore).
+# "repo": the tag of the package's git repository whose tree is tested
+# (from --source NAME=PATH) instead of an sdist; "root": the directory of
+# that tree the package is imported from (a .pth file of the venv names
+# it, so that both runs, and onnxio.ir, import the same package as the
+# tests beside its modules).
 # Not here: onnxconverter-common (its last sdist, 1.14.0, imports
 # onnx.mapping, which onnx 1.23 no longer has: 3 tests pass natively);
-# onnxscript, onnx-graphsurgeon and onnx-ir (no sdist with tests on PyPI);
-# onnxmltools (no tests in its sdist).
+# onnx-graphsurgeon (no sdist with tests on PyPI); onnxmltools (no tests in
+# its sdist).
 PACKAGES = {
     # Graph builder: builds models node by node from onnx's schemas
     # (onnx.defs), runs type inference and the reference evaluator.
@@ -107,6 +117,30 @@ PACKAGES = {
             "sklearn_scaler_converter", "sklearn_one_hot_encoder_converter", "sklearn_label_encoder_converter",
             "sklearn_tfidf_vectorizer_converter", "sklearn_pipeline")],
         "ignore": [],
+    },
+    # The IR that torch's ONNX exporter (dynamo=True) and onnxscript build
+    # models with: reads and writes protos field by field, generically.
+    # Left out: the tests that need the network (model hubs).
+    "onnx-ir": {
+        "version": "1.0.0",
+        "repo": "v1.0.0",
+        "root": "src",
+        "extra": ["sympy==1.14.0", "mpmath==1.3.0"],
+        "tests": ["src"],
+        "ignore": [],
+    },
+    # torch's exporter's function library and optimizer on onnx-ir. Left
+    # out, for packages the tests need that are not installed here:
+    # transformers (the model tests under tools/ and the torch_lib
+    # e2e tests), and torchvision.
+    "onnxscript": {
+        "version": "0.7.1",
+        "repo": "v0.7.1",
+        "root": ".",
+        "extra": ["expecttest==0.1.6", "hypothesis==6.170.17", "sortedcontainers==2.4.0",
+                  "pytest-subtests==0.15.0", "pyyaml==6.0.3", "sympy==1.14.0", "mpmath==1.3.0"],
+        "tests": ["onnxscript"],
+        "ignore": ["onnxscript/function_libs/torch_lib/ops", "onnxscript/tools"],
     },
 }
 
@@ -171,6 +205,29 @@ def sdist(name, version):
     return src
 
 
+def repository(name, spec, sources):
+    """The tree of the package's repository at its tag, from the clone
+    given for it (--source NAME=PATH), extracted once."""
+    if name not in sources:
+        sys.exit(f"{name}: its tests come from its git repository; give a clone with --source {name}=PATH")
+    src = WORK / name / f"{name}-{spec['repo']}"
+    if not src.is_dir():
+        tmp = WORK / name / "extracting"
+        sh("rm", "-rf", tmp)
+        tmp.mkdir(parents=True)
+        archive = subprocess.run(["git", "-C", sources[name], "archive", spec["repo"]], check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True)
+        tmp.rename(src)
+    sp = next(VENV.glob("lib/python3*/site-packages"))
+    # Sorted before zz_repo_venv.pth: this tree comes before .venv's copy.
+    (sp / f"clients_{name}.pth").write_text(str((src / spec["root"]).resolve()) + "\n")
+    module = name.replace("-", "_")
+    if (sp / module).is_dir():
+        sh(python(), "-m", "pip", "uninstall", "-q", "-y", name)
+    return src
+
+
 def run(name, spec, src, mode):
     xml = WORK / name / f"{mode}.xml"
     xml.unlink(missing_ok=True)
@@ -223,7 +280,10 @@ def main():
     ap.add_argument("--examples", type=int, default=0, help="failing tests and traceback lines to print per cause")
     ap.add_argument("--venv-onnxio", action="store_true", help="test the onnxio of .venv, not this tree's")
     ap.add_argument("--only", choices=("native", "onnxio"), help="one run; the other's outcomes are read back")
+    ap.add_argument("--source", action="append", default=[], metavar="NAME=PATH",
+                    help="a git clone of a package tested from its repository (onnx-ir, onnxscript)")
     args = ap.parse_args()
+    sources = dict(s.split("=", 1) for s in args.source)
     unknown = [p for p in args.packages if p not in PACKAGES]
     if unknown:
         ap.error(f"unknown package(s) {', '.join(unknown)}; known: {', '.join(PACKAGES)}")
@@ -232,9 +292,9 @@ def main():
     summary_file = WORK / "summary.json"
     summary = json.loads(summary_file.read_text()) if summary_file.exists() else {}
     summary = {k: v for k, v in summary.items() if k in PACKAGES}
-    for name in args.packages or PACKAGES:
+    for name in args.packages or [p for p in PACKAGES if "repo" not in PACKAGES[p] or p in sources]:
         spec = PACKAGES[name]
-        src = sdist(name, spec["version"])
+        src = repository(name, spec, sources) if "repo" in spec else sdist(name, spec["version"])
         results = {}
         for mode in ("native", "onnxio"):
             if args.only and args.only != mode and (WORK / name / f"{mode}.xml").exists():

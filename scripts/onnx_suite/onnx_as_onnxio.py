@@ -29,10 +29,16 @@ proxy = types.ModuleType("onnx", _real.__doc__)
 proxy.__dict__.update({k: v for k, v in vars(_real).items() if k not in ("__name__", "__loader__", "__spec__")})
 proxy.__spec__ = _real.__spec__
 proxy.__loader__ = _real.__loader__
+# The submodules onnx has (onnxio's own, such as `ir` and `onnxruntime`, are
+# no onnx module: importing them here would import onnx_ir or onnxruntime
+# before `onnx` is onnxio, binding the real package in them).
+ONNX_HAS = {m.name for m in pkgutil.iter_modules(_real.__path__)}
+ONNXIO_ONLY = {m.name for m in pkgutil.iter_modules(onnxio.__path__)} - ONNX_HAS
 for name in dir(onnxio):
-    if not name.startswith("__"):
+    if not name.startswith("__") and name not in ONNXIO_ONLY:
         setattr(proxy, name, getattr(onnxio, name))
-PROVIDED = tuple(m.name for m in pkgutil.iter_modules(onnxio.__path__) if not m.name.startswith("_"))
+PROVIDED = tuple(m.name for m in pkgutil.iter_modules(onnxio.__path__)
+                 if not m.name.startswith("_") and m.name in ONNX_HAS)
 for sub in PROVIDED:
     module = importlib.import_module(f"onnxio.{sub}")
     setattr(proxy, sub, module)

@@ -493,3 +493,89 @@ def test_instance_name_as_protobuf():
     import onnx
 
     assert onnxio.TensorProto().__name__ == onnx.TensorProto().__name__ == "TensorProto"
+
+
+# ---- what generic code asks of a message: isinstance ------------------------------
+
+def test_messages_are_protobuf_messages():
+    """onnxio's classes derive from google.protobuf.message.Message, as
+    upb's do: generic walkers recurse into a field when it is a Message."""
+    from google.protobuf.message import Message
+
+    for cls in (onnxio.ModelProto, onnxio.TensorShapeProto.Dimension, onnxio.TensorProto.Segment):
+        assert issubclass(cls, Message) and isinstance(cls(), Message)
+    # What protobuf's Message would raise stays unreachable: onnxio's own
+    # methods come first; extensions (which ONNX has none of) raise as
+    # protobuf's base does.
+    m = onnxio.ModelProto(ir_version=3)
+    assert type(m).SerializeToString is not Message.SerializeToString
+    with pytest.raises(NotImplementedError):
+        m.HasExtension(None)
+
+
+CONTAINS_CASES = [
+    # (message, what is set on it, the names asked)
+    ("ModelProto", {}, ["ir_version", "graph", "opset_import", "nope"]),
+    ("ModelProto", {"ir_version": 0, "producer_name": "x"}, ["ir_version", "producer_name", "graph", "domain"]),
+    ("TensorProto", {"data_type": 1, "raw_data": b""}, ["data_type", "raw_data", "dims", "segment", "name"]),
+    ("TensorShapeProto.Dimension", {"dim_value": 3}, ["dim_value", "dim_param", "value", "denotation"]),
+]
+
+
+@pytest.mark.parametrize("cls, fields, names", CONTAINS_CASES)
+def test_contains_is_has_field(cls, fields, names):
+    """`name in message`, as protobuf's Message.__contains__: presence for
+    a singular field or a oneof, ValueError for a repeated or unknown one."""
+    def make(mod):
+        c = mod
+        for part in cls.split("."):
+            c = getattr(c, part)
+        return c(**fields)
+
+    a, b = make(onnx), make(onnxio)
+    for name in names:
+        try:
+            want = name in a
+        except ValueError:
+            with pytest.raises(ValueError):
+                name in b  # noqa: B015
+            continue
+        assert (name in b) == want, (cls, name)
+
+
+def test_repeated_fields_are_mutable_sequences():
+    """Repeated fields are collections.abc.MutableSequence, as protobuf
+    registers its containers (onnx_ir asserts Sequence on string_data), and
+    have protobuf's clear()."""
+    import collections.abc as abc
+
+    for mod in (onnx, onnxio):
+        t = mod.TensorProto(float_data=[1.0, 2.0], string_data=[b"a"])
+        m = mod.ModelProto()
+        m.opset_import.add(version=6)
+        for c in (t.float_data, t.string_data, m.opset_import):
+            assert isinstance(c, abc.MutableSequence), (mod.__name__, type(c))
+        t.float_data.clear()
+        m.opset_import.clear()
+        assert len(t.float_data) == 0 and len(m.opset_import) == 0
+
+
+def test_generic_walker_compares_field_by_field():
+    """onnx_ir.testing.assert_onnx_proto_equal walks messages generically:
+    it recurses into Message fields and compares the others as sequences or
+    values, so that presence does not decide equality. onnxio's messages
+    pass it, field by field."""
+    from conftest import needs
+
+    needs("onnx_ir")
+    import onnx_ir.testing as testing
+
+    for mod in (onnxio,):
+        a = mod.ModelProto()
+        a.opset_import.add(domain="", version=6)
+        b = mod.ModelProto()
+        b.opset_import.add(version=6)
+        testing.assert_onnx_proto_equal(a, b)
+        b.opset_import[0].version = 7
+        with pytest.raises(AssertionError):
+            testing.assert_onnx_proto_equal(a, b)
