@@ -285,6 +285,7 @@ def save_model(
     checksum: bool = False,
     options: SerializeOptions | None = None,
     progress=None,
+    update_model: bool = True,
     **explicit,
 ) -> None:
     """Saves a ModelProto, as ``onnx.save_model``: the same bytes.
@@ -298,8 +299,16 @@ def save_model(
         format: as load_model.
         save_as_external_data: move payloads to external data files beside
             the model, those whose ``sys.getsizeof(raw_data)`` (as onnx
-            measures: the length plus 33) is at least ``size_threshold``; ``proto`` itself is not modified (onnx
-            modifies it). Needs a path, or a file object with a ``name``.
+            measures: the length plus 33) is at least ``size_threshold``.
+            As onnx does, ``proto`` is then changed to point at them, once
+            the files are written: each moved tensor's raw_data is cleared,
+            its data_location set to EXTERNAL and its external_data keys
+            set (location, offset, length, checksum), the keys the saved
+            model holds (``update_model=False`` leaves it as it was). Needs
+            a path, or a file object with a ``name``.
+        update_model: with save_as_external_data, False leaves ``proto``
+            unchanged (onnxio's own, non-mutating save; the C library's
+            onnxio_save_model never changes its model).
         all_tensors_to_one_file: True: one file, ``location`` (default: a
             fresh "<uuid>.data" on every save, as onnx names it); False: one
             file per tensor.
@@ -355,6 +364,7 @@ def save_model(
         EncodeError (a payload skipped at load, nesting past max_depth),
         TypeError, ValueError.
     """
+    given = proto  # what save_as_external_data points at the data files (an onnx package model too)
     if isinstance(proto, (bytes, bytearray, memoryview)):
         proto = _onnxio._load_bytes(proto, ModelProto, no_copy=True, load_external_data=False)  # noqa: F405
     proto = _onnxio._coerce(proto)  # an onnx package ModelProto too
@@ -364,15 +374,41 @@ def save_model(
     path = _file_path(f)
     kwargs = _save_kwargs(options, dict(explicit, checksum=checksum, max_file_size=max_external_file_size,
                                         convert_attribute=convert_attribute))
-    _with_progress(progress, "saving", f, kwargs,
-                   lambda: _save_model(proto, f, fmt, path, kwargs, save_as_external_data=save_as_external_data,
-                                       all_tensors_to_one_file=all_tensors_to_one_file, location=location,
-                                       size_threshold=size_threshold, convert_attribute=convert_attribute))
+    saved = _with_progress(progress, "saving", f, kwargs,
+                           lambda: _save_model(proto, f, fmt, path, kwargs, save_as_external_data=save_as_external_data,
+                                               all_tensors_to_one_file=all_tensors_to_one_file, location=location,
+                                               size_threshold=size_threshold, convert_attribute=convert_attribute))
+    if save_as_external_data and update_model and saved is not None and not isinstance(given, (bytes, bytearray,
+                                                                                              memoryview)):
+        _point_at_external_data(given, saved)
+
+
+def _point_at_external_data(model, saved) -> None:
+    """Changes `model` as onnx.save_model changes the model it saves with
+    external data: every tensor that the saved model (`saved`, its
+    structure as written) holds as external becomes so in `model`, in
+    place (references to its sub-messages stay valid), with the saved
+    keys. The two trees have the same structure: tensors pair up in the
+    order external_data_helper walks them."""
+    from onnxio import external_data_helper
+
+    for mine, theirs in zip(external_data_helper._get_all_tensors(model),
+                            external_data_helper._get_all_tensors(saved)):
+        external = TensorProto.EXTERNAL  # noqa: F405
+        if theirs.data_location != external or (mine.data_location == external and not mine.HasField("raw_data")):
+            continue
+        del mine.external_data[:]
+        for entry in theirs.external_data:
+            mine.external_data.add(key=entry.key, value=entry.value)
+        mine.data_location = external
+        mine.ClearField("raw_data")
 
 
 def _save_model(proto, f, fmt, path, kwargs, *, save_as_external_data, all_tensors_to_one_file, location,
-                size_threshold, convert_attribute) -> None:
-    """save_model once its arguments are checked."""
+                size_threshold, convert_attribute):
+    """save_model once its arguments are checked. With external data: the
+    structure of the model as saved (its tensors pointing at the data
+    files), else None."""
     if _is_archive_name(f, path):
         _check_archive_save(proto, f, fmt, save_as_external_data=save_as_external_data, location=location,
                             all_tensors_to_one_file=all_tensors_to_one_file, kwargs=kwargs)
@@ -412,9 +448,13 @@ def _save_model(proto, f, fmt, path, kwargs, *, save_as_external_data, all_tenso
                                                                 size_threshold, convert_attribute)
             proto = _write_pending_external(copy, path, kwargs)
         _write_bytes(_format_text(fmt, proto), f)
-        return
+        return proto if save_as_external_data else None
     if _is_path(f):
         _onnxio._save_file(proto, f, **kwargs)
+        if save_as_external_data:
+            # What was written, read back (its structure only: the data
+            # files are not read).
+            return _onnxio._load_file(f, ModelProto, load_external_data=False, no_copy=True)  # noqa: F405
     elif not wants_external:
         _write_bytes(_serialize(proto, kwargs), f)
     else:
@@ -425,7 +465,9 @@ def _save_model(proto, f, fmt, path, kwargs, *, save_as_external_data, all_tenso
         try:
             _onnxio._save_file(proto, tmp, **kwargs)
             with open(tmp, "rb") as readable:
-                _write_bytes(readable.read(), f)
+                data = readable.read()
+            _write_bytes(data, f)
+            return _onnxio._load_bytes(data, ModelProto, load_external_data=False)  # noqa: F405
         finally:
             try:
                 os.unlink(tmp)

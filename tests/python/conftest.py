@@ -74,6 +74,7 @@ NEEDS = {
     "onnx_ir": (lambda: _module("onnx_ir"), _pip(), True),
     "safetensors": (lambda: _module("safetensors"), _pip(), True),
     "torch": (lambda: _module("torch"), _pip("torch==2.13.0, the CPU build"), True),
+    "onnxscript": (lambda: _module("onnxscript"), _pip("onnxscript: torch.onnx.export(dynamo=True) needs it"), True),
     "fsspec": (lambda: _module("fsspec"), _pip("fsspec, the \"remote\" extra of the package"), True),
     "aiohttp": (lambda: _module("aiohttp"), _pip("s3fs brings it"), True),
     "s3fs": (lambda: _module("s3fs"), _pip(), True),

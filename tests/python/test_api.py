@@ -186,10 +186,11 @@ def test_textual_formats_with_external_data_as_onnx(tmp_path, model_bytes, fmt, 
               location="w.bin" if one_file else None, size_threshold=1024)
     for d in ("a", "b"):
         (tmp_path / d).mkdir()
-    onnx.save(onnx.ModelProto.FromString(model_bytes), str(tmp_path / "a" / "m.txt"), **kw)
+    theirs_model = onnx.ModelProto.FromString(model_bytes)
+    onnx.save(theirs_model, str(tmp_path / "a" / "m.txt"), **kw)
     m = onnxio.load(model_bytes)
     onnxio.save(m, tmp_path / "b" / "m.txt", **kw)
-    assert ser(m) == model_bytes  # the model passed in is not changed
+    assert ser(m) == ser(theirs_model)  # the model passed in points at its data files, as onnx's
     theirs = sorted(p.name for p in (tmp_path / "a").iterdir())
     assert sorted(p.name for p in (tmp_path / "b").iterdir()) == theirs and len(theirs) > 1
     for name in theirs:
@@ -233,14 +234,17 @@ def marked(model_bytes, names):
 def test_external_data_same_files_as_onnx(tmp_path, model_bytes):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    onnx.save(onnx.ModelProto.FromString(model_bytes), str(tmp_path / "a" / "m.onnx"),
-              save_as_external_data=True, location="w.bin")
+    theirs_model = onnx.ModelProto.FromString(model_bytes)
+    onnx.save(theirs_model, str(tmp_path / "a" / "m.onnx"), save_as_external_data=True, location="w.bin")
     m = onnxio.load(model_bytes)
     # onnx writes payloads back to back: alignment=1 gives the same bytes.
     onnxio.save(m, tmp_path / "b" / "m.onnx", save_as_external_data=True, location="w.bin", alignment=1)
     for name in ("m.onnx", "w.bin"):
         assert file_bytes(tmp_path / "b" / name) == file_bytes(tmp_path / "a" / name), name
-    assert ser(m) == model_bytes  # the model itself is not modified
+    assert ser(m) == ser(theirs_model)  # the model passed in points at its data files, as onnx's
+    kept = onnxio.load(model_bytes)
+    onnxio.save(kept, tmp_path / "b" / "k.onnx", save_as_external_data=True, location="k.bin", update_model=False)
+    assert ser(kept) == model_bytes  # update_model=False: not modified
     assert ser(onnxio.load(tmp_path / "b" / "m.onnx")) == onnx_loaded(tmp_path / "b" / "m.onnx")
     assert onnx_loaded(tmp_path / "b" / "m.onnx") == marked(model_bytes, external_refs(tmp_path / "b" / "m.onnx"))
 
@@ -316,11 +320,11 @@ def test_external_data_one_file_per_tensor(tmp_path, model_bytes):
 
 
 def test_external_data_split_checksum_and_threads(tmp_path, model_bytes):
-    m = onnxio.load(model_bytes)
     outs = []
     for threads in (1, 2):
         d = tmp_path / f"t{threads}"
         d.mkdir()
+        m = onnxio.load(model_bytes)  # a save with external data points m at its files, as onnx's does
         onnxio.save(m, d / "m.onnx", save_as_external_data=True, location="w.bin", max_external_file_size=20000,
                     checksum=True, num_threads=threads)
         outs.append({p.name: p.read_bytes() for p in sorted(d.iterdir())})

@@ -147,7 +147,8 @@ def test_cold_copy_load_reads_around_the_page_cache(tmp_path, big_model, layout)
     kwargs = {}
     if layout == "external":
         path = str(tmp_path / "model.onnx")
-        onnxio.save_model(big_model, path, save_as_external_data=True, location="model.onnx.data")
+        onnxio.save_model(big_model, path, save_as_external_data=True, location="model.onnx.data",
+                          update_model=False)  # the module's fixture: the next tests save it again
         data = str(tmp_path / "model.onnx.data")
     else:
         path = data = str(tmp_path / f"model.{layout.split()[0]}")

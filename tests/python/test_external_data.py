@@ -382,3 +382,45 @@ def test_checksum_refuses_a_sha1_collision(name, tmp_path):
             .graph.initializer[0].external_data}
     assert keys["checksum"] == hashlib.sha1((tmp_path / "p.bin").read_bytes()).hexdigest()
     assert onnxio.load_model(str(tmp_path / "p.onnx"), verify_checksum=True).graph.initializer[0].raw_data == plain
+
+
+# ---- the caller's model after a save with external data ----------------------------
+
+def _weights_model():
+    w = np.arange(1000, dtype=np.float32)
+    g = helper.make_graph([helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(w + 1, "cv"))], "g",
+                          [], [], initializer=[numpy_helper.from_array(w, "w"), numpy_helper.from_array(w[:3], "s"),
+                                               numpy_helper.from_array(w * 2, "w2")])
+    return helper.make_model(g)
+
+
+@pytest.mark.parametrize("given", ["onnxio", "onnx"])
+def test_save_with_external_data_points_the_model_at_it(tmp_path, given):
+    """save_model(m, path, save_as_external_data=True) changes m as
+    onnx.save_model does: the moved tensors, in place, lose raw_data and
+    point at the data file; m then serializes to what onnx's model
+    serializes to after onnx's save of it. update_model=False leaves m as
+    it was."""
+    import onnxio
+
+    want = _weights_model()
+    onnx.save_model(want, str(tmp_path / "ref.onnx"), save_as_external_data=True, location="x.data",
+                    size_threshold=100)
+    m = onnxio.from_onnx(_weights_model()) if given == "onnxio" else _weights_model()
+    held = m.graph.initializer[0]
+    before = m.SerializeToString()
+    onnxio.save_model(m, str(tmp_path / "m.onnx"), save_as_external_data=True, location="x.data",
+                      size_threshold=100, alignment=1)
+    assert m.SerializeToString() == want.SerializeToString()
+    assert held.data_location == TensorProto.EXTERNAL and not held.HasField("raw_data")  # in place
+    assert (tmp_path / "m.onnx").read_bytes() == (tmp_path / "ref.onnx").read_bytes()
+    # The model now loads its payloads from there, as onnx's does.
+    helper_module = onnxio.external_data_helper if given == "onnxio" else onnx.external_data_helper
+    helper_module.load_external_data_for_model(m, str(tmp_path))
+    for t, r in zip(m.graph.initializer, _weights_model().graph.initializer):
+        assert np.array_equal(numpy_helper.to_array(onnxio.to_onnx(t) if given == "onnxio" else t),
+                              numpy_helper.to_array(r))
+    kept = onnxio.from_onnx(_weights_model()) if given == "onnxio" else _weights_model()
+    onnxio.save_model(kept, str(tmp_path / "k.onnx"), save_as_external_data=True, location="k.data",
+                      size_threshold=100, update_model=False)
+    assert kept.SerializeToString() == before

@@ -44,11 +44,12 @@ def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("remote")
     m = _model()
     onnxio.save(m, str(d / LAYOUTS["ext"]), save_as_external_data=True, location="ext.bin", size_threshold=1024,
-                convert_attribute=True)
+                convert_attribute=True, update_model=False)  # m is saved again below
     onnxio.save(m, str(d / LAYOUTS["inline"]))
     onnxio.save(m, str(d / LAYOUTS["onnxz"]))
     os.makedirs(d / "pt")
-    onnxio.save(m, str(d / LAYOUTS["pertensor"]), save_as_external_data=True, all_tensors_to_one_file=False)
+    onnxio.save(m, str(d / LAYOUTS["pertensor"]), save_as_external_data=True, all_tensors_to_one_file=False,
+                update_model=False)
     out = {}
     for root, _dirs, names in os.walk(d):
         for n in names:

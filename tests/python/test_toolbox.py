@@ -16,6 +16,7 @@ import onnx
 import onnx.checker
 import onnx.compose
 import onnx.inliner
+import onnx.numpy_helper
 import onnx.parser
 import onnx.printer
 import onnx.shape_inference
@@ -275,6 +276,30 @@ def test_reference_evaluator(pair):
     f = onnxio.reference.ReferenceEvaluator(ours.graph, opsets={"": 15, "local": 1},
                                            functions=list(ours.functions)).run(None, feeds)
     assert np.array_equal(f[0], want[0])
+
+
+def test_reference_submodules_and_ops_take_onnxio_messages():
+    """onnx.reference's submodules are attributes of onnxio.reference once
+    imported (`import onnx.reference.op_run` then
+    `onnx.reference.op_run.OpRun` with onnx mapped to onnxio), and the op
+    classes load_op gives take onnxio messages as attribute values, giving
+    what onnx's give for onnx's messages (onnxscript's constant folder)."""
+    import importlib
+
+    import onnx.reference.op_run
+
+    assert onnxio.reference.op_run is onnx.reference.op_run
+    assert onnxio.reference.ops.load_op is not None
+    with pytest.raises(AttributeError):
+        onnxio.reference.no_such_module  # noqa: B018
+    value = np.array([2.5], np.float32)
+    shape = np.array([2, 3], np.int64)
+    want = onnx.reference.ops.load_op("", "ConstantOfShape", 21).eval(shape, value=onnx.numpy_helper.from_array(value))
+    got = onnxio.reference.ops.load_op("", "ConstantOfShape", 21).eval(shape,
+                                                                        value=onnxio.numpy_helper.from_array(value))
+    assert got.dtype == want.dtype and np.array_equal(got, want)
+    assert issubclass(onnxio.reference.ops.load_op("", "Add", 14), onnx.reference.op_run.OpRun)
+    importlib.import_module("onnx.reference.ops")
 
 
 def test_model_container_and_defs(tmp_path):
