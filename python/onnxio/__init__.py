@@ -79,7 +79,7 @@ onnx's toolbox: ``onnxio.checker``, ``shape_inference``,
 onnxio's serialized bytes), ``compose``, ``utils``, ``model_container``,
 ``reference`` (onnx's Python code, messages converted at the boundary) and
 ``defs`` take onnxio's messages and return onnxio's; they need the onnx
-package (ImportError naming ``pip install onnxio[onnx]`` otherwise) and
+package (ImportError naming ``pip install onnx`` otherwise) and
 import it only when first used. ``parser`` is onnx.parser's API on the C
 library's reader (onnx's ParseError when onnx is installed; it works
 without). The onnx package's messages are taken wherever onnxio takes a
@@ -217,14 +217,11 @@ def shard(model_or_path, rank: int, world_size: int, plan, *, num_threads: int =
 
 def __getattr__(name: str):
     """Submodules, imported when first used. One whose package is missing
-    (onnx_ir for ``ir``, onnx for the toolbox) is no attribute: hasattr()
-    gives False and the AttributeError says what to install."""
+    (onnx_ir for ``ir``, onnx for the toolbox) raises the ImportError of
+    its import, which says what to install (``pip install onnx``), as
+    ``import onnxio.checker`` does."""
     if name in _SUBMODULES or name in _ONNX_SUBMODULES:
-        full = f"onnxio.{name}" if name in _SUBMODULES else f"onnx.{name}"
-        try:
-            module = importlib.import_module(full)
-        except ImportError as e:
-            raise AttributeError(f"module 'onnxio' has no attribute {name!r}: {e}") from e
+        module = importlib.import_module(f"onnxio.{name}" if name in _SUBMODULES else f"onnx.{name}")
         globals()[name] = module
         return module
     if name in _EXTERNAL_DATA_FUNCTIONS:

@@ -21,7 +21,7 @@ from typing import Any
 
 from onnxio import _onnxio
 
-INSTALL = "pip install onnxio[onnx]"
+INSTALL = "pip install onnx"
 
 # protobuf's limit on one serialized message; onnx checks models against it.
 MAXIMUM_PROTOBUF = 2147483647

@@ -7,7 +7,7 @@ Beyond onnx: check_model of an in-memory model past protobuf's 2 GiB (which
 onnx refuses with ValueError) writes it to a temporary file and checks that
 by path, as onnx checks a path.
 
-Needs the onnx package (`pip install onnxio[onnx]`).
+Needs the onnx package (`pip install onnx`).
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ into the onnxio message passed). Measured against running them on onnxio's
 classes, the conversion costs less than the Python walk itself does on
 either, and it is exact by construction.
 
-Needs the onnx package (`pip install onnxio[onnx]`).
+Needs the onnx package (`pip install onnx`).
 """
 from onnxio import _bridge
 

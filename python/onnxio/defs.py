@@ -9,7 +9,7 @@ those at the boundary (``isinstance(s, onnxio.defs.OpSchema)`` holds);
 every other name is onnx's own object, and the registry is shared with the
 onnx package (onnx's own schemas keep giving onnx's messages).
 
-Needs the onnx package (`pip install onnxio[onnx]`).
+Needs the onnx package (`pip install onnx`).
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """onnx.inliner on onnxio's ModelProto (or onnx's): onnx's C++ inliner on
 the serialized bytes, the result an onnxio ModelProto.
 
-Needs the onnx package (`pip install onnxio[onnx]`).
+Needs the onnx package (`pip install onnx`).
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ ModelProto and what it saves is what onnx's container saves. Loading the
 large initializers back reads them through onnxio's checked external data
 loader.
 
-Needs the onnx package (`pip install onnxio[onnx]`): the code is its.
+Needs the onnx package (`pip install onnx`): the code is its.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """onnx.printer on onnxio's messages (or onnx's): the ONNX textual syntax
 written by onnx's C++ printer from the serialized bytes.
 
-Needs the onnx package (`pip install onnxio[onnx]`).
+Needs the onnx package (`pip install onnx`).
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ The evaluator is onnx's Python code; the message is converted to onnx's
 once, at construction (onnxio.to_onnx), so running costs what it costs in
 onnx.
 
-Needs the onnx package (`pip install onnxio[onnx]`).
+Needs the onnx package (`pip install onnx`).
 """
 import sys
 import types

@@ -7,7 +7,7 @@ payloads borrow the bytes onnx returned.
 Beyond onnx: infer_shapes on an in-memory model past protobuf's 2 GiB runs
 by way of a temporary file (infer_shapes_path), where onnx cannot.
 
-Needs the onnx package (`pip install onnxio[onnx]`).
+Needs the onnx package (`pip install onnx`).
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ them): extract_model and Extractor.
 onnx's code runs as it is; messages are converted at the boundary
 (onnxio.to_onnx in, onnxio.from_onnx out), as in onnxio.compose.
 
-Needs the onnx package (`pip install onnxio[onnx]`).
+Needs the onnx package (`pip install onnx`).
 """
 from typing import Any
 

@@ -1,7 +1,7 @@
 """onnx.version_converter on onnxio's ModelProto (or onnx's): onnx's C++
 converter on the serialized bytes, the result an onnxio ModelProto.
 
-Needs the onnx package (`pip install onnxio[onnx]`).
+Needs the onnx package (`pip install onnx`).
 """
 from __future__ import annotations
 
