@@ -248,7 +248,7 @@ static int run_cat(int argc, char **argv)
     if ((rc = cli_parse_threads(&cli_verb_cat, threads_text, &so.num_threads)) >= 0) return rc;
     const char *model = pos[0], *name = pos[1];
     onnxio_tensor_file *f;
-    if (onnxio_tensor_file_open(model, &so, &f)) return cli_fail("cat", model);
+    if (cli_file_is_empty(model) || onnxio_tensor_file_open(model, &so, &f)) return cli_fail("cat", model);
     const onnxio_TensorProto *t = onnxio_tensor_file_find(f, name);
     int status = CLI_EXIT_FAILURE;
     onnxio_slice_range *r = NULL;

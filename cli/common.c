@@ -28,9 +28,22 @@ int cli_usage_error(const cli_verb *verb, const char *fmt, ...)
     return CLI_EXIT_USAGE;
 }
 
+/* A failure the command found itself (an empty file), said in place of
+ * the library's last error by the next cli_fail. */
+static const char *own_error;
+
+bool cli_file_is_empty(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size != 0) return false;
+    own_error = "the file is empty (0 bytes): no message to read";
+    return true;
+}
+
 int cli_fail_hint(const char *verb, const char *file, const char *hint)
 {
-    const char *msg = onnxio_last_error();
+    const char *msg = own_error ? own_error : onnxio_last_error();
+    own_error = NULL;
     if (!msg || !msg[0])
         msg = "failed";
     /* The library's message may itself start with the file name. */
@@ -45,12 +58,8 @@ int cli_fail(const char *verb, const char *file) { return cli_fail_hint(verb, fi
 
 void cli_note_load(const char *verb, const char *path, const void *msg, bool type_guessed)
 {
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) {
-        fprintf(stderr, "onnxio: %s: %s: note: the file is empty (it reads as an empty %s)\n", verb, path,
-                ((const onnxio_message *)msg)->desc->name);
-        return;
-    }
+    (void)verb;
+    (void)path;
     const onnxio_message *m = msg;
     if (type_guessed && m && m->unknown.size > 0)
         fprintf(stderr,
@@ -342,6 +351,13 @@ static onnxio_status load_any(const onnxio_message_desc *desc, const char *path,
                               bool progress, onnxio_arena *arena, void **out)
 {
     onnxio_parse_options o = opts ? *opts : (onnxio_parse_options)ONNXIO_PARSE_OPTIONS_INIT;
+    /* Protobuf reads an empty file as an empty message; no verb has
+     * anything to do with one, and an empty file is most often a failed
+     * download or write: an error in every verb. */
+    if (cli_file_is_empty(path)) {
+        *out = NULL;
+        return ONNXIO_ERR_DECODE;
+    }
     onnxio_text_style style;
     if (cli_text_style(path, &style)) return load_text(desc, path, style, &o, arena, out);
     onnxio_format format;

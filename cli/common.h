@@ -156,6 +156,11 @@ int cli_file_is_archive(const char *path);
  * .onnxtxt, .onnxtext): 1 with *style. CLI_TEXT_BY_CONTENT is the style
  * of a file loaded as text for its content: onnxio_detect_text_style's,
  * once the text is read. */
+/* Whether `path` is an empty regular file: protobuf reads one as an empty
+ * message, which no verb has anything to do with (most often a failed
+ * download or write), so every verb refuses it; the next cli_fail says
+ * so. */
+bool cli_file_is_empty(const char *path);
 #define CLI_TEXT_BY_CONTENT ((onnxio_text_style)-1)
 int cli_text_style(const char *path, onnxio_text_style *style);
 /* Loads a model (cli_load_file: a message of type desc): from text when

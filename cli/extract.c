@@ -116,7 +116,7 @@ static int run_extract(int argc, char **argv)
         cli_fail_msg("extract", model_path, "out of memory");
         goto done;
     }
-    if (onnxio_tensor_file_open(model_path, &so, &f)) {
+    if (cli_file_is_empty(model_path) || onnxio_tensor_file_open(model_path, &so, &f)) {
         cli_fail("extract", model_path);
         goto done;
     }
