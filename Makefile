@@ -123,9 +123,12 @@ test-layers:
 
 # The build of test-build and check: build/, -Werror, with the Python
 # extension and its stubs.
+# ONNXIO_TESTS=ON: a build/ configured without the C tests (the README's
+# C block) gets them back; ctest's --no-tests=error fails a run that
+# finds none instead of passing it.
 define build_werror
 	@echo "==> build/ with -Werror (the Python extension and its stubs too)"
-	$(CMAKE) -S . -B build -DONNXIO_WERROR=ON -DONNXIO_PYTHON=ON -DPython_EXECUTABLE=$(CURDIR)/$(PYTHON) $(CMAKE_ARGS)
+	$(CMAKE) -S . -B build -DONNXIO_WERROR=ON -DONNXIO_TESTS=ON -DONNXIO_PYTHON=ON -DPython_EXECUTABLE=$(CURDIR)/$(PYTHON) $(CMAKE_ARGS)
 	$(CMAKE_BUILD) build -j$(JOBS)
 endef
 
@@ -133,7 +136,7 @@ test-build:
 	$(build_werror)
 	@echo "==> ctest in build/"
 	@if [ -z "$(have_c_tests)" ]; then echo "ctest: no tests/c/test_*.c, skipped"; \
-	 else cd build && $(CTEST) --output-on-failure -j$(CTEST_JOBS) && $(CTEST_NOTES); fi
+	 else cd build && $(CTEST) --output-on-failure --no-tests=error -j$(CTEST_JOBS) && $(CTEST_NOTES); fi
 
 test-asan:
 	@echo "==> build-asan/ with ASan and UBSan"
@@ -142,7 +145,7 @@ test-asan:
 	@echo "==> ctest in build-asan/"
 	@if [ -z "$(have_c_tests)" ]; then echo "ctest: no tests/c/test_*.c, skipped"; \
 	 else cd build-asan && ASAN_OPTIONS=$(ASAN_TEST_OPTIONS) UBSAN_OPTIONS=$(UBSAN_TEST_OPTIONS) \
-	   $(CTEST) --output-on-failure -j$(CTEST_JOBS) && $(CTEST_NOTES); fi
+	   $(CTEST) --output-on-failure --no-tests=error -j$(CTEST_JOBS) && $(CTEST_NOTES); fi
 
 # fuzz_python.py fuzzes the onnxio package installed in .venv, so this step
 # installs the tree's package first (test-python, which comes after it in
@@ -188,7 +191,7 @@ check: | $(PYTHON)
 	$(build_werror)
 	@echo "==> ctest -j$(CHECK_CTEST_JOBS) in build/"
 	@if [ -z "$(have_c_tests)" ]; then echo "ctest: no tests/c/test_*.c, skipped"; \
-	 else cd build && $(CTEST) --output-on-failure -j$(CHECK_CTEST_JOBS) && $(CTEST_NOTES); fi
+	 else cd build && $(CTEST) --output-on-failure --no-tests=error -j$(CHECK_CTEST_JOBS) && $(CTEST_NOTES); fi
 	@$(MAKE) --no-print-directory python-install
 	@echo "==> pytest -m 'not slow' tests/python"
 	$(call run_pytest,-m "not slow")
@@ -211,19 +214,31 @@ python-install:
 # needs nothing beyond that policy, and prints what it found. Its tools
 # (requirements/wheel.txt) are in .venv-wheel, not in the tests' .venv:
 # Python with its headers and make are all a machine needs.
+#
+# `make wheel PYTHON=/path/to/python3.X` builds the wheel of that CPython
+# (3.9 or later), its tools in .venv-wheel-3.X. pip's long option names
+# (--config-settings) serve every pip from 22.1 on (Debian 12's is 23.0.1);
+# -idirafter the parent of Python's include directory finds Debian's
+# multiarch pyconfig.h (<x86_64-linux-gnu/python3.11/pyconfig.h>), after
+# zig's own glibc 2.28 headers.
 WHEEL_PLAT ?= manylinux_2_28_$(shell uname -m)
 WHEEL_DIR ?= dist
-WHEEL_PYTHON := .venv-wheel/bin/python
+WHEEL_BASE := $(if $(filter command line,$(origin PYTHON)),$(PYTHON))
+WHEEL_VENV := $(if $(WHEEL_BASE),.venv-wheel-$(shell $(WHEEL_BASE) -c 'import sys; print("%d.%d" % sys.version_info[:2])'),.venv-wheel)
+WHEEL_PYTHON := $(WHEEL_VENV)/bin/python
 wheel:
-	@scripts/bootstrap.sh wheel
-	@echo "==> $(WHEEL_DIR)/: a $(WHEEL_PLAT) wheel"
-	rm -rf build/wheel .whl $(WHEEL_DIR)/onnxio-*.whl
-	PATH=$(CURDIR)/.venv-wheel/bin:$$PATH CC=$(CURDIR)/scripts/zigcc ONNXIO_PYTHON=$(CURDIR)/$(WHEEL_PYTHON) \
+	@ONNXIO_PYTHON_BASE=$(WHEEL_BASE) scripts/bootstrap.sh wheel
+	@echo "==> $(WHEEL_DIR)/: a $(WHEEL_PLAT) wheel for $$($(WHEEL_PYTHON) -c 'import sys; print(sys.version.split()[0])')"
+	rm -rf build/wheel .whl
+	PATH=$(CURDIR)/$(WHEEL_VENV)/bin:$$PATH CC=$(CURDIR)/scripts/zigcc ONNXIO_PYTHON=$(CURDIR)/$(WHEEL_PYTHON) \
+	  CFLAGS="-idirafter $$(dirname $$($(WHEEL_PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])'))" \
 	  $(WHEEL_PYTHON) -m pip wheel --disable-pip-version-check --no-build-isolation --no-deps -q -w .whl \
-	  -C build-dir=build/wheel .
-	PATH=$(CURDIR)/.venv-wheel/bin:$$PATH $(WHEEL_PYTHON) -m auditwheel repair --plat $(WHEEL_PLAT) -w $(WHEEL_DIR) \
+	  --config-settings build-dir=build/wheel .
+	rm -f $(WHEEL_DIR)/onnxio-*-$$(ls .whl | sed 's/^onnxio-[^-]*-\([^-]*-[^-]*\)-.*/\1/')-*.whl
+	PATH=$(CURDIR)/$(WHEEL_VENV)/bin:$$PATH $(WHEEL_PYTHON) -m auditwheel repair --plat $(WHEEL_PLAT) -w $(WHEEL_DIR) \
 	  .whl/onnxio-*.whl
-	PATH=$(CURDIR)/.venv-wheel/bin:$$PATH $(WHEEL_PYTHON) -m auditwheel show $(WHEEL_DIR)/onnxio-*-$(WHEEL_PLAT).whl
+	PATH=$(CURDIR)/$(WHEEL_VENV)/bin:$$PATH $(WHEEL_PYTHON) -m auditwheel show $$(ls $(WHEEL_DIR)/onnxio-*-$(WHEEL_PLAT).whl | \
+	  grep -- "-$$(ls .whl | sed 's/^onnxio-[^-]*-\([^-]*-[^-]*\)-.*/\1/')-")
 	rm -rf .whl
 
 # ---- benchmarks -------------------------------------------------------------
@@ -288,4 +303,4 @@ clean:
 	rm -rf build build-asan build-fuzz bench/out .cache/demo .cache/fuzz
 
 distclean: clean
-	rm -rf .cache .venv .venv-demo .venv-wheel
+	rm -rf .cache .venv .venv-demo .venv-wheel .venv-wheel-*

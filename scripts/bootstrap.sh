@@ -60,16 +60,22 @@ if [[ $mode == all ]]; then
     )
 fi
 
-py="$(command -v python3 || true)"
-if [[ -z "$py" ]]; then
+# The Python that makes the venv: python3 on PATH, or ONNXIO_PYTHON_BASE
+# (`make wheel PYTHON=/path/to/python3.X`: a wheel for that version).
+base="${ONNXIO_PYTHON_BASE:-python3}"
+py="$(command -v "$base" || true)"
+if [[ -z "$py" && $base == python3 ]]; then
     packages+=(python3 python3-venv)
-elif ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+elif [[ -z "$py" ]]; then
+    log "no Python at $base"
+    exit 1
+elif ! "$py" -c 'import venv, ensurepip' >/dev/null 2>&1; then
     # Debian's own python3 ships venv's pip bootstrap separately.
     packages+=(python3-venv)
 fi
-# The extension compiles against the headers of the python3 that makes the
+# The extension compiles against the headers of the Python that makes the
 # venv: Debian's own python3 ships them separately.
-if [[ -n "$py" ]] && ! python3 -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' 2>/dev/null; then
+if [[ -n "$py" ]] && ! "$py" -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' 2>/dev/null; then
     packages+=(python3-dev)
 fi
 
@@ -109,6 +115,9 @@ if [[ $mode == demo ]]; then
     check='import onnx, numpy'
 elif [[ $mode == wheel ]]; then
     venv="$root/.venv-wheel"
+    if [[ -n "${ONNXIO_PYTHON_BASE:-}" ]]; then
+        venv="$root/.venv-wheel-$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+    fi
     reqs=(requirements/wheel.txt)
     check='import ziglang, cmake, scikit_build_core, auditwheel'
 else
@@ -117,7 +126,8 @@ else
     check='import onnx, numpy, pytest, google.protobuf, grpc_tools, onnxruntime, onnx_ir, scikit_build_core, mypy, build'
 fi
 stamp="$venv/.onnxio-requirements.sha256"
-pyver="$(python3 -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])')"
+py="$(command -v "$base")"
+pyver="$("$py" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])')"
 want="$(cat "${reqs[@]}" | sha256sum | cut -d' ' -f1) python-$pyver"
 
 if [[ -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
@@ -126,9 +136,9 @@ fi
 
 have="$("$venv/bin/python" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' 2>/dev/null || true)"
 if [[ "$have" != "$pyver" ]]; then
-    log "creating $venv with $(command -v python3) ($pyver)"
+    log "creating $venv with $py ($pyver)"
     rm -rf "$venv"
-    python3 -m venv "$venv"
+    "$py" -m venv "$venv"
 fi
 log "installing ${reqs[0]} into $venv (pip, quiet; a line every 10 s)"
 "$root/scripts/ticker.sh" "bootstrap: pip install -r ${reqs[0]}" \

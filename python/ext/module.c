@@ -157,6 +157,17 @@ static int module_exec(PyObject *m)
         return -1;
     }
     pyonnxio_st = PyModule_GetState(m);
+    /* The main thread, which alone runs Python's signal handlers (CPython
+     * 3.13 no longer exports _PyOS_IsMainThread). */
+    PyObject *threading = PyImport_ImportModule("threading");
+    PyObject *main_thread = threading ? PyObject_CallMethod(threading, "main_thread", NULL) : NULL;
+    PyObject *ident = main_thread ? PyObject_GetAttrString(main_thread, "ident") : NULL;
+    Py_XDECREF(threading);
+    Py_XDECREF(main_thread);
+    if (!ident) return -1;
+    pyonnxio_st->main_thread = PyLong_AsUnsignedLong(ident);
+    Py_DECREF(ident);
+    if (PyErr_Occurred()) return -1;
     if (pyonnxio_errors_init(m) < 0) return -1;
     if (pyonnxio_payload_init(m) < 0) return -1;
     if (PyModule_AddStringConstant(m, "_library_version", ONNXIO_VERSION_STRING) < 0) return -1;

@@ -69,7 +69,7 @@ int pyonnxio_progress_init(pyonnxio_progress *p, PyObject *fn, int signals, onnx
                            void **opt_user)
 {
     if (fn == Py_None || !fn) {
-        if (!signals || !_PyOS_IsMainThread()) return 0;
+        if (!signals || PyThread_get_thread_ident() != pyonnxio_st->main_thread) return 0;
         p->signals = 1;
         p->last_check_ns = monotonic_ns();
     } else if (!PyCallable_Check(fn)) {
@@ -93,7 +93,7 @@ int pyonnxio_progress_raised(pyonnxio_progress *p)
 
 void pyonnxio_progress_cancel_poll(pyonnxio_progress *p, onnxio_cancel_fn *opt_fn, void **opt_user)
 {
-    if (!_PyOS_IsMainThread()) return;
+    if (PyThread_get_thread_ident() != pyonnxio_st->main_thread) return;
     p->last_check_ns = monotonic_ns();
     *opt_fn = cancel_trampoline;
     *opt_user = p;

@@ -77,6 +77,31 @@
 
 #include "onnxio/onnxio.h"
 
+/* CPython 3.9 lacks these three (3.10 added them); the same definitions. */
+#if PY_VERSION_HEX < 0x030A0000
+static inline PyObject *Py_NewRef(PyObject *o)
+{
+    Py_INCREF(o);
+    return o;
+}
+static inline PyObject *Py_XNewRef(PyObject *o)
+{
+    Py_XINCREF(o);
+    return o;
+}
+static inline int PyModule_AddObjectRef(PyObject *m, const char *name, PyObject *value)
+{
+    if (!value) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "PyModule_AddObjectRef() must be called with an exception raised if value is NULL");
+        return -1;
+    }
+    Py_INCREF(value);
+    int rc = PyModule_AddObject(m, name, value);
+    if (rc < 0) Py_DECREF(value);
+    return rc;
+}
+#endif
+
 /* ---- module.c: the module state ------------------------------------- */
 
 /* Everything the extension makes at import and keeps (PEP 489 multi-phase
@@ -105,6 +130,7 @@ typedef struct pyonnxio_state {
     PyObject *archive_error;
     PyObject *external_data_validation_error; /* made once onnx's checker is loaded, or NULL */
     struct pyonnxio_registry *registry;       /* descriptor <-> class (message.c) */
+    unsigned long main_thread;                /* threading.main_thread()'s ident (progress.c) */
 } pyonnxio_state;
 
 /* The state of the module object, NULL while there is none. */

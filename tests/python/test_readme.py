@@ -1,13 +1,17 @@
 """The README's "Get going" blocks, each run as written, all its lines in
-one shell, in a clean environment: `env -i` with only PATH and a new HOME
-(and the user's pip configuration, copied into it, so that pip reaches the
-same package index), on a copy of this tree (without build trees or
+one shell, in the environment the README promises: `env -i` with only
+PATH=/usr/local/bin:/usr/bin:/bin (so python3 is the system's, not a
+developer's pyenv) and a new HOME (and the user's pip configuration,
+copied into it, so that pip reaches the same package index), on a copy
+of this tree (without build trees or
 virtual environments) holding a model.onnx and the README's C program as
 app.c. The command-line and Python blocks share their first line, `make
 wheel` and the install of that wheel into a new venv, which runs once;
 the C block builds,
 installs into the new HOME's ~/.local and runs a program built against
-that install. What each produced is checked with the onnx package.
+that install. What each produced is checked with the onnx package, and
+every file the blocks and the program leave in the tree is one .gitignore
+ignores (a user's `git status` stays clean).
 test_packaging.py (pip wheel) and test_install.py (cmake --install,
 pkg-config, find_package) check the installs further.
 """
@@ -44,10 +48,14 @@ def write_model(path):
     onnx.save(helper.make_model(graph), path)
 
 
+README_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
 def clean_env(home):
-    """env -i with PATH and HOME only, plus the user's pip configuration."""
+    """env -i with the README's PATH and HOME only, plus the user's pip
+    configuration."""
     home.mkdir(exist_ok=True)
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home)}
+    env = {"PATH": README_PATH, "HOME": str(home)}
     env.update({k: v for k, v in os.environ.items() if k.startswith("PIP_")})
     user_conf = Path.home() / ".config" / "pip" / "pip.conf"
     if user_conf.exists():
@@ -75,7 +83,27 @@ def tree(tmp_path_factory):
     program = re.search(r"<!-- c-program -->\s*```c\n(.*?)```", README, re.S)
     assert program, "README.md has no C example program"
     (src / "app.c").write_text(program.group(1))
+    (base / "before").write_text("\n".join(sorted(_files(src))))
     return src, clean_env(base / "home")
+
+
+def _files(root):
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+def _not_ignored(src):
+    """The paths the blocks made in the copy `src` that this repository's
+    .gitignore does not ignore (model.onnx and app.c are the test's)."""
+    before = set((src.parent / "before").read_text().splitlines())
+    # Top-level: a new directory counts once (named with a '/', as
+    # .gitignore's directory patterns want).
+    made = sorted(p + "/" if (src / p).is_dir() else p for p in _files(src) - before if "/" not in p)
+    if not made:
+        return []
+    r = subprocess.run(["git", "-C", str(REPO), "check-ignore", "--no-index", "--stdin"], input="\n".join(made),
+                       capture_output=True, text=True)
+    ignored = set(r.stdout.split())
+    return [p for p in made if p not in ignored]
 
 
 @pytest.fixture(scope="module")
@@ -117,3 +145,26 @@ def test_c_block(tree):
     assert (home / ".local" / "bin" / "onnxio").exists()
     # the program's output, read by onnx, is the model it read
     assert onnx.load(str(src / "out.onnx")).SerializeToString() == onnx.load(str(src / "model.onnx")).SerializeToString()
+    # What the blocks leave in the tree, .gitignore ignores.
+    assert _not_ignored(src) == [], _not_ignored(src)
+
+
+def test_readme_environment_is_the_system_python():
+    """The README's PATH finds the system's python3 (Debian's), whatever the
+    developer's shell has first: that is the one the blocks must work
+    with."""
+    r = subprocess.run(["env", "-i", f"PATH={README_PATH}", "bash", "-c", "command -v python3"], capture_output=True,
+                       text=True)
+    assert r.stdout.strip() in ("/usr/bin/python3", "/usr/local/bin/python3"), r.stdout
+
+
+def test_make_check_runs_the_c_tests_after_the_c_block():
+    """The C block configures build/ with ONNXIO_TESTS=OFF; make check
+    reconfigures it with the C tests on, and its ctest fails when it finds
+    none instead of passing."""
+    out = subprocess.run(["make", "-n", "--no-print-directory", "check"], cwd=REPO, capture_output=True, text=True,
+                         env={**os.environ, "MAKEFLAGS": ""}).stdout
+    configure = [line for line in out.splitlines() if " -B build " in line and "cmake" in line]
+    assert configure and all("-DONNXIO_TESTS=ON" in line for line in configure), configure
+    ctest = [line for line in out.splitlines() if re.search(r"\bctest --", line)]
+    assert ctest and all("--no-tests=error" in line for line in ctest), ctest

@@ -131,3 +131,51 @@ def test_cibuildwheel_configuration_covers_the_platforms():
     assert pin and f"pypa/cibuildwheel@v{pin.group(1)}" in workflow
     for arch in ("x86_64", "aarch64", "x86_64 arm64", "AMD64"):
         assert f"archs: {arch}\n" in workflow, arch
+
+
+def _cpythons():
+    """Every CPython 3.9 to 3.13 on this machine: the system's python3 and
+    pyenv's versions (one interpreter per minor version)."""
+    found = {}
+    candidates = [Path("/usr/bin/python3")]
+    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    candidates += sorted(root.glob("3.*/bin/python3.*[0-9]"))
+    for py in candidates:
+        try:
+            v = subprocess.run([str(py), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                               capture_output=True, text=True, timeout=60).stdout.strip()
+        except OSError:
+            continue
+        if v in ("3.9", "3.10", "3.11", "3.12", "3.13") and v not in found:
+            found[v] = py
+    return found
+
+
+@pytest.mark.slow
+def test_make_wheel_for_every_cpython_on_the_machine(tmp_path):
+    """`make wheel PYTHON=/path/to/python3.X` for every CPython 3.9-3.13
+    found (the system's python3 among them): each gives that version's
+    manylinux_2_28 wheel, which pip installs into a fresh venv of that
+    Python (with numpy and ml_dtypes from PyPI) where wheel_smoke.py runs.
+    The time of each build is printed (README.md, "Portability")."""
+    import time
+
+    pythons = _cpythons()
+    assert "3.11" in pythons, pythons  # at least the system's
+    for version, py in sorted(pythons.items()):
+        tag = "cp" + version.replace(".", "")
+        dist = tmp_path / f"dist-{version}"
+        start = time.monotonic()
+        run(["make", "--no-print-directory", "wheel", f"PYTHON={py}", f"WHEEL_DIR={dist}"], cwd=REPO)
+        took = time.monotonic() - start
+        wheels = list(dist.glob(f"onnxio-*-{tag}-{tag}-{PLAT}.whl"))
+        assert len(wheels) == 1, list(dist.iterdir())
+        venv = tmp_path / f"venv-{version}"
+        run([str(py), "-m", "venv", str(venv)])
+        run([str(venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "-q",
+             str(wheels[0])])
+        work = tmp_path / f"work-{version}"
+        work.mkdir()
+        out = run([str(venv / "bin" / "python"), str(SMOKE), str(work)], cwd=tmp_path)
+        assert "python ok" in out and "cli ok" in out, (version, out)
+        print(f"{version}: make wheel {took:.0f} s, {wheels[0].name}")
