@@ -521,7 +521,21 @@ static int message_contains(PyObject *self, PyObject *name)
     return has;
 }
 
+/* Never called: messages are not tracked by the garbage collector (they
+ * form no cycles: a view holds its parent, never the reverse). Defining
+ * it keeps the type out of the collector when its base,
+ * google.protobuf.message.Message, is a (collected) Python class: a
+ * type inherits Py_TPFLAGS_HAVE_GC only when it defines neither
+ * tp_traverse nor tp_clear. */
+static int message_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(self));
+    return 0;
+}
+
 static PyType_Slot base_slots[] = {
+    {Py_tp_traverse, message_traverse},
+    {Py_tp_free, PyObject_Free},
     {Py_sq_contains, message_contains},
     {Py_tp_dealloc, pyonnxio_message_dealloc},
     {Py_tp_new, pyonnxio_message_tp_new},
