@@ -22,16 +22,13 @@ enum {
 #error "onnxio assumes a little-endian host (fixed32/fixed64 and raw_data are little-endian on the wire)"
 #endif
 
-/* Reads a varint of at most 10 bytes. Returns the byte after it, or NULL
- * when the input ends first or the varint is longer than 10 bytes. */
-static inline const uint8_t *wire_read_varint(const uint8_t *p, const uint8_t *end, uint64_t *out)
+/* Reads a varint of at most `max_bytes` bytes. Returns the byte after it,
+ * or NULL when the input ends first or the varint is longer. */
+static inline const uint8_t *wire_read_varint_upto(const uint8_t *p, const uint8_t *end, uint64_t *out,
+                                                   unsigned max_bytes)
 {
-    if (p < end && *p < 0x80) {
-        *out = *p;
-        return p + 1;
-    }
     uint64_t v = 0;
-    for (unsigned shift = 0; shift < 70; shift += 7) {
+    for (unsigned shift = 0; shift < 7 * max_bytes; shift += 7) {
         if (p >= end) return NULL;
         uint8_t b = *p++;
         v |= (uint64_t)(b & 0x7f) << shift;
@@ -40,7 +37,18 @@ static inline const uint8_t *wire_read_varint(const uint8_t *p, const uint8_t *e
             return p;
         }
     }
-    return NULL; /* more than 10 bytes */
+    return NULL;
+}
+
+/* Reads a varint of at most 10 bytes. Returns the byte after it, or NULL
+ * when the input ends first or the varint is longer than 10 bytes. */
+static inline const uint8_t *wire_read_varint(const uint8_t *p, const uint8_t *end, uint64_t *out)
+{
+    if (p < end && *p < 0x80) {
+        *out = *p;
+        return p + 1;
+    }
+    return wire_read_varint_upto(p, end, out, 10);
 }
 
 /* Reads a tag: a varint of at most 5 bytes, as libprotobuf and upb read
@@ -50,17 +58,7 @@ static inline const uint8_t *wire_read_varint(const uint8_t *p, const uint8_t *e
  * (its field number is past 2^29 - 1). */
 static inline const uint8_t *wire_read_tag(const uint8_t *p, const uint8_t *end, uint64_t *out)
 {
-    uint64_t v = 0;
-    for (unsigned shift = 0; shift < 35; shift += 7) {
-        if (p >= end) return NULL;
-        uint8_t b = *p++;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (b < 0x80) {
-            *out = v;
-            return p;
-        }
-    }
-    return NULL; /* more than 5 bytes */
+    return wire_read_varint_upto(p, end, out, 5);
 }
 
 static inline unsigned wire_varint_size(uint64_t v)
