@@ -73,6 +73,11 @@ elif ! "$py" -c 'import venv, ensurepip' >/dev/null 2>&1; then
     # Debian's own python3 ships venv's pip bootstrap separately.
     packages+=(python3-venv)
 fi
+# The tests run the README's blocks with the system's own python3 (its
+# PATH is /usr/local/bin:/usr/bin:/bin), whatever python3 comes first here.
+if [[ $mode == all && -x /usr/bin/python3 ]] && ! /usr/bin/python3 -c 'import venv, ensurepip, os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' >/dev/null 2>&1; then
+    packages+=(python3-venv python3-dev)
+fi
 # The extension compiles against the headers of the Python that makes the
 # venv: Debian's own python3 ships them separately.
 if [[ -n "$py" ]] && ! "$py" -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' 2>/dev/null; then
