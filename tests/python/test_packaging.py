@@ -18,6 +18,7 @@ import ast
 import os
 import pkgutil
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -206,3 +207,26 @@ def test_python_m_build_makes_sdist_and_wheel(tmp_path):
         assert want in names, want
     assert not any(n.startswith((".cache/", "build/", ".venv/")) for n in names)
     assert "onnxio/_onnxio.pyi" in zipfile.ZipFile(wheel).namelist()
+
+
+def test_no_build_output_is_tracked():
+    """The repository tracks sources, not what builds make: no compiled
+    object, program or library (ELF, or an a.out), and nothing that
+    .gitignore ignores."""
+    if not (REPO / ".git").exists() or shutil.which("git") is None:
+        pytest.skip("not a git checkout")
+    tracked = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z"], capture_output=True, check=True).stdout
+    files = [f for f in tracked.decode().split("\0") if f]
+    built = []
+    for f in files:
+        p = REPO / f
+        if Path(f).name in ("a.out",) or Path(f).suffix in (".o", ".so", ".a", ".whl", ".pyc"):
+            built.append(f)
+        elif p.is_file() and not p.is_symlink():
+            with open(p, "rb") as fh:
+                if fh.read(4) == b"\x7fELF":
+                    built.append(f)
+    assert not built, built
+    ignored = subprocess.run(["git", "-C", str(REPO), "ls-files", "-ci", "--exclude-standard"], capture_output=True,
+                             text=True, check=True).stdout.split()
+    assert not ignored, ignored
