@@ -196,10 +196,11 @@ check: | $(PYTHON)
 	@echo "==> pytest -m 'not slow' tests/python"
 	$(call run_pytest,-m "not slow")
 
-# .venv, made by the bootstrap when it is missing (make check does not
-# bootstrap otherwise: `make bootstrap` or `make test` brings it up to date).
+# .venv, made by the bootstrap when it is missing, with the quick tier's
+# packages only (requirements/check.txt; make check does not bootstrap
+# otherwise: `make bootstrap` or `make test` installs the whole set).
 $(PYTHON):
-	@scripts/bootstrap.sh
+	@scripts/bootstrap.sh check
 
 python-install:
 	@echo "==> pip install . into .venv"

@@ -4,6 +4,10 @@
 #
 #   scripts/bootstrap.sh            Debian packages + .venv with requirements.txt
 #                                   (the tests and benchmarks: make test, make bench)
+#   scripts/bootstrap.sh check      the Debian packages, and .venv with
+#                                   requirements/check.txt only (what `make check`,
+#                                   the quick tier, installs when .venv is missing);
+#                                   a .venv that has requirements.txt already does
 #   scripts/bootstrap.sh demo       what `make demo` needs only: fewer Debian
 #                                   packages, and .venv-demo with requirements/demo.txt
 #                                   (onnx and numpy, about 150 MB against 1.6 GB)
@@ -27,8 +31,8 @@ cd "$root"
 
 mode="${1:-all}"
 case "$mode" in
-    all | demo | wheel) ;;
-    *) echo "usage: scripts/bootstrap.sh [demo|wheel]" >&2; exit 2 ;;
+    all | check | demo | wheel) ;;
+    *) echo "usage: scripts/bootstrap.sh [check|demo|wheel]" >&2; exit 2 ;;
 esac
 
 log() { printf 'bootstrap: %s\n' "$*" >&2; }
@@ -48,7 +52,7 @@ packages=(              # the build and the demo
     libonnx-testdata      # ONNX's own test models, used by tests and the demo
 )
 fi
-if [[ $mode == all ]]; then
+if [[ $mode == all || $mode == check ]]; then
     packages+=(           # the tests and benchmarks
         clang                 # libFuzzer targets
         libclang-rt-14-dev    # clang's sanitizer and libFuzzer runtimes
@@ -75,7 +79,7 @@ elif ! "$py" -c 'import venv, ensurepip' >/dev/null 2>&1; then
 fi
 # The tests run the README's blocks with the system's own python3 (its
 # PATH is /usr/local/bin:/usr/bin:/bin), whatever python3 comes first here.
-if [[ $mode == all && -x /usr/bin/python3 ]] && ! /usr/bin/python3 -c 'import venv, ensurepip, os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' >/dev/null 2>&1; then
+if [[ ($mode == all || $mode == check) && -x /usr/bin/python3 ]] && ! /usr/bin/python3 -c 'import venv, ensurepip, os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' >/dev/null 2>&1; then
     packages+=(python3-venv python3-dev)
 fi
 # The extension compiles against the headers of the Python that makes the
@@ -125,9 +129,13 @@ elif [[ $mode == wheel ]]; then
     fi
     reqs=(requirements/wheel.txt)
     check='import ziglang, cmake, scikit_build_core, auditwheel'
+elif [[ $mode == check ]]; then
+    venv="$root/.venv"
+    reqs=(requirements/check.txt requirements/demo.txt)
+    check='import onnx, numpy, pytest, google.protobuf, onnxruntime, onnx_ir, scikit_build_core, mypy, build'
 else
     venv="$root/.venv"
-    reqs=(requirements.txt requirements/demo.txt)
+    reqs=(requirements.txt requirements/check.txt requirements/demo.txt)
     check='import onnx, numpy, pytest, google.protobuf, grpc_tools, onnxruntime, onnx_ir, scikit_build_core, mypy, build'
 fi
 stamp="$venv/.onnxio-requirements.sha256"
@@ -136,6 +144,11 @@ pyver="$("$py" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])')"
 want="$(cat "${reqs[@]}" | sha256sum | cut -d' ' -f1) python-$pyver"
 
 if [[ -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+    exit 0
+fi
+# The quick tier is content with the whole set.
+full="$(cat requirements.txt requirements/check.txt requirements/demo.txt | sha256sum | cut -d' ' -f1) python-$pyver"
+if [[ $mode == check && -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$full" ]]; then
     exit 0
 fi
 
