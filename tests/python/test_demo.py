@@ -86,3 +86,18 @@ def test_demo_script_on_a_small_model(tmp_path):
     got = {t.name: numpy_helper.to_array(t) for t in onnx.load(str(work / "z.onnx")).graph.initializer}
     assert want.keys() == got.keys() and all(np.array_equal(want[k], got[k]) for k in want)
     assert not list(work.glob("*.ref"))
+
+
+def test_quick_tier_installs_only_its_packages():
+    """make check, with no .venv yet, bootstraps the quick tier's set
+    (requirements/check.txt), which holds none of the heavy packages only
+    other tiers need; the quick tests that would use them skip."""
+    import subprocess
+
+    out = subprocess.run(["make", "-n", "--no-print-directory", "check", "PYTHON=.no-such-venv/bin/python"], cwd=REPO,
+                         capture_output=True, text=True, env={**os.environ, "MAKEFLAGS": ""}).stdout
+    assert "scripts/bootstrap.sh check" in out, out[:2000]
+    check = pins(REPO / "requirements" / "check.txt")
+    heavy = {"torch", "moto", "boto3", "s3fs", "matplotlib", "grpcio-tools", "cibuildwheel", "atheris", "onnxscript"}
+    assert not heavy & set(check), heavy & set(check)
+    assert heavy <= set(pins(REPO / "requirements.txt")) | {"moto"} and "moto" in (REPO / "requirements.txt").read_text()
