@@ -191,23 +191,38 @@ static int open_parent(const char *path, const char **name)
     return onnxio__sys_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY, 0);
 }
 
+/* A record of the expected shape, opened: both paths in one directory
+ * (*dir, open; *tname and *fname their names in it). -1 otherwise. */
+static int record_dir(const char *tmp, const char *final, const char **tname, const char **fname)
+{
+    const char *slash = strrchr(final, '/');
+    if (!slash) return -1;
+    *fname = slash + 1;
+    size_t dir_len = (size_t)(*fname - final);
+    if (strncmp(tmp, final, dir_len) != 0 || strchr(tmp + dir_len, '/')) return -1;
+    return open_parent(tmp, tname);
+}
+
+/* Whether a record's temporary file is there: a name made for its target,
+ * a regular file of `owner` (not renamed yet, not removed). */
+static bool temp_there(int dir, const char *tname, const char *fname, uid_t owner)
+{
+    struct stat st;
+    return is_tmp_of(tname, fname) && onnxio__sys_fstatat(dir, tname, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+           S_ISREG(st.st_mode) && st.st_uid == owner;
+}
+
 /* One record: roll back (remove the temporary file) or forward (rename it
- * over its target). Returns false when a rename that must happen failed. */
+ * over its target). Returns false when a rename that must happen failed.
+ * Only records of the expected shape, whose file is a regular file of
+ * ours, are acted on. */
 static bool replay_record(const char *tmp, const char *final, bool forward)
 {
-    const char *tname, *fname = strrchr(final, '/');
-    if (!fname) return !forward;
-    fname++;
-    /* The expected shape only: both in one directory, a temporary name
-     * made for the target, a regular file of ours. */
-    size_t dir_len = (size_t)(fname - final);
-    if (strncmp(tmp, final, dir_len) != 0 || strchr(tmp + dir_len, '/')) return !forward;
-    int dir = open_parent(tmp, &tname);
+    const char *tname, *fname;
+    int dir = record_dir(tmp, final, &tname, &fname);
     if (dir < 0) return !forward;
-    struct stat st;
     bool ok = true;
-    if (is_tmp_of(tname, fname) && onnxio__sys_fstatat(dir, tname, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        S_ISREG(st.st_mode) && st.st_uid == geteuid()) {
+    if (temp_there(dir, tname, fname, geteuid())) {
         if (!forward) onnxio__sys_unlinkat(dir, tname, 0);
         else if (onnxio__sys_renameat(dir, tname, dir, fname) != 0) ok = false;
         else onnxio__sys_fsync(dir);
@@ -291,18 +306,11 @@ typedef struct inspect_ctx {
 static void inspect_one(void *ctx, const char *tmp, const char *final)
 {
     inspect_ctx *c = ctx;
-    const char *tname, *fname = strrchr(final, '/');
-    if (!fname) return;
-    fname++;
-    size_t dir_len = (size_t)(fname - final);
-    if (strncmp(tmp, final, dir_len) != 0 || strchr(tmp + dir_len, '/')) return; /* not of the expected shape */
-    int dir = open_parent(tmp, &tname);
-    if (dir < 0) return;
-    struct stat st;
+    const char *tname, *fname;
+    int dir = record_dir(tmp, final, &tname, &fname);
+    if (dir < 0) return; /* not of the expected shape */
     if (is_tmp_of(tname, fname)) {
-        if (onnxio__sys_fstatat(dir, tname, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-            st.st_uid == c->owner)
-            c->pending++;
+        if (temp_there(dir, tname, fname, c->owner)) c->pending++;
         else c->done++;
     }
     onnxio__close(dir);
