@@ -9,9 +9,8 @@
 #                     "not slow" tests/python (the tests marked slow: GiB files, corpus
 #                     sweeps, package builds and installs, multi-second concurrency and
 #                     signal runs); bootstraps only when .venv is missing, and then only
-#                     requirements/check.txt (the quick tests that need more skip). On
-#                     a fresh clone with the system python3: 2 min 7 s the first time,
-#                     76 s the second (2 cores, with another build running beside it)
+#                     requirements/check.txt (the quick tests that need more skip); its
+#                     times: BENCHMARKS.md, "Builds and the quick tier"
 #   make test         everything, what CI runs (.ci/run): bootstrap; -Werror build
 #                     + ctest; ASan/UBSan build + ctest; libFuzzer targets and the
 #                     Python package's atheris target for FUZZ_SECONDS each; pytest
