@@ -157,7 +157,7 @@ def test_make_wheel_for_every_cpython_on_the_machine(tmp_path):
     found (the system's python3 among them): each gives that version's
     manylinux_2_28 wheel, which pip installs into a fresh venv of that
     Python (with numpy and ml_dtypes from PyPI) where wheel_smoke.py runs.
-    The time of each build is printed (README.md, "Portability")."""
+    The time of each build is printed (BENCHMARKS.md, "Builds and the quick tier")."""
     import time
 
     pythons = _cpythons()
