@@ -99,6 +99,11 @@ typedef struct lazy_payloads {
     const onnxio_parse_options *opts;
     onnxio__budget *budget;
     onnxio_buffer *in_place; /* the input, when its payloads stay in it */
+    /* Where the input is: its owner (no_copy), its start, and the file it
+     * is the whole of (-1: none), so that a payload can be read from it. */
+    onnxio_buffer *owner;
+    const uint8_t *base;
+    int fd;
 } lazy_payloads;
 
 static onnxio_status payloads_make(lazy_payloads *lp)
@@ -109,11 +114,14 @@ static onnxio_status payloads_make(lazy_payloads *lp)
     return s;
 }
 
-static onnxio_status take_payload(void *ctx, onnxio_TensorProto *tensor, const onnxio__payload_src *src)
+static onnxio_status take_payload(void *ctx, onnxio_TensorProto *tensor, const uint8_t *data, size_t size)
 {
     lazy_payloads *lp = ctx;
     onnxio_status s = payloads_make(lp);
-    return s ? s : onnxio__payload_take(lp->payloads, tensor, src);
+    if (s) return s;
+    onnxio__payload_src src = {.data = data, .owner = lp->owner, .fd = lp->fd,
+                               .offset = (uint64_t)(data - lp->base), .size = size};
+    return onnxio__payload_take(lp->payloads, tensor, &src);
 }
 
 static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxio_buffer *owner, int fd, bool mapped,
@@ -121,7 +129,11 @@ static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxi
                                  onnxio__budget *budget, bool *saw_external)
 {
     onnxio_status s;
-    lazy_payloads payloads = {NULL, opts, budget, in_place ? owner : NULL};
+    const uint8_t *base = data ? data : (const void *)"";
+    lazy_payloads payloads = {NULL, opts, budget, in_place ? owner : NULL, owner, base, opts->no_copy ? -1 : fd};
+    bool map_advice = mapped && data && size;
+    onnxio__read_ahead ahead;
+    onnxio__read_ahead_init(&ahead, data, size);
     /* In place, the state gives back the parts of the input no payload
      * holds, also when none does. */
     if (in_place && (s = payloads_make(&payloads))) return s;
@@ -133,22 +145,22 @@ static onnxio_status parse_bytes(void *msg, const void *data, size_t size, onnxi
     onnxio__decode_config cfg = {
         .arena = arena,
         .owner = owner,
-        .base = data ? data : (const void *)"",
+        .base = base,
         .skip_raw_data = opts->skip_raw_data,
         .max_depth = opts->max_depth,
         .payload = take_payload,
         .payload_ctx = &payloads,
-        .fd = opts->no_copy ? -1 : fd,
-        .mapped = mapped && data && size,
+        .reached = map_advice ? onnxio__read_ahead_reached : NULL,
+        .reached_ctx = &ahead,
         .saw_external = saw_external,
     };
     /* A load that copies every payload out of a file reads all of it;
      * otherwise only the structure is read (decode.c reads ahead of the
      * parse itself). */
-    if (cfg.mapped && reads_whole(opts, cfg.fd, size)) onnxio__map_whole(data, size);
-    else if (cfg.mapped) onnxio__map_random(data, size, true);
+    if (map_advice && reads_whole(opts, payloads.fd, size)) onnxio__map_whole(data, size);
+    else if (map_advice) onnxio__map_random(data, size, true);
     s = onnxio__decode(&cfg, msg, data, size);
-    if (cfg.mapped) onnxio__map_random(data, size, false);
+    if (map_advice) onnxio__map_random(data, size, false);
     /* The payloads' total is known; a model with external tensors adds
      * theirs first (load.c). */
     if (!(saw_external && *saw_external && opts->load_external_data != ONNXIO_OFF))
@@ -516,12 +528,8 @@ static onnxio_status save(void *msg, const char *path, const onnxio_serialize_op
     progress_scope ps;
     save_begin(&ps, &cfg);
     if ((s = save_payloads(msg, path, cfg.max_expansion, onnxio__progress_now()))) return progress_end(&ps, s);
-    const onnxio_external_data_options *x = &cfg.external_data;
     /* save.c makes the last progress call before it commits. */
-    if (kind == SAVE_ARCHIVE) s = onnxio__save_archive(msg, path, &cfg);
-    else if (kind == SAVE_MODEL && (x->location || x->all_tensors_to_one_file == ONNXIO_OFF))
-        s = onnxio__save_external(msg, path, &cfg);
-    else s = onnxio__save_plain(msg, path, &cfg);
+    s = onnxio__save_to(msg, path, &cfg, kind != SAVE_MESSAGE, kind == SAVE_ARCHIVE);
     scope_leave(&ps);
     return s;
 }

@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "io/container.h"
+#include "io/save.h"
 
 /* As the kernel's limit on symlinks in one path resolution. */
 #define MAX_HOPS 40
@@ -407,3 +407,332 @@ onnxio_status onnxio__dir_container(const char *base_dir, const char *model_path
     *out = &c->base;
     return ONNXIO_OK;
 }
+
+/* ---- writing: data files beside the model (onnxio__dir_writer) ------------------- */
+
+/* Data files written before the pool is drained and they are closed:
+ * bounds the descriptors held in one-file-per-tensor mode. */
+#define FILES_PER_BATCH 64
+
+/* One payload going to a data file. */
+typedef struct out_item {
+    onnxio_TensorProto *tensor;
+    size_t file;
+    uint64_t offset;
+} out_item;
+
+typedef struct out_file {
+    char *location;       /* relative to the model's directory */
+    onnxio__resolved res; /* where it goes */
+    int fd;               /* the temporary file while it is written */
+    uint64_t size;
+    size_t first, count;  /* its payloads: items[first, first + count) */
+    char digest[41];
+    /* Streaming saves: its payloads still to come. Such a file is not
+     * written by write_batch: it is made when its first streamed payload
+     * arrives, and synced and closed after its last. */
+    size_t pending;
+} out_file;
+
+typedef struct dir_plan {
+    out_item *items;     /* sel.tensors, in order */
+    size_t item_count;
+    out_file *files;
+    size_t count;
+    char *dir;           /* the model's directory */
+    onnxio__base base;
+} dir_plan;
+
+static uint64_t align_up(uint64_t x, uint64_t a) { return a > 1 && x % a ? x + (a - x % a) : x; }
+
+static void dir_writer_free(onnxio__saving *sv)
+{
+    dir_plan *d = sv->state;
+    if (!d) return;
+    for (size_t k = 0; k < d->count; k++) {
+        onnxio__free(d->files[k].location);
+        onnxio__resolved_free(&d->files[k].res);
+    }
+    onnxio__free(d->files);
+    onnxio__free(d->items);
+    onnxio__free(d->dir);
+    onnxio__base_close(&d->base);
+    onnxio__free(d);
+    sv->state = NULL;
+}
+
+/* Decides the data files and every payload's file and offset. */
+static onnxio_status plan_files(const onnxio__selection *sel, const onnxio_serialize_options *cfg,
+                                const char *model_name, dir_plan *d)
+{
+    const onnxio_external_data_options *x = &cfg->external_data;
+    size_t n = sel->count;
+    if (n == 0) return ONNXIO_OK;
+    if (!(d->items = onnxio__calloc(n, sizeof *d->items))) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    d->item_count = n;
+    for (size_t i = 0; i < n; i++) d->items[i].tensor = sel->tensors[i];
+    uint64_t alignment = onnxio__save_alignment(cfg, true);
+    if (x->all_tensors_to_one_file == ONNXIO_OFF) {
+        d->files = onnxio__calloc(n, sizeof *d->files);
+        onnxio__names *set = onnxio__names_new(n + 1);
+        onnxio_status s = ONNXIO_OK;
+        if (!d->files || !set || onnxio__names_reserve(set, model_name) < 0)
+            s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+        for (size_t i = 0; !s && i < n; i++) {
+            out_file *f = &d->files[i];
+            f->fd = f->res.dir_fd = -1;
+            d->count = i + 1;
+            const char *name = onnxio__names_unique(set, onnxio__tensor_name(d->items[i].tensor));
+            if (!name || !(f->location = onnxio__strdup(name))) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+            f->size = d->items[i].tensor->raw_data.size;
+            f->first = i;
+            f->count = 1;
+            d->items[i].file = i;
+        }
+        onnxio__names_free(set);
+        return s;
+    }
+    uint64_t limit = x->max_file_size;
+    size_t file = 0;
+    uint64_t end = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t size = d->items[i].tensor->raw_data.size;
+        uint64_t at = align_up(end, alignment);
+        /* A payload that would cross the limit starts the next file; one
+         * larger than the limit gets a file of its own. */
+        if (limit && end > 0 && (at > limit || size > limit - at)) {
+            file++;
+            at = 0;
+        }
+        d->items[i].file = file;
+        d->items[i].offset = at;
+        end = at + size;
+    }
+    size_t nfiles = limit ? file + 1 : 1;
+    if (!(d->files = onnxio__calloc(nfiles, sizeof *d->files))) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    /* "<stem>-00001-of-0000N<ext>": the extension is the last '.' of the
+     * file name part (not a leading one). */
+    const char *fname = onnxio__basename(x->location);
+    const char *dot = strrchr(fname, '.');
+    if (!dot || dot == fname) dot = fname + strlen(fname);
+    for (size_t k = 0; k < nfiles; k++) {
+        out_file *f = &d->files[k];
+        f->fd = f->res.dir_fd = -1;
+        d->count = k + 1;
+        if (!limit) f->location = onnxio__strdup(x->location);
+        else {
+            size_t len = strlen(x->location) + 64;
+            if ((f->location = onnxio__malloc(len)))
+                snprintf(f->location, len, "%.*s-%05zu-of-%05zu%s", (int)(dot - x->location), x->location, k + 1, nfiles,
+                         dot);
+        }
+        if (!f->location) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        out_file *f = &d->files[d->items[i].file];
+        if (f->count == 0) f->first = i;
+        f->count++;
+        f->size = d->items[i].offset + d->items[i].tensor->raw_data.size;
+    }
+    return ONNXIO_OK;
+}
+
+/* A still-external tensor whose location is a file this save replaces
+ * would silently point at the new bytes. */
+static onnxio_status check_stale(const onnxio__selection *sel, const dir_plan *d)
+{
+    for (size_t i = 0; i < sel->stale_count; i++) {
+        const onnxio_TensorProto *t = sel->stale[i];
+        onnxio_external_ref r;
+        if (onnxio_external_ref_parse(t, &r)) {
+            onnxio__clear_error();
+            continue;
+        }
+        const char *loc = r.location;
+        while (loc[0] == '.' && loc[1] == '/') loc += 2;
+        for (size_t k = 0; k < d->count; k++)
+            if (strcmp(loc, d->files[k].location) == 0)
+                return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA,
+                                    "tensor '%s' still refers to external data in '%s', which this save replaces; "
+                                    "load its external data first",
+                                    onnxio__tensor_name(t), loc);
+    }
+    return ONNXIO_OK;
+}
+
+static onnxio_status dir_writer_plan(onnxio__saving *sv)
+{
+    const onnxio_external_data_options *x = &sv->cfg->external_data;
+    onnxio_status s;
+    if (x->all_tensors_to_one_file != ONNXIO_OFF && (s = onnxio_check_location(x->location, strlen(x->location))))
+        return s;
+    dir_plan *d = onnxio__calloc(1, sizeof *d);
+    if (!d) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    d->base.fd = -1;
+    sv->state = d;
+    if ((s = plan_files(&sv->sel, sv->cfg, onnxio__basename(sv->path), d))) return s;
+    return check_stale(&sv->sel, d);
+}
+
+/* Where data file `f` goes under the model's directory `dir`: the
+ * location's rules, the checked walk (symlinks followed only inside),
+ * never the model file, never a file with other hard links or a special
+ * file. */
+static onnxio_status resolve_file(out_file *f, const onnxio__base *dir, const struct stat *model)
+{
+    onnxio_status s = onnxio_check_location(f->location, strlen(f->location));
+    if (!s) s = onnxio__resolve_in(dir, f->location, &f->res);
+    /* As named, or as a symlink inside the directory leads. */
+    if (!s && (onnxio__txn_reserved_name(onnxio__basename(f->location)) || onnxio__txn_reserved_name(f->res.name)))
+        s = onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA,
+                         "external data location '%s' is a name saves use for their own journal or temporary files",
+                         f->location);
+    if (!s && f->res.exists) s = onnxio__resolved_check(&f->res, f->location, model);
+    return s;
+}
+
+/* Every data file's place, checked: beside the model as it is named (its
+ * link, if it is one), where a load of `path` looks for them. */
+static onnxio_status resolve_files(dir_plan *d, const char *path)
+{
+    if (!(d->dir = onnxio__dirname(path))) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    struct stat model_st;
+    bool have_model = onnxio__sys_fstatat(AT_FDCWD, path, &model_st, 0) == 0;
+    onnxio_status s = onnxio__base_open(d->dir, &d->base);
+    if (s) return s;
+    for (size_t k = 0; k < d->count; k++) {
+        if ((s = resolve_file(&d->files[k], &d->base, have_model ? &model_st : NULL))) return s;
+        /* A data file that does not exist yet but would be created as the
+         * model file itself: the same directory and name. */
+        struct stat a, b;
+        if (!d->files[k].res.exists && strcmp(d->files[k].res.name, onnxio__basename(path)) == 0 &&
+            onnxio__sys_fstat(d->files[k].res.dir_fd, &a) == 0 && onnxio__sys_fstatat(AT_FDCWD, d->dir, &b, 0) == 0 &&
+            a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+            return onnxio__fail(ONNXIO_ERR_PATH_SELF, "external data location '%s' is the model file itself",
+                                d->files[k].location);
+        for (size_t j = 0; j < k; j++)
+            if (d->files[j].res.exists && d->files[k].res.exists && d->files[j].res.st.st_dev == d->files[k].res.st.st_dev &&
+                d->files[j].res.st.st_ino == d->files[k].res.st.st_ino)
+                return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA, "external data files '%s' and '%s' are the same file",
+                                    d->files[j].location, d->files[k].location);
+    }
+    return ONNXIO_OK;
+}
+
+/* Writes the files [first, end) of the plan as temporary files of `txn`:
+ * payloads as PWRITE jobs on a pool, the gaps left as holes (zeros), the
+ * SHA-1 computed from memory on this thread meanwhile; then every file is
+ * synced and closed. */
+static onnxio_status write_batch(onnxio__txn *txn, dir_plan *d, size_t first, size_t end,
+                                 const onnxio_serialize_options *cfg)
+{
+    onnxio__pool *pool = NULL;
+    onnxio_status s = onnxio__pool_new(cfg->num_threads, &pool);
+    if (s) return s;
+    for (size_t k = first; !s && k < end; k++) {
+        out_file *f = &d->files[k];
+        if (f->pending) continue;
+        if ((s = onnxio__txn_create(txn, f->res.dir_fd, f->res.name, &f->fd))) break;
+        /* The whole size at once: the padding between payloads reads as
+         * zeros whatever order the jobs run in. */
+        if (onnxio__sys_ftruncate(f->fd, f->size) != 0) {
+            s = onnxio__fail(ONNXIO_ERR_IO, "cannot size %s to %llu bytes: %s", f->location, (unsigned long long)f->size,
+                             strerror(errno));
+            break;
+        }
+        for (size_t i = f->first; !s && i < f->first + f->count; i++) {
+            const onnxio_TensorProto *t = d->items[i].tensor;
+            onnxio__job job = {.kind = ONNXIO__JOB_PWRITE, .fd = f->fd, .offset = d->items[i].offset,
+                               .src = t->raw_data.data, .size = t->raw_data.size, .what = f->location};
+            s = onnxio__pool_add(pool, &job);
+        }
+    }
+    for (size_t k = first; !s && cfg->external_data.checksum && k < end; k++) {
+        out_file *f = &d->files[k];
+        if (f->pending) continue;
+        onnxio__sha1 h;
+        if ((s = onnxio__sha1_begin(&h))) break;
+        uint64_t at = 0;
+        for (size_t i = f->first; !s && i < f->first + f->count; i++) {
+            const onnxio_TensorProto *t = d->items[i].tensor;
+            s = onnxio__sha1_zeros(&h, d->items[i].offset - at);
+            if (!s) s = onnxio__sha1_update(&h, t->raw_data.data, t->raw_data.size);
+            at = d->items[i].offset + t->raw_data.size;
+        }
+        if (!s) s = onnxio__sha1_zeros(&h, f->size - at);
+        if (s) onnxio__sha1_abort(&h);
+        else s = onnxio__sha1_end(&h, f->digest);
+    }
+    /* Every queued write must be over before a file is synced or removed. */
+    onnxio_status s2 = onnxio__pool_finish(pool);
+    if (!s) s = s2;
+    for (size_t k = first; !s && k < end; k++)
+        if (!d->files[k].pending) s = onnxio__txn_sync(txn, d->files[k].fd);
+    return s;
+}
+
+static onnxio_status dir_writer_write(onnxio__saving *sv)
+{
+    dir_plan *d = sv->state;
+    onnxio_status s = resolve_files(d, sv->path);
+    /* Files with streamed payloads are written as those come. */
+    for (size_t i = 0; !s && i < d->item_count; i++)
+        if (!d->items[i].tensor->raw_data.data) d->files[d->items[i].file].pending++;
+    for (size_t k = 0; !s && k < d->count; k += FILES_PER_BATCH)
+        s = write_batch(sv->txn, d, k, k + FILES_PER_BATCH < d->count ? k + FILES_PER_BATCH : d->count, sv->cfg);
+    return s;
+}
+
+/* A streamed payload's data file is made (sized, and its payloads that are
+ * not streamed written) when its first streamed payload comes; after its
+ * last, its SHA-1 is read back (the payloads came in any order), and it
+ * is synced and closed. */
+static onnxio_status dir_writer_put(onnxio__saving *sv, size_t item, const void *data)
+{
+    dir_plan *d = sv->state;
+    out_file *f = &d->files[d->items[item].file];
+    int threads = sv->cfg->num_threads;
+    onnxio_status s = ONNXIO_OK;
+    if (f->fd < 0) {
+        if ((s = onnxio__txn_create(sv->txn, f->res.dir_fd, f->res.name, &f->fd))) return s;
+        if (onnxio__sys_ftruncate(f->fd, f->size) != 0)
+            return onnxio__fail(ONNXIO_ERR_IO, "cannot size %s to %llu bytes: %s", f->location,
+                                (unsigned long long)f->size, strerror(errno));
+        for (size_t i = f->first; !s && i < f->first + f->count; i++) {
+            const onnxio_TensorProto *t = d->items[i].tensor;
+            if (t->raw_data.data)
+                s = onnxio__write_at(f->fd, d->items[i].offset, t->raw_data.data, t->raw_data.size, NULL, threads,
+                                     f->location);
+        }
+    }
+    if (!s) s = onnxio__write_at(f->fd, d->items[item].offset, data, d->items[item].tensor->raw_data.size, NULL, threads,
+                                 f->location);
+    if (!s && --f->pending == 0) {
+        if (sv->cfg->external_data.checksum) s = onnxio__sha1_fd(f->fd, 0, f->size, f->location, f->digest);
+        if (!s) s = onnxio__txn_sync(sv->txn, f->fd);
+        f->fd = -1;
+    }
+    return s;
+}
+
+/* The moved tensors refer to their files; then the model file. */
+static onnxio_status dir_writer_model(onnxio__saving *sv)
+{
+    dir_plan *d = sv->state;
+    onnxio_status s = ONNXIO_OK;
+    for (size_t i = 0; !s && i < d->item_count; i++) {
+        const out_file *f = &d->files[d->items[i].file];
+        s = onnxio__refer(sv->scratch, d->items[i].tensor, f->location, d->items[i].offset,
+                          sv->cfg->external_data.checksum ? f->digest : NULL);
+    }
+    return s ? s : onnxio__write_main(sv->txn, sv->copy, sv->cfg, sv->path, NULL, NULL, &sv->model_fd);
+}
+
+const onnxio__writer onnxio__dir_writer = {
+    .seeks = "a model with external data needs a directory",
+    .plan = dir_writer_plan,
+    .write = dir_writer_write,
+    .put = dir_writer_put,
+    .model = dir_writer_model,
+    .free = dir_writer_free,
+};

@@ -4,9 +4,10 @@
  * (pread) or mapping (borrowed with no_copy when their address is aligned);
  * deflated entries are inflated once, however many tensors refer to them,
  * and their bytes charged to the load's expansion budget. */
+#include <errno.h>
 #include <string.h>
 
-#include "io/container.h"
+#include "io/save.h"
 
 /* An archive entry: the entry first (container.c frees it), then its own. */
 typedef struct zip_entry {
@@ -378,3 +379,133 @@ onnxio_status onnxio__archive_read(int fd, uint64_t size, const char *what, cons
     *out = a;
     return ONNXIO_OK;
 }
+
+/* ---- writing: an .onnxz archive (onnxio__zip_writer) ------------------------------ */
+
+/* Every selected tensor an entry (e[i] for sel.tensors[i]), the model the
+ * last entry (e[n - 1]), then the central directory. */
+typedef struct zip_plan {
+    onnxio__zip_out *e;
+    size_t n;
+    onnxio__names *names;
+    onnxio_buffer *model;
+    uint64_t cd_offset; /* where the next entry (then the directory) starts */
+    int fd;             /* the archive's temporary file */
+} zip_plan;
+
+static void zip_writer_free(onnxio__saving *sv)
+{
+    zip_plan *z = sv->state;
+    if (!z) return;
+    for (size_t i = 0; z->e && i < z->n; i++) {
+        onnxio__free(z->e[i].crc_pieces);
+        onnxio_buffer_unref(z->e[i].keep);
+    }
+    onnxio__free(z->e);
+    onnxio_buffer_unref(z->model);
+    onnxio__names_free(z->names);
+    onnxio__free(z);
+    sv->state = NULL;
+}
+
+/* Each tensor's entry, named after it, and its place: the same places
+ * whenever the model is known (the model, last, is placed once it is
+ * serialized, after them, not aligned). The tensors refer to their
+ * entries now. */
+static onnxio_status zip_writer_plan(onnxio__saving *sv)
+{
+    zip_plan *z = onnxio__calloc(1, sizeof *z);
+    if (!z) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    z->fd = -1;
+    sv->state = z;
+    z->n = sv->sel.count + 1;
+    z->e = onnxio__calloc(z->n, sizeof *z->e);
+    z->names = onnxio__names_new(z->n);
+    if (!z->e || !z->names || onnxio__names_reserve(z->names, ONNXIO__MODEL_ENTRY) < 0)
+        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    uint64_t align = onnxio__save_alignment(sv->cfg, false);
+    for (size_t i = 0; i < sv->sel.count; i++) {
+        onnxio_TensorProto *t = sv->sel.tensors[i];
+        const char *name = onnxio__names_unique(z->names, onnxio__tensor_name(t));
+        if (!name) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+        z->e[i] = (onnxio__zip_out){.name = name, .name_size = strlen(name), .src = t->raw_data.data,
+                                    .size = t->raw_data.size, .keep = onnxio_buffer_ref(t->raw_data.owner)};
+        /* A data_location that was present (DEFAULT: the tensor held its
+         * payload) comes back present when the entry is loaded. */
+        bool had_location = onnxio_has(t, ONNXIO_FIELD_TensorProto_data_location);
+        onnxio_status s = onnxio__refer(sv->scratch, t, name, 0, NULL);
+        if (!s && had_location) s = onnxio__add_key(sv->scratch, t, ONNXIO__KEY_DATA_LOCATION, "DEFAULT");
+        if (s) return s;
+        z->cd_offset = onnxio__zip_place(&z->e[i], z->cd_offset, align);
+    }
+    return ONNXIO_OK;
+}
+
+/* The data of every tensor entry, its CRC-32 computed on the way
+ * (streamed ones: when they come). */
+static onnxio_status zip_writer_write(onnxio__saving *sv)
+{
+    zip_plan *z = sv->state;
+    onnxio__pool *pool = NULL;
+    onnxio_status s = onnxio__txn_create(sv->txn, -1, NULL, &z->fd);
+    if (!s) s = onnxio__pool_new(sv->cfg->num_threads, &pool);
+    for (size_t i = 0; !s && i + 1 < z->n; i++) {
+        onnxio__zip_out *e = &z->e[i];
+        if (!(e->crc_pieces = onnxio__calloc(onnxio__crc_pieces(e->size), sizeof *e->crc_pieces))) {
+            s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+            break;
+        }
+        if (!e->src) continue;
+        onnxio__job job = {.kind = ONNXIO__JOB_PWRITE, .fd = z->fd, .offset = e->data, .src = e->src,
+                           .size = e->size, .what = sv->path, .crc = e->crc_pieces};
+        s = onnxio__pool_add(pool, &job);
+    }
+    onnxio_status s2 = onnxio__pool_finish(pool);
+    return s ? s : s2;
+}
+
+static onnxio_status zip_writer_put(onnxio__saving *sv, size_t item, const void *data)
+{
+    zip_plan *z = sv->state;
+    onnxio__zip_out *e = &z->e[item];
+    return onnxio__write_at(z->fd, e->data, data, e->size, e->crc_pieces, sv->cfg->num_threads, sv->path);
+}
+
+/* The model entry, last, then the directory; the padding was never
+ * written: the file is exactly what was laid out. */
+static onnxio_status zip_writer_model(onnxio__saving *sv)
+{
+    zip_plan *z = sv->state;
+    onnxio__zip_out *m = &z->e[z->n - 1];
+    onnxio_status s = onnxio__serialize(sv->copy, sv->cfg->max_depth, &z->model);
+    if (s) return s;
+    *m = (onnxio__zip_out){.name = ONNXIO__MODEL_ENTRY, .name_size = sizeof ONNXIO__MODEL_ENTRY - 1,
+                           .src = onnxio_buffer_data(z->model), .size = onnxio_buffer_size(z->model)};
+    z->cd_offset = onnxio__zip_place(m, z->cd_offset, 1);
+    if (!(m->crc_pieces = onnxio__calloc(onnxio__crc_pieces(m->size), sizeof *m->crc_pieces)))
+        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    onnxio__pool *pool = NULL;
+    if ((s = onnxio__pool_new(1, &pool))) return s;
+    onnxio__job job = {.kind = ONNXIO__JOB_PWRITE, .fd = z->fd, .offset = m->data, .src = m->src, .size = m->size,
+                       .what = sv->path, .crc = m->crc_pieces, .not_payload = true};
+    s = onnxio__pool_add(pool, &job);
+    onnxio_status s2 = onnxio__pool_finish(pool);
+    if (s || (s = s2)) return s;
+    for (size_t i = 0; i < z->n; i++) z->e[i].crc = onnxio__crc_join(z->e[i].crc_pieces, z->e[i].size);
+    uint64_t end;
+    if ((s = onnxio__zip_write_directory(z->fd, sv->path, z->e, z->n, NULL, 0, 0, z->cd_offset, &end))) return s;
+    if (onnxio__sys_ftruncate(z->fd, end) != 0)
+        return onnxio__fail(ONNXIO_ERR_IO, "cannot size %s: %s", sv->path, strerror(errno));
+    return ONNXIO_OK;
+}
+
+const onnxio__writer onnxio__zip_writer = {
+    .every_tensor = true,
+    .external_refused = true,
+    .seeks = "an archive is written with seeks",
+    .plan = zip_writer_plan,
+    .write = zip_writer_write,
+    .put = zip_writer_put,
+    .model = zip_writer_model,
+    .free = zip_writer_free,
+};

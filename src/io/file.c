@@ -105,6 +105,57 @@ onnxio_status onnxio__map_fd(int fd, const char *what, onnxio_buffer **out)
     return ONNXIO_OK;
 }
 
+/* ---- text to a stdio stream ------------------------------------------------------ */
+
+static int put_stream(void *user, const char *bytes, size_t n) { return fwrite(bytes, 1, n, user) != n; }
+
+ONNXIO_API onnxio_status onnxio_text_print(const void *msg, const onnxio_text_options *opts, FILE *stream)
+{
+    if (!msg || !stream) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "text_print: NULL argument");
+    onnxio_status s = onnxio__text_write(msg, opts, "text_print", put_stream, stream);
+    if (s) return s;
+    if (fflush(stream) != 0) return onnxio__fail(ONNXIO_ERR_IO, "text_print: cannot write the output");
+    return ONNXIO_OK;
+}
+
+/* ---- reading ahead of a parse ----------------------------------------------- */
+
+#define READ_AHEAD_MIN ((uintptr_t)64 << 10)
+#define READ_AHEAD_MAX ((uintptr_t)8 << 20)
+
+void onnxio__read_ahead_init(onnxio__read_ahead *r, const void *data, size_t size)
+{
+    *r = (onnxio__read_ahead){.end = (uintptr_t)data + size, .window = READ_AHEAD_MIN / 2, .kept = (uintptr_t)data};
+}
+
+uintptr_t onnxio__read_ahead_reached(void *ctx, const uint8_t *at)
+{
+    onnxio__read_ahead *r = ctx;
+    uintptr_t start, p = (uintptr_t)at;
+    if (p > r->asked_end) { /* past a skipped payload */
+        start = p;
+        r->window = READ_AHEAD_MIN;
+        /* The pages behind the parse are unmapped: a fault on a tensor
+         * header maps the whole page-cache folio around it (up to 2 MiB on
+         * Linux 6.18), which held 48-83 MiB of payload pages in the
+         * process during a parse of gpt2. The parse never reads behind
+         * itself (strings and small payloads are copied as read), and a
+         * no_copy payload there maps again when it is read. */
+        onnxio__map_drop((const void *)r->kept, start - r->kept);
+        r->kept = start & ~(uintptr_t)4095;
+    } else {
+        start = r->asked_end;
+        if (r->window < READ_AHEAD_MAX) r->window *= 2;
+    }
+    uintptr_t end = start + r->window;
+    if (end > r->end) end = r->end;
+    if (end > start) onnxio__map_willneed((const void *)start, (size_t)(end - start));
+    r->asked_end = end;
+    /* Called again once within half a window of that end. */
+    if (end >= r->end) return UINTPTR_MAX;
+    return end > r->window / 2 ? end - r->window / 2 + 1 : 0;
+}
+
 onnxio_status onnxio__map_file(const char *path, onnxio_buffer **out, int *fd_out)
 {
     *out = NULL;

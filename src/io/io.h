@@ -5,7 +5,36 @@
 #ifndef ONNXIO_IO_IO_H
 #define ONNXIO_IO_IO_H
 
+#include "pool/pool.h"
 #include "proto/codec.h"
+
+/* ---- payload sources: what a load hands to payload placement ---------- */
+
+/* CRC-32 pieces that a payload copy fills (see onnxio__job.crc); `filled`
+ * is set when the copy is queued, so that a payload that was borrowed or
+ * skipped instead is known to be unchecked. */
+typedef struct onnxio__crc_slots {
+    uint32_t *piece;
+    bool filled;
+} onnxio__crc_slots;
+typedef struct onnxio__payload_src {
+    const uint8_t *data;  /* the bytes in memory, or NULL when only in a file */
+    onnxio_buffer *owner; /* keeps `data` alive for no_copy (NULL: borrowed) */
+    int fd;               /* the same bytes in a file (-1: none): read with pread */
+    uint64_t offset;      /* their offset in fd */
+    uint64_t size;
+    bool external;        /* from an external data file: loading clears data_location/external_data */
+    bool entry;           /* external, from an .onnxz entry: data_location is cleared, not DEFAULT */
+    const char *what;     /* file named in read errors (NULL: the tensor name) */
+    bool copy;            /* copy even with no_copy (bytes not aligned for borrowing) */
+    bool owned;           /* the bytes are this load's own (container.h, onnxio__entry.owned): taken, not copied, by a copy load too */
+    onnxio__crc_slots *crc; /* compute the CRC-32 of the bytes as they are copied (NULL: no) */
+    /* The container entry the bytes come from (NULL: inline): with no_copy,
+     * payloads loaded from the same entry, offset and size share one
+     * buffer when they must be copied. */
+    const void *share;
+    uint64_t share_offset;
+} onnxio__payload_src;
 
 /* ---- container_dir.c: external data in a directory -------------------- */
 
@@ -97,6 +126,26 @@ onnxio_status onnxio__read_whole(int fd, uint64_t size, const char *what, const 
 /* Maps the whole open file `fd` private (as onnxio__map_file); `what`
  * names it in errors. The caller keeps and closes fd. */
 onnxio_status onnxio__map_fd(int fd, const char *what, onnxio_buffer **out);
+/* Reading ahead of a parse in a file mapping: the mapping is set to
+ * random access (the caller does it, and undoes it after), so a fault
+ * reads only its page (unless the load reads the whole file: then a fault
+ * reads the 2 MiB folio around it, onnxio__map_whole in model.c), and the
+ * parse asks for the bytes ahead of it itself, through
+ * onnxio__decode_config.reached, a window at a time, once it is within
+ * half a window of the end of what it asked for. The window doubles while
+ * the parse reads on (structure), from 64 KiB to 8 MiB, and starts again
+ * at the minimum after a skipped payload: a payload is then read at most
+ * 64 KiB into, where the kernel's read-around (8 MiB here) read much of
+ * every large tensor during a no_copy load. */
+typedef struct onnxio__read_ahead {
+    uintptr_t end;       /* of the mapping */
+    uintptr_t asked_end; /* where the read-ahead asked for ends */
+    uintptr_t window;    /* the next read-ahead's size */
+    uintptr_t kept;      /* where the pages still mapped by the parse start */
+} onnxio__read_ahead;
+void onnxio__read_ahead_init(onnxio__read_ahead *r, const void *data, size_t size);
+/* onnxio__decode_config.reached, with an onnxio__read_ahead as ctx. */
+uintptr_t onnxio__read_ahead_reached(void *ctx, const uint8_t *at);
 /* The window of a file mapping mapped from its own open file description
  * (file.c, onnxio__map_fd); tests set it (not 0) to make it smaller. */
 extern size_t onnxio__test_map_window;
@@ -176,11 +225,12 @@ bool onnxio__save_crossed(const char *path, int fd);
  * ONNXIO_ERR_IO: each start waits for the save in progress first. */
 #define ONNXIO__LOAD_ATTEMPTS 16
 
-/* save.c: the save pipeline. `cfg` resolved. */
-onnxio_status onnxio__save_plain(void *msg, const char *path, const onnxio_serialize_options *cfg);
-onnxio_status onnxio__save_external(onnxio_ModelProto *model, const char *path, const onnxio_serialize_options *cfg);
-onnxio_status onnxio__save_archive(onnxio_ModelProto *model, const char *path, const onnxio_serialize_options *cfg);
-/* File and entry names made from tensor names: a set compared with ASCII
+/* save.c: the one save pipeline (io/save.h) with the writer the path and
+ * options choose (onnxio__writer_for). `cfg` resolved; errors name the
+ * path. */
+onnxio_status onnxio__save_to(void *msg, const char *path, const onnxio_serialize_options *cfg, bool model,
+                              bool archive);
+/* write.c: file and entry names made from tensor names: a set compared with ASCII
  * case folded. */
 typedef struct onnxio__names onnxio__names;
 onnxio__names *onnxio__names_new(size_t expected);

@@ -1,102 +1,138 @@
-/* The save pipeline's state shared by save.c and save_stream.c: what a
- * save selects, how it lays out data files, and a streaming save's slots.
+/* The save pipeline (save.c) and the container writers it drives
+ * (container_dir.c, container_zip.c, the model file alone in save.c):
+ * what a save selects, the writer seam, and a streaming save's source.
  * Private to the io layer. */
 #ifndef ONNXIO_IO_SAVE_H
 #define ONNXIO_IO_SAVE_H
 
 #include "io/container.h"
 
-typedef struct selection {
-    uint64_t threshold;
-    bool every_tensor;        /* archives, convert_attribute; else initializers only */
-    bool external_refused;    /* archives: a tensor still external cannot be saved */
-    bool streaming;           /* raw_data without bytes is a placeholder (streaming saves) */
-    onnxio_TensorProto **tensors;
-    size_t count, capacity;
-    /* external data: tensors still external, which must not refer to a
-     * file this save replaces */
-    onnxio_TensorProto **stale;
-    size_t stale_count, stale_capacity;
-} selection;
-
-/* One payload going to a data file. */
-typedef struct out_item {
-    onnxio_TensorProto *tensor;
-    size_t file;
-    uint64_t offset;
-} out_item;
-
-typedef struct out_file {
-    char *location;       /* relative to the model's directory */
-    onnxio__resolved res; /* where it goes */
-    int fd;               /* the temporary file while it is written */
-    uint64_t size;
-    size_t first, count;  /* its payloads: items[first, first + count) */
-    char digest[41];
-    /* Streaming saves: its payloads still to come. Such a file is not
-     * written by write_batch: it is made when its first streamed payload
-     * arrives, and synced and closed after its last. */
-    size_t pending;
-} out_file;
-
-typedef struct dir_plan {
-    out_item *items;
-    size_t item_count;
-    out_file *files;
-    size_t count;
-} dir_plan;
-
-/* One placeholder of a streaming save: where its bytes go when they come. */
-typedef enum stream_dest {
-    DEST_NONE,   /* not bound yet */
-    DEST_MEMORY, /* inline in a model written after every tensor came: copied into the arena */
-    DEST_FD,     /* at `offset` of the file `fd` (the model file, or the archive) */
-    DEST_FILE,   /* at `offset` of the data file files[file] of the plan */
-} stream_dest;
-
-typedef struct stream_slot {
-    onnxio_TensorProto *t; /* the placeholder in the streaming save's copy */
+/* A streaming save's placeholder (save_stream.c makes them): where its
+ * bytes go when the source hands them over. */
+typedef struct onnxio__slot {
+    onnxio_TensorProto *t; /* the placeholder in the save's copy */
     uint64_t size;         /* its bytes: data_type x dims */
     bool received;
-    stream_dest dest;
-    int fd;
-    size_t file;
+    /* Where its bytes go: the selected tensor `item` (sel.tensors[item]),
+     * written by the writer's `put`; else (SIZE_MAX) inline in the model,
+     * a hole at `offset` of the model file when `hole`, else copied into
+     * the arena before the model is written. */
+    size_t item;
+    bool hole;
     uint64_t offset;
-    uint32_t *crc;         /* archive entries: the CRC-32 pieces to fill */
-    const char *what;      /* the file named in write errors */
-} stream_slot;
+} onnxio__slot;
 
-typedef struct stream {
-    onnxio_arena *arena;   /* of the copy */
-    stream_slot *slots;    /* sorted by tensor name */
-    size_t count;
-    onnxio_tensor_source_fn source;
+/* A streaming save's source: the caller's function and its placeholders,
+ * sorted by tensor name. */
+typedef struct onnxio__source {
+    onnxio_tensor_source_fn fn;
     void *user;
-    int num_threads;
-    /* DEST_FILE: the plan's files and their transaction */
-    dir_plan *plan;
+    onnxio__slot *slots;
+    size_t count;
+} onnxio__source;
+
+/* The tensors whose payloads leave the model. */
+typedef struct onnxio__selection {
+    onnxio_TensorProto **tensors;
+    size_t count, capacity;
+    /* Tensors still external, which must not refer to a file this save
+     * replaces (external data). */
+    onnxio_TensorProto **stale;
+    size_t stale_count, stale_capacity;
+} onnxio__selection;
+
+typedef struct onnxio__saving onnxio__saving;
+
+/* A container's writing half (docs/design.md, "The container seam"): the
+ * one pipeline of save.c calls it in this order, having selected the
+ * tensors and begun the transaction once. */
+typedef struct onnxio__writer {
+    /* Which tensors leave the model: every tensor (else the initializers
+     * of every graph, as onnx does), and whether a tensor still external
+     * is refused (else it is kept as it is, checked by `plan`). */
+    bool every_tensor, external_refused;
+    /* The model is written before the streamed payloads come, each left
+     * as a hole in it (the model file alone); else after them. */
+    bool model_first;
+    /* Why the main path must be a regular file (NULL: a pipe will do). */
+    const char *seeks;
+    /* Lays out where every selected payload goes; the tensors may get
+     * their external data keys now or in `model`. Before the transaction. */
+    onnxio_status (*plan)(onnxio__saving *sv);
+    /* Creates the container's files in sv->txn and writes every payload
+     * that has its bytes (on a pool of cfg->num_threads). */
+    onnxio_status (*write)(onnxio__saving *sv);
+    /* A streamed payload of sel.tensors[item], written before it returns
+     * (the source may reuse the bytes). */
+    onnxio_status (*put)(onnxio__saving *sv, size_t item, const void *data);
+    /* Every payload is written: writes the model and what closes the
+     * container (an archive's directory). */
+    onnxio_status (*model)(onnxio__saving *sv);
+    /* Frees the writer's state (sv->state), also after a failure. */
+    void (*free)(onnxio__saving *sv);
+} onnxio__writer;
+
+struct onnxio__saving {
+    const char *path;                     /* the model or archive */
+    const onnxio_serialize_options *cfg;  /* resolved */
+    onnxio_arena *scratch;                /* of the copy */
+    void *copy;                           /* what is written: the caller's tree, or a copy sharing its payloads */
+    onnxio__selection sel;
     onnxio__txn *txn;
-    bool checksum;
-} stream;
+    onnxio__source *source;               /* NULL: not a streaming save */
+    const onnxio__writer *writer;
+    void *state;                          /* the writer's */
+    int model_fd;                         /* the model file once written (model_first writers), for its holes */
+};
 
-/* The external data save and the archive save of save.c; with `st`, a
- * streaming save (`model` is its copy: the placeholders' raw_data have
- * sizes, no bytes). */
-onnxio_status onnxio__save_external_to(onnxio_ModelProto *model, const char *path,
-                                       const onnxio_serialize_options *cfg, stream *st);
-onnxio_status onnxio__save_archive_to(onnxio_ModelProto *model, const char *path,
-                                      const onnxio_serialize_options *cfg, stream *st);
+/* The writers. */
+extern const onnxio__writer onnxio__model_writer; /* save.c: the model file alone, payloads inline */
+extern const onnxio__writer onnxio__dir_writer;   /* container_dir.c: external data files beside the model */
+extern const onnxio__writer onnxio__zip_writer;   /* container_zip.c: an .onnxz archive */
 
-/* save_stream.c: where each placeholder's bytes go (a data file of the
- * plan, the model or archive file `fd` at `offset`, or memory), then the
- * source's tensors received and written there. */
-onnxio_status onnxio__stream_bind_external(stream *st, const selection *sel, dir_plan *d, onnxio__txn *txn,
-                                           const onnxio_serialize_options *cfg);
-onnxio_status onnxio__stream_bind_memory(stream *st);
-onnxio_status onnxio__stream_bind_fd(stream *st, onnxio_TensorProto *t, int fd, uint64_t offset, uint32_t *crc,
-                                     const char *what);
-onnxio_status onnxio__stream_receive(stream *st);
-onnxio_status onnxio__save_plain_streaming(onnxio_ModelProto *model, const char *path,
-                                           const onnxio_serialize_options *cfg, stream *st);
+/* save.c: the one save pipeline. Saves `msg` to `path` with `writer`
+ * (the model writer takes any message; the others a ModelProto), from
+ * `source`'s placeholders when not NULL (`msg` is then the streaming
+ * save's own copy, in `arena`). `cfg` resolved. Errors name the path. */
+onnxio_status onnxio__save(void *msg, const char *path, const onnxio_serialize_options *cfg,
+                           const onnxio__writer *writer, onnxio__source *source, onnxio_arena *arena);
+
+/* The writer for a save of `path`: an .onnxz archive when `archive`;
+ * external data files beside the model when `model` (a ModelProto) and
+ * cfg->external_data asks for them (a location, or one file per tensor);
+ * else the model file alone. */
+const onnxio__writer *onnxio__writer_for(const onnxio_serialize_options *cfg, bool model, bool archive);
+
+/* write.c: what the pipeline and the writers share. */
+
+/* Serializes `msg` (its size pass run) into the file `fd`: the structure
+ * through a staging buffer, runs of ONNXIO__SINK_DIRECT bytes or more at
+ * their offsets (queued on `pool` when at least `threshold` bytes and
+ * `pool` is not NULL), or everything in order when `sequential` (a pipe).
+ * With `defer`, a placeholder's bytes are left as a hole (onnxio__sink.defer).
+ * `what` names the file in errors. */
+onnxio_status onnxio__write_message(void *msg, int fd, const char *what, onnxio__pool *pool, uint64_t threshold,
+                                    bool sequential, onnxio_status (*defer)(void *, const onnxio_TensorProto *, uint64_t),
+                                    void *defer_user);
+/* Writes `msg` as the transaction's main file (its size pass first, its
+ * large payloads on a pool of cfg->num_threads), and *fd its descriptor
+ * (the transaction's); with `defer`, the file is sized for its last hole. */
+onnxio_status onnxio__write_main(onnxio__txn *txn, void *msg, const onnxio_serialize_options *cfg, const char *path,
+                                 onnxio_status (*defer)(void *, const onnxio_TensorProto *, uint64_t), void *defer_user,
+                                 int *fd);
+/* Writes `size` bytes at `offset` of `fd` on a pool of `threads`, with the
+ * CRC-32 pieces when `crc`; done when it returns. */
+onnxio_status onnxio__write_at(int fd, uint64_t offset, const void *data, uint64_t size, uint32_t *crc, int threads,
+                               const char *what);
+/* A tensor's dims as "[2, 3]", into `buf` (cut to `size`). */
+const char *onnxio__dims_text(const onnxio_TensorProto *t, char *buf, size_t size);
+/* Appends the external data key `key` = `value` to `t`. */
+onnxio_status onnxio__add_key(onnxio_arena *arena, onnxio_TensorProto *t, const char *key, const char *value);
+/* Points `t` at external data: its external_data becomes the keys
+ * location, offset, length (raw_data's size) and, when given, checksum,
+ * in the order the onnx package writes them; raw_data is cleared and
+ * data_location set to EXTERNAL. */
+onnxio_status onnxio__refer(onnxio_arena *arena, onnxio_TensorProto *t, const char *location, uint64_t offset,
+                            const char *checksum);
 
 #endif

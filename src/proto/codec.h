@@ -1,12 +1,14 @@
 /* The proto layer (docs/design.md, "Layers"): the schema, message
  * operations, the wire codec (decode.c, encode.c), the text formats and
- * the format rules (format.c). It reaches payload placement and output
- * only through what its callers pass in (onnxio__decode_config.payload,
- * onnxio__sink), never a file or container of its own. */
+ * the format rules (format.c), on bytes in memory. It reaches payload
+ * placement, read-ahead and output only through what its callers pass in
+ * (onnxio__decode_config.payload and .reached, onnxio__sink.out), as
+ * upb's and nanopb's codecs do: it opens, reads and writes no file and
+ * starts no thread. */
 #ifndef ONNXIO_PROTO_CODEC_H
 #define ONNXIO_PROTO_CODEC_H
 
-#include "pool/pool.h"
+#include "memory/memory.h"
 
 /* ---- format.c ----------------------------------------------------------- */
 
@@ -56,6 +58,13 @@ typedef enum onnxio__json_error {
 onnxio__json_error onnxio__json_string(const char **p, const char *end, unsigned flags,
                                        int (*put)(void *ctx, const char *bytes, size_t n), void *ctx);
 
+/* text.c: writes `msg` in opts' text style (onnxio_text_format's rules),
+ * handing the text to put(user, bytes, n) as a buffer of 4 KiB or more
+ * fills, in order (put returns nonzero when it fails: ONNXIO_ERR_IO).
+ * `what` names the call in errors. */
+onnxio_status onnxio__text_write(const void *msg, const onnxio_text_options *opts, const char *what,
+                                 int (*put)(void *user, const char *bytes, size_t n), void *user);
+
 /* Refuses a payload length that is not what the tensor's data_type and dims
  * need (onnxio_tensor_raw_size) with ONNXIO_ERR_EXTERNAL_DATA; tensors
  * without a fixed size pass. `where` names the file or entry. */
@@ -104,34 +113,6 @@ static inline const onnxio_field_desc *onnxio__oneof_other(const onnxio_message 
     return NULL;
 }
 
-/* ---- payload sources: what the decoder hands to payload placement ------ */
-
-/* CRC-32 pieces that a payload copy fills (see onnxio__job.crc); `filled`
- * is set when the copy is queued, so that a payload that was borrowed or
- * skipped instead is known to be unchecked. */
-typedef struct onnxio__crc_slots {
-    uint32_t *piece;
-    bool filled;
-} onnxio__crc_slots;
-typedef struct onnxio__payload_src {
-    const uint8_t *data;  /* the bytes in memory, or NULL when only in a file */
-    onnxio_buffer *owner; /* keeps `data` alive for no_copy (NULL: borrowed) */
-    int fd;               /* the same bytes in a file (-1: none): read with pread */
-    uint64_t offset;      /* their offset in fd */
-    uint64_t size;
-    bool external;        /* from an external data file: loading clears data_location/external_data */
-    bool entry;           /* external, from an .onnxz entry: data_location is cleared, not DEFAULT */
-    const char *what;     /* file named in read errors (NULL: the tensor name) */
-    bool copy;            /* copy even with no_copy (bytes not aligned for borrowing) */
-    bool owned;           /* the bytes are this load's own (container.h, onnxio__entry.owned): taken, not copied, by a copy load too */
-    onnxio__crc_slots *crc; /* compute the CRC-32 of the bytes as they are copied (NULL: no) */
-    /* The container entry the bytes come from (NULL: inline): with no_copy,
-     * payloads loaded from the same entry, offset and size share one
-     * buffer when they must be copied. */
-    const void *share;
-    uint64_t share_offset;
-} onnxio__payload_src;
-
 /* decode.c */
 typedef struct onnxio__decode_config {
     onnxio_arena *arena;
@@ -140,15 +121,19 @@ typedef struct onnxio__decode_config {
     bool skip_raw_data;
     int max_depth;
     /* Where raw_data goes: called with payload_ctx for every TensorProto
-     * payload read (a load passes payload.c's onnxio__payload_take), so
-     * that the codec knows nothing of placement, pools or files. */
-    onnxio_status (*payload)(void *ctx, onnxio_TensorProto *tensor, const onnxio__payload_src *src);
+     * payload read, its `size` bytes at `data` (inside the input), so that
+     * the codec knows nothing of placement, pools or files (a load passes
+     * model.c's take_payload, which hands them to payload.c). */
+    onnxio_status (*payload)(void *ctx, onnxio_TensorProto *tensor, const uint8_t *data, size_t size);
     void *payload_ctx;
-    int fd;                 /* >= 0: the input is this whole file (read payloads with pread) */
-    /* The input is a whole file mapping, set to random access during the
-     * parse (the caller does it, and undoes it after): the parse reads its
-     * own way ahead (decode.c, READ_AHEAD), not into the payloads it skips. */
-    bool mapped;
+    /* Called with reached_ctx when the parse first stands at or past
+     * `next` (the value the previous call returned; 0 before the first
+     * call, so the first field makes one), with where it stands: the
+     * caller may read ahead of the parse in a file mapping
+     * (onnxio__read_ahead in file.c) and returns the next position to be
+     * called at (UINTPTR_MAX: never again). NULL: never called. */
+    uintptr_t (*reached)(void *ctx, const uint8_t *at);
+    void *reached_ctx;
     /* Set when a TensorProto with data_location EXTERNAL was read, so that
      * loading a model without external data skips the walk that looks for
      * it (NULL: not wanted). */
@@ -157,18 +142,23 @@ typedef struct onnxio__decode_config {
 onnxio_status onnxio__decode(const onnxio__decode_config *cfg, onnxio_message *msg,
                              const uint8_t *data, size_t size);
 
-/* encode.c: a destination for serialized bytes. */
+/* encode.c: a destination for serialized bytes, in memory or handed on.
+ * The size pass must have run (onnxio__size_pass), except with one_pass. */
 typedef struct onnxio__sink {
-    uint8_t *buf;        /* memory output: the whole destination; file output: a staging buffer */
+    uint8_t *buf;        /* memory output: the whole destination; handed on: a staging buffer */
     size_t pos;
     size_t cap;
-    int fd;              /* -1 for memory output */
-    uint64_t written;    /* file output: bytes of the file before buf (flushed or queued) */
     onnxio_status status;
-    onnxio__pool *pool;  /* NULL: payloads are written in line */
-    uint64_t threshold;  /* payloads at least this large become pool jobs */
-    const char *what;    /* the file named in write errors */
-    bool sequential;     /* a pipe or a terminal: write(2) in order, no offsets */
+    /* Output handed on (NULL: memory output). `out` takes bytes at their
+     * offset `at` of the output: what the staging buffer holds, when it
+     * is full and at onnxio__sink_flush (`kept` false: buf is reused once
+     * `out` returns), and any run of at least ONNXIO__SINK_DIRECT bytes of
+     * the message itself (a payload, a long string), never staged (`kept`
+     * true: the bytes outlive the encode, so `out` may write them later,
+     * as io/sink.c does on the pool). `written` is the offset of buf[0]. */
+    onnxio_status (*out)(void *user, const uint8_t *data, size_t n, uint64_t at, bool kept);
+    void *out_user;
+    uint64_t written;
     /* One pass (onnxio_serialize_to): memory output without a size pass.
      * A sub-message's length is written where its cached size (the last
      * parse's or serialization's) says, and moved once the real one is
@@ -177,13 +167,15 @@ typedef struct onnxio__sink {
     int depth, max_depth;
     onnxio_grow_fn grow; /* NULL: a full destination is an error */
     void *grow_user;
-    /* Streaming saves (file output, not sequential): a raw_data without its
-     * bytes (data NULL, size > 0) is written as its tag and length, its
-     * bytes left as a hole at file offset `at`, which defer records (NULL:
-     * such a payload is an error, ONNXIO_ERR_MISSING_PAYLOAD). */
+    /* Holes (output handed on): a raw_data without its bytes (data NULL,
+     * size > 0), a streaming save's placeholder, is written as its tag and
+     * length, its bytes left for later at offset `at`, which defer
+     * records (NULL: such a payload is an error, ONNXIO_ERR_MISSING_PAYLOAD). */
     onnxio_status (*defer)(void *user, const onnxio_TensorProto *t, uint64_t at);
     void *defer_user;
 } onnxio__sink;
+/* Runs at least this long are handed to onnxio__sink.out as they are. */
+#define ONNXIO__SINK_DIRECT 65536
 onnxio_status onnxio__encode(void *msg, onnxio__sink *sink);
 /* The size pass with a nesting limit (0: the default; capped): ERR_DEPTH,
  * and *size ONNXIO_SIZE_TOO_DEEP, past it. */

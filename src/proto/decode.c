@@ -8,53 +8,12 @@
 #include "proto/codec.h"
 #include "proto/wire.h"
 
-/* Reading ahead of the parse in a file mapping (onnxio__decode_config.
- * mapped): the mapping is set to random access, so a fault reads only its
- * page (unless the load reads the whole file: then a fault reads the 2 MiB
- * folio around it, onnxio__map_whole in model.c), and the parse asks for
- * the bytes ahead of it itself, a window at a
- * time, once it is within half a window of the end of what it asked for.
- * The window doubles while the parse reads on (structure), from
- * READ_AHEAD_MIN to READ_AHEAD_MAX, and starts again at the minimum after a
- * skipped payload: a payload is then read at most READ_AHEAD_MIN into,
- * where the kernel's read-around (8 MiB here) read much of every large
- * tensor during a no_copy load. */
-#define READ_AHEAD_MIN ((uintptr_t)64 << 10)
-#define READ_AHEAD_MAX ((uintptr_t)8 << 20)
-
 typedef struct dec {
     const onnxio__decode_config *cfg;
     onnxio_arena *arena;
     const uint8_t *end;      /* of the whole input */
-    uintptr_t read_ahead_end; /* mapped: where the parse's read-ahead ends */
-    uintptr_t window;         /* mapped: the next read-ahead's size */
-    uintptr_t kept;           /* mapped: where the pages still mapped by the parse start */
-    bool mapped;              /* cfg->mapped, read at every field */
+    uintptr_t next;          /* where cfg->reached is called next (UINTPTR_MAX: never) */
 } dec;
-
-static void read_ahead(dec *d, const uint8_t *p)
-{
-    uintptr_t start;
-    if ((uintptr_t)p > d->read_ahead_end) { /* past a skipped payload */
-        start = (uintptr_t)p;
-        d->window = READ_AHEAD_MIN;
-        /* The pages behind the parse are unmapped: a fault on a tensor
-         * header maps the whole page-cache folio around it (up to 2 MiB on
-         * Linux 6.18), which held 48-83 MiB of payload pages in the
-         * process during a parse of gpt2. The parse never reads behind
-         * itself (strings and small payloads are copied as read), and a
-         * no_copy payload there maps again when it is read. */
-        onnxio__map_drop((const void *)d->kept, start - d->kept);
-        d->kept = start & ~(uintptr_t)4095;
-    } else {
-        start = d->read_ahead_end;
-        if (d->window < READ_AHEAD_MAX) d->window *= 2;
-    }
-    uintptr_t end = start + d->window;
-    if (end > (uintptr_t)d->end) end = (uintptr_t)d->end;
-    if (end > start) onnxio__map_willneed((const void *)start, (size_t)(end - start));
-    d->read_ahead_end = end;
-}
 
 #define OFFSET(d, p) ((unsigned long long)((const uint8_t *)(p) - (d)->cfg->base))
 
@@ -537,14 +496,7 @@ static onnxio_status parse_field(dec *d, onnxio_message *m, const onnxio_field_d
         m->has |= (uint64_t)1 << f->index;
         return ONNXIO_OK;
     }
-    onnxio__payload_src src = {
-        .data = p,
-        .owner = d->cfg->owner,
-        .fd = d->cfg->fd,
-        .offset = (uint64_t)(p - d->cfg->base),
-        .size = len,
-    };
-    return d->cfg->payload(d->cfg->payload_ctx, (onnxio_TensorProto *)m, &src);
+    return d->cfg->payload(d->cfg->payload_ctx, (onnxio_TensorProto *)m, p, len);
 }
 
 /* The length of a LEN value at *pp, which must fit before `end`: its
@@ -610,9 +562,7 @@ static onnxio_status parse_message(dec *d, onnxio_message *m, const fast_table *
             depth--;
             continue;
         }
-        if (ONNXIO_UNLIKELY(d->mapped) && (uintptr_t)p + d->window / 2 > d->read_ahead_end &&
-            d->read_ahead_end < (uintptr_t)d->end)
-            read_ahead(d, p);
+        if (ONNXIO_UNLIKELY((uintptr_t)p >= d->next)) d->next = d->cfg->reached(d->cfg->reached_ctx, p);
         const uint8_t *tag_at = p;
         const fast_entry *e;
         if (ONNXIO_LIKELY(ft != NULL) && *p < 0x80 && (e = &ft->by_number[*p >> 3])->tag == *p && e->op != FAST_NONE) {
@@ -865,7 +815,7 @@ onnxio_status onnxio__decode(const onnxio__decode_config *cfg, onnxio_message *m
 {
     static const uint8_t empty[1];
     if (!data) data = empty; /* an empty file has no mapping; NULL + 0 is not valid C */
-    dec d = {cfg, cfg->arena, data + size, 0, READ_AHEAD_MIN / 2, (uintptr_t)data, cfg->mapped};
+    dec d = {cfg, cfg->arena, data + size, cfg->reached ? 0 : UINTPTR_MAX};
     msg->cached_size = size;
     pthread_once(&fast_once, fast_build);
     return parse_message(&d, msg, fast_table_of(msg->desc), data, data + size, 0);

@@ -1,8 +1,9 @@
 /* Protobuf serialization of any message, byte-identical to libprotobuf
  * (docs/design.md "Wire rules"): fields in ascending number, proto2
  * presence, packing only where the schema says so, unknown fields last.
- * Files and exact-size memory: two passes, the size pass caching every
- * message's encoded size, then the write pass emitting bytes into a sink.
+ * Exact-size memory and output handed on (a file: io/sink.c): two passes,
+ * the size pass caching every message's encoded size, then the write pass
+ * emitting bytes into a sink.
  * Memory that grows (onnxio_serialize_to): the write pass alone, each
  * sub-message's length prefix reserved at the width its cached size gives
  * (exact for a tree unchanged since it was parsed or serialized) and
@@ -11,9 +12,6 @@
 
 #include "proto/codec.h"
 #include "proto/wire.h"
-
-/* Payloads at least this large bypass the file sink's staging buffer. */
-#define SINK_DIRECT_WRITE 65536
 
 static inline unsigned tag_size(const onnxio_field_desc *f) { return wire_varint_size((uint64_t)f->number << 3); }
 
@@ -167,21 +165,10 @@ ONNXIO_API uint64_t onnxio_serialized_size(void *msg)
 
 /* ---- sink ----------------------------------------------------------- */
 
-/* Writes `n` bytes at file offset `at`: queued on the pool when allowed
- * and there is one, otherwise now. */
-static onnxio_status sink_write(onnxio__sink *s, const uint8_t *data, size_t n, uint64_t at, int may_queue)
-{
-    if (s->sequential) return onnxio__write_all(s->fd, data, n, s->what ? s->what : "the output");
-    onnxio__job job = {.kind = ONNXIO__JOB_PWRITE, .fd = s->fd, .offset = at, .src = data, .size = n,
-                       .what = s->what ? s->what : "the output file"};
-    return may_queue && s->pool ? onnxio__pool_add(s->pool, &job) : onnxio__job_run(&job);
-}
-
 onnxio_status onnxio__sink_flush(onnxio__sink *s)
 {
-    if (s->fd < 0 || s->pos == 0 || s->status) return s->status;
-    /* The staging buffer is reused at once, so it is never queued. */
-    s->status = sink_write(s, s->buf, s->pos, s->written, 0);
+    if (!s->out || s->pos == 0 || s->status) return s->status;
+    s->status = s->out(s->out_user, s->buf, s->pos, s->written, false);
     s->written += s->pos;
     s->pos = 0;
     return s->status;
@@ -217,30 +204,24 @@ static int sink_grow(onnxio__sink *s, size_t n)
 static inline int sink_room(onnxio__sink *s, size_t n)
 {
     if (ONNXIO_LIKELY(s->cap - s->pos >= n)) return 1;
-    if (s->fd < 0) return sink_grow(s, n);
+    if (!s->out) return sink_grow(s, n);
     return onnxio__sink_flush(s) == ONNXIO_OK;
 }
 
 static void sink_put(onnxio__sink *s, const void *data, size_t n)
 {
     if (s->status || n == 0) return;
-    if (s->fd >= 0 && (n >= SINK_DIRECT_WRITE || n > s->cap - s->pos)) {
+    if (s->out && (n >= ONNXIO__SINK_DIRECT || n > s->cap - s->pos)) {
         if (onnxio__sink_flush(s)) return;
-        if (n >= SINK_DIRECT_WRITE || n > s->cap) {
-            /* Large payloads go straight to their offset in the file, on
-             * the pool when there is one. */
-            s->status = sink_write(s, data, n, s->written, n >= s->threshold);
+        if (n >= ONNXIO__SINK_DIRECT || n > s->cap) {
+            /* Large runs go to `out` as they are, at their offset. */
+            s->status = s->out(s->out_user, data, n, s->written, true);
             s->written += n;
             return;
         }
     }
     if (s->cap - s->pos < n && !sink_grow(s, n)) return;
-    if (s->fd < 0 && s->pool && n >= s->threshold) {
-        onnxio__job job = {.kind = ONNXIO__JOB_COPY, .dst = s->buf + s->pos, .src = data, .size = n, .what = "memory"};
-        s->status = onnxio__pool_add(s->pool, &job);
-    } else {
-        memcpy(s->buf + s->pos, data, n);
-    }
+    memcpy(s->buf + s->pos, data, n);
     s->pos += n;
 }
 
@@ -361,7 +342,7 @@ static inline void put_varint(onnxio__sink *s, uint32_t tag, uint64_t v)
 static void put_raw(onnxio__sink *s, const onnxio_TensorProto *t, uint32_t tag)
 {
     const onnxio_span *v = &t->raw_data;
-    if (v->size && !v->data && s->defer && s->fd >= 0 && !s->sequential) {
+    if (v->size && !v->data && s->defer && s->out) {
         /* A streaming save's placeholder: its tag and length now, its bytes
          * a hole at their offset, filled when they come. */
         put_varint(s, tag, v->size);
@@ -503,7 +484,7 @@ ONNXIO_API onnxio_status onnxio_serialize_into(void *msg, void *dst, uint64_t si
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT,
                             "serialize: destination is %llu bytes but the message needs %llu (call onnxio_serialized_size first)",
                             (unsigned long long)size, (unsigned long long)((onnxio_message *)msg)->cached_size);
-    onnxio__sink sink = {.buf = dst, .cap = (size_t)size, .fd = -1};
+    onnxio__sink sink = {.buf = dst, .cap = (size_t)size};
     onnxio_status s = onnxio__encode(msg, &sink);
     if (!s && sink.pos != size)
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "serialize: wrote %zu bytes, expected %llu (message changed?)",
@@ -516,7 +497,7 @@ ONNXIO_API onnxio_status onnxio_serialize_to(void *msg, void *dst, size_t capaci
 {
     if (size) *size = 0;
     if (!msg || !size || (!dst && capacity)) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "serialize: NULL argument");
-    onnxio__sink sink = {.buf = dst, .cap = capacity, .fd = -1, .one_pass = true,
+    onnxio__sink sink = {.buf = dst, .cap = capacity, .one_pass = true,
                          .max_depth = onnxio__depth_limit(0), .grow = grow, .grow_user = user};
     onnxio_message *m = msg;
     write_message(&sink, m);

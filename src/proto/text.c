@@ -19,7 +19,9 @@
 typedef struct out {
     char *buf;
     size_t size, cap;
-    FILE *stream; /* when set, the buffer is flushed to it as it fills */
+    /* When set, the buffer is handed to it as it fills (nonzero: it failed). */
+    int (*flush)(void *user, const char *bytes, size_t n);
+    void *flush_user;
     int failed;
     int too_deep; /* nested past ONNXIO_MAX_DEPTH (failed is set too) */
     uint64_t max_bytes;
@@ -29,8 +31,8 @@ typedef struct out {
 
 static void out_flush(out *o)
 {
-    if (o->stream && o->size) {
-        if (fwrite(o->buf, 1, o->size, o->stream) != o->size) o->failed = 1;
+    if (o->flush && o->size) {
+        if (o->flush(o->flush_user, o->buf, o->size) != 0) o->failed = 1;
         o->size = 0;
     }
 }
@@ -631,13 +633,14 @@ static void release_text(void *ctx, void *data, size_t size)
     onnxio__free(data);
 }
 
-/* Writes `msg` into o (flushed to `stream` as the buffer fills, when set). */
-static onnxio_status write_text(const void *msg, const onnxio_text_options *opts, const char *what, FILE *stream,
-                                out *o)
+/* Writes `msg` into o (handed to `flush` as the buffer fills, when set). */
+static onnxio_status write_text(const void *msg, const onnxio_text_options *opts, const char *what,
+                                int (*flush)(void *, const char *, size_t), void *flush_user, out *o)
 {
     onnxio_text_options cfg;
     memset(o, 0, sizeof *o);
-    o->stream = stream;
+    o->flush = flush;
+    o->flush_user = flush_user;
     onnxio_status s = onnxio__copy_options(&cfg, sizeof cfg, opts, "onnxio_text_options", ONNXIO__TEXT_OPTIONS_0_2_SIZE);
     if (s) return s;
     if (cfg.style == ONNXIO_TEXT_ONNX)
@@ -668,7 +671,7 @@ ONNXIO_API onnxio_status onnxio_text_format(const void *msg, const onnxio_text_o
     if (!msg || !out_buf) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "text_format: NULL argument");
     *out_buf = NULL;
     out o;
-    onnxio_status s = write_text(msg, opts, "text_format", NULL, &o);
+    onnxio_status s = write_text(msg, opts, "text_format", NULL, NULL, &o);
     if (s) return s;
     onnxio_buffer *b = o.failed ? NULL : onnxio_buffer_wrap(o.buf, o.size, release_text, NULL);
     if (!b) {
@@ -680,16 +683,16 @@ ONNXIO_API onnxio_status onnxio_text_format(const void *msg, const onnxio_text_o
     return ONNXIO_OK;
 }
 
-ONNXIO_API onnxio_status onnxio_text_print(const void *msg, const onnxio_text_options *opts, FILE *stream)
+onnxio_status onnxio__text_write(const void *msg, const onnxio_text_options *opts, const char *what,
+                                int (*put)(void *user, const char *bytes, size_t n), void *user)
 {
-    if (!msg || !stream) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "text_print: NULL argument");
     out o;
-    onnxio_status s = write_text(msg, opts, "text_print", stream, &o);
+    onnxio_status s = write_text(msg, opts, what, put, user, &o);
     if (s) return s;
     out_flush(&o);
     onnxio__free(o.buf);
-    s = finish(&o, "text_print");
+    s = finish(&o, what);
     if (s) return s;
-    if (o.failed || fflush(stream) != 0) return onnxio__fail(ONNXIO_ERR_IO, "text_print: cannot write the output");
+    if (o.failed) return onnxio__fail(ONNXIO_ERR_IO, "%s: cannot write the output", what);
     return ONNXIO_OK;
 }
