@@ -81,6 +81,7 @@ NEEDS = {
     "boto3": (lambda: _module("boto3"), _pip(), True),
     "moto.server": (lambda: _module("moto.server"), _pip("moto[server]"), True),
     "mypy": (lambda: _module("mypy"), _pip(), True),
+    "clang.cindex": (lambda: _module("clang.cindex"), _pip("libclang"), True),
     "build": (lambda: _module("build"), _pip(), True),
     "grpc_tools": (lambda: _module("grpc_tools"), _pip("grpcio-tools"), True),
     "cibuildwheel": (lambda: _file(Path(sys.executable).parent / "cibuildwheel"), _pip(), True),
