@@ -39,26 +39,35 @@ walk FUNCTION PARAM
     FILE:NAME where several files define one) through the calls it is
     passed to: a depth-first walk, in source order, through the files
     parsed (--under restricts them as for circles).
-    - Within a function, the tainted variables (its locals and
-      parameters, and the file-scope variables it stores into) are, to a
-      fixed point: the tainted parameters; every variable v with an
-      initializer or an assignment (v = e, v += e, ...) whose right-hand
-      side e mentions a tainted variable; every variable s with a store
-      into its member, element or pointee (s.x = e, s->x = e, s[i] = e,
-      *s = e) whose e does. An expression mentions a variable when it
-      refers to it anywhere (path, &s, s.name, strlen(path), sizeof
-      path). Flow-insensitive: every initialization and assignment of
-      the body counts, wherever it stands.
+    - What carries the value: a tainted variable; a read of a tainted
+      struct member (s.name, s->name: the field, in any struct of its
+      type); a call's result of a type that can hold it when one of its
+      arguments carries it (dirname(path)); an expression made of those
+      (&s, *p, p + 1, a[i], c ? p : q). A member read of a field not
+      tainted carries nothing, even from a tainted struct (s->count).
+      A type that can hold the value is a pointer, an array, a struct or
+      a union; a number, an enum or a bool (a status, a length, a
+      descriptor) never carries it.
+    - Within a function, to a fixed point (flow-insensitive: every
+      statement of the body counts, wherever it stands), from its
+      tainted parameters: a variable of a type that can hold the value
+      is tainted by an initialization or assignment from what carries
+      it (p = path, a[i] = path, *p = path); a store into a struct
+      member from what carries it (s.name = path, s->name = path, or
+      the initializer {.name = path}) taints the field, for the rest of
+      the walk, and the variable s.
     - Every call of the body (in the order of their start in the source,
       a call before the calls in its arguments) with an argument that
-      mentions a tainted variable is followed, before the next call:
-      the callee's parameters at those positions are tainted, and its
-      body is walked. A value passed in a variadic position reaches the
-      callee but taints none of its parameters.
+      carries the value and whose type can hold it is followed, before
+      the next call: the callee's parameters at those positions are
+      tainted, and its body is walked. A value passed in a variadic
+      position reaches the callee but taints none of its parameters.
     - A call through a function pointer is reported, not followed,
       unless the pointer is a local variable every initializer and
-      assignment of which names a function (fn = a, fn = c ? a : b):
-      then each of those functions is followed.
+      assignment of which names a function (fn = a, fn = c ? a : b), or
+      a struct member (w->plan(...)) that file-scope designated
+      initializers set to functions (.plan = dir_plan): then each of
+      those functions is followed.
     - A function is a stop once, the first time the walk reaches it;
       outside code is never one. A function reached again with a
       parameter tainted that was not before is walked again (its calls
@@ -195,13 +204,17 @@ class Extractor:
     the facts the two commands need: their references to functions, and
     for the walk their assignments and calls."""
 
-    def __init__(self, root, tu, functions, file_refs):
+    def __init__(self, root, tu, functions, file_refs, field_fns):
+        self.field_fns = field_fns   # field USR -> {function keys} (designated initializers)
         self.root = root
         self.tu = tu
         self.functions = functions   # key -> record, shared by the units
         self.file_refs = file_refs   # [(file, variable, callee key, callee name, line)]
         self._rel = {}
         self.assign_kinds = _assign_kinds()
+
+    def fields(self, c):
+        field_values(c, self, self.field_fns)
 
     def rel(self, f):
         """The path of a file under the root's project folders, else None."""
@@ -246,23 +259,24 @@ class Extractor:
                 self.initializer(top, rel)
 
     def initializer(self, var, rel):
-        state = {"refs": [], "assigns": [], "calls": [], "fnvals": {}, "impure": set()}
+        state = {"refs": [], "assigns": [], "calls": [], "fnvals": {}, "impure": set(), "flows": []}
         for c in var.get_children():
             self.visit(c, state)
+            self.fields(c)
         for key, name, line in state["refs"]:
             self.file_refs.append((rel, var.spelling, key, name, line))
 
     def function(self, fn, key, rel):
         params = [p.get_usr() for p in fn.get_arguments()]
         names = [p.spelling for p in fn.get_arguments()]
-        state = {"refs": [], "assigns": [], "calls": [], "fnvals": {}, "impure": set()}
+        state = {"refs": [], "assigns": [], "calls": [], "fnvals": {}, "impure": set(), "flows": []}
         for c in fn.get_children():
             if c.kind == K.COMPOUND_STMT:
                 self.visit(c, state)
         return {
             "key": key, "name": fn.spelling, "file": rel, "line": fn.location.line,
             "params": params, "param_names": names,
-            "refs": state["refs"], "assigns": state["assigns"], "calls": state["calls"],
+            "refs": state["refs"], "assigns": state["assigns"], "calls": state["calls"], "flows": state["flows"],
             "fnvals": {v: sorted(t) for v, t in state["fnvals"].items()}, "impure": sorted(state["impure"]),
         }
 
@@ -287,8 +301,11 @@ class Extractor:
             if not children:
                 return frozenset()
             target = strip(children[0], WRAPPERS)
-            direct = via = None
+            direct = via = field = None
             mentioned = set(self.visit(children[0], st))
+            if target.kind == K.MEMBER_REF_EXPR and target.referenced is not None and \
+                    target.referenced.kind == K.FIELD_DECL:
+                field = target.referenced.get_usr()
             if target.kind == K.DECL_REF_EXPR and target.referenced is not None:
                 r = target.referenced
                 if r.kind == K.FUNCTION_DECL:
@@ -296,13 +313,17 @@ class Extractor:
                 elif r.kind in VARS:
                     via = r.get_usr()
             args = []
+            argx, argcarry = [], []
             for a in children[1:]:
                 m = self.visit(a, st)
                 args.append(sorted(m))
+                argx.append(expr_of(a))
+                argcarry.append(carries(a.type))
                 mentioned |= m
             text = direct[1] if direct else "".join(t.spelling for t in children[0].get_tokens()) or "?"
             st["calls"][slot] = {"line": c.location.line, "callee": direct[0] if direct else None,
-                                 "name": direct[1] if direct else text, "via": via, "args": args}
+                                 "name": direct[1] if direct else text, "via": via, "field": field,
+                                 "args": args, "argx": argx, "argcarry": argcarry}
             return frozenset(mentioned)
         if k == K.BINARY_OPERATOR or k == K.COMPOUND_ASSIGNMENT_OPERATOR:
             children = list(c.get_children())
@@ -313,6 +334,7 @@ class Extractor:
                 base = strip(children[0], LVALUE_STEPS)
                 if base.kind == K.DECL_REF_EXPR and base.referenced is not None and base.referenced.kind in VARS:
                     self.store(st, base.referenced.get_usr(), rhs, children[1])
+                flow_of_store(children[0], children[1], st["flows"])
                 return lhs | rhs
             return self.union(children, st)
         if k == K.VAR_DECL:
@@ -322,6 +344,11 @@ class Extractor:
             inits = [x for x in children if x.kind.is_expression()]
             if inits:
                 self.store(st, usr, m, inits[-1])
+                init = strip(inits[-1], WRAPPERS)
+                if init.kind == K.INIT_LIST_EXPR:
+                    flows_of_init_list(init, usr, st["flows"])
+                elif carries(c.type):
+                    st["flows"].append((("v", usr, None), expr_of(inits[-1])))
             return frozenset()
         return self.union(c.get_children(), st)
 
@@ -342,6 +369,110 @@ class Extractor:
             st["impure"].add(var)
         else:
             st["fnvals"].setdefault(var, set()).update(targets)
+
+
+CARRIERS = None
+
+
+def carries(t):
+    """Whether a value of type `t` can hold the walked value: a pointer, an
+    array, a struct or a union (never a number, an enum or a bool)."""
+    global CARRIERS
+    if CARRIERS is None:
+        TK = ci.TypeKind
+        CARRIERS = {TK.POINTER, TK.CONSTANTARRAY, TK.INCOMPLETEARRAY, TK.VARIABLEARRAY, TK.RECORD}
+    return t.get_canonical().kind in CARRIERS
+
+
+# ---- what carries the walked value ------------------------------------------
+#
+# An expression's shape for the walk, built once and judged as the walk
+# learns what is tainted: ("v", var) a variable; ("f", field) a struct
+# member read (s.name, s->name: the field, whatever the struct);
+# ("c", [arguments], result carries) a call, whose result carries the
+# value when an argument does and its type can hold it (dirname(path));
+# ("a", [parts]) anything carried by one of its parts (p + 1, c ? a : b,
+# &s, *p, a[i]); None: nothing (a constant, a number's arithmetic).
+
+def expr_of(c):
+    k = c.kind
+    if k in WRAPPERS or k == K.UNARY_OPERATOR:
+        kids = list(c.get_children())
+        return expr_of(kids[0]) if len(kids) == 1 else None
+    if k == K.DECL_REF_EXPR:
+        r = c.referenced
+        return ("v", r.get_usr()) if r is not None and r.kind in VARS else None
+    if k == K.MEMBER_REF_EXPR:
+        r = c.referenced
+        return ("f", r.get_usr()) if r is not None and r.kind == K.FIELD_DECL else None
+    if k == K.ARRAY_SUBSCRIPT_EXPR:
+        kids = list(c.get_children())
+        return ("a", [expr_of(kids[0])]) if kids else None
+    if k == K.CALL_EXPR:
+        kids = list(c.get_children())
+        return ("c", [expr_of(a) for a in kids[1:]], carries(c.type))
+    if k in (K.CONDITIONAL_OPERATOR, K.BINARY_OPERATOR) and carries(c.type):
+        kids = list(c.get_children())
+        return ("a", [expr_of(x) for x in kids[-2:]])
+    return None
+
+
+def flow_of_store(lhs, rhs, flows):
+    """lhs = rhs: a variable that can hold the value (p = path), or a
+    struct member (s.name = path, s->name = path: the field, and the
+    variable s that holds it)."""
+    target = strip(lhs, WRAPPERS)
+    if target.kind == K.DECL_REF_EXPR and target.referenced is not None and target.referenced.kind in VARS:
+        if carries(target.referenced.type):
+            flows.append((("v", target.referenced.get_usr(), None), expr_of(rhs)))
+        return
+    if target.kind == K.MEMBER_REF_EXPR and target.referenced is not None and target.referenced.kind == K.FIELD_DECL:
+        base = strip(target, LVALUE_STEPS)
+        holder = base.referenced.get_usr() if base.kind == K.DECL_REF_EXPR and base.referenced is not None and \
+            base.referenced.kind in VARS else None
+        flows.append((("f", target.referenced.get_usr(), holder), expr_of(rhs)))
+        return
+    base = strip(target, LVALUE_STEPS)  # a[i] = path, *p = path
+    if base.kind == K.DECL_REF_EXPR and base.referenced is not None and base.referenced.kind in VARS:
+        flows.append((("v", base.referenced.get_usr(), None), expr_of(rhs)))
+
+
+def flows_of_init_list(init, var, flows):
+    """The designated initializers of `var` (struct s v = {.name = path})."""
+    for x in init.get_children():
+        if x.kind == K.UNEXPOSED_EXPR:
+            kids = list(x.get_children())
+            if len(kids) == 2 and kids[0].kind == K.MEMBER_REF and kids[0].referenced is not None:
+                flows.append((("f", kids[0].referenced.get_usr(), var), expr_of(kids[1])))
+
+
+def carried(e, t, fields):
+    """Whether the expression shape `e` carries the value, with the
+    variables `t` and the fields `fields` tainted."""
+    if e is None:
+        return False
+    k = e[0]
+    if k == "v":
+        return e[1] in t
+    if k == "f":
+        return e[1] in fields
+    if k == "c":
+        return e[2] and any(carried(x, t, fields) for x in e[1])
+    return any(carried(x, t, fields) for x in e[1])
+
+
+def field_values(c, ex, out):
+    """Records, from the designated initializers under `c` (.f = fn), the
+    functions each struct field is set to: out[field USR] = {keys}."""
+    for x in c.get_children():
+        if x.kind == K.UNEXPOSED_EXPR:
+            kids = list(x.get_children())
+            if len(kids) == 2 and kids[0].kind == K.MEMBER_REF and kids[0].referenced is not None:
+                names = designators(kids[1], ex)
+                if names:
+                    out.setdefault(kids[0].referenced.get_usr(), set()).update(names)
+                    continue
+        field_values(x, ex, out)
 
 
 def strip(c, kinds):
@@ -411,6 +542,7 @@ class Project:
             fail(f"no .c files under {', '.join(under)}")
         self.functions = {}
         self.file_refs = []
+        self.field_fns = {}
         self.errors = []
         builtin = builtin_includes()
         index = ci.Index.create()
@@ -430,7 +562,7 @@ class Project:
                     self.errors.append(f"{where}: error: {d.spelling} (parsing {rel})")
                 if bad:
                     continue
-                Extractor(root, tu, self.functions, self.file_refs).run()
+                Extractor(root, tu, self.functions, self.file_refs, self.field_fns).run()
         self.c_files = set(self.files)
 
     def unit(self, f):
@@ -561,17 +693,27 @@ def find_function(project, spec):
     return found[0]
 
 
-def tainted(fn, positions):
+def tainted(fn, positions, fields):
     """The variables of `fn` tainted when its parameters at `positions`
-    are: the fixed point of its initializations and assignments."""
+    are, and the fields tainted (`fields`, grown here: a struct member
+    stored a tainted value): the fixed point of its flows."""
     t = {fn["params"][i] for i in positions}
     changed = True
     while changed:
         changed = False
-        for var, mentioned in fn["assigns"]:
-            if var not in t and not t.isdisjoint(mentioned):
-                t.add(var)
+        for (kind, name, holder), e in fn["flows"]:
+            if not carried(e, t, fields):
+                continue
+            if kind == "v" and name not in t:
+                t.add(name)
                 changed = True
+            elif kind == "f":
+                if name not in fields:
+                    fields.add(name)
+                    changed = True
+                if holder is not None and holder not in t:
+                    t.add(holder)
+                    changed = True
     return t
 
 
@@ -584,6 +726,7 @@ def walk(project, start, param, to=None):
              f"(its parameters: {', '.join(start['param_names']) or 'none'})")
     stops, number = [], {}
     entered = {}
+    fields = set()
     passes, seen_passes = [], set()
     pointers, seen_pointers = [], set()
 
@@ -594,12 +737,12 @@ def walk(project, start, param, to=None):
             number[key] = len(stops)
             entered[key] = set()
         entered[key] |= positions
-        t = tainted(fn, entered[key])
+        t = tainted(fn, entered[key], fields)
         params = set(fn["params"])
         for call in fn["calls"]:
             if call is None:
                 continue
-            at = [i for i, m in enumerate(call["args"]) if not t.isdisjoint(m)]
+            at = [i for i, (e, c) in enumerate(zip(call["argx"], call["argcarry"])) if c and carried(e, t, fields)]
             if not at:
                 continue
             targets = []
@@ -608,6 +751,8 @@ def walk(project, start, param, to=None):
             else:
                 via = call["via"]
                 resolved = fn["fnvals"].get(via) if via and via not in params and via not in fn["impure"] else None
+                if not resolved and call.get("field"):
+                    resolved = sorted(project.field_fns.get(call["field"], ()))
                 if resolved:
                     targets = [(k, fns[k]["name"] if k in fns else k.rsplit(":", 1)[-1], call["name"])
                                for k in resolved]

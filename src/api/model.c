@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "io/container.h"
+#include "io/save.h"
 
 /* A load's expansion budget, from the resolved options. */
 static onnxio__budget budget_for(const onnxio_parse_options *cfg)
@@ -529,7 +529,7 @@ static onnxio_status save(void *msg, const char *path, const onnxio_serialize_op
     save_begin(&ps, &cfg);
     if ((s = save_payloads(msg, path, cfg.max_expansion, onnxio__progress_now()))) return progress_end(&ps, s);
     /* save.c makes the last progress call before it commits. */
-    s = onnxio__save_to(msg, path, &cfg, kind != SAVE_MESSAGE, kind == SAVE_ARCHIVE);
+    s = onnxio__save(msg, path, &cfg, onnxio__writer_for(&cfg, kind != SAVE_MESSAGE, kind == SAVE_ARCHIVE), NULL, NULL);
     scope_leave(&ps);
     return s;
 }

@@ -445,9 +445,9 @@ typedef struct dir_plan {
 
 static uint64_t align_up(uint64_t x, uint64_t a) { return a > 1 && x % a ? x + (a - x % a) : x; }
 
-static void dir_writer_free(onnxio__saving *sv)
+static void dir_writer_free(void *state)
 {
-    dir_plan *d = sv->state;
+    dir_plan *d = state;
     if (!d) return;
     for (size_t k = 0; k < d->count; k++) {
         onnxio__free(d->files[k].location);
@@ -458,7 +458,6 @@ static void dir_writer_free(onnxio__saving *sv)
     onnxio__free(d->dir);
     onnxio__base_close(&d->base);
     onnxio__free(d);
-    sv->state = NULL;
 }
 
 /* Decides the data files and every payload's file and offset. */
@@ -560,7 +559,7 @@ static onnxio_status check_stale(const onnxio__selection *sel, const dir_plan *d
     return ONNXIO_OK;
 }
 
-static onnxio_status dir_writer_plan(onnxio__saving *sv)
+static onnxio_status dir_writer_plan(onnxio__saving *sv, const char *path)
 {
     const onnxio_external_data_options *x = &sv->cfg->external_data;
     onnxio_status s;
@@ -570,7 +569,7 @@ static onnxio_status dir_writer_plan(onnxio__saving *sv)
     if (!d) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     d->base.fd = -1;
     sv->state = d;
-    if ((s = plan_files(&sv->sel, sv->cfg, onnxio__basename(sv->path), d))) return s;
+    if ((s = plan_files(&sv->sel, sv->cfg, onnxio__basename(path), d))) return s;
     return check_stale(&sv->sel, d);
 }
 
@@ -671,10 +670,10 @@ static onnxio_status write_batch(onnxio__txn *txn, dir_plan *d, size_t first, si
     return s;
 }
 
-static onnxio_status dir_writer_write(onnxio__saving *sv)
+static onnxio_status dir_writer_write(onnxio__saving *sv, const char *path)
 {
     dir_plan *d = sv->state;
-    onnxio_status s = resolve_files(d, sv->path);
+    onnxio_status s = resolve_files(d, path);
     /* Files with streamed payloads are written as those come. */
     for (size_t i = 0; !s && i < d->item_count; i++)
         if (!d->items[i].tensor->raw_data.data) d->files[d->items[i].file].pending++;
@@ -725,7 +724,7 @@ static onnxio_status dir_writer_model(onnxio__saving *sv)
         s = onnxio__refer(sv->scratch, d->items[i].tensor, f->location, d->items[i].offset,
                           sv->cfg->external_data.checksum ? f->digest : NULL);
     }
-    return s ? s : onnxio__write_main(sv->txn, sv->copy, sv->cfg, sv->path, NULL, NULL, &sv->model_fd);
+    return s ? s : onnxio__write_main(sv->txn, sv->copy, sv->cfg, NULL, NULL, &sv->model_fd);
 }
 
 const onnxio__writer onnxio__dir_writer = {

@@ -393,9 +393,9 @@ typedef struct zip_plan {
     int fd;             /* the archive's temporary file */
 } zip_plan;
 
-static void zip_writer_free(onnxio__saving *sv)
+static void zip_writer_free(void *state)
 {
-    zip_plan *z = sv->state;
+    zip_plan *z = state;
     if (!z) return;
     for (size_t i = 0; z->e && i < z->n; i++) {
         onnxio__free(z->e[i].crc_pieces);
@@ -405,15 +405,15 @@ static void zip_writer_free(onnxio__saving *sv)
     onnxio_buffer_unref(z->model);
     onnxio__names_free(z->names);
     onnxio__free(z);
-    sv->state = NULL;
 }
 
 /* Each tensor's entry, named after it, and its place: the same places
  * whenever the model is known (the model, last, is placed once it is
  * serialized, after them, not aligned). The tensors refer to their
  * entries now. */
-static onnxio_status zip_writer_plan(onnxio__saving *sv)
+static onnxio_status zip_writer_plan(onnxio__saving *sv, const char *path)
 {
+    (void)path;
     zip_plan *z = onnxio__calloc(1, sizeof *z);
     if (!z) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     z->fd = -1;
@@ -443,8 +443,9 @@ static onnxio_status zip_writer_plan(onnxio__saving *sv)
 
 /* The data of every tensor entry, its CRC-32 computed on the way
  * (streamed ones: when they come). */
-static onnxio_status zip_writer_write(onnxio__saving *sv)
+static onnxio_status zip_writer_write(onnxio__saving *sv, const char *path)
 {
+    (void)path;
     zip_plan *z = sv->state;
     onnxio__pool *pool = NULL;
     onnxio_status s = onnxio__txn_create(sv->txn, -1, NULL, &z->fd);
@@ -457,7 +458,7 @@ static onnxio_status zip_writer_write(onnxio__saving *sv)
         }
         if (!e->src) continue;
         onnxio__job job = {.kind = ONNXIO__JOB_PWRITE, .fd = z->fd, .offset = e->data, .src = e->src,
-                           .size = e->size, .what = sv->path, .crc = e->crc_pieces};
+                           .size = e->size, .what = "the archive", .crc = e->crc_pieces};
         s = onnxio__pool_add(pool, &job);
     }
     onnxio_status s2 = onnxio__pool_finish(pool);
@@ -468,7 +469,7 @@ static onnxio_status zip_writer_put(onnxio__saving *sv, size_t item, const void 
 {
     zip_plan *z = sv->state;
     onnxio__zip_out *e = &z->e[item];
-    return onnxio__write_at(z->fd, e->data, data, e->size, e->crc_pieces, sv->cfg->num_threads, sv->path);
+    return onnxio__write_at(z->fd, e->data, data, e->size, e->crc_pieces, sv->cfg->num_threads, "the archive");
 }
 
 /* The model entry, last, then the directory; the padding was never
@@ -487,15 +488,15 @@ static onnxio_status zip_writer_model(onnxio__saving *sv)
     onnxio__pool *pool = NULL;
     if ((s = onnxio__pool_new(1, &pool))) return s;
     onnxio__job job = {.kind = ONNXIO__JOB_PWRITE, .fd = z->fd, .offset = m->data, .src = m->src, .size = m->size,
-                       .what = sv->path, .crc = m->crc_pieces, .not_payload = true};
+                       .what = "the archive", .crc = m->crc_pieces, .not_payload = true};
     s = onnxio__pool_add(pool, &job);
     onnxio_status s2 = onnxio__pool_finish(pool);
     if (s || (s = s2)) return s;
     for (size_t i = 0; i < z->n; i++) z->e[i].crc = onnxio__crc_join(z->e[i].crc_pieces, z->e[i].size);
     uint64_t end;
-    if ((s = onnxio__zip_write_directory(z->fd, sv->path, z->e, z->n, NULL, 0, 0, z->cd_offset, &end))) return s;
+    if ((s = onnxio__zip_write_directory(z->fd, "the archive", z->e, z->n, NULL, 0, 0, z->cd_offset, &end))) return s;
     if (onnxio__sys_ftruncate(z->fd, end) != 0)
-        return onnxio__fail(ONNXIO_ERR_IO, "cannot size %s: %s", sv->path, strerror(errno));
+        return onnxio__fail(ONNXIO_ERR_IO, "cannot size the archive: %s", strerror(errno));
     return ONNXIO_OK;
 }
 

@@ -225,11 +225,6 @@ bool onnxio__save_crossed(const char *path, int fd);
  * ONNXIO_ERR_IO: each start waits for the save in progress first. */
 #define ONNXIO__LOAD_ATTEMPTS 16
 
-/* save.c: the one save pipeline (io/save.h) with the writer the path and
- * options choose (onnxio__writer_for). `cfg` resolved; errors name the
- * path. */
-onnxio_status onnxio__save_to(void *msg, const char *path, const onnxio_serialize_options *cfg, bool model,
-                              bool archive);
 /* write.c: file and entry names made from tensor names: a set compared with ASCII
  * case folded. */
 typedef struct onnxio__names onnxio__names;

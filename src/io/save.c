@@ -148,13 +148,13 @@ static onnxio__slot *slot_of(onnxio__source *src, const onnxio_TensorProto *t)
 
 /* Each selected placeholder goes to its writer's `put`; the others stay
  * inline. */
-static onnxio_status bind_slots(onnxio__saving *sv)
+static onnxio_status bind_slots(onnxio__source *src, const onnxio__selection *sel)
 {
-    for (size_t i = 0; i < sv->source->count; i++) sv->source->slots[i].item = SIZE_MAX;
-    for (size_t i = 0; i < sv->sel.count; i++) {
-        onnxio_TensorProto *t = sv->sel.tensors[i];
+    for (size_t i = 0; i < src->count; i++) src->slots[i].item = SIZE_MAX;
+    for (size_t i = 0; i < sel->count; i++) {
+        onnxio_TensorProto *t = sel->tensors[i];
         if (t->raw_data.data) continue;
-        onnxio__slot *slot = slot_of(sv->source, t);
+        onnxio__slot *slot = slot_of(src, t);
         if (!slot)
             return onnxio__fail(ONNXIO_ERR_MISSING_PAYLOAD, "tensor '%s': raw_data was not loaded", onnxio__tensor_name(t));
         slot->item = i;
@@ -177,7 +177,8 @@ static onnxio_status put(onnxio__saving *sv, onnxio__slot *slot, const void *dat
 {
     if (slot->item != SIZE_MAX) return sv->writer->put(sv, slot->item, data);
     if (slot->hole)
-        return onnxio__write_at(sv->model_fd, slot->offset, data, slot->size, NULL, sv->cfg->num_threads, sv->path);
+        return onnxio__write_at(sv->model_fd, slot->offset, data, slot->size, NULL, sv->cfg->num_threads,
+                                "the model file");
     if (!slot->size) {
         onnxio_span_set(&slot->t->raw_data, NULL, 0, NULL);
         return ONNXIO_OK;
@@ -233,30 +234,16 @@ static onnxio_status receive(onnxio__saving *sv)
 
 /* ---- the model file alone ----------------------------------------------------------- */
 
-static onnxio_status model_plan(onnxio__saving *sv) { (void)sv; return ONNXIO_OK; }
-static onnxio_status model_write(onnxio__saving *sv) { (void)sv; return ONNXIO_OK; }
-static onnxio_status model_put(onnxio__saving *sv, size_t item, const void *data)
-{
-    (void)item;
-    (void)data;
-    return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "saving %s: no payload leaves the model", sv->path);
-}
 /* Every payload inline; a streaming save's placeholders are holes, filled
  * as they come. */
 static onnxio_status model_model(onnxio__saving *sv)
 {
-    return onnxio__write_main(sv->txn, sv->copy, sv->cfg, sv->path, sv->source ? defer_hole : NULL, sv->source,
-                              &sv->model_fd);
+    return onnxio__write_main(sv->txn, sv->copy, sv->cfg, sv->source ? defer_hole : NULL, sv->source, &sv->model_fd);
 }
-static void model_free(onnxio__saving *sv) { (void)sv; }
 
 const onnxio__writer onnxio__model_writer = {
     .model_first = true,
-    .plan = model_plan,
-    .write = model_write,
-    .put = model_put,
     .model = model_model,
-    .free = model_free,
 };
 
 /* ---- the pipeline -------------------------------------------------------------------- */
@@ -264,7 +251,7 @@ const onnxio__writer onnxio__model_writer = {
 onnxio_status onnxio__save(void *msg, const char *path, const onnxio_serialize_options *cfg,
                            const onnxio__writer *writer, onnxio__source *source, onnxio_arena *arena)
 {
-    onnxio__saving sv = {.path = path, .cfg = cfg, .source = source, .writer = writer, .model_fd = -1};
+    onnxio__saving sv = {.cfg = cfg, .source = source, .writer = writer, .model_fd = -1};
     onnxio_status s = ONNXIO_OK;
     if (writer != &onnxio__model_writer) {
         /* The caller's model stays as it is: the tensors are rewritten in
@@ -279,11 +266,11 @@ onnxio_status onnxio__save(void *msg, const char *path, const onnxio_serialize_o
     } else {
         sv.copy = msg;
     }
-    if (!s && source) s = bind_slots(&sv);
-    if (!s) s = writer->plan(&sv);
+    if (!s && source) s = bind_slots(source, &sv.sel);
+    if (!s && writer->plan) s = writer->plan(&sv, path);
     /* Nothing moves (its options checked): no data file is written at all. */
     if (!s && sv.sel.count == 0 && writer == &onnxio__dir_writer) {
-        writer->free(&sv);
+        writer->free(sv.state);
         sv.state = NULL;
         sv.writer = writer = &onnxio__model_writer;
     }
@@ -294,7 +281,7 @@ onnxio_status onnxio__save(void *msg, const char *path, const onnxio_serialize_o
         if (seeks && onnxio__txn_is_stream(sv.txn))
             s = onnxio__fail(ONNXIO_ERR_IO, "%s is not a regular file: %s", path, seeks);
     }
-    if (!s) s = writer->write(&sv);
+    if (!s && writer->write) s = writer->write(&sv, path);
     if (!writer->model_first) {
         if (!s && source) s = receive(&sv);
         if (!s) s = writer->model(&sv);
@@ -307,7 +294,7 @@ onnxio_status onnxio__save(void *msg, const char *path, const onnxio_serialize_o
     if (!s) s = onnxio__progress_report(onnxio__progress_now(), true);
     if (!s) s = onnxio__txn_commit(sv.txn);
     else onnxio__txn_abort(sv.txn);
-    writer->free(&sv);
+    if (writer->free) writer->free(sv.state);
     onnxio__free(sv.sel.tensors);
     onnxio__free(sv.sel.stale);
     onnxio_arena_unref(sv.scratch);
@@ -320,9 +307,4 @@ const onnxio__writer *onnxio__writer_for(const onnxio_serialize_options *cfg, bo
     if (archive) return &onnxio__zip_writer;
     if (model && (x->location || x->all_tensors_to_one_file == ONNXIO_OFF)) return &onnxio__dir_writer;
     return &onnxio__model_writer;
-}
-
-onnxio_status onnxio__save_to(void *msg, const char *path, const onnxio_serialize_options *cfg, bool model, bool archive)
-{
-    return onnxio__save(msg, path, cfg, onnxio__writer_for(cfg, model, archive), NULL, NULL);
 }

@@ -56,24 +56,29 @@ typedef struct onnxio__writer {
     bool model_first;
     /* Why the main path must be a regular file (NULL: a pipe will do). */
     const char *seeks;
-    /* Lays out where every selected payload goes; the tensors may get
-     * their external data keys now or in `model`. Before the transaction. */
-    onnxio_status (*plan)(onnxio__saving *sv);
-    /* Creates the container's files in sv->txn and writes every payload
-     * that has its bytes (on a pool of cfg->num_threads). */
-    onnxio_status (*write)(onnxio__saving *sv);
+    /* Lays out where every selected payload goes, for the model at
+     * `path`; the tensors may get their external data keys now or in
+     * `model`. Before the transaction. NULL: nothing to lay out. */
+    onnxio_status (*plan)(onnxio__saving *sv, const char *path);
+    /* Creates the container's files in sv->txn (beside `path`) and
+     * writes every payload that has its bytes (on a pool of
+     * cfg->num_threads). NULL: none. */
+    onnxio_status (*write)(onnxio__saving *sv, const char *path);
     /* A streamed payload of sel.tensors[item], written before it returns
      * (the source may reuse the bytes). */
     onnxio_status (*put)(onnxio__saving *sv, size_t item, const void *data);
     /* Every payload is written: writes the model and what closes the
      * container (an archive's directory). */
     onnxio_status (*model)(onnxio__saving *sv);
-    /* Frees the writer's state (sv->state), also after a failure. */
-    void (*free)(onnxio__saving *sv);
+    /* Frees the writer's state, also after a failure (NULL: none). */
+    void (*free)(void *state);
 } onnxio__writer;
 
+/* One save. The path is not here: the pipeline names it in every error
+ * (onnxio__context), and hands it to the writer only where it lays out
+ * and places files beside it (plan, write); what writes bytes names the
+ * file by its role ("the model file", "the archive"). */
 struct onnxio__saving {
-    const char *path;                     /* the model or archive */
     const onnxio_serialize_options *cfg;  /* resolved */
     onnxio_arena *scratch;                /* of the copy */
     void *copy;                           /* what is written: the caller's tree, or a copy sharing its payloads */
@@ -110,14 +115,15 @@ const onnxio__writer *onnxio__writer_for(const onnxio_serialize_options *cfg, bo
  * their offsets (queued on `pool` when at least `threshold` bytes and
  * `pool` is not NULL), or everything in order when `sequential` (a pipe).
  * With `defer`, a placeholder's bytes are left as a hole (onnxio__sink.defer).
- * `what` names the file in errors. */
+ * `what` names the file in errors ("the model file"). */
 onnxio_status onnxio__write_message(void *msg, int fd, const char *what, onnxio__pool *pool, uint64_t threshold,
                                     bool sequential, onnxio_status (*defer)(void *, const onnxio_TensorProto *, uint64_t),
                                     void *defer_user);
 /* Writes `msg` as the transaction's main file (its size pass first, its
  * large payloads on a pool of cfg->num_threads), and *fd its descriptor
- * (the transaction's); with `defer`, the file is sized for its last hole. */
-onnxio_status onnxio__write_main(onnxio__txn *txn, void *msg, const onnxio_serialize_options *cfg, const char *path,
+ * (the transaction's); with `defer`, the file is sized for its last hole.
+ * Errors say "the model file"; the caller names its path. */
+onnxio_status onnxio__write_main(onnxio__txn *txn, void *msg, const onnxio_serialize_options *cfg,
                                  onnxio_status (*defer)(void *, const onnxio_TensorProto *, uint64_t), void *defer_user,
                                  int *fd);
 /* Writes `size` bytes at `offset` of `fd` on a pool of `threads`, with the

@@ -63,7 +63,7 @@ onnxio_status onnxio__write_message(void *msg, int fd, const char *what, onnxio_
     return s;
 }
 
-onnxio_status onnxio__write_main(onnxio__txn *txn, void *msg, const onnxio_serialize_options *cfg, const char *path,
+onnxio_status onnxio__write_main(onnxio__txn *txn, void *msg, const onnxio_serialize_options *cfg,
                                  onnxio_status (*defer)(void *, const onnxio_TensorProto *, uint64_t), void *defer_user,
                                  int *fd)
 {
@@ -74,14 +74,14 @@ onnxio_status onnxio__write_main(onnxio__txn *txn, void *msg, const onnxio_seria
     if (!s) s = onnxio__txn_create(txn, -1, NULL, fd);
     if (!s) s = onnxio__pool_new(cfg->num_threads, &pool);
     if (!s)
-        s = onnxio__write_message(msg, *fd, path, pool, cfg->raw_data_threshold, onnxio__txn_is_stream(txn), defer,
-                                  defer_user);
+        s = onnxio__write_message(msg, *fd, "the model file", pool, cfg->raw_data_threshold, onnxio__txn_is_stream(txn),
+                                  defer, defer_user);
     /* Every queued write is over before anything is synced or renamed. */
     onnxio_status s2 = onnxio__pool_finish(pool);
     if (!s) s = s2;
     /* The last hole may end the file. */
     if (!s && defer && !onnxio__txn_is_stream(txn) && onnxio__sys_ftruncate(*fd, size) != 0)
-        s = onnxio__fail(ONNXIO_ERR_IO, "cannot size %s to %llu bytes: %s", path, (unsigned long long)size,
+        s = onnxio__fail(ONNXIO_ERR_IO, "cannot size the model file to %llu bytes: %s", (unsigned long long)size,
                          strerror(errno));
     return s;
 }

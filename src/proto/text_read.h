@@ -1,6 +1,6 @@
-/* The state and helpers shared by the text readers: protobuf's text
- * format and JSON (text_parse.c, which also holds onnxio_text_parse) and
- * ONNX's textual syntax (text_onnx.c). Errors name the line and column,
+/* The state and helpers (text_read.c) shared by the text readers:
+ * protobuf's text format and JSON (text_parse.c, which also holds
+ * onnxio_text_parse) and ONNX's textual syntax (text_onnx.c). Errors name the line and column,
  * the arena grows within the expansion budget of onnxio_text_parse, and
  * integers past 64 bits are refused the same way in every style. */
 #ifndef ONNXIO_TEXT_READ_H
