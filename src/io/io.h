@@ -41,6 +41,37 @@ onnxio_status onnxio__resolved_check(const onnxio__resolved *r, const char *loca
 onnxio_status onnxio__open_resolved(const onnxio__resolved *r, const char *location, const struct stat *model, int flags,
                                     int *fd);
 
+/* ---- payload.c: payload sources -------------------------------------- */
+
+/* CRC-32 pieces that a payload copy fills (see onnxio__job.crc); `filled`
+ * is set when the copy is queued, so that a payload that was borrowed or
+ * skipped instead is known to be unchecked. */
+typedef struct onnxio__crc_slots {
+    uint32_t *piece;
+    bool filled;
+} onnxio__crc_slots;
+/* Where a payload's bytes are, for payload placement: what the decoder
+ * found (onnxio__payload_found) with the file the input is (model.c), or
+ * an external data entry (load.c). */
+typedef struct onnxio__payload_src {
+    const uint8_t *data;  /* the bytes in memory, or NULL when only in a file */
+    onnxio_buffer *owner; /* keeps `data` alive for no_copy (NULL: borrowed) */
+    int fd;               /* the same bytes in a file (-1: none): read with pread */
+    uint64_t offset;      /* their offset in fd */
+    uint64_t size;
+    bool external;        /* from an external data file: loading clears data_location/external_data */
+    bool entry;           /* external, from an .onnxz entry: data_location is cleared, not DEFAULT */
+    const char *what;     /* file named in read errors (NULL: the tensor name) */
+    bool copy;            /* copy even with no_copy (bytes not aligned for borrowing) */
+    bool owned;           /* the bytes are this load's own (container.h, onnxio__entry.owned): taken, not copied, by a copy load too */
+    onnxio__crc_slots *crc; /* compute the CRC-32 of the bytes as they are copied (NULL: no) */
+    /* The container entry the bytes come from (NULL: inline): with no_copy,
+     * payloads loaded from the same entry, offset and size share one
+     * buffer when they must be copied. */
+    const void *share;
+    uint64_t share_offset;
+} onnxio__payload_src;
+
 /* payload.c: placing loaded payloads (copy, borrow, callback) and filling
  * them through the pool. */
 typedef struct onnxio__payloads onnxio__payloads;
@@ -100,8 +131,12 @@ onnxio_status onnxio__map_fd(int fd, const char *what, onnxio_buffer **out);
 /* The window of a file mapping mapped from its own open file description
  * (file.c, onnxio__map_fd); tests set it (not 0) to make it smaller. */
 extern size_t onnxio__test_map_window;
-/* The directory part of a path ("." when none), onnxio__malloc'd; the part
- * after the last '/'. */
+/* The model's directory (onnxio_model_dir: base_dir when not NULL, else
+ * the directory part of `path`), onnxio__malloc'd; NULL when out of
+ * memory. onnxio__dirname(path) is onnxio__model_dir(path, NULL), the
+ * directory of any file; onnxio__basename the part after the last '/'
+ * (onnxio_path_file_name). */
+char *onnxio__model_dir(const char *path, const char *base_dir);
 char *onnxio__dirname(const char *path);
 const char *onnxio__basename(const char *path);
 char *onnxio__path_join(const char *dir, const char *name);

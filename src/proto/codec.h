@@ -16,6 +16,39 @@
  * NULL for anything else. */
 const char *onnxio__text_hint(const void *data, size_t size);
 
+/* The extension table's row of the extension `ext` (`n` bytes, with its
+ * dot), NULL when it has none. */
+const onnxio_file_extension *onnxio__extension_row(const char *ext, size_t n);
+/* What a load reads a file of `size` bytes named as the extension row
+ * `named` says (NULL: a name of no known format) as, from its first
+ * `head_size` bytes at `head` (at least min(size, 64) of them; the text
+ * style is read from all of them): onnxio_detect_kind's rule. */
+onnxio_file_kind onnxio__detect_kind(const void *head, size_t head_size, uint64_t size,
+                                     const onnxio_file_extension *named);
+/* Whether a file load reads a file of `kind` as text: one named as text
+ * at once (`binary` ONNXIO_OK: nothing tried yet); one whose content only
+ * looks like text once binary protobuf refused it with `binary` (what
+ * text makes of protobuf: ONNXIO_ERR_DECODE, _DEPTH or _EXPANSION). */
+static inline bool onnxio__reads_text(const onnxio_file_kind *kind, onnxio_status binary)
+{
+    if (kind->format != ONNXIO_FORMAT_TEXT) return false;
+    if (kind->text_by_name) return binary == ONNXIO_OK;
+    return binary == ONNXIO_ERR_DECODE || binary == ONNXIO_ERR_DEPTH || binary == ONNXIO_ERR_EXPANSION;
+}
+/* The text route of a file load (model.c, slice.c): a message of type
+ * `desc` read from `size` bytes of text in `style` (onnxio_text_parse),
+ * within the load's resolved max_depth and max_expansion. */
+static inline onnxio_status onnxio__parse_text(const onnxio_message_desc *desc, const void *data, size_t size,
+                                               onnxio_text_style style, const onnxio_parse_options *cfg,
+                                               onnxio_arena *arena, void **out)
+{
+    onnxio_text_options to = ONNXIO_TEXT_OPTIONS_INIT;
+    to.style = style;
+    to.max_depth = cfg->max_depth;
+    to.max_expansion = cfg->max_expansion;
+    return onnxio_text_parse(desc, data ? data : "", size, &to, arena, out);
+}
+
 /* The rule for a relative path inside a model's reach (an external data
  * location, an archive entry name): NULL when `p` (`n` bytes) keeps it;
  * else what is wrong ("is empty", "contains a NUL byte", "is an absolute
@@ -104,33 +137,19 @@ static inline const onnxio_field_desc *onnxio__oneof_other(const onnxio_message 
     return NULL;
 }
 
-/* ---- payload sources: what the decoder hands to payload placement ------ */
+/* ---- payloads: what the decoder hands to payload placement ------------ */
 
-/* CRC-32 pieces that a payload copy fills (see onnxio__job.crc); `filled`
- * is set when the copy is queued, so that a payload that was borrowed or
- * skipped instead is known to be unchecked. */
-typedef struct onnxio__crc_slots {
-    uint32_t *piece;
-    bool filled;
-} onnxio__crc_slots;
-typedef struct onnxio__payload_src {
-    const uint8_t *data;  /* the bytes in memory, or NULL when only in a file */
-    onnxio_buffer *owner; /* keeps `data` alive for no_copy (NULL: borrowed) */
-    int fd;               /* the same bytes in a file (-1: none): read with pread */
-    uint64_t offset;      /* their offset in fd */
+/* A raw_data payload as the decoder found it: `size` bytes at `data`,
+ * `offset` bytes into the input (onnxio__decode_config.base); `owner`
+ * keeps them alive for no_copy (NULL: borrowed). Where else the bytes are
+ * (a file the input is) is the caller's to know (io.h,
+ * onnxio__payload_src). */
+typedef struct onnxio__payload_found {
+    const uint8_t *data;
+    onnxio_buffer *owner;
+    uint64_t offset;
     uint64_t size;
-    bool external;        /* from an external data file: loading clears data_location/external_data */
-    bool entry;           /* external, from an .onnxz entry: data_location is cleared, not DEFAULT */
-    const char *what;     /* file named in read errors (NULL: the tensor name) */
-    bool copy;            /* copy even with no_copy (bytes not aligned for borrowing) */
-    bool owned;           /* the bytes are this load's own (container.h, onnxio__entry.owned): taken, not copied, by a copy load too */
-    onnxio__crc_slots *crc; /* compute the CRC-32 of the bytes as they are copied (NULL: no) */
-    /* The container entry the bytes come from (NULL: inline): with no_copy,
-     * payloads loaded from the same entry, offset and size share one
-     * buffer when they must be copied. */
-    const void *share;
-    uint64_t share_offset;
-} onnxio__payload_src;
+} onnxio__payload_found;
 
 /* decode.c */
 typedef struct onnxio__decode_config {
@@ -140,11 +159,10 @@ typedef struct onnxio__decode_config {
     bool skip_raw_data;
     int max_depth;
     /* Where raw_data goes: called with payload_ctx for every TensorProto
-     * payload read (a load passes payload.c's onnxio__payload_take), so
-     * that the codec knows nothing of placement, pools or files. */
-    onnxio_status (*payload)(void *ctx, onnxio_TensorProto *tensor, const onnxio__payload_src *src);
+     * payload read (a load hands it to payload.c's onnxio__payload_take),
+     * so that the codec knows nothing of placement, pools or files. */
+    onnxio_status (*payload)(void *ctx, onnxio_TensorProto *tensor, const onnxio__payload_found *found);
     void *payload_ctx;
-    int fd;                 /* >= 0: the input is this whole file (read payloads with pread) */
     /* The input is a whole file mapping, set to random access during the
      * parse (the caller does it, and undoes it after): the parse reads its
      * own way ahead (decode.c, READ_AHEAD), not into the payloads it skips. */

@@ -537,14 +537,13 @@ static onnxio_status parse_field(dec *d, onnxio_message *m, const onnxio_field_d
         m->has |= (uint64_t)1 << f->index;
         return ONNXIO_OK;
     }
-    onnxio__payload_src src = {
+    onnxio__payload_found found = {
         .data = p,
         .owner = d->cfg->owner,
-        .fd = d->cfg->fd,
         .offset = (uint64_t)(p - d->cfg->base),
         .size = len,
     };
-    return d->cfg->payload(d->cfg->payload_ctx, (onnxio_TensorProto *)m, &src);
+    return d->cfg->payload(d->cfg->payload_ctx, (onnxio_TensorProto *)m, &found);
 }
 
 /* The length of a LEN value at *pp, which must fit before `end`: its
