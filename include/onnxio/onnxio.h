@@ -1653,10 +1653,10 @@ onnxio_status onnxio_text_parse(const onnxio_message_desc *desc, const void *tex
 #define ONNXIO_JSON_INVALID_SURROGATE 4u
 #define ONNXIO_JSON_INVALID_REPLACE 8u
 /* Writes the `size` bytes at `data` as one JSON string, quotes included,
- * in pieces through write(ctx, bytes, n). Returns 0, or the first non-zero
- * value write returned (the rest is then not written). */
+ * in pieces through out(ctx, bytes, n). Returns 0, or the first non-zero
+ * value out returned (the rest is then not written). */
 typedef int (*onnxio_write_fn)(void *ctx, const void *bytes, size_t n);
-int onnxio_json_write_string(const void *data, size_t size, unsigned flags, onnxio_write_fn write, void *ctx);
+int onnxio_json_write_string(const void *data, size_t size, unsigned flags, onnxio_write_fn out, void *ctx);
 
 /* ---- remote sources ---------------------------------------------------- */
 
