@@ -133,21 +133,22 @@ typedef struct bench_files {
     size_t count;
 } bench_files;
 
-/* Adds the open file `fd`, printed as `prefix` followed by `name`
- * (name_size bytes); -1 when out of memory (fd is closed). */
-static int add_file(bench_files *f, int fd, const char *prefix, const char *name, size_t name_size)
+/* Adds the open file `fd`, printed as `name` (name_size bytes) in the
+ * directory `dir` (NULL: `name` alone); -1 when out of memory (fd is
+ * closed). */
+static int add_file(bench_files *f, int fd, const char *dir, const char *name, size_t name_size)
 {
     if (f->count == sizeof f->fd / sizeof f->fd[0]) {
         close(fd);
         return 0; /* the first 64 files: enough for a measurement */
     }
-    size_t n = strlen(prefix);
+    size_t n = dir ? strlen(dir) + 1 : 0;
     char *p = malloc(n + name_size + 1);
     if (!p) {
         close(fd);
         return -1;
     }
-    memcpy(p, prefix, n);
+    if (dir) snprintf(p, n + 1, "%s/", dir);
     memcpy(p + n, name, name_size);
     p[n + name_size] = '\0';
     f->fd[f->count] = fd;
@@ -175,7 +176,7 @@ static int model_files(const char *path, bench_files *files)
         cli_fail_msg("bench", path, "%s", strerror(errno));
         return -1;
     }
-    if (add_file(files, fd, "", path, strlen(path)) != 0) {
+    if (add_file(files, fd, NULL, path, strlen(path)) != 0) {
         cli_fail_msg("bench", path, "out of memory");
         return -1;
     }
@@ -189,15 +190,14 @@ static int model_files(const char *path, bench_files *files)
     int rc = -1;
     if (!arena) {
         cli_fail_msg("bench", path, "out of memory");
-    } else if (cli_load_model(path, &po, arena, &model) != ONNXIO_OK) {
+    } else if (cli_load(&onnxio_desc_ModelProto, path, &po, true, arena, (void **)&model) != ONNXIO_OK) {
         cli_fail("bench", path);
     } else if (cli_summarize(model, path, &sum) != 0) {
         cli_summary_free(&sum);
         cli_fail_msg("bench", path, "out of memory");
     } else {
         /* Printed as the model's directory, then the location. */
-        const char *slash = strrchr(path, '/');
-        char *dir = slash ? strndup(path, (size_t)(slash - path) + 1) : strdup("./");
+        char *dir = cli_model_dir(path, NULL);
         rc = dir ? 0 : -1;
         for (size_t i = 0; rc == 0 && !sum.in_archive && i < sum.ext_count; i++) {
             const cli_external_file *f = &sum.ext[i];
@@ -320,7 +320,7 @@ static int run_bench(int argc, char **argv)
     if (repeat_text && parse_count(repeat_text, 1, BENCH_MAX_REPEAT, &repeat) != 0)
         return cli_usage_error(&cli_verb_bench, "invalid repeat count '%s' (1 to %d)", repeat_text,
                                BENCH_MAX_REPEAT);
-    if (location && (location[0] == '\0' || strchr(location, '/') || strcmp(location, ".") == 0 ||
+    if (location && (location[0] == '\0' || onnxio_path_file_name(location) != location || strcmp(location, ".") == 0 ||
                      strcmp(location, "..") == 0 || strcmp(location, "model.onnx") == 0))
         return cli_usage_error(&cli_verb_bench,
                                "--external-data needs a plain file name other than model.onnx");
@@ -345,7 +345,7 @@ static int run_bench(int argc, char **argv)
         free(v);
         return cli_fail_msg("bench", in, "out of memory");
     }
-    if (cli_load_model_quiet(in, &po, arena, &model) != ONNXIO_OK) {
+    if (cli_file_is_empty(in) || cli_load(&onnxio_desc_ModelProto, in, &po, false, arena, (void **)&model) != ONNXIO_OK) {
         rc = cli_fail("bench", in);
         onnxio_arena_unref(arena);
         free(v);
@@ -399,7 +399,7 @@ static int run_bench(int argc, char **argv)
             break;
         }
         double t0 = now();
-        onnxio_status s = cli_load_model_quiet(in, &po, a, &m);
+        onnxio_status s = cli_load(&onnxio_desc_ModelProto, in, &po, false, a, (void **)&m);
         v[r] = now() - t0;
         if (s != ONNXIO_OK)
             rc = cli_fail("bench", in);
@@ -440,7 +440,7 @@ static int run_bench(int argc, char **argv)
         model = NULL;
         if (!arena)
             rc = cli_fail_msg("bench", in, "out of memory");
-        else if (cli_load_model_quiet(in, &lo, arena, &model) != ONNXIO_OK)
+        else if (cli_load(&onnxio_desc_ModelProto, in, &lo, false, arena, (void **)&model) != ONNXIO_OK)
             rc = cli_fail("bench", in);
         else if (!mkdtemp(dir))
             rc = cli_fail_msg("bench", dir, "cannot create a temporary directory: %s", strerror(errno));

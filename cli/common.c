@@ -275,124 +275,26 @@ int cli_file_is_archive(const char *path)
     return format == ONNXIO_FORMAT_ARCHIVE;
 }
 
-static int has_suffix(const char *path, const char *suffix)
-{
-    size_t n = strlen(path), k = strlen(suffix);
-    return n >= k && strcasecmp(path + n - k, suffix) == 0;
-}
-
-int cli_text_style(const char *path, onnxio_text_style *style)
-{
-    static const char *const proto[] = {".txtpb", ".textproto", ".prototxt", ".pbtxt"};
-    for (size_t i = 0; i < sizeof proto / sizeof proto[0]; i++)
-        if (has_suffix(path, proto[i])) return (*style = ONNXIO_TEXT_PROTO, 1);
-    if (has_suffix(path, ".json") || has_suffix(path, ".onnxjson")) return (*style = ONNXIO_TEXT_JSON, 1);
-    if (has_suffix(path, ".onnxtxt") || has_suffix(path, ".onnxtext")) return (*style = ONNXIO_TEXT_ONNX, 1);
-    return 0;
-}
-
-/* A message of a text file, and for a model its external data (unless
- * opts->load_external_data is OFF), read from beside it. */
-static onnxio_status load_text(const onnxio_message_desc *desc, const char *path, onnxio_text_style style,
-                               const onnxio_parse_options *opts, onnxio_arena *arena, void **out)
-{
-    *out = NULL;
-    /* The file whole (text has no payloads to leave out); the library's
-     * parse is bounded by max_expansion times its size. */
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return onnxio_load_file(desc, path, opts, arena, out); /* the library's message */
-    char *text = NULL;
-    size_t n = 0, cap = 0, got;
-    char chunk[65536];
-    onnxio_status st = ONNXIO_OK;
-    while ((got = fread(chunk, 1, sizeof chunk, fp)) > 0) {
-        if (n + got > cap) {
-            size_t c = cap ? cap * 2 : sizeof chunk;
-            while (c < n + got) c *= 2;
-            char *p = realloc(text, c);
-            if (!p) {
-                st = ONNXIO_ERR_NO_MEMORY;
-                break;
-            }
-            text = p;
-            cap = c;
-        }
-        memcpy(text + n, chunk, got);
-        n += got;
-    }
-    if (ferror(fp) && !st) st = ONNXIO_ERR_IO;
-    fclose(fp);
-    if (!st) {
-        onnxio_text_options to = ONNXIO_TEXT_OPTIONS_INIT;
-        to.style = style == CLI_TEXT_BY_CONTENT ? onnxio_detect_text_style(text, n) : style;
-        to.max_depth = opts->max_depth;
-        to.max_expansion = opts->max_expansion;
-        st = onnxio_text_parse(desc, text ? text : "", n, &to, arena, out);
-    }
-    free(text);
-    if (st) return st;
-    if (desc == &onnxio_desc_ModelProto && opts->load_external_data != ONNXIO_OFF && !opts->skip_raw_data) {
-        char *dir = strdup(path);
-        char *slash = dir ? strrchr(dir, '/') : NULL;
-        const char *base = !dir ? NULL : slash ? (slash == dir ? "/" : (*slash = '\0', dir)) : ".";
-        st = base ? onnxio_load_external_data(*out, opts->base_dir ? opts->base_dir : base, opts) : ONNXIO_ERR_NO_MEMORY;
-        free(dir);
-        if (st) *out = NULL;
-    }
-    return st;
-}
-
-/* A message of the file at `path`: text when its extension names a text
- * format (cli_text_style); else binary protobuf (or an .onnxz archive) as
- * the library loads it, and text only when binary protobuf refuses it and
- * its content is text (onnxio_detect_file_format): a binary model whose
- * first bytes happen to be printable stays binary. */
-static onnxio_status load_any(const onnxio_message_desc *desc, const char *path, const onnxio_parse_options *opts,
-                              bool progress, onnxio_arena *arena, void **out)
+onnxio_status cli_load(const onnxio_message_desc *desc, const char *path, const onnxio_parse_options *opts,
+                       bool progress, onnxio_arena *arena, void **out)
 {
     onnxio_parse_options o = opts ? *opts : (onnxio_parse_options)ONNXIO_PARSE_OPTIONS_INIT;
-    /* Protobuf reads an empty file as an empty message; no verb has
-     * anything to do with one, and an empty file is most often a failed
-     * download or write: an error in every verb. */
-    if (cli_file_is_empty(path)) {
-        *out = NULL;
-        return ONNXIO_ERR_DECODE;
-    }
-    onnxio_text_style style;
-    if (cli_text_style(path, &style)) return load_text(desc, path, style, &o, arena, out);
-    onnxio_format format;
-    bool text = onnxio_detect_file_format(path, &format) == ONNXIO_OK && format == ONNXIO_FORMAT_TEXT;
     if (progress) cli_progress_begin("loading", path);
     if (progress && cli_progress_active()) {
         o.struct_size = sizeof o;
         o.progress = cli_progress_bytes;
     }
-    onnxio_status st = desc == &onnxio_desc_ModelProto ? onnxio_load_model(path, &o, arena, (onnxio_ModelProto **)out)
-                                                       : onnxio_load_file(desc, path, &o, arena, out);
+    onnxio_status st = onnxio_load_file(desc, path, &o, arena, out);
     if (progress) cli_progress_end();
-    if (st == ONNXIO_ERR_DECODE && text) {
-        o.progress = opts ? opts->progress : NULL;
-        st = load_text(desc, path, CLI_TEXT_BY_CONTENT, &o, arena, out);
-    }
     return st;
 }
 
-onnxio_status cli_load_model_quiet(const char *path, const onnxio_parse_options *opts, onnxio_arena *arena,
-                                   onnxio_ModelProto **out)
+char *cli_model_dir(const char *model_path, const char *base_dir)
 {
-    return load_any(&onnxio_desc_ModelProto, path, opts, false, arena, (void **)out);
-}
-
-onnxio_status cli_load_model(const char *path, const onnxio_parse_options *opts,
-                             onnxio_arena *arena, onnxio_ModelProto **out)
-{
-    return load_any(&onnxio_desc_ModelProto, path, opts, true, arena, (void **)out);
-}
-
-onnxio_status cli_load_file(const onnxio_message_desc *desc, const char *path,
-                            const onnxio_parse_options *opts, onnxio_arena *arena, void **out)
-{
-    return load_any(desc, path, opts, true, arena, out);
+    size_t n = onnxio_model_dir(model_path, base_dir, NULL, 0);
+    char *dir = n < SIZE_MAX ? malloc(n + 1) : NULL;
+    if (dir) onnxio_model_dir(model_path, base_dir, dir, n + 1);
+    return dir;
 }
 
 onnxio_status cli_save_model(onnxio_ModelProto *model, const char *path,

@@ -147,34 +147,27 @@ void cli_put_escaped(FILE *out, onnxio_string s);
  * when the file cannot be examined (missing, not a regular file;
  * onnxio_last_error() says why). */
 int cli_file_is_archive(const char *path);
-
-/* onnxio_load_model / onnxio_load_file / onnxio_save_model with a progress
- * indicator ("loading FILE", "saving FILE") on stderr when it is a
- * terminal. */
-/* Whether the file at `path` is a text message the library reads, by its
- * extension (.textproto, .txtpb, .prototxt, .pbtxt; .json, .onnxjson;
- * .onnxtxt, .onnxtext): 1 with *style. CLI_TEXT_BY_CONTENT is the style
- * of a file loaded as text for its content: onnxio_detect_text_style's,
- * once the text is read. */
 /* Whether `path` is an empty regular file: protobuf reads one as an empty
  * message, which no verb has anything to do with (most often a failed
- * download or write), so every verb refuses it; the next cli_fail says
- * so. */
+ * download or write), so every verb refuses it before it loads; the next
+ * cli_fail says so. */
 bool cli_file_is_empty(const char *path);
-#define CLI_TEXT_BY_CONTENT ((onnxio_text_style)-1)
-int cli_text_style(const char *path, onnxio_text_style *style);
-/* Loads a model (cli_load_file: a message of type desc): from text when
- * the extension names a text format (cli_text_style); else as the library
- * loads it, and from text only when the library refuses it as binary
- * protobuf and its content is text (onnxio_detect_file_format); a text
- * model's external data is read from beside it as for a binary file. */
-onnxio_status cli_load_model_quiet(const char *path, const onnxio_parse_options *opts, onnxio_arena *arena,
-                                   onnxio_ModelProto **out); /* the same, without progress */
-onnxio_status cli_load_model(const char *path, const onnxio_parse_options *opts,
-                             onnxio_arena *arena, onnxio_ModelProto **out);
-onnxio_status cli_load_file(const onnxio_message_desc *desc, const char *path,
-                            const onnxio_parse_options *opts, onnxio_arena *arena, void **out);
+/* The command's one load: the library's onnxio_load_file (a message of
+ * type `desc`, a ModelProto for &onnxio_desc_ModelProto), which reads
+ * every format (binary protobuf, .onnxz archives, protobuf text format,
+ * JSON, ONNX's textual syntax: onnxio_detect_kind) and a model's external
+ * data, with `opts` as given. With `progress`, a progress indicator
+ * ("loading FILE") on stderr when it is a terminal: all it adds. */
+onnxio_status cli_load(const onnxio_message_desc *desc, const char *path, const onnxio_parse_options *opts,
+                       bool progress, onnxio_arena *arena, void **out);
+/* onnxio_save_model with a progress indicator ("saving FILE") on stderr
+ * when it is a terminal. */
 onnxio_status cli_save_model(onnxio_ModelProto *model, const char *path,
                              const onnxio_serialize_options *opts);
+/* The directory in which a load of the model file at `model_path` looks
+ * up its external data: the library's onnxio_model_dir (`base_dir` when
+ * not NULL, else the directory of `model_path`), malloc'd; NULL when out
+ * of memory. */
+char *cli_model_dir(const char *model_path, const char *base_dir);
 
 #endif

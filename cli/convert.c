@@ -111,52 +111,19 @@ static int refuse_options(const char *const *names, const int *given, size_t n, 
     return -1;
 }
 
-/* The directory part of `path` ("." when there is none), resolved. NULL
- * when it does not resolve. */
-static char *resolved_dir(const char *path)
+/* The model's directory (cli_model_dir: `base_dir`, or the directory of
+ * `path`), resolved. NULL when it does not resolve. */
+static char *resolved_dir(const char *path, const char *base_dir)
 {
-    const char *slash = strrchr(path, '/');
-    char *dir;
-    if (!slash) {
-        dir = malloc(2);
-        if (dir)
-            strcpy(dir, ".");
-    } else {
-        size_t n = slash == path ? 1 : (size_t)(slash - path);
-        dir = malloc(n + 1);
-        if (dir) {
-            memcpy(dir, path, n);
-            dir[n] = '\0';
-        }
-    }
-    if (!dir)
-        return NULL;
-    char *real = realpath(dir, NULL);
+    char *dir = cli_model_dir(path, base_dir);
+    char *real = dir ? realpath(dir, NULL) : NULL;
     free(dir);
     return real;
 }
 
-static const char *base_name(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
-}
-
-/* 1 when the external data location (`size` bytes, not NUL-terminated)
- * names the file `base` in the model's directory: spelled the same, after
- * any leading "./" components. */
-static int location_is(const char *location, size_t size, const char *base)
-{
-    while (size >= 2 && location[0] == '.' && location[1] == '/') {
-        location += 2;
-        size -= 2;
-    }
-    return size == strlen(base) && memcmp(location, base, size) == 0;
-}
-
 typedef struct external_scan {
     uint64_t tensors;
-    const char *out_base; /* OUT's file name, to catch OUT overwriting a data file */
+    const char *out; /* OUT, to catch it overwriting a data file */
     int clash;
 } external_scan;
 
@@ -170,7 +137,7 @@ static void scan_external(void *ctx, void *msg)
     /* A reference the library refuses leads to no file a load would ever
      * read, so OUT cannot break it. */
     if (onnxio_external_ref_parse(msg, &ref) == ONNXIO_OK &&
-        location_is(ref.location, ref.location_size, scan->out_base))
+        onnxio_location_names_file(ref.location, ref.location_size, scan->out))
         scan->clash = 1;
 }
 
@@ -179,12 +146,12 @@ static void scan_external(void *ctx, void *msg)
  * relative to `base_dir` when given, else to IN's directory. */
 static int check_keep_external(onnxio_ModelProto *model, const char *in, const char *base_dir, const char *out)
 {
-    external_scan scan = {0, base_name(out), 0};
+    external_scan scan = {0, out, 0};
     cli_walk(model, scan_external, &scan);
     if (scan.tensors == 0)
         return CLI_EXIT_OK;
-    char *in_dir = base_dir ? realpath(base_dir, NULL) : resolved_dir(in);
-    char *out_dir = resolved_dir(out);
+    char *in_dir = resolved_dir(in, base_dir);
+    char *out_dir = resolved_dir(out, NULL);
     int out_dir_exists = out_dir != NULL;
     int same_dir = in_dir && out_dir && strcmp(in_dir, out_dir) == 0;
     free(in_dir);
@@ -199,7 +166,7 @@ static int check_keep_external(onnxio_ModelProto *model, const char *in, const c
                             (unsigned long long)scan.tensors, base_dir ? "base directory" : "input's directory");
     if (scan.clash)
         return cli_fail_msg("convert", out, "would overwrite the external data file '%s' of the model",
-                            base_name(out));
+                            onnxio_path_file_name(out));
     return CLI_EXIT_OK;
 }
 
@@ -346,7 +313,7 @@ static int run_convert(int argc, char **argv)
     if (!arena)
         return cli_fail_msg("convert", in, "out of memory");
     onnxio_ModelProto *model = NULL;
-    if (cli_load_model(in, &po, arena, &model) != ONNXIO_OK) {
+    if (cli_file_is_empty(in) || cli_load(&onnxio_desc_ModelProto, in, &po, true, arena, (void **)&model) != ONNXIO_OK) {
         rc = cli_fail("convert", in);
         onnxio_arena_unref(arena);
         return rc;

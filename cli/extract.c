@@ -185,12 +185,10 @@ static int run_extract(int argc, char **argv)
     /* Other tensors still external (attributes, subgraphs) are read whole
      * from beside the model; an archive's cannot be. */
     if (cli_file_is_archive(model_path) != 1) {
-        char *dir = strdup(model_path);
-        char *slash = dir ? strrchr(dir, '/') : NULL;
-        const char *base = !dir ? NULL : slash ? (slash == dir ? "/" : (*slash = '\0', dir)) : ".";
+        char *dir = cli_model_dir(model_path, NULL);
         onnxio_parse_options po = ONNXIO_PARSE_OPTIONS_INIT;
         po.num_threads = so.num_threads;
-        onnxio_status s = base ? onnxio_load_external_data(m, base, &po) : ONNXIO_ERR_NO_MEMORY;
+        onnxio_status s = dir ? onnxio_load_external_data(m, dir, &po) : ONNXIO_ERR_NO_MEMORY;
         free(dir);
         if (s) {
             cli_fail("extract", model_path);

@@ -716,7 +716,7 @@ static int run_info(int argc, char **argv)
         return cli_fail_msg("info", path, "out of memory");
     }
     onnxio_ModelProto *model = NULL;
-    if (cli_load_model(path, &po, arena, &model) != ONNXIO_OK) {
+    if (cli_file_is_empty(path) || cli_load(&onnxio_desc_ModelProto, path, &po, true, arena, (void **)&model) != ONNXIO_OK) {
         rc = cli_fail("info", path);
         onnxio_arena_unref(arena);
         onnxio_archive_close(archive);

@@ -93,14 +93,7 @@ static int run_print(int argc, char **argv)
     if (!arena)
         return cli_fail_msg("print", path, "out of memory");
     void *msg = NULL;
-    onnxio_status st;
-    if (desc == &onnxio_desc_ModelProto) {
-        onnxio_ModelProto *model = NULL;
-        st = cli_load_model(path, &po, arena, &model);
-        msg = model;
-    } else {
-        st = cli_load_file(desc, path, &po, arena, &msg);
-    }
+    onnxio_status st = cli_file_is_empty(path) ? ONNXIO_ERR_DECODE : cli_load(desc, path, &po, true, arena, &msg);
     if (st != ONNXIO_OK) {
         rc = cli_fail_hint("print", path,
                            !type_name && (st == ONNXIO_ERR_DECODE || st == ONNXIO_ERR_DEPTH)

@@ -45,17 +45,10 @@ static int find_entry(cli_external_file *f, const onnxio_archive *archive)
 
 onnxio_status cli_open_external(const char *model_path, onnxio_string location, int *fd, uint64_t *size)
 {
-    const char *slash = strrchr(model_path, '/');
-    size_t dir_len = !slash ? 0 : slash == model_path ? 1 : (size_t)(slash - model_path);
-    char *dir = malloc(dir_len + 2);
+    char *dir = cli_model_dir(model_path, NULL);
     char *loc = malloc(location.size + 1);
     onnxio_status st = ONNXIO_ERR_NO_MEMORY;
     if (dir && loc) {
-        if (dir_len)
-            memcpy(dir, model_path, dir_len);
-        else
-            dir[dir_len++] = '.';
-        dir[dir_len] = '\0';
         memcpy(loc, location.data, location.size);
         loc[location.size] = '\0';
         st = onnxio_external_data_open(dir, loc, ONNXIO_OPEN_READ, fd, size);

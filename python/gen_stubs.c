@@ -296,6 +296,7 @@ int main(int argc, char **argv)
           "_enums: dict[str, Any]\n"
           "_schema_fields: dict[str, tuple[tuple[Any, ...], ...]]\n"
           "_schema_rows: tuple[tuple[Any, ...], ...]\n"
+          "_extensions: tuple[tuple[str, str], ...]\n"
           "_library_version: str\n"
           "_onnx_version: str\n",
           f);

@@ -41,8 +41,9 @@ walk FUNCTION PARAM
     parsed (--under restricts them as for circles).
     - What carries the value: a tainted variable; a read of a tainted
       struct member (s.name, s->name: the field, in any struct of its
-      type); a call's result of a type that can hold it when one of its
-      arguments carries it (dirname(path)); an expression made of those
+      type); a call's result that is a char * when one of its arguments
+      carries it (dirname(path); not a uint8_t * into a struct's bytes);
+      an expression made of those
       (&s, *p, p + 1, a[i], c ? p : q). A member read of a field not
       tainted carries nothing, even from a tainted struct (s->count).
       A type that can hold the value is a pointer, an array, a struct or
@@ -389,8 +390,9 @@ def carries(t):
 # An expression's shape for the walk, built once and judged as the walk
 # learns what is tainted: ("v", var) a variable; ("f", field) a struct
 # member read (s.name, s->name: the field, whatever the struct);
-# ("c", [arguments], result carries) a call, whose result carries the
-# value when an argument does and its type can hold it (dirname(path));
+# ("c", [arguments], result is a string) a call, whose result carries the
+# value when an argument does and it is a char * (dirname(path), not a
+# pointer into the bytes of a struct passed in);
 # ("a", [parts]) anything carried by one of its parts (p + 1, c ? a : b,
 # &s, *p, a[i]); None: nothing (a constant, a number's arithmetic).
 
@@ -410,7 +412,7 @@ def expr_of(c):
         return ("a", [expr_of(kids[0])]) if kids else None
     if k == K.CALL_EXPR:
         kids = list(c.get_children())
-        return ("c", [expr_of(a) for a in kids[1:]], carries(c.type))
+        return ("c", [expr_of(a) for a in kids[1:]], is_string(c.type))
     if k in (K.CONDITIONAL_OPERATOR, K.BINARY_OPERATOR) and carries(c.type):
         kids = list(c.get_children())
         return ("a", [expr_of(x) for x in kids[-2:]])
@@ -473,6 +475,13 @@ def field_values(c, ex, out):
                     out.setdefault(kids[0].referenced.get_usr(), set()).update(names)
                     continue
         field_values(x, ex, out)
+
+
+def is_string(t):
+    """A pointer to char (not to unsigned char: bytes are not a path)."""
+    t = t.get_canonical()
+    return t.kind == ci.TypeKind.POINTER and t.get_pointee().get_canonical().kind in (ci.TypeKind.CHAR_S,
+                                                                                     ci.TypeKind.CHAR_U)
 
 
 def strip(c, kinds):

@@ -542,24 +542,30 @@ typedef enum onnxio_format {
      * zero byte: an archive aligned past 64 KiB starts with a gap, and no
      * protobuf message starts with 0 (field number 0 does not exist). */
     ONNXIO_FORMAT_ARCHIVE = 1,
-    /* Text (protobuf text format, ONNX's textual syntax, JSON), which the
-     * loads of binary files do not read (onnxio_text_parse reads each of
-     * them): it starts, after white space, with a letter,
-     * '<', '{' or '#', and its first 64 bytes are printable ASCII or UTF-8
-     * or white space. Loading still tries protobuf first; this only
-     * explains why it fails: the error then says which text it looks like
-     * (onnxio_detect_text_style) and what reads it. */
+    /* Text (protobuf text format, ONNX's textual syntax, JSON): it
+     * starts, after white space, with a letter, '<', '{' or '#', and its
+     * first 64 bytes are printable ASCII or UTF-8 or white space. Content
+     * alone cannot tell such text from a binary message whose first bytes
+     * happen to be printable: onnxio_detect_kind adds the file's name, and
+     * a file load (onnxio_load_model, onnxio_load_file) reads one named as
+     * text (onnxio_path_extension) as text, any other as binary protobuf
+     * first and as text (onnxio_detect_text_style) only when binary
+     * protobuf refuses it. A load from bytes reads binary protobuf only;
+     * its error then says which text the bytes look like and what reads
+     * it. */
     ONNXIO_FORMAT_TEXT = 2,
 } onnxio_format;
 
 /* What `size` bytes at `data` (a whole file, or at least its first 64
- * bytes with `size` its full size) are. */
+ * bytes with `size` its full size) are, by their content alone. */
 onnxio_format onnxio_detect_format(const void *data, size_t size);
-/* The same for the file at `path`, reading its first bytes. Errors:
- * ONNXIO_ERR_NOT_FOUND, ONNXIO_ERR_IO, ONNXIO_ERR_PATH_SPECIAL (not a
- * regular file: nothing is read from a FIFO or a device). */
+/* The same for the file at `path`, reading its first bytes
+ * (onnxio_detect_file(path).format). Errors: ONNXIO_ERR_NOT_FOUND,
+ * ONNXIO_ERR_IO, ONNXIO_ERR_PATH_SPECIAL (not a regular file: nothing is
+ * read from a FIFO or a device). */
 onnxio_status onnxio_detect_file_format(const char *path, onnxio_format *out);
-/* Whether saving to `path` writes an .onnxz archive: it ends in ".onnxz". */
+/* Whether saving to `path` writes an .onnxz archive: its extension
+ * (onnxio_path_extension) is ".onnxz". */
 bool onnxio_path_is_archive(const char *path);
 
 /* A tensor's external data keys (ONNX external data: data_location =
@@ -615,6 +621,32 @@ typedef enum onnxio_open_mode {
  * ONNXIO_ERR_IO, ONNXIO_ERR_NO_MEMORY. */
 onnxio_status onnxio_external_data_open(const char *base_dir, const char *location, onnxio_open_mode mode, int *fd,
                                         uint64_t *size);
+
+/* The directory in which a load of the model file at `model_path` looks
+ * up its external data (onnxio_load_model, onnxio_load_file,
+ * onnxio_tensor_file_open; the base directory of every location):
+ * `base_dir` when it is not NULL, else the directory part of `model_path`,
+ * all that comes before its last '/' ("/" when that '/' is its first byte,
+ * "." when it has none; NULL model_path reads as ""). Written
+ * NUL-terminated into `buf` of `size` bytes when it fits. Returns its
+ * length, as snprintf does: a return of `size` or more says that `buf`
+ * was too small, and then holds the empty string (when size > 0).
+ * strlen(model_path) + 2 bytes, or strlen(base_dir) + 1, always suffice.
+ * Nothing is looked up on the file system, and nothing fails. */
+size_t onnxio_model_dir(const char *model_path, const char *base_dir, char *buf, size_t size);
+/* The file name of `path`: the part after its last '/' (all of it when it
+ * has none; "" when it ends in '/'). A pointer into `path`; NULL for
+ * NULL. */
+const char *onnxio_path_file_name(const char *path);
+/* Whether the external data location `location` (`size` bytes, not
+ * NUL-terminated), read in the directory of the file at `path`
+ * (onnxio_model_dir without a base directory), names that file itself:
+ * after any leading "./" components, it is spelled as path's file name
+ * (onnxio_path_file_name). By spelling only, nothing is looked up, so a
+ * file that does not exist yet (the output of a save) is found too; a
+ * load compares the files themselves (ONNXIO_ERR_PATH_SELF). False for
+ * NULL arguments. */
+bool onnxio_location_names_file(const char *location, size_t size, const char *path);
 
 /* Whether an operator set domain is the default one: "" and "ai.onnx"
  * name the same domain (onnx.proto, OperatorSetIdProto.domain). */
@@ -772,11 +804,21 @@ onnxio_status onnxio_serialize_to(void *msg, void *dst, size_t capacity, onnxio_
  * Tensors that refer to the same bytes share one payload buffer. Loaded tensors hold their payload in
  * raw_data, their external_data keys removed and data_location set to
  * DEFAULT (present, as the onnx package's load_external_data_for_tensor
- * leaves it). A file
- * that onnxio_detect_format calls an archive is loaded as an .onnxz archive
- * (see ".onnxz archives" below; base_dir does not apply); tensors read
- * from its entries lose data_location altogether, as they were before the
- * archive was written. When an earlier
+ * leaves it).
+ *
+ * Every format is read, as onnxio_detect_kind says of the file (its
+ * content first, its name second): a file that onnxio_detect_format calls
+ * an archive is loaded as an .onnxz archive (see ".onnxz archives" below;
+ * base_dir does not apply); tensors read from its entries lose
+ * data_location altogether, as they were before the archive was written.
+ * Text (protobuf text format, JSON, ONNX's textual syntax: ONNXIO_FORMAT_TEXT
+ * in a file whose extension names a text format, or any text that binary
+ * protobuf refuses) is read by onnxio_text_parse in the style its content
+ * shows (onnxio_detect_text_style), within max_depth and max_expansion,
+ * its errors naming line and column; its raw_data are owned copies
+ * (no_copy, payload_fn and skip_raw_data do not apply to them), and its
+ * external data is read as a binary model's. A binary file whose first
+ * bytes are printable stays binary. When an earlier
  * save of `path` was interrupted, its journal is finished or rolled back
  * first (see onnxio_save_model). A load never mixes two saves: one that
  * finds a save of `path` in progress waits for it, and one that a save
@@ -794,7 +836,11 @@ onnxio_status onnxio_load_model(const char *path, const onnxio_parse_options *op
 onnxio_status onnxio_load_model_from_bytes(const void *data, size_t size, onnxio_buffer *owner,
                                            const onnxio_parse_options *opts, onnxio_arena *arena,
                                            onnxio_ModelProto **out);
-/* Loads a file holding any one message (e.g. a TensorProto .pb file). */
+/* Loads a file holding any one message (e.g. a TensorProto .pb file), in
+ * any of the formats onnxio_load_model reads (ONNX's textual syntax holds
+ * a ModelProto, GraphProto, FunctionProto or NodeProto only:
+ * ONNXIO_ERR_INVALID_ARGUMENT for others); external data is read for a
+ * ModelProto only. */
 onnxio_status onnxio_load_file(const onnxio_message_desc *desc, const char *path,
                                const onnxio_parse_options *opts, onnxio_arena *arena, void **out);
 
@@ -1330,12 +1376,13 @@ typedef struct onnxio_slice_stats {
  * several threads (they are serialized). */
 typedef struct onnxio_tensor_file onnxio_tensor_file;
 
-/* Opens the model file `path` (see above) and parses its structure; no
- * payload is read. A journal left by an interrupted save of `path` is
- * finished or rolled back first (as onnxio_load_model does). Errors: those
- * of onnxio_load_model for the file itself (NOT_FOUND, IO, DECODE, DEPTH,
- * ARCHIVE, EXPANSION, NO_MEMORY), INVALID_ARGUMENT for bad options. *out is
- * freed with onnxio_tensor_file_close. */
+/* Opens the model file `path` (see above; read as onnxio_load_model reads
+ * it, text formats included: onnxio_detect_kind) and parses its
+ * structure; no payload is read. A journal left by an interrupted save of
+ * `path` is finished or rolled back first (as onnxio_load_model does).
+ * Errors: those of onnxio_load_model for the file itself (NOT_FOUND, IO,
+ * DECODE, DEPTH, ARCHIVE, EXPANSION, SYNTAX, NO_MEMORY), INVALID_ARGUMENT
+ * for bad options. *out is freed with onnxio_tensor_file_close. */
 onnxio_status onnxio_tensor_file_open(const char *path, const onnxio_slice_options *opts, onnxio_tensor_file **out);
 /* NULL is a no-op. */
 void onnxio_tensor_file_close(onnxio_tensor_file *file);
@@ -1456,9 +1503,65 @@ typedef enum onnxio_text_style {
  * header: "agraph (x) => (y) {...}"), is ONNX's textual syntax; anything
  * else is protobuf text format (a field's name is followed by ':', '{' or
  * '<'). ONNXIO_TEXT_PROTO stands for protobuf text format (STR reads the
- * same). What the library's text loads (onnxio_tensor_file_open), the
- * binary loads' error messages and the command go by. */
+ * same). What the library's file loads (onnxio_detect_kind) and the
+ * binary loads' error messages go by. */
 onnxio_text_style onnxio_detect_text_style(const void *data, size_t size);
+
+/* ---- what a load reads a file as ------------------------------------ */
+
+/* The file name extensions whose format onnxio knows, one row each: the
+ * extension table of the library (onnxio_path_extension, the loads'
+ * choice between text and binary, onnxio_path_is_archive) and of the
+ * Python package's onnxio.serialization registry, which takes the rows of
+ * onnx's formats ("protobuf", "textproto", "json", "onnxtxt") from here. */
+typedef struct onnxio_file_extension {
+    const char *extension;        /* with its dot: ".txtpb" */
+    const char *format;           /* onnx's format name ("protobuf", "textproto", "json", "onnxtxt"); "onnxz" for archives */
+    onnxio_format kind;           /* ONNXIO_FORMAT_PROTOBUF, _TEXT or _ARCHIVE */
+    onnxio_text_style text_style; /* ONNXIO_FORMAT_TEXT rows: ONNXIO_TEXT_PROTO, _JSON or _ONNX; else ONNXIO_TEXT_STR */
+} onnxio_file_extension;
+
+/* Row `index` of the extension table (static storage), NULL past the
+ * last: ".onnx" and ".pb" (protobuf); ".txtpb", ".textproto", ".prototxt",
+ * ".pbtxt" (textproto); ".json", ".onnxjson" (json); ".onnxtxt",
+ * ".onnxtext" (onnxtxt); ".onnxz" (onnxz). */
+const onnxio_file_extension *onnxio_file_extension_at(size_t index);
+/* The row of `path`'s extension, as Python's os.path.splitext takes it
+ * (the last '.' of the file name and what follows, not a leading '.':
+ * ".json" alone has none) and compares it (case-sensitive, as onnx's
+ * registry); NULL when the table has none, or for NULL. */
+const onnxio_file_extension *onnxio_path_extension(const char *path);
+
+/* What a load reads a file as: by its content first, its name second. */
+typedef struct onnxio_file_kind {
+    /* By the content (onnxio_detect_format): ONNXIO_FORMAT_ARCHIVE (read
+     * as an .onnxz archive whatever its name), ONNXIO_FORMAT_PROTOBUF
+     * (binary protobuf whatever its name: no text starts so) or
+     * ONNXIO_FORMAT_TEXT. */
+    onnxio_format format;
+    /* ONNXIO_FORMAT_TEXT: the style its text is read in, by its content
+     * (onnxio_detect_text_style: ONNXIO_TEXT_PROTO, _JSON or _ONNX); else
+     * ONNXIO_TEXT_STR. */
+    onnxio_text_style text_style;
+    /* ONNXIO_FORMAT_TEXT: its name's extension names a text format
+     * (onnxio_path_extension): a load reads it as text only. Otherwise
+     * its content only looks like text, and a load reads it as binary
+     * protobuf first and as text only when binary protobuf refuses it, so
+     * that a binary model whose first bytes are printable stays binary. */
+    bool text_by_name;
+    /* The file's size in bytes. */
+    uint64_t size;
+} onnxio_file_kind;
+
+/* What a load reads `size` bytes at `data` (a whole file) named `name`
+ * (a path or a file name; NULL: none) as. Nothing is read but `data`. */
+onnxio_file_kind onnxio_detect_kind(const void *data, size_t size, const char *name);
+/* The same for the file at `path`, reading its first 4 KiB (and its
+ * size). Errors: ONNXIO_ERR_NOT_FOUND, ONNXIO_ERR_IO,
+ * ONNXIO_ERR_PATH_SPECIAL (not a regular file: nothing is read from a
+ * FIFO or a device), ONNXIO_ERR_INVALID_ARGUMENT (NULL argument); *out is
+ * then unchanged. */
+onnxio_status onnxio_detect_file(const char *path, onnxio_file_kind *out);
 
 typedef struct onnxio_text_options {
     /* sizeof(onnxio_text_options), or 0 (see "Options"). */
@@ -1550,10 +1653,10 @@ onnxio_status onnxio_text_parse(const onnxio_message_desc *desc, const void *tex
 #define ONNXIO_JSON_INVALID_SURROGATE 4u
 #define ONNXIO_JSON_INVALID_REPLACE 8u
 /* Writes the `size` bytes at `data` as one JSON string, quotes included,
- * in pieces through write(ctx, bytes, n). Returns 0, or the first non-zero
- * value write returned (the rest is then not written). */
+ * in pieces through out(ctx, bytes, n). Returns 0, or the first non-zero
+ * value out returned (the rest is then not written). */
 typedef int (*onnxio_write_fn)(void *ctx, const void *bytes, size_t n);
-int onnxio_json_write_string(const void *data, size_t size, unsigned flags, onnxio_write_fn write, void *ctx);
+int onnxio_json_write_string(const void *data, size_t size, unsigned flags, onnxio_write_fn out, void *ctx);
 
 /* ---- remote sources ---------------------------------------------------- */
 

@@ -533,7 +533,8 @@ extern const char pyonnxio_data_types_doc[];
 PyObject *pyonnxio_options(PyObject *self, PyObject *noargs);
 extern const char pyonnxio_options_doc[];
 /* Adds _schema_fields and _schema_rows, the schema's tables that
- * onnxio/_descriptors.py builds Message.DESCRIPTOR from, to `module`. 0 or
+ * onnxio/_descriptors.py builds Message.DESCRIPTOR from, and _extensions,
+ * the file extension table of onnxio.serialization, to `module`. 0 or
  * -1. */
 int pyonnxio_schema_tables_add(PyObject *module);
 

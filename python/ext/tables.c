@@ -1,7 +1,8 @@
 /* The library's tables as Python data, read once by the package: the data
  * type table (_data_types, src/datatype.def), the option table (_options,
- * src/options.def) and the schema's tables for reflection (_schema_fields,
- * _schema_rows, src/schema.def). */
+ * src/options.def), the schema's tables for reflection (_schema_fields,
+ * _schema_rows, src/schema.def) and the file extension table
+ * (_extensions, onnxio_file_extension_at). */
 #include "pyonnxio.h"
 
 /* ---- data types ---------------------------------------------------------------- */
@@ -229,8 +230,35 @@ static PyObject *schema_rows_tuple(void)
     return out;
 }
 
+/* ---- file extensions -------------------------------------------------------- */
+
+/* _extensions: ((extension, format), ...), the library's extension table
+ * (onnxio_file_extension_at) in its order: (".txtpb", "textproto"), ...;
+ * onnxio.serialization's registry takes the rows of its formats. */
+static PyObject *extensions_tuple(void)
+{
+    size_t n = 0;
+    while (onnxio_file_extension_at(n)) n++;
+    PyObject *out = PyTuple_New((Py_ssize_t)n);
+    for (size_t i = 0; out && i < n; i++) {
+        const onnxio_file_extension *e = onnxio_file_extension_at(i);
+        PyObject *row = Py_BuildValue("(ss)", e->extension, e->format);
+        if (!row) Py_CLEAR(out);
+        else PyTuple_SET_ITEM(out, (Py_ssize_t)i, row);
+    }
+    return out;
+}
+
+/* The tables published as module attributes: the schema's and the
+ * extension table. */
 int pyonnxio_schema_tables_add(PyObject *module)
 {
+    PyObject *extensions = extensions_tuple();
+    if (!extensions || PyModule_AddObjectRef(module, "_extensions", extensions) < 0) {
+        Py_XDECREF(extensions);
+        return -1;
+    }
+    Py_DECREF(extensions);
     PyObject *fields = schema_fields();
     if (!fields || PyModule_AddObjectRef(module, "_schema_fields", fields) < 0) {
         Py_XDECREF(fields);

@@ -5,7 +5,10 @@ extension, with the same API as onnx's (``registry.get(fmt)``,
 ``ProtoSerializer``), so that a serializer a program registers is used by
 ``onnxio.save(..., format=...)`` and ``onnxio.load`` as onnx uses it.
 
-The formats registered here, each reading and writing what onnx's does:
+The formats registered here, each reading and writing what onnx's does,
+with the file extensions of the C library's extension table
+(``onnxio_file_extension_at``, here ``_onnxio._extensions``), the one
+home of which extension names which format:
 
 - "protobuf" (.onnx, .pb): the C library's codec;
 - "textproto" (.txtpb, .textproto, .prototxt, .pbtxt) and "json" (.json,
@@ -36,6 +39,11 @@ from onnxio import _onnxio
 __all__ = ["ProtoSerializer", "registry"]
 
 _ENCODING = "utf-8"
+
+
+def _extensions_of(fmt: str) -> frozenset:
+    """The file extensions of format `fmt` in the C library's table."""
+    return frozenset(ext for ext, name in _onnxio._extensions if name == fmt)
 
 
 class ProtoSerializer(Protocol):
@@ -78,7 +86,7 @@ class _Registry:
 
 class _ProtobufSerializer:
     supported_format = "protobuf"
-    file_extensions = frozenset({".onnx", ".pb"})
+    file_extensions = _extensions_of("protobuf")
 
     def serialize_proto(self, proto) -> bytes:
         if hasattr(proto, "SerializeToString") and callable(proto.SerializeToString):
@@ -163,7 +171,7 @@ class _TextualSerializer(_LibraryTextSerializer):
     _CLASSES = ("onnx.ModelProto", "onnx.GraphProto", "onnx.FunctionProto", "onnx.NodeProto")
 
     def __init__(self) -> None:
-        super().__init__("onnxtxt", {".onnxtxt", ".onnxtext"})
+        super().__init__("onnxtxt", _extensions_of("onnxtxt"))
 
     def serialize_proto(self, proto) -> bytes:
         from onnxio import printer
@@ -191,6 +199,6 @@ class _TextualSerializer(_LibraryTextSerializer):
 
 registry = _Registry()
 registry.register(_ProtobufSerializer())
-registry.register(_LibraryTextSerializer("textproto", {".txtpb", ".textproto", ".prototxt", ".pbtxt"}))
-registry.register(_LibraryTextSerializer("json", {".json", ".onnxjson"}))
+registry.register(_LibraryTextSerializer("textproto", _extensions_of("textproto")))
+registry.register(_LibraryTextSerializer("json", _extensions_of("json")))
 registry.register(_TextualSerializer())

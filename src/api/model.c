@@ -313,11 +313,67 @@ static onnxio_status load_archive(const uint8_t *data, size_t size, onnxio_buffe
     return ONNXIO_OK;
 }
 
+/* Reads the external payloads under the model `m` of the file `path`
+ * (open as `fd`) from its directory or base_dir, then asks whether a save
+ * crossed the load (*crossed: checked after a failure too, since a data
+ * file of another save fails checks). */
+static onnxio_status load_beside(onnxio_message *m, const char *path, int fd, const onnxio_parse_options *cfg,
+                                 onnxio__budget *budget, bool *crossed)
+{
+    char *dir = onnxio__model_dir(path, cfg->base_dir);
+    onnxio__container *c;
+    onnxio_status s;
+    if (!dir) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    else if (!(s = onnxio__dir_container(dir, path, cfg, &c))) s = load_from(c, m, cfg, budget);
+    onnxio__free(dir);
+    if (s) onnxio__context(s, "%s", path);
+    *crossed = onnxio__save_crossed(path, fd);
+    return s;
+}
+
+static onnxio_status find_external(onnxio_message *msg, onnxio_message *parent, const onnxio_field_desc *via, void *ctx)
+{
+    (void)parent;
+    (void)via;
+    if (onnxio__is_external((const onnxio_TensorProto *)msg)) *(bool *)ctx = true;
+    return ONNXIO_OK;
+}
+
+/* The text route of a file load (onnxio__reads_text): the message of the
+ * file `path` (open as `fd`, its `size` bytes at `data`) read as text in
+ * `style`, then a model's external data as for a binary file. The text's
+ * raw_data are owned copies: the progress counts no payload bytes of its
+ * own, only its external ones. */
+static onnxio_status load_text(const onnxio_message_desc *desc, const char *path, int fd, const uint8_t *data,
+                               size_t size, onnxio_text_style style, const onnxio_parse_options *cfg,
+                               onnxio_arena *arena, onnxio__budget *budget, void **out, bool *crossed)
+{
+    onnxio__clear_error();
+    size_t before = onnxio_arena_used(arena);
+    onnxio_status s = onnxio__parse_text(desc, data, size, style, cfg, arena, out);
+    if (s) return onnxio__context(s, "%s", path);
+    bool saw_external = false;
+    if (desc == &onnxio_desc_ModelProto && cfg->load_external_data != ONNXIO_OFF)
+        s = onnxio__visit(*out, &onnxio_desc_TensorProto, find_external, &saw_external);
+    if (!saw_external) onnxio__progress_ready(onnxio__progress_now());
+    budget->input = size;
+    budget->used += onnxio_arena_used(arena) - before;
+    if (!s && saw_external) s = load_beside(*out, path, fd, cfg, budget, crossed);
+    if (s || *crossed) {
+        onnxio_message_clear(*out);
+        *out = NULL;
+    }
+    return s;
+}
+
 /* Loads a whole file: mapped, and in no_copy mode payloads keep the
- * mapping alive. A model file may be an .onnxz archive, and external data
- * is read from beside it (or base_dir). *crossed: a save of the file
- * replaced files while the load opened them (onnxio__save_crossed): the
- * result is discarded and the caller starts again. */
+ * mapping alive. The file is read as onnxio_detect_kind says (its content
+ * first, its name second): an .onnxz archive (a model file), text, or
+ * binary protobuf, and text when binary protobuf refuses text; a model's
+ * external data is read from beside it (or base_dir). *crossed: a save of
+ * the file replaced files while the load opened them
+ * (onnxio__save_crossed): the result is discarded and the caller starts
+ * again. */
 static onnxio_status load_once(const onnxio_message_desc *desc, const char *path, onnxio_parse_options *cfg,
                                onnxio_arena *arena, void **out, bool *crossed)
 {
@@ -339,9 +395,12 @@ static onnxio_status load_once(const onnxio_message_desc *desc, const char *path
     onnxio__budget budget = budget_for(cfg);
     void *m = NULL;
     bool saw_external = false;
-    if (model && onnxio_detect_format(data, size) == ONNXIO_FORMAT_ARCHIVE) {
+    onnxio_file_kind kind = onnxio__detect_kind(data, size, size, onnxio_path_extension(path));
+    if (model && kind.format == ONNXIO_FORMAT_ARCHIVE) {
         /* One file: one save's, whatever happens beside it. */
         s = load_archive(data, size, map, fd, path, cfg, arena, &budget, &m);
+    } else if (onnxio__reads_text(&kind, ONNXIO_OK)) {
+        s = load_text(desc, path, fd, data, size, kind.text_style, cfg, arena, &budget, &m, crossed);
     } else if (!(s = new_message(arena, desc, &m))) {
         budget.input = size;
         onnxio_buffer *whole = NULL;
@@ -354,18 +413,14 @@ static onnxio_status load_once(const onnxio_message_desc *desc, const char *path
         if (s) {
             onnxio__context(s, "%s", path);
         } else if (saw_external && cfg->load_external_data != ONNXIO_OFF) {
-            char *dir = cfg->base_dir ? NULL : onnxio__dirname(path);
-            onnxio__container *c;
-            if (!cfg->base_dir && !dir) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-            else if (!(s = onnxio__dir_container(cfg->base_dir ? cfg->base_dir : dir, path, cfg, &c)))
-                s = load_from(c, m, cfg, &budget);
-            onnxio__free(dir);
-            if (s) onnxio__context(s, "%s", path);
-            /* Data files read: were they the model's? (Checked after a
-             * failure too: a data file of another save fails checks.) */
-            *crossed = onnxio__save_crossed(path, fd);
+            s = load_beside(m, path, fd, cfg, &budget, crossed);
         }
         if (s || *crossed) onnxio_message_clear(m);
+        /* Text that binary protobuf refuses: read as the text it is. */
+        if (onnxio__reads_text(&kind, s)) {
+            budget = budget_for(cfg);
+            s = load_text(desc, path, fd, data, size, kind.text_style, cfg, arena, &budget, &m, crossed);
+        }
     }
     onnxio__close(fd);
     onnxio_buffer_unref(map);

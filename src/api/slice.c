@@ -124,7 +124,9 @@ ONNXIO_API onnxio_status onnxio_tensor_file_open(const char *path, const onnxio_
      * around the structure. */
     onnxio__map_random(data, size, true);
     onnxio_buffer *owner = f->map;
-    if (onnxio_detect_format(data, size) == ONNXIO_FORMAT_ARCHIVE) {
+    /* What onnxio_load_model reads it as (onnxio_detect_kind). */
+    onnxio_file_kind kind = onnxio__detect_kind(data, size, size, onnxio_path_extension(path));
+    if (kind.format == ONNXIO_FORMAT_ARCHIVE) {
         if ((s = onnxio__archive_open(data, size, f->map, f->fd, path, false, &f->archive))) goto fail;
         const onnxio_archive_entry *me = onnxio__archive_model(f->archive);
         f->budget.input += me->compressed_size;
@@ -143,18 +145,18 @@ ONNXIO_API onnxio_status onnxio_tensor_file_open(const char *path, const onnxio_
         s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
         goto fail;
     }
-    s = onnxio_parse_into(f->model, data, size, owner, &po, f->arena);
+    bool text = !f->archive && onnxio__reads_text(&kind, ONNXIO_OK);
+    if (!text) {
+        s = onnxio_parse_into(f->model, data, size, owner, &po, f->arena);
+        text = !f->archive && onnxio__reads_text(&kind, s);
+    }
     onnxio__map_random(onnxio_buffer_data(f->map), onnxio_buffer_size(f->map), false);
-    if (s && !f->archive && onnxio_detect_format(data, size) == ONNXIO_FORMAT_TEXT) {
-        /* Protobuf text format, JSON or ONNX's textual syntax
-         * (onnxio_detect_text_style), as onnxio_text_parse reads them. */
-        onnxio_text_options to = ONNXIO_TEXT_OPTIONS_INIT;
-        to.style = onnxio_detect_text_style(data, size);
-        to.max_depth = cfg.max_depth;
-        to.max_expansion = cfg.max_expansion;
+    if (text) {
+        /* Protobuf text format, JSON or ONNX's textual syntax, as
+         * onnxio_text_parse reads them. */
         void *m = NULL;
         onnxio__clear_error();
-        s = onnxio_text_parse(&onnxio_desc_ModelProto, data, size, &to, f->arena, &m);
+        s = onnxio__parse_text(&onnxio_desc_ModelProto, data, size, kind.text_style, &po, f->arena, &m);
         if (!s) f->model = m;
     }
     if (s) goto fail;
@@ -329,9 +331,9 @@ static onnxio_status locate(onnxio_tensor_file *f, const onnxio_TensorProto *t, 
         if (f->archive) {
             s = onnxio__zip_container(f->archive, &po, false, &f->container);
         } else {
-            char *dir = f->opts.base_dir ? NULL : onnxio__dirname(f->path);
-            if (!f->opts.base_dir && !dir) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-            s = onnxio__dir_container(f->opts.base_dir ? f->opts.base_dir : dir, f->path, &po, &f->container);
+            char *dir = onnxio__model_dir(f->path, f->opts.base_dir);
+            if (!dir) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+            s = onnxio__dir_container(dir, f->path, &po, &f->container);
             onnxio__free(dir);
         }
         if (s) return s;

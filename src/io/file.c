@@ -1,7 +1,8 @@
 /* Files (docs/design.md, "Files"): mapping a file for reading, reading
  * ranges of one into memory (on a serial pool: direct reads where cold),
- * and the path helpers of the io layer. The save transaction is in
- * txn.c. */
+ * what a file is (its first bytes read, its name's extension), and the
+ * paths of the library: the model's directory, a file name, its
+ * extension. The save transaction is in txn.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -209,18 +210,116 @@ onnxio_status onnxio__read_whole(int fd, uint64_t size, const char *what, const 
     return ONNXIO_OK;
 }
 
-char *onnxio__dirname(const char *path)
+/* ---- paths ------------------------------------------------------------------ */
+
+/* The model's directory (onnxio_model_dir): `n` bytes at *dir. */
+static void model_dir(const char *path, const char *base_dir, const char **dir, size_t *n)
 {
-    const char *slash = strrchr(path, '/');
-    if (!slash) return onnxio__strdup(".");
-    if (slash == path) return onnxio__strdup("/");
-    return onnxio__strndup(path, (size_t)(slash - path));
+    if (base_dir) {
+        *dir = base_dir, *n = strlen(base_dir);
+        return;
+    }
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    if (!slash) *dir = ".", *n = 1;
+    else if (slash == path) *dir = "/", *n = 1;
+    else *dir = path, *n = (size_t)(slash - path);
 }
 
-const char *onnxio__basename(const char *path)
+char *onnxio__model_dir(const char *path, const char *base_dir)
 {
-    const char *slash = strrchr(path, '/');
+    const char *dir;
+    size_t n;
+    model_dir(path, base_dir, &dir, &n);
+    return onnxio__strndup(dir, n);
+}
+
+char *onnxio__dirname(const char *path) { return onnxio__model_dir(path, NULL); }
+
+ONNXIO_API size_t onnxio_model_dir(const char *model_path, const char *base_dir, char *buf, size_t size)
+{
+    const char *dir;
+    size_t n;
+    model_dir(model_path, base_dir, &dir, &n);
+    if (buf && size) {
+        size_t k = n < size ? n : 0;
+        memcpy(buf, dir, k);
+        buf[k] = '\0';
+    }
+    return n;
+}
+
+ONNXIO_API const char *onnxio_path_file_name(const char *path)
+{
+    const char *slash = path ? strrchr(path, '/') : NULL;
     return slash ? slash + 1 : path;
+}
+
+const char *onnxio__basename(const char *path) { return onnxio_path_file_name(path); }
+
+ONNXIO_API bool onnxio_location_names_file(const char *location, size_t size, const char *path)
+{
+    if (!location || !path) return false;
+    while (size >= 2 && location[0] == '.' && location[1] == '/') {
+        location += 2;
+        size -= 2;
+    }
+    const char *name = onnxio_path_file_name(path);
+    return size == strlen(name) && memcmp(location, name, size) == 0;
+}
+
+ONNXIO_API const onnxio_file_extension *onnxio_path_extension(const char *path)
+{
+    const char *name = onnxio_path_file_name(path);
+    if (!name) return NULL;
+    /* As os.path.splitext: the last '.' of the name, unless only dots
+     * come before it (".json" is a name without an extension). */
+    const char *dot = strrchr(name, '.'), *stem = name;
+    while (*stem == '.') stem++;
+    if (!dot || dot < stem) return NULL;
+    return onnxio__extension_row(dot, strlen(dot));
+}
+
+ONNXIO_API bool onnxio_path_is_archive(const char *path)
+{
+    const onnxio_file_extension *e = onnxio_path_extension(path);
+    return e && e->kind == ONNXIO_FORMAT_ARCHIVE;
+}
+
+/* ---- what a file is ------------------------------------------------------------ */
+
+/* The bytes of a file onnxio_detect_file reads: enough for the content
+ * rules (64) and for the text style after a few comment lines. */
+#define DETECT_HEAD 4096
+
+ONNXIO_API onnxio_file_kind onnxio_detect_kind(const void *data, size_t size, const char *name)
+{
+    return onnxio__detect_kind(data, data ? size : 0, data ? size : 0, onnxio_path_extension(name));
+}
+
+ONNXIO_API onnxio_status onnxio_detect_file(const char *path, onnxio_file_kind *out)
+{
+    if (!path || !out) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "detect_file: NULL argument");
+    onnxio__clear_error();
+    int fd;
+    uint64_t size;
+    onnxio_status s = onnxio__open_regular(AT_FDCWD, path, O_RDONLY, path, &fd, &size);
+    if (s) return s;
+    uint8_t head[DETECT_HEAD];
+    size_t want = size < sizeof head ? (size_t)size : sizeof head;
+    s = onnxio__read_at(fd, head, want, 0, path);
+    onnxio__close(fd);
+    if (s) return s;
+    *out = onnxio__detect_kind(head, want, size, onnxio_path_extension(path));
+    return ONNXIO_OK;
+}
+
+ONNXIO_API onnxio_status onnxio_detect_file_format(const char *path, onnxio_format *out)
+{
+    if (!path || !out) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "detect_file_format: NULL argument");
+    onnxio_file_kind k;
+    onnxio_status s = onnxio_detect_file(path, &k);
+    if (!s) *out = k.format;
+    return s;
 }
 
 char *onnxio__path_join(const char *dir, const char *name)

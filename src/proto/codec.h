@@ -18,6 +18,39 @@
  * NULL for anything else. */
 const char *onnxio__text_hint(const void *data, size_t size);
 
+/* The extension table's row of the extension `ext` (`n` bytes, with its
+ * dot), NULL when it has none. */
+const onnxio_file_extension *onnxio__extension_row(const char *ext, size_t n);
+/* What a load reads a file of `size` bytes named as the extension row
+ * `named` says (NULL: a name of no known format) as, from its first
+ * `head_size` bytes at `head` (at least min(size, 64) of them; the text
+ * style is read from all of them): onnxio_detect_kind's rule. */
+onnxio_file_kind onnxio__detect_kind(const void *head, size_t head_size, uint64_t size,
+                                     const onnxio_file_extension *named);
+/* Whether a file load reads a file of `kind` as text: one named as text
+ * at once (`binary` ONNXIO_OK: nothing tried yet); one whose content only
+ * looks like text once binary protobuf refused it with `binary` (what
+ * text makes of protobuf: ONNXIO_ERR_DECODE, _DEPTH or _EXPANSION). */
+static inline bool onnxio__reads_text(const onnxio_file_kind *kind, onnxio_status binary)
+{
+    if (kind->format != ONNXIO_FORMAT_TEXT) return false;
+    if (kind->text_by_name) return binary == ONNXIO_OK;
+    return binary == ONNXIO_ERR_DECODE || binary == ONNXIO_ERR_DEPTH || binary == ONNXIO_ERR_EXPANSION;
+}
+/* The text route of a file load (model.c, slice.c): a message of type
+ * `desc` read from `size` bytes of text in `style` (onnxio_text_parse),
+ * within the load's resolved max_depth and max_expansion. */
+static inline onnxio_status onnxio__parse_text(const onnxio_message_desc *desc, const void *data, size_t size,
+                                               onnxio_text_style style, const onnxio_parse_options *cfg,
+                                               onnxio_arena *arena, void **out)
+{
+    onnxio_text_options to = ONNXIO_TEXT_OPTIONS_INIT;
+    to.style = style;
+    to.max_depth = cfg->max_depth;
+    to.max_expansion = cfg->max_expansion;
+    return onnxio_text_parse(desc, data ? data : "", size, &to, arena, out);
+}
+
 /* The rule for a relative path inside a model's reach (an external data
  * location, an archive entry name): NULL when `p` (`n` bytes) keeps it;
  * else what is wrong ("is empty", "contains a NUL byte", "is an absolute

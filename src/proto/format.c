@@ -1,13 +1,11 @@
 /* The rules of the formats, each in one place (docs/design.md, "One rule,
- * one home"): what a file is by its first bytes, which path names an
- * archive, how a tensor's external_data keys read and what a location may
- * say, and how many bits an element of each data type takes. The CLI and
+ * one home"): what bytes are (by their content, and with the row of their
+ * file's extension), the extension table, how a tensor's external_data
+ * keys read and what a location may say, and how many bits an element of
+ * each data type takes. All on bytes in memory: reading a file's first
+ * bytes, and taking a path apart, are the io layer's (file.c). The CLI and
  * the Python package call these; nothing else spells them out. */
-#include <errno.h>
-#include <fcntl.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "proto/codec.h"
 
@@ -94,30 +92,50 @@ const char *onnxio__text_hint(const void *data, size_t size)
            "onnxio_text_parse reads with ONNXIO_TEXT_PROTO (Python: onnxio.load(path, format=\"textproto\"))";
 }
 
-ONNXIO_API onnxio_status onnxio_detect_file_format(const char *path, onnxio_format *out)
+/* ---- file name extensions ------------------------------------------- */
+
+/* The extension table (onnxio.h, onnxio_file_extension): onnx's registry
+ * (onnx/serialization.py) for its four formats, and the archive. */
+static const onnxio_file_extension extensions[] = {
+    {".onnx", "protobuf", ONNXIO_FORMAT_PROTOBUF, ONNXIO_TEXT_STR},
+    {".pb", "protobuf", ONNXIO_FORMAT_PROTOBUF, ONNXIO_TEXT_STR},
+    {".txtpb", "textproto", ONNXIO_FORMAT_TEXT, ONNXIO_TEXT_PROTO},
+    {".textproto", "textproto", ONNXIO_FORMAT_TEXT, ONNXIO_TEXT_PROTO},
+    {".prototxt", "textproto", ONNXIO_FORMAT_TEXT, ONNXIO_TEXT_PROTO},
+    {".pbtxt", "textproto", ONNXIO_FORMAT_TEXT, ONNXIO_TEXT_PROTO},
+    {".json", "json", ONNXIO_FORMAT_TEXT, ONNXIO_TEXT_JSON},
+    {".onnxjson", "json", ONNXIO_FORMAT_TEXT, ONNXIO_TEXT_JSON},
+    {".onnxtxt", "onnxtxt", ONNXIO_FORMAT_TEXT, ONNXIO_TEXT_ONNX},
+    {".onnxtext", "onnxtxt", ONNXIO_FORMAT_TEXT, ONNXIO_TEXT_ONNX},
+    {".onnxz", "onnxz", ONNXIO_FORMAT_ARCHIVE, ONNXIO_TEXT_STR},
+};
+
+ONNXIO_API const onnxio_file_extension *onnxio_file_extension_at(size_t index)
 {
-    if (!path || !out) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "detect_file_format: NULL argument");
-    onnxio__clear_error();
-    int fd;
-    uint64_t size;
-    onnxio_status s = onnxio__open_regular(AT_FDCWD, path, O_RDONLY, path, &fd, &size);
-    if (s) return s;
-    uint8_t head[TEXT_PROBE];
-    size_t want = size < sizeof head ? (size_t)size : sizeof head;
-    s = onnxio__read_at(fd, head, want, 0, path);
-    onnxio__close(fd);
-    if (s) return s;
-    *out = onnxio_detect_format(head, (size_t)(size < SIZE_MAX ? size : SIZE_MAX));
-    /* Only the first bytes are in head: the zero-byte rule needs the size,
-     * which detect_format took from `size` above, and reads no further. */
-    return ONNXIO_OK;
+    return index < sizeof extensions / sizeof extensions[0] ? &extensions[index] : NULL;
 }
 
-ONNXIO_API bool onnxio_path_is_archive(const char *path)
+const onnxio_file_extension *onnxio__extension_row(const char *ext, size_t n)
 {
-    static const char ext[] = ".onnxz";
-    size_t n = path ? strlen(path) : 0;
-    return n >= sizeof ext - 1 && strcmp(path + n - (sizeof ext - 1), ext) == 0;
+    for (size_t i = 0; ext && i < sizeof extensions / sizeof extensions[0]; i++)
+        if (strlen(extensions[i].extension) == n && memcmp(extensions[i].extension, ext, n) == 0)
+            return &extensions[i];
+    return NULL;
+}
+
+/* ---- what a load reads a file as ---------------------------------------- */
+
+onnxio_file_kind onnxio__detect_kind(const void *head, size_t head_size, uint64_t size,
+                                     const onnxio_file_extension *named)
+{
+    onnxio_file_kind k = {ONNXIO_FORMAT_PROTOBUF, ONNXIO_TEXT_STR, false, size};
+    /* detect_format reads at most TEXT_PROBE bytes, and takes the size
+     * for the zero-byte rule. */
+    k.format = onnxio_detect_format(head, (size_t)(size < SIZE_MAX ? size : SIZE_MAX));
+    if (k.format != ONNXIO_FORMAT_TEXT) return k;
+    k.text_style = onnxio_detect_text_style(head, head_size);
+    k.text_by_name = named && named->kind == ONNXIO_FORMAT_TEXT;
+    return k;
 }
 
 /* ---- external data keys --------------------------------------------- */

@@ -462,12 +462,12 @@ onnxio__json_error onnxio__json_string(const char **pp, const char *end, unsigne
     }
 }
 
-ONNXIO_API int onnxio_json_write_string(const void *data, size_t size, unsigned flags, onnxio_write_fn write, void *ctx)
+ONNXIO_API int onnxio_json_write_string(const void *data, size_t size, unsigned flags, onnxio_write_fn out, void *ctx)
 {
     const unsigned char *s = data;
     char esc[16];
     int r;
-    if ((r = write(ctx, "\"", 1))) return r;
+    if ((r = out(ctx, "\"", 1))) return r;
     size_t run = 0; /* bytes written as they are, pending */
     for (size_t i = 0; i < size; i++) {
         unsigned char c = s[i];
@@ -513,13 +513,13 @@ ONNXIO_API int onnxio_json_write_string(const void *data, size_t size, unsigned 
             run++;
             continue;
         }
-        if (run && (r = write(ctx, s + i - run, run))) return r;
+        if (run && (r = out(ctx, s + i - run, run))) return r;
         run = 0;
-        if ((r = write(ctx, e, elen))) return r;
+        if ((r = out(ctx, e, elen))) return r;
         i += skip;
     }
-    if (run && (r = write(ctx, s + size - run, run))) return r;
-    return write(ctx, "\"", 1);
+    if (run && (r = out(ctx, s + size - run, run))) return r;
+    return out(ctx, "\"", 1);
 }
 
 static int out_write(void *ctx, const void *bytes, size_t n)

@@ -653,9 +653,10 @@ static void test_options_and_formats(void)
     onnxio_format f;
     CHECK_STATUS(onnxio_detect_file_format(p, &f), ONNXIO_OK);
     CHECK_EQ_INT(f, ONNXIO_FORMAT_TEXT);
+    /* Binary protobuf refuses it: read as the text it is (test_detect.c). */
     onnxio_ModelProto *mm;
-    CHECK_STATUS(onnxio_load_model(p, NULL, a, &mm), ONNXIO_ERR_DECODE);
-    CHECK(strstr(onnxio_last_error(), "text format") != NULL);
+    CHECK_STATUS(onnxio_load_model(p, NULL, a, &mm), ONNXIO_OK);
+    CHECK(mm->graph && mm->graph->name.size == 1 && mm->graph->name.data[0] == 'g');
     char *fifo = tu_path_join(dir, "fifo");
     mkfifo(fifo, 0600);
     CHECK_STATUS(onnxio_detect_file_format(fifo, &f), ONNXIO_ERR_PATH_SPECIAL);
