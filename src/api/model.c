@@ -277,15 +277,15 @@ static bool reads_archive_whole(const onnxio_parse_options *opts, int fd, size_t
 /* Loads the .onnxz archive in `data` (docs/onnxz.md): its __MODEL_PROTO
  * parsed as a model file is, then every external tensor loaded from its
  * entry. */
-static onnxio_status load_archive(const uint8_t *data, size_t size, onnxio_buffer *owner, int fd, const char *what,
+static onnxio_status load_archive(const uint8_t *data, size_t size, onnxio_buffer *owner, int fd,
                                   const onnxio_parse_options *cfg, onnxio_arena *arena, onnxio__budget *budget,
                                   void **out)
 {
     onnxio_archive *a = NULL;
     onnxio_status s = ONNXIO_OK;
-    if (reads_archive_whole(cfg, fd, size)) s = onnxio__archive_read(fd, size, what, cfg, &a);
+    if (reads_archive_whole(cfg, fd, size)) s = onnxio__archive_read(fd, size, NULL, cfg, &a);
     bool read = a != NULL;
-    if (!s && !read) s = onnxio__archive_open(data, size, owner, fd, what, reads_whole(cfg, fd, size), &a);
+    if (!s && !read) s = onnxio__archive_open(data, size, owner, fd, NULL, reads_whole(cfg, fd, size), &a);
     if (s) return s;
     const onnxio_archive_entry *me = onnxio__archive_model(a);
     const uint8_t *model_data;
@@ -398,13 +398,14 @@ static onnxio_status load_once(const onnxio_message_desc *desc, const char *path
     onnxio_file_kind kind = onnxio__detect_kind(data, size, size, onnxio_path_extension(path));
     if (model && kind.format == ONNXIO_FORMAT_ARCHIVE) {
         /* One file: one save's, whatever happens beside it. */
-        s = load_archive(data, size, map, fd, path, cfg, arena, &budget, &m);
+        s = load_archive(data, size, map, fd, cfg, arena, &budget, &m);
+        if (s) onnxio__context(s, "%s", path);
     } else if (onnxio__reads_text(&kind, ONNXIO_OK)) {
         s = load_text(desc, path, fd, data, size, kind.text_style, cfg, arena, &budget, &m, crossed);
     } else if (!(s = new_message(arena, desc, &m))) {
         budget.input = size;
         onnxio_buffer *whole = NULL;
-        if (reads_file_whole(cfg, fd, size)) s = onnxio__read_whole(fd, size, path, cfg, &whole);
+        if (reads_file_whole(cfg, fd, size)) s = onnxio__read_whole(fd, size, "the file", cfg, &whole);
         if (!s)
             s = whole ? parse_bytes(m, onnxio_buffer_data(whole), size, whole, -1, false, true, cfg, arena, &budget,
                                     model ? &saw_external : NULL)
@@ -484,7 +485,7 @@ ONNXIO_API onnxio_status onnxio_load_model_from_bytes(const void *data, size_t s
     progress_scope ps;
     load_begin(&ps, &cfg);
     if (onnxio_detect_format(data, size) == ONNXIO_FORMAT_ARCHIVE) {
-        s = load_archive(data, size, owner, -1, NULL, &cfg, arena, &budget, &m);
+        s = load_archive(data, size, owner, -1, &cfg, arena, &budget, &m);
     } else if (!(s = new_message(arena, &onnxio_desc_ModelProto, &m))) {
         bool saw_external = false;
         budget.input = size;

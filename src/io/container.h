@@ -95,7 +95,8 @@ onnxio_status onnxio__zip_container(onnxio_archive *archive, const onnxio_parse_
                                     onnxio__container **out);
 
 /* A cold copy load of an .onnxz archive (docs/io.md, "Cold ranges are read directly"):
- * the file `fd` of `size` bytes (`what` names it) read whole into one new
+ * the file `fd` of `size` bytes (`what` names it, as onnxio__archive_open
+ * takes it; NULL: "the archive") read whole into one new
  * buffer, laid out as the file, with direct reads (the tail first, for
  * the central directory; then the rest, planned as reads that start at
  * the entries' local headers, rounded down to 4 KiB, so that each is

@@ -41,7 +41,7 @@ static onnxio_status resolve(onnxio_archive *a, const onnxio_TensorProto *t, con
     }
     const onnxio_archive_entry *pub = onnxio__archive_find_n(a, loc, n);
     if (!pub)
-        return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA, "tensor '%s': external data location '%s' is not an entry of archive %s",
+        return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA, "tensor '%s': external data location '%s' is not an entry of %s",
                             onnxio__tensor_name(t), r->location, onnxio__archive_what(a));
     if (onnxio_archive_entry_is_model(pub))
         return onnxio__fail(ONNXIO_ERR_PATH_SELF, "tensor '%s': external data location '%s' is the model entry itself",
@@ -290,15 +290,16 @@ onnxio_status onnxio__archive_read(int fd, uint64_t size, const char *what, cons
 {
     *out = NULL;
     if (size == 0 || size > SIZE_MAX - READ_ALIGN) return ONNXIO_OK;
+    const char *name = what ? what : "the archive"; /* in read errors */
     /* Laid out as the file: a read at a multiple of READ_ALIGN lands at
      * the same multiple, so the device writes it in place. */
     onnxio_buffer *buffer = onnxio_buffer_new((size_t)size, READ_ALIGN);
     if (!buffer) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory for the %llu bytes of %s",
-                                     (unsigned long long)size, what);
+                                     (unsigned long long)size, name);
     uint8_t *bytes = onnxio_buffer_data(buffer);
     uint64_t from;
     onnxio_archive *tail;
-    onnxio_status s = read_tail(fd, size, what, bytes, &from, &tail);
+    onnxio_status s = read_tail(fd, size, name, bytes, &from, &tail);
     if (s == ONNXIO_ERR_ARCHIVE || (!s && !tail)) {
         /* Not an archive, as far as its tail says: the usual path reads
          * the file, and says what is wrong with the file named. */
@@ -344,13 +345,13 @@ onnxio_status onnxio__archive_read(int fd, uint64_t size, const char *what, cons
      * medians of 6, 2.16 s against 1.84 s (`cat` 2.08 s). */
     if (!s) s = onnxio__pool_new(opts->num_threads, &pool);
     bool one_read = from <= onnxio__archive_one_read_max;
-    if (!s && one_read) s = onnxio__read_into(fd, 0, from, bytes, what, opts->direct_io == ONNXIO_ON);
+    if (!s && one_read) s = onnxio__read_into(fd, 0, from, bytes, name, opts->direct_io == ONNXIO_ON);
     if (!s) onnxio__pool_read_direct(pool, opts->direct_io == ONNXIO_ON);
     for (size_t i = 0, slot = 0; !s && i < count; i++) {
         reads[i].crc = crcs + slot;
         slot += onnxio__crc_pieces(reads[i].end - reads[i].start);
         onnxio__job job = {.kind = one_read ? ONNXIO__JOB_CRC : ONNXIO__JOB_PREAD, .fd = fd, .offset = reads[i].start,
-                           .size = reads[i].end - reads[i].start, .what = what, .crc = verify ? reads[i].crc : NULL};
+                           .size = reads[i].end - reads[i].start, .what = name, .crc = verify ? reads[i].crc : NULL};
         if (one_read) job.src = bytes + reads[i].start, job.not_payload = true;
         else job.dst = bytes + reads[i].start;
         if (!one_read || verify) s = onnxio__pool_add(pool, &job);

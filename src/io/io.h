@@ -248,7 +248,8 @@ const char *onnxio__names_unique(onnxio__names *set, const char *tensor);
  * `owner` (which gets a reference); fd >= 0 says that `data` is a file
  * mapping of fd, unwritten yet (payload copies are then preads, and the
  * pages mapped while the local headers are read are given back with
- * MADV_DONTNEED); `what` names it in errors. `whole`: the caller will
+ * MADV_DONTNEED); errors name it "archive <what>", or "the archive" when
+ * `what` is NULL (the caller names the file). `whole`: the caller will
  * read every entry (a copy load), so the mapping reads whole folios
  * (onnxio__map_whole) instead of each local header's page alone. */
 onnxio_status onnxio__archive_open(const uint8_t *data, size_t size, onnxio_buffer *owner, int fd, const char *what,
@@ -266,6 +267,7 @@ void onnxio__archive_set_crc(onnxio_archive *a, const onnxio_archive_entry *e, u
 bool onnxio__archive_known_crc(const onnxio_archive *a, const onnxio_archive_entry *e, uint32_t *crc);
 const onnxio_archive_entry *onnxio__archive_model(const onnxio_archive *a);
 const onnxio_archive_entry *onnxio__archive_find_n(const onnxio_archive *a, const char *name, size_t n);
+/* How errors name the archive ("archive <what>", "the archive"). */
 const char *onnxio__archive_what(const onnxio_archive *a);
 int onnxio__archive_fd(const onnxio_archive *a);
 const uint8_t *onnxio__archive_data(const onnxio_archive *a);

@@ -414,9 +414,9 @@ static bool journal_trusted(int dir_fd, const char *name, const struct stat *st)
  * journal that is not this user's regular file, a save refuses it at once
  * (another user could hold its lock forever). A journal this thread holds
  * (a call from inside its own save) is never waited on: a load gets *jfd
- * -1, a save fails at once. `target`: the path saved or loaded, named
- * when the directory refuses the journal's creation (read-only, not
- * writable). */
+ * -1, a save fails at once. `target`: the path saved, named when the
+ * directory refuses the journal's creation (read-only, not writable);
+ * a load (`create` false) creates nothing and passes NULL. */
 static onnxio_status lock_journal(int dir_fd, const char *jname, const char *target, bool create, bool exclusive,
                                   int *jfd)
 {
@@ -549,7 +549,7 @@ static onnxio_status resolve_target(const char *path, int *dir_fd, char **name)
  * all done or none done (a whole model either way) from cut short between
  * them, which a live save's are for a moment (waited for, polling) and a
  * dead one's are until its owner finishes it (an error saying so). */
-static onnxio_status inspect(int dir_fd, const char *name, const char *jname, const char *path)
+static onnxio_status inspect(int dir_fd, const char *name, const char *jname)
 {
     uint64_t waited = 0, nap = 1000 * 1000; /* 1 ms, doubling up to 64 ms */
     for (;;) {
@@ -558,9 +558,9 @@ static onnxio_status inspect(int dir_fd, const char *name, const char *jname, co
             int err = errno;
             if (err == ENOENT) return ONNXIO_OK; /* its save ended */
             return onnxio__fail(ONNXIO_ERR_IO,
-                                "%s: cannot read its save journal %s (%s), so cannot tell whether a save of it is "
+                                "cannot read its save journal %s (%s), so cannot tell whether a save of it is "
                                 "under way; load it as the journal's owner, or once the journal is gone",
-                                path, jname, strerror(err));
+                                jname, strerror(err));
         }
         struct stat st, now;
         bool whole = true, dead = false;
@@ -579,12 +579,12 @@ static onnxio_status inspect(int dir_fd, const char *name, const char *jname, co
         if (whole) return ONNXIO_OK;
         if (dead)
             return onnxio__fail(ONNXIO_ERR_IO,
-                                "%s: a save by uid %lu committed but stopped between its renames: some of its files "
+                                "a save by uid %lu committed but stopped between its renames: some of its files "
                                 "are the new save's, some the old; load or save it once as uid %lu where its "
                                 "directory is writable to finish that save",
-                                path, (unsigned long)st.st_uid, (unsigned long)st.st_uid);
+                                (unsigned long)st.st_uid, (unsigned long)st.st_uid);
         if (waited >= RENAME_WAIT_NS)
-            return onnxio__fail(ONNXIO_ERR_IO, "%s: a save of it has been renaming its files for %llu s", path,
+            return onnxio__fail(ONNXIO_ERR_IO, "a save of it has been renaming its files for %llu s",
                                 (unsigned long long)(waited / 1000000000ull));
         struct timespec ts = {0, (long)nap};
         nanosleep(&ts, NULL);
@@ -604,7 +604,7 @@ onnxio_status onnxio__recover(const char *path)
     struct stat st;
     if (!s && onnxio__sys_fstatat(dir_fd, jname, &st, AT_SYMLINK_NOFOLLOW) == 0 && journal_trusted(dir_fd, name, &st)) {
         /* This user's own: replayed, waiting for a save in progress. */
-        if (journal_ours(&st)) s = lock_journal(dir_fd, jname, path, false, true, &jfd);
+        if (journal_ours(&st)) s = lock_journal(dir_fd, jname, NULL, false, true, &jfd);
         struct stat j;
         if (!s && jfd >= 0) {
             bool unfinished;
@@ -614,16 +614,15 @@ onnxio_status onnxio__recover(const char *path)
                 onnxio__sys_unlinkat(dir_fd, jname, 0);
             } else if (onnxio__sys_fstat(jfd, &j) == 0 && renames_cut_short(jfd, &j)) {
                 s = onnxio__fail(ONNXIO_ERR_IO,
-                                 "%s: an interrupted save committed but could not be finished here (renames refused); "
-                                 "load it as a user who can write to its directory",
-                                 path);
+                                 "an interrupted save committed but could not be finished here (renames refused); "
+                                 "load it as a user who can write to its directory");
             }
             /* Else none of its renames could be made (a read-only
              * directory): the old files, whole; the journal stays for a
              * load that can finish it. */
         } else if (!s) {
             /* Another user's, or one this user cannot write. */
-            s = inspect(dir_fd, name, jname, path);
+            s = inspect(dir_fd, name, jname);
         }
     }
     onnxio__close(jfd);
@@ -633,7 +632,7 @@ onnxio_status onnxio__recover(const char *path)
     /* A journal that cannot be opened or locked (another user's directory)
      * is not this load's business. */
     if (s && s != ONNXIO_ERR_IO) return onnxio__clear_error(), ONNXIO_OK;
-    return s;
+    return s ? onnxio__context(s, "%s", path) : ONNXIO_OK;
 }
 
 bool onnxio__save_crossed(const char *path, int fd)

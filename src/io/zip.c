@@ -98,7 +98,7 @@ struct onnxio_archive {
     int fd;               /* -1: only in memory */
     bool whole;           /* every entry will be read (onnxio__archive_open) */
     int own_fd;           /* fd was opened here */
-    char *what;           /* the file named in errors */
+    char *what;           /* how errors name it: "archive <file>", or "the archive" (the caller names the file) */
     entry *entries;
     size_t count;
     char *names;          /* every name, NUL-terminated */
@@ -129,7 +129,7 @@ static onnxio_status bad(const onnxio_archive *a, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return onnxio__fail(ONNXIO_ERR_ARCHIVE, "archive %s: %s", a->what, msg);
+    return onnxio__fail(ONNXIO_ERR_ARCHIVE, "%s: %s", a->what, msg);
 }
 
 /* ---- reading the structure ----------------------------------------- */
@@ -347,7 +347,7 @@ static onnxio_status read_local(onnxio_archive *a, entry *e, const uint8_t *p, u
         avail = a->size - h;
     }
     if (avail < LOCAL_SIZE + e->pub.name_size)
-        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "archive %s: entry '%s': %llu bytes are too few for its local header",
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "%s: entry '%s': %llu bytes are too few for its local header",
                             a->what, name, (unsigned long long)avail);
     if (rd32(p) != SIG_LOCAL) return bad(a, "entry '%s': no local header at byte %llu", name, (unsigned long long)h);
     uint16_t flags = rd16(p + 6), method = rd16(p + 8), nlen = rd16(p + 26), xlen = rd16(p + 28);
@@ -523,10 +523,13 @@ static onnxio_status open_archive(const uint8_t *data, uint64_t base, uint64_t f
 {
     *out = NULL;
     onnxio_archive *a = onnxio__calloc(1, sizeof *a);
-    if (!a || !(a->what = onnxio__strdup(what ? what : "(bytes)"))) {
+    size_t n = what ? strlen(what) + sizeof "archive " : sizeof "the archive";
+    if (!a || !(a->what = onnxio__malloc(n))) {
         onnxio__free(a);
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     }
+    if (what) snprintf(a->what, n, "archive %s", what);
+    else memcpy(a->what, "the archive", sizeof "the archive");
     a->data = data;
     a->size = file_size;
     a->base = base;
@@ -562,7 +565,7 @@ ONNXIO_API onnxio_status onnxio_archive_open_tail(const void *tail, size_t tail_
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "archive_open_tail: NULL argument, or a tail longer than the file");
     onnxio__clear_error();
     *need = UINT64_MAX;
-    return open_archive(tail, file_size - tail_size, file_size, owner, -1, NULL, false, need, out);
+    return open_archive(tail, file_size - tail_size, file_size, owner, -1, "(bytes)", false, need, out);
 }
 
 ONNXIO_API onnxio_status onnxio_archive_entry_span(const onnxio_archive *a, const onnxio_archive_entry *pub,
@@ -588,7 +591,7 @@ ONNXIO_API onnxio_status onnxio_archive_entry_read(onnxio_archive *a, const onnx
     *inflated = NULL;
     entry *e = &a->entries[(const entry *)pub - a->entries];
     if (size < e->span_end - e->pub.header_offset)
-        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "archive %s: entry '%s': %zu bytes given, its span is %llu", a->what,
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "%s: entry '%s': %zu bytes given, its span is %llu", a->what,
                             e->pub.name, size, (unsigned long long)(e->span_end - e->pub.header_offset));
     /* Only the span counts: past it lies the next entry. */
     onnxio_status s = read_local(a, e, bytes, e->span_end - e->pub.header_offset);
@@ -613,7 +616,7 @@ ONNXIO_API onnxio_status onnxio_archive_open_bytes(const void *data, size_t size
 {
     if (!out || (!data && size)) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "archive_open_bytes: NULL argument");
     onnxio__clear_error();
-    return onnxio__archive_open(data, size, owner, -1, NULL, false, out);
+    return onnxio__archive_open(data, size, owner, -1, "(bytes)", false, out);
 }
 
 ONNXIO_API onnxio_status onnxio_archive_open(const char *path, onnxio_archive **out)
@@ -690,7 +693,7 @@ ONNXIO_API const onnxio_archive_entry *onnxio_archive_find(const onnxio_archive 
 
 static onnxio_status crc_mismatch(const onnxio_archive *a, const entry *e, uint32_t got)
 {
-    return onnxio__fail(ONNXIO_ERR_CHECKSUM, "archive %s: entry '%s' has CRC-32 %08x, its header says %08x", a->what,
+    return onnxio__fail(ONNXIO_ERR_CHECKSUM, "%s: entry '%s' has CRC-32 %08x, its header says %08x", a->what,
                         e->pub.name, got, e->pub.crc32);
 }
 
@@ -723,8 +726,8 @@ static onnxio_status inflate_entry(const onnxio_archive *a, const entry *e, cons
                    (unsigned long long)usize, (unsigned long long)csize);
     if (usize > SIZE_MAX) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "entry '%s': %llu bytes do not fit in memory", name,
                                                (unsigned long long)usize);
-    char what[300];
-    snprintf(what, sizeof what, "archive %s: entry '%.200s'", a->what, name);
+    char what[320];
+    snprintf(what, sizeof what, "%.90s: entry '%.200s'", a->what, name);
     onnxio_status s = onnxio__budget_take(budget, usize, what);
     if (s) return s;
     onnxio_buffer *b = onnxio_buffer_new(usize ? (size_t)usize : 1, (size_t)onnxio__alignment(0));

@@ -621,7 +621,7 @@ def test_hostile_truncated():
 
 def test_tensor_location_not_an_entry(tmp_path):
     data = build_zip([dict(name="other.bin", data=W.tobytes()), dict(name=MODEL, data=external_model())])
-    with pytest.raises(onnxio.ExternalDataError, match="'w.bin' is not an entry of archive"):
+    with pytest.raises(onnxio.ExternalDataError, match="'w.bin' is not an entry of the archive"):
         load_bytes(data)
     # Left unloaded, the reference is not followed.
     p = tmp_path / "loc.onnxz"

@@ -293,3 +293,4 @@ def test_walk_through_a_writer_table_and_derived_values(tmp_path):
     assert [s["function"] for s in w["stops"]] == ["start", "len_of", "use_dir", "dir_of", "plan_a", "sink",
                                                    "plan_b"]
     assert w["function_pointer_calls"] == []
+
