@@ -105,6 +105,8 @@ int pyonnxio_message_init(PyObject *module)
     Py_XDECREF(pb_bases);
     if (!st->message_type || PyModule_AddObjectRef(module, "Message", (PyObject *)st->message_type) < 0)
         return -1;
+    st->message_new = st->message_type->tp_new;
+    st->message_init = st->message_type->tp_init;
     if (pyonnxio_registry_init(st) < 0) return -1;
     bases = PyTuple_Pack(1, (PyObject *)st->message_type);
     messages = PyDict_New();

@@ -64,6 +64,8 @@ struct pyonnxio_registry; /* message.c */
  * what it references. */
 typedef struct pyonnxio_state {
     PyTypeObject *message_type;   /* onnxio.Message, the base of every message class (classes.c) */
+    newfunc message_new;          /* its own tp_new and tp_init, as made from its spec (classes.c) */
+    initproc message_init;
     PyTypeObject *payload_type;   /* _Payload, behind payload views (payload.c) */
     PyTypeObject *scalar_type;    /* RepeatedScalarContainer (repeated.c) */
     PyTypeObject *composite_type; /* RepeatedCompositeContainer */

@@ -101,11 +101,11 @@ PyObject *pyonnxio_message_from_string(PyObject *cls, PyObject *data)
     PyTypeObject *tp = (PyTypeObject *)cls;
     pyonnxio_state *st = pyonnxio_state_of_type(tp);
     if (!st) return PyErr_Format(PyExc_TypeError, "cannot create '%.200s' instances: not a message class", tp->tp_name);
-    /* A class whose construction is onnxio.Message's own is built without
-     * the type call (its __init__ without arguments does nothing), and its
-     * struct by the parse. */
+    /* A class whose construction is the extension's own (onnxio.Message's
+     * slots as made) is built without the type call (its __init__ without
+     * arguments does nothing), and its struct by the parse. */
     const onnxio_message_desc *make = NULL;
-    PyObject *m = tp->tp_new == st->message_type->tp_new && tp->tp_init == st->message_type->tp_init
+    PyObject *m = tp->tp_new == st->message_new && tp->tp_init == st->message_init
                       ? (PyObject *)pyonnxio_message_new_unmade(st, tp, &make)
                       : PyObject_CallNoArgs(cls);
     if (!m) return NULL;
