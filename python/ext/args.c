@@ -5,9 +5,9 @@
  * (an empty one for a lazy message). */
 #include <limits.h>
 
-#include "pyonnxio.h"
+#include "args.h"
 
-const onnxio_message_desc *pyonnxio_desc_from(PyObject *what)
+const onnxio_message_desc *pyonnxio_desc_from(pyonnxio_state *st, PyObject *what)
 {
     if (PyUnicode_Check(what)) {
         const char *name = PyUnicode_AsUTF8(what);
@@ -18,18 +18,19 @@ const onnxio_message_desc *pyonnxio_desc_from(PyObject *what)
     }
     if (PyType_Check(what)) {
         for (size_t i = 0; i < onnxio_all_message_count; i++)
-            if ((PyObject *)pyonnxio_message_type(onnxio_all_messages[i]) == what) return onnxio_all_messages[i];
+            if ((PyObject *)pyonnxio_message_type(st, onnxio_all_messages[i]) == what) return onnxio_all_messages[i];
     } else {
-        const onnxio_message_desc *d = pyonnxio_message_desc_of(what);
+        const onnxio_message_desc *d = pyonnxio_message_desc_of(st, what);
         if (d) return d;
     }
     PyErr_Format(PyExc_TypeError, "expected an onnxio message class, got %R", what);
     return NULL;
 }
 
-PyOnnxioMessage *pyonnxio_as_message(PyObject *obj, const onnxio_message_desc *want, const char *what)
+PyOnnxioMessage *pyonnxio_as_message(pyonnxio_state *st, PyObject *obj, const onnxio_message_desc *want,
+                                     const char *what)
 {
-    const onnxio_message_desc *d = pyonnxio_message_desc_of(obj);
+    const onnxio_message_desc *d = pyonnxio_message_desc_of(st, obj);
     if (!d || (want && d != want)) {
         PyErr_Format(PyExc_TypeError, "%s must be an onnxio.%s, not %.200s", what,
                      want ? want->name : "message (ModelProto, TensorProto, ...)", Py_TYPE(obj)->tp_name);

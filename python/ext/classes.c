@@ -6,6 +6,8 @@
  * reflection API from. Nothing here names an ONNX field. */
 #include <string.h>
 
+#include "fields.h"
+#include "message_methods.h"
 #include "pyonnxio.h"
 
 /* ---- reflection ------------------------------------------------------- */
@@ -35,7 +37,7 @@ static int set_attr(PyObject *o, const char *name, PyObject *v)
 
 /* Heap type names and getset tables must outlive the types: they are made
  * with each module object and never freed (one module object per process,
- * see pyonnxio_state). */
+ * module.c). */
 static PyTypeObject *make_class(PyObject *module, const onnxio_message_desc *d, PyObject *bases)
 {
     PyGetSetDef *getset = PyMem_Calloc(d->field_count + 1, sizeof(PyGetSetDef));
@@ -98,12 +100,15 @@ int pyonnxio_message_init(PyObject *module)
         Py_XDECREF(pb_message);
     }
     if (!pb_bases) PyErr_Clear(); /* no protobuf: onnxio.Message derives from object */
-    pyonnxio_st->message_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &pyonnxio_message_base_spec, pb_bases);
+    pyonnxio_state *st = pyonnxio_state_of_module(module);
+    st->message_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &pyonnxio_message_base_spec, pb_bases);
     Py_XDECREF(pb_bases);
-    if (!pyonnxio_st->message_type || PyModule_AddObjectRef(module, "Message", (PyObject *)pyonnxio_st->message_type) < 0)
+    if (!st->message_type || PyModule_AddObjectRef(module, "Message", (PyObject *)st->message_type) < 0)
         return -1;
-    if (pyonnxio_registry_init() < 0) return -1;
-    bases = PyTuple_Pack(1, (PyObject *)pyonnxio_st->message_type);
+    st->message_new = st->message_type->tp_new;
+    st->message_init = st->message_type->tp_init;
+    if (pyonnxio_registry_init(st) < 0) return -1;
+    bases = PyTuple_Pack(1, (PyObject *)st->message_type);
     messages = PyDict_New();
     enums = PyDict_New();
     if (!bases || !messages || !enums) goto done;
@@ -111,7 +116,7 @@ int pyonnxio_message_init(PyObject *module)
         const onnxio_message_desc *d = onnxio_all_messages[i];
         PyTypeObject *type = make_class(module, d, bases);
         if (!type) goto done;
-        if (pyonnxio_registry_add(d, type) < 0) { /* the registry keeps the reference once added */
+        if (pyonnxio_registry_add(st, d, type) < 0) { /* the registry keeps the reference once added */
             Py_DECREF(type);
             goto done;
         }
@@ -120,7 +125,7 @@ int pyonnxio_message_init(PyObject *module)
     /* Nesting: "onnx.TensorProto.Segment" becomes TensorProto.Segment; a
      * top-level message goes into the module. */
     for (size_t i = 0; i < onnxio_all_message_count; i++) {
-        PyTypeObject *type = pyonnxio_message_type(onnxio_all_messages[i]);
+        PyTypeObject *type = pyonnxio_message_type(st, onnxio_all_messages[i]);
         const char *full = onnxio_all_messages[i]->full_name;
         const char *rel = strncmp(full, "onnx.", 5) == 0 ? full + 5 : full;
         const char *dot = strrchr(full, '.');

@@ -5,7 +5,13 @@
  * _coerce, which gives it to the Python package. */
 #include <string.h>
 
+#include "coerce.h"
+#include "errors.h"
+#include "gil.h"
+#include "message.h"
+#include "payload.h"
 #include "pyonnxio.h"
+#include "wire.h"
 
 /* From this size on, a message converted from the onnx package keeps its
  * payloads in the bytes object protobuf serialized it to (no_copy: nothing
@@ -14,9 +20,25 @@
  * is faster. */
 #define COERCE_BORROW_BYTES ((Py_ssize_t)64 << 20)
 
+/* The borrowing parse of parse_borrowing, made without the GIL. */
+typedef struct borrowing_parse {
+    onnxio_message *msg;
+    onnxio_buffer *owner;
+    onnxio_arena *arena;
+} borrowing_parse;
+
+static onnxio_status parse_into_unlocked(void *ctx)
+{
+    borrowing_parse *p = ctx;
+    onnxio_parse_options opts = ONNXIO_PARSE_OPTIONS_INIT;
+    opts.no_copy = true;
+    return onnxio_parse_into(p->msg, onnxio_buffer_data(p->owner), onnxio_buffer_size(p->owner), p->owner, &opts,
+                             p->arena);
+}
+
 /* A new message of class `cls` parsed from the bytes object `data` with
  * no_copy, its payloads holding references to `data`. */
-static PyObject *parse_borrowing(PyObject *cls, PyObject *data)
+static PyObject *parse_borrowing(pyonnxio_state *st, PyObject *cls, PyObject *data)
 {
     PyObject *m = PyObject_CallNoArgs(cls);
     if (!m) return NULL;
@@ -26,26 +48,21 @@ static PyObject *parse_borrowing(PyObject *cls, PyObject *data)
         Py_DECREF(m);
         return NULL;
     }
-    onnxio_parse_options opts = ONNXIO_PARSE_OPTIONS_INIT;
-    opts.no_copy = true;
+    /* The new message is nobody else's yet: no tree to mark busy. */
+    borrowing_parse p = {c, owner, ((PyOnnxioMessage *)m)->arena};
     onnxio_status s;
-    onnxio_arena *arena = ((PyOnnxioMessage *)m)->arena;
-    const void *bytes = onnxio_buffer_data(owner);
-    size_t size = onnxio_buffer_size(owner);
-    Py_BEGIN_ALLOW_THREADS
-    s = onnxio_parse_into(c, bytes, size, owner, &opts, arena);
-    Py_END_ALLOW_THREADS
+    pyonnxio_call_unlocked(st, NULL, parse_into_unlocked, &p, &s);
     onnxio_buffer_unref(owner);
     if (s) {
         Py_DECREF(m);
-        return pyonnxio_raise(s);
+        return pyonnxio_raise(st, s);
     }
     return m;
 }
 
-PyObject *pyonnxio_coerce_message(PyObject *obj)
+PyObject *pyonnxio_coerce_message(pyonnxio_state *st, PyObject *obj)
 {
-    if (PyObject_TypeCheck(obj, pyonnxio_st->message_type) || PyType_Check(obj)) return Py_NewRef(obj);
+    if (PyObject_TypeCheck(obj, st->message_type) || PyType_Check(obj)) return Py_NewRef(obj);
     PyObject *descriptor = PyObject_GetAttrString((PyObject *)Py_TYPE(obj), "DESCRIPTOR");
     if (!descriptor) {
         PyErr_Clear();
@@ -55,7 +72,7 @@ PyObject *pyonnxio_coerce_message(PyObject *obj)
     Py_DECREF(descriptor);
     const char *full = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
     const onnxio_message_desc *desc = full && strncmp(full, "onnx.", 5) == 0 ? onnxio_message_desc_by_name(full) : NULL;
-    PyTypeObject *cls = desc ? pyonnxio_message_type(desc) : NULL;
+    PyTypeObject *cls = desc ? pyonnxio_message_type(st, desc) : NULL;
     Py_XDECREF(name);
     if (!cls) {
         PyErr_Clear();
@@ -64,7 +81,7 @@ PyObject *pyonnxio_coerce_message(PyObject *obj)
     PyObject *data = PyObject_CallMethod(obj, "SerializeToString", NULL);
     if (!data) return NULL;
     PyObject *m = PyBytes_Check(data) && PyBytes_GET_SIZE(data) >= COERCE_BORROW_BYTES
-                      ? parse_borrowing((PyObject *)cls, data)
+                      ? parse_borrowing(st, (PyObject *)cls, data)
                       : pyonnxio_message_from_string((PyObject *)cls, data);
     Py_DECREF(data);
     return m;
@@ -80,7 +97,6 @@ const char pyonnxio_coerce_doc[] =
 
 PyObject *pyonnxio_coerce(PyObject *self, PyObject *obj)
 {
-    (void)self;
-    return pyonnxio_coerce_message(obj);
+    return pyonnxio_coerce_message(pyonnxio_state_of_module(self), obj);
 }
 

@@ -49,6 +49,8 @@
 #include <string.h>
 
 #include "dlpack.h"
+#include "gil.h"
+#include "message.h"
 #include "pyonnxio.h"
 
 /* One export: the managed tensor the capsule carries, the reference to the
@@ -285,9 +287,7 @@ static PyObject *tensor_dlpack(PyObject *self, PyObject *args, PyObject *kw)
              * tensor's raw_data meanwhile). */
             onnxio_buffer *src = onnxio_buffer_ref(t->raw_data.owner);
             if (src) {
-                Py_BEGIN_ALLOW_THREADS
-                memcpy(dst, data, size);
-                Py_END_ALLOW_THREADS
+                pyonnxio_copy_unlocked(dst, data, size);
             } else {
                 memcpy(dst, data, size);
             }
@@ -352,8 +352,7 @@ static const PyMethodDef dlpack_methods[] = {
 
 int pyonnxio_dlpack_init(PyObject *module)
 {
-    (void)module;
-    PyTypeObject *type = pyonnxio_message_type(&onnxio_desc_TensorProto);
+    PyTypeObject *type = pyonnxio_message_type(pyonnxio_state_of_module(module), &onnxio_desc_TensorProto);
     if (!type) {
         PyErr_SetString(PyExc_SystemError, "onnxio: no TensorProto class for the DLPack methods");
         return -1;

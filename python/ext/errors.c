@@ -6,10 +6,10 @@
 #include <errno.h>
 #include <string.h>
 
+#include "errors.h"
 #include "pyonnxio.h"
 
-
-static PyObject *external_data_type(void);
+static PyObject *external_data_type(pyonnxio_state *st);
 
 /* ---- errors ----------------------------------------------------------- */
 
@@ -59,14 +59,14 @@ static PyObject *raise_os(int err, const char *msg, const char *filename)
 
 /* Raises the exception of `cls` with `msg`; `err`: the failure's errno
  * (onnxio_last_errno, 0: none), `filename`: the path it is about, or NULL. */
-static PyObject *raise_class(status_class cls, const char *msg, int err, const char *filename)
+static PyObject *raise_class(pyonnxio_state *st, status_class cls, const char *msg, int err, const char *filename)
 {
     PyObject *type;
     switch (cls) {
-    case CLASS_DECODE: type = pyonnxio_st->decode_error; break;
-    case CLASS_ARCHIVE: type = pyonnxio_st->archive_error; break;
-    case CLASS_EXTERNAL: type = external_data_type(); break;
-    case CLASS_ENCODE: type = pyonnxio_st->encode_error; break;
+    case CLASS_DECODE: type = st->decode_error; break;
+    case CLASS_ARCHIVE: type = st->archive_error; break;
+    case CLASS_EXTERNAL: type = external_data_type(st); break;
+    case CLASS_ENCODE: type = st->encode_error; break;
     case CLASS_IO:
         if (err) return raise_os(err, msg, filename);
         type = PyExc_OSError;
@@ -104,26 +104,27 @@ static int names_path(const char *msg, const char *path)
  * operation, where the DECODE class is EncodeError. `err`, `path`: the
  * failure's errno, and the path the caller passed (the exception's
  * filename when the message is about it). */
-static PyObject *raise_status(onnxio_status status, int writing, const char *msg, int err, const char *path)
+static PyObject *raise_status(pyonnxio_state *st, onnxio_status status, int writing, const char *msg, int err,
+                              const char *path)
 {
     status_class cls = class_of(status);
-    return raise_class(writing && cls == CLASS_DECODE ? CLASS_ENCODE : cls, msg, err,
+    return raise_class(st, writing && cls == CLASS_DECODE ? CLASS_ENCODE : cls, msg, err,
                        names_path(msg, path) ? path : NULL);
 }
 
-PyObject *pyonnxio_raise(onnxio_status status)
+PyObject *pyonnxio_raise(pyonnxio_state *st, onnxio_status status)
 {
-    return raise_status(status, 0, failure_text(status), onnxio_last_errno(), NULL);
+    return raise_status(st, status, 0, failure_text(status), onnxio_last_errno(), NULL);
 }
 
-PyObject *pyonnxio_raise_writing(onnxio_status status)
+PyObject *pyonnxio_raise_writing(pyonnxio_state *st, onnxio_status status)
 {
-    return raise_status(status, 1, failure_text(status), onnxio_last_errno(), NULL);
+    return raise_status(st, status, 1, failure_text(status), onnxio_last_errno(), NULL);
 }
 
-PyObject *pyonnxio_raise_path(onnxio_status status, int writing, const char *path)
+PyObject *pyonnxio_raise_path(pyonnxio_state *st, onnxio_status status, int writing, const char *path)
 {
-    return raise_status(status, writing, failure_text(status), onnxio_last_errno(), path);
+    return raise_status(st, status, writing, failure_text(status), onnxio_last_errno(), path);
 }
 
 /* ---- _raise_status ------------------------------------------------------------ */
@@ -137,12 +138,12 @@ const char pyonnxio_raise_status_doc[] =
 
 PyObject *pyonnxio_raise_status(PyObject *self, PyObject *args, PyObject *kw)
 {
-    (void)self;
     static char *kwlist[] = {"status", "writing", NULL};
     int status, writing = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "i|p:_raise_status", kwlist, &status, &writing)) return NULL;
     if (status == ONNXIO_OK) Py_RETURN_NONE;
-    return raise_status((onnxio_status)status, writing, onnxio_status_message((onnxio_status)status), 0, NULL);
+    return raise_status(pyonnxio_state_of_module(self), (onnxio_status)status, writing,
+                        onnxio_status_message((onnxio_status)status), 0, NULL);
 }
 
 /* ---- the exception classes ------------------------------------------------------ */
@@ -185,15 +186,15 @@ static PyObject *decode_error_bases(void)
  * subclass of ExternalDataError that is also that ValidationError, made
  * once with both bases (no class ever changes its bases) and kept in the
  * module state. Borrowed. */
-static PyObject *external_data_type(void)
+static PyObject *external_data_type(pyonnxio_state *st)
 {
-    PyObject **made = &pyonnxio_st->external_data_validation_error;
+    PyObject **made = &st->external_data_validation_error;
     if (*made) return *made;
     PyObject *checker = PyDict_GetItemString(PyImport_GetModuleDict(), "onnx.onnx_cpp2py_export.checker");
-    if (!checker) return pyonnxio_st->external_data_error;
+    if (!checker) return st->external_data_error;
     PyObject *validation = PyObject_GetAttrString(checker, "ValidationError");
     PyObject *bases = validation && PyExceptionClass_Check(validation)
-                          ? PyTuple_Pack(2, pyonnxio_st->external_data_error, validation)
+                          ? PyTuple_Pack(2, st->external_data_error, validation)
                           : NULL;
     Py_XDECREF(validation);
     if (bases)
@@ -205,7 +206,7 @@ static PyObject *external_data_type(void)
     Py_XDECREF(bases);
     if (!*made) {
         PyErr_Clear();
-        return pyonnxio_st->external_data_error;
+        return st->external_data_error;
     }
     return *made;
 }
@@ -217,29 +218,29 @@ const char pyonnxio_external_data_error_doc[] =
 
 PyObject *pyonnxio_external_data_error(PyObject *self, PyObject *noargs)
 {
-    (void)self;
     (void)noargs;
-    return Py_NewRef(external_data_type());
+    return Py_NewRef(external_data_type(pyonnxio_state_of_module(self)));
 }
 
 int pyonnxio_errors_init(PyObject *m)
 {
+    pyonnxio_state *st = pyonnxio_state_of_module(m);
     PyObject *decode_bases = decode_error_bases();
     if (!decode_bases) return -1;
-    int r = add_exception(m, "DecodeError", &pyonnxio_st->decode_error, "onnxio.DecodeError", decode_bases,
+    int r = add_exception(m, "DecodeError", &st->decode_error, "onnxio.DecodeError", decode_bases,
                           "Malformed protobuf bytes (protobuf's DecodeError name; also a "
                           "google.protobuf.message.DecodeError when protobuf is installed), or nesting past "
                           "max_depth.");
     Py_DECREF(decode_bases);
     if (r < 0 ||
-        add_exception(m, "EncodeError", &pyonnxio_st->encode_error, "onnxio.EncodeError", PyExc_ValueError,
+        add_exception(m, "EncodeError", &st->encode_error, "onnxio.EncodeError", PyExc_ValueError,
                       "A message that cannot be serialized (a payload skipped at load).") < 0 ||
-        add_exception(m, "ExternalDataError", &pyonnxio_st->external_data_error, "onnxio.ExternalDataError",
+        add_exception(m, "ExternalDataError", &st->external_data_error, "onnxio.ExternalDataError",
                       PyExc_ValueError,
                       "External data refused: an unsafe location (absolute, '..', a link leading outside the "
                       "base directory, the model file itself), an offset/length outside the file or not matching "
                       "the tensor, or a checksum mismatch.") < 0 ||
-        add_exception(m, "ArchiveError", &pyonnxio_st->archive_error, "onnxio.ArchiveError", pyonnxio_st->decode_error,
+        add_exception(m, "ArchiveError", &st->archive_error, "onnxio.ArchiveError", st->decode_error,
                       "A malformed or unsafe .onnxz (zip) archive: bad or inconsistent end, ZIP64, central or local "
                       "records, unsafe or duplicate entry names, overlapping entries, entries running past the "
                       "central directory, encryption, unsupported compression, a missing __MODEL_PROTO entry, "

@@ -6,6 +6,9 @@
  * these instead of keeping a copy of the rules. */
 #include <unistd.h>
 
+#include "args.h"
+#include "errors.h"
+#include "gil.h"
 #include "pyonnxio.h"
 
 /* ---- tree queries ----------------------------------------------------------- */
@@ -28,8 +31,7 @@ const char pyonnxio_has_pending_external_doc[] =
 
 PyObject *pyonnxio_has_pending_external(PyObject *self, PyObject *obj)
 {
-    (void)self;
-    PyOnnxioMessage *m = pyonnxio_as_message(obj, NULL, "message");
+    PyOnnxioMessage *m = pyonnxio_as_message(pyonnxio_state_of_module(self), obj, NULL, "message");
     if (!m) return NULL;
     const onnxio_message *msg = pyonnxio_message_get(m, 0);
     int found = msg ? pyonnxio_walk((onnxio_message *)msg, is_pending_external, NULL) : 0;
@@ -49,13 +51,13 @@ const char pyonnxio_external_ref_parse_doc[] =
 
 PyObject *pyonnxio_external_ref_parse(PyObject *self, PyObject *obj)
 {
-    (void)self;
-    PyOnnxioMessage *m = pyonnxio_as_message(obj, &onnxio_desc_TensorProto, "tensor");
+    pyonnxio_state *st = pyonnxio_state_of_module(self);
+    PyOnnxioMessage *m = pyonnxio_as_message(st, obj, &onnxio_desc_TensorProto, "tensor");
     if (!m) return NULL;
     const onnxio_TensorProto *t = pyonnxio_message_read(m);
     onnxio_external_ref r;
     onnxio_status s = onnxio_external_ref_parse(t, &r);
-    if (s) return pyonnxio_raise(s);
+    if (s) return pyonnxio_raise(st, s);
     PyObject *location = PyUnicode_DecodeUTF8(r.location, (Py_ssize_t)r.location_size, "surrogateescape");
     PyObject *length = r.has_length ? PyLong_FromUnsignedLongLong(r.length) : Py_NewRef(Py_None);
     PyObject *checksum = r.checksum ? PyUnicode_DecodeUTF8(r.checksum, (Py_ssize_t)r.checksum_size, "surrogateescape")
@@ -77,7 +79,6 @@ const char pyonnxio_check_location_doc[] =
 
 PyObject *pyonnxio_check_location(PyObject *self, PyObject *arg)
 {
-    (void)self;
     /* Not PyUnicode_FSConverter: a NUL byte is the library's rule to report. */
     PyObject *path = PyOS_FSPath(arg), *bytes;
     if (!path) return NULL;
@@ -86,7 +87,7 @@ PyObject *pyonnxio_check_location(PyObject *self, PyObject *arg)
     if (!bytes) return NULL;
     onnxio_status s = onnxio_check_location(PyBytes_AS_STRING(bytes), (size_t)PyBytes_GET_SIZE(bytes));
     Py_DECREF(bytes);
-    if (s) return pyonnxio_raise(s);
+    if (s) return pyonnxio_raise(pyonnxio_state_of_module(self), s);
     Py_RETURN_NONE;
 }
 
@@ -100,27 +101,37 @@ const char pyonnxio_external_data_open_doc[] =
     "read and write, created (0666 minus the umask) when missing. Returns a file descriptor (the caller\n"
     "closes it, e.g. through os.fdopen) and the file's size. The GIL is released during the walk.";
 
+/* The checked open, made without the GIL. */
+typedef struct open_call {
+    const char *base, *location;
+    int append;
+    int fd;
+    uint64_t size;
+} open_call;
+
+static onnxio_status open_run(void *ctx)
+{
+    open_call *c = ctx;
+    return onnxio_external_data_open(c->base, c->location, c->append ? ONNXIO_OPEN_APPEND : ONNXIO_OPEN_READ, &c->fd,
+                                     &c->size);
+}
+
 PyObject *pyonnxio_external_data_open(PyObject *self, PyObject *args, PyObject *kw)
 {
-    (void)self;
     static char *kwlist[] = {"base_dir", "location", "append", NULL};
     PyObject *base = NULL, *location = NULL;
     int append = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O&|p:_external_data_open", kwlist, PyUnicode_FSConverter, &base,
                                      PyUnicode_FSConverter, &location, &append))
         goto fail;
-    int fd = -1;
-    uint64_t size = 0;
+    open_call c = {PyBytes_AS_STRING(base), PyBytes_AS_STRING(location), append, -1, 0};
     onnxio_status s;
-    const char *b = PyBytes_AS_STRING(base), *l = PyBytes_AS_STRING(location);
-    Py_BEGIN_ALLOW_THREADS
-    s = onnxio_external_data_open(b, l, append ? ONNXIO_OPEN_APPEND : ONNXIO_OPEN_READ, &fd, &size);
-    Py_END_ALLOW_THREADS
+    pyonnxio_call_unlocked(NULL, NULL, open_run, &c, &s);
     Py_DECREF(base);
     Py_DECREF(location);
-    if (s) return pyonnxio_raise(s);
-    PyObject *out = Py_BuildValue("(iK)", fd, (unsigned long long)size);
-    if (!out) close(fd);
+    if (s) return pyonnxio_raise(pyonnxio_state_of_module(self), s);
+    PyObject *out = Py_BuildValue("(iK)", c.fd, (unsigned long long)c.size);
+    if (!out) close(c.fd);
     return out;
 fail:
     Py_XDECREF(base);
@@ -137,8 +148,7 @@ const char pyonnxio_tensor_raw_size_doc[] =
 
 PyObject *pyonnxio_tensor_raw_size(PyObject *self, PyObject *obj)
 {
-    (void)self;
-    PyOnnxioMessage *m = pyonnxio_as_message(obj, &onnxio_desc_TensorProto, "tensor");
+    PyOnnxioMessage *m = pyonnxio_as_message(pyonnxio_state_of_module(self), obj, &onnxio_desc_TensorProto, "tensor");
     if (!m) return NULL;
     uint64_t bytes = 0;
     int r = onnxio_tensor_raw_size(pyonnxio_message_read(m), &bytes);

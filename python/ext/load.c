@@ -3,20 +3,25 @@
  * from keyword arguments that keep the field names of
  * onnxio_parse_options, a Python payload_fn called from the C library, and
  * the C call made with the GIL released. */
+#include "args.h"
+#include "errors.h"
+#include "gil.h"
+#include "payload.h"
+#include "progress.h"
 #include "pyonnxio.h"
 
 /* ---- parse options and the payload callback ----------------------------- */
 
 /* State of one parse-side call: the options, and what the Python payload_fn
- * callback needs while the GIL is released (the thread state to take it
- * back, the arena its tensors live in, the exception it raised, the owners
- * it placed payloads into). */
+ * callback needs while the GIL is released (the module state, the arena its
+ * tensors live in, the exception it raised, the owners it placed payloads
+ * into). */
 typedef struct {
+    pyonnxio_state *st;
     onnxio_parse_options opts;
     PyObject *base_dir;   /* bytes or NULL */
     PyObject *payload_fn; /* borrowed, or NULL */
     onnxio_arena *arena;
-    PyThreadState *tstate;
     PyObject *exc_type, *exc_value, *exc_tb;
     onnxio_buffer **placed;
     size_t placed_count, placed_cap;
@@ -46,9 +51,9 @@ static onnxio_payload_action payload_trampoline(void *ctx, const onnxio_payload_
 {
     parse_call *c = ctx;
     if (c->exc_type) return ONNXIO_PAYLOAD_SKIP; /* an earlier call raised: load nothing more */
-    PyEval_RestoreThread(c->tstate);
+    PyGILState_STATE gil = PyGILState_Ensure(); /* the load runs in pyonnxio_call_unlocked */
     onnxio_payload_action action = ONNXIO_PAYLOAD_LOAD;
-    PyObject *tensor = pyonnxio_message_wrap(c->arena, (void *)req->tensor);
+    PyObject *tensor = pyonnxio_message_wrap(c->st, c->arena, (void *)req->tensor);
     PyObject *r = tensor ? PyObject_CallFunction(c->payload_fn, "OKO", tensor, (unsigned long long)req->size,
                                                  req->external ? Py_True : Py_False)
                          : NULL;
@@ -93,7 +98,7 @@ static onnxio_payload_action payload_trampoline(void *ctx, const onnxio_payload_
         PyErr_Fetch(&c->exc_type, &c->exc_value, &c->exc_tb);
         action = ONNXIO_PAYLOAD_SKIP;
     }
-    c->tstate = PyEval_SaveThread();
+    PyGILState_Release(gil);
     return action;
 }
 
@@ -101,10 +106,11 @@ static int parse_call_finish_args(parse_call *c, int b_no_copy, int b_skip, int 
                                   PyObject *progress_fn)
 {
     c->opts.struct_size = sizeof c->opts;
-    if (pyonnxio_progress_init(&c->progress, progress_fn, 0, &c->opts.progress, &c->opts.progress_user) < 0)
+    if (pyonnxio_progress_init(c->st, &c->progress, progress_fn, 0, &c->opts.progress, &c->opts.progress_user) < 0)
         return -1;
     /* No callable: Ctrl-C stops the load through the cancel poll. */
-    if (!c->opts.progress) pyonnxio_progress_cancel_poll(&c->progress, &c->opts.cancel, &c->opts.cancel_user);
+    if (!c->opts.progress)
+        pyonnxio_progress_cancel_poll(c->st, &c->progress, &c->opts.cancel, &c->opts.cancel_user);
     c->opts.no_copy = b_no_copy;
     c->opts.skip_raw_data = b_skip;
     c->opts.verify_checksum = b_verify;
@@ -121,8 +127,6 @@ static int parse_call_finish_args(parse_call *c, int b_no_copy, int b_skip, int 
     return 0;
 }
 
-static void parse_call_release_gil(parse_call *c) { c->tstate = PyEval_SaveThread(); }
-static void parse_call_take_gil(parse_call *c) { PyEval_RestoreThread(c->tstate); }
 
 /* After the C call, with the GIL: drops the references the callback kept
  * (the tensors hold their own) and turns the outcome into NULL + exception
@@ -149,10 +153,45 @@ static int parse_call_end(parse_call *c, onnxio_status s)
         return -1;
     }
     if (s) {
-        pyonnxio_raise_path(s, 0, c->path);
+        pyonnxio_raise_path(c->st, s, 0, c->path);
         return -1;
     }
     return 0;
+}
+
+/* The library call of an entry point, made without the GIL. */
+typedef struct load_call {
+    parse_call *c;
+    const onnxio_message_desc *desc;
+    const char *path;    /* _load_file, _load_*external_data: the path, or base_dir */
+    const void *bytes;   /* _load_bytes */
+    size_t size;
+    onnxio_buffer *owner;
+    void *msg;           /* _load_*external_data: the message; the others: the one made */
+} load_call;
+
+static onnxio_status load_file_run(void *ctx)
+{
+    load_call *l = ctx;
+    if (l->desc == &onnxio_desc_ModelProto)
+        return onnxio_load_model(l->path, &l->c->opts, l->c->arena, (onnxio_ModelProto **)&l->msg);
+    return onnxio_load_file(l->desc, l->path, &l->c->opts, l->c->arena, &l->msg);
+}
+
+static onnxio_status load_bytes_run(void *ctx)
+{
+    load_call *l = ctx;
+    if (l->desc == &onnxio_desc_ModelProto)
+        return onnxio_load_model_from_bytes(l->bytes, l->size, l->owner, &l->c->opts, l->c->arena,
+                                            (onnxio_ModelProto **)&l->msg);
+    return onnxio_parse(l->desc, l->bytes, l->size, l->owner, &l->c->opts, l->c->arena, &l->msg);
+}
+
+static onnxio_status load_external_run(void *ctx)
+{
+    load_call *l = ctx;
+    if (l->desc == &onnxio_desc_TensorProto) return onnxio_load_tensor_external_data(l->msg, l->path, &l->c->opts);
+    return onnxio_load_external_data(l->msg, l->path, &l->c->opts);
 }
 
 /* ---- load and parse ------------------------------------------------------ */
@@ -177,30 +216,25 @@ const char pyonnxio_load_file_doc[] =
 
 PyObject *pyonnxio_load_file(PyObject *self, PyObject *args, PyObject *kw)
 {
-    (void)self;
     static char *kwlist[] = {"path", "cls", PARSE_KWLIST, NULL};
     PyObject *path = NULL, *cls;
-    parse_call c = {0};
+    parse_call c = {.st = pyonnxio_state_of_module(self)};
     PARSE_LOCALS;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O|$" PARSE_FORMAT ":_load_file", kwlist, PyUnicode_FSConverter,
                                      &path, &cls, PARSE_ARGS(&c)))
         goto fail_args;
-    const onnxio_message_desc *desc = pyonnxio_desc_from(cls);
+    const onnxio_message_desc *desc = pyonnxio_desc_from(c.st, cls);
     if (!desc || parse_call_finish_args(&c, b_no_copy, b_skip, b_verify, payload_fn, progress_fn) < 0) goto fail_args;
     if (!(c.arena = onnxio_arena_new())) {
         PyErr_NoMemory();
         goto fail_args;
     }
-    void *out = NULL;
+    /* The new arena is nobody else's yet: no tree to mark busy. */
+    load_call l = {&c, desc, PyBytes_AS_STRING(path), NULL, 0, NULL, NULL};
     onnxio_status s;
-    parse_call_release_gil(&c);
-    if (desc == &onnxio_desc_ModelProto)
-        s = onnxio_load_model(PyBytes_AS_STRING(path), &c.opts, c.arena, (onnxio_ModelProto **)&out);
-    else
-        s = onnxio_load_file(desc, PyBytes_AS_STRING(path), &c.opts, c.arena, &out);
-    parse_call_take_gil(&c);
+    pyonnxio_call_unlocked(c.st, NULL, load_file_run, &l, &s);
     c.path = PyBytes_AS_STRING(path);
-    PyObject *result = parse_call_end(&c, s) < 0 ? NULL : pyonnxio_message_wrap(c.arena, out);
+    PyObject *result = parse_call_end(&c, s) < 0 ? NULL : pyonnxio_message_wrap(c.st, c.arena, l.msg);
     Py_DECREF(path);
     onnxio_arena_unref(c.arena);
     return result;
@@ -220,15 +254,14 @@ const char pyonnxio_load_bytes_doc[] =
 
 PyObject *pyonnxio_load_bytes(PyObject *self, PyObject *args, PyObject *kw)
 {
-    (void)self;
     static char *kwlist[] = {"data", "cls", PARSE_KWLIST, NULL};
     PyObject *data, *cls;
-    parse_call c = {0};
+    parse_call c = {.st = pyonnxio_state_of_module(self)};
     PARSE_LOCALS;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$" PARSE_FORMAT ":_load_bytes", kwlist, &data, &cls,
                                      PARSE_ARGS(&c)))
         goto fail_args;
-    const onnxio_message_desc *desc = pyonnxio_desc_from(cls);
+    const onnxio_message_desc *desc = pyonnxio_desc_from(c.st, cls);
     if (!desc || parse_call_finish_args(&c, b_no_copy, b_skip, b_verify, payload_fn, progress_fn) < 0) goto fail_args;
 
     /* Copy mode reads the input during the call only (the export keeps a
@@ -262,17 +295,12 @@ PyObject *pyonnxio_load_bytes(PyObject *self, PyObject *args, PyObject *kw)
         onnxio_buffer_unref(owner);
         goto fail_args;
     }
-    void *out = NULL;
+    load_call l = {&c, desc, NULL, bytes, size, owner, NULL};
     onnxio_status s;
-    parse_call_release_gil(&c);
-    if (desc == &onnxio_desc_ModelProto)
-        s = onnxio_load_model_from_bytes(bytes, size, owner, &c.opts, c.arena, (onnxio_ModelProto **)&out);
-    else
-        s = onnxio_parse(desc, bytes, size, owner, &c.opts, c.arena, &out);
-    parse_call_take_gil(&c);
+    pyonnxio_call_unlocked(c.st, NULL, load_bytes_run, &l, &s);
     if (has_view) PyBuffer_Release(&view);
     onnxio_buffer_unref(owner); /* the payloads hold their own references */
-    PyObject *result = parse_call_end(&c, s) < 0 ? NULL : pyonnxio_message_wrap(c.arena, out);
+    PyObject *result = parse_call_end(&c, s) < 0 ? NULL : pyonnxio_message_wrap(c.st, c.arena, l.msg);
     onnxio_arena_unref(c.arena);
     return result;
 fail_args:
@@ -281,18 +309,18 @@ fail_args:
 }
 
 /* Loads external data into an existing model or tensor. */
-static PyObject *load_external_common(PyObject *args, PyObject *kw, const char *fname, int tensor)
+static PyObject *load_external_common(PyObject *module, PyObject *args, PyObject *kw, const char *fname, int tensor)
 {
     static char *kwlist[] = {"message", "base_dir", PARSE_KWLIST, NULL};
     PyObject *obj, *base = NULL;
-    parse_call c = {0};
+    parse_call c = {.st = pyonnxio_state_of_module(module)};
     PARSE_LOCALS;
     char format[64];
     snprintf(format, sizeof format, "OO&|$%s:%s", PARSE_FORMAT, fname);
     if (!PyArg_ParseTupleAndKeywords(args, kw, format, kwlist, &obj, PyUnicode_FSConverter, &base, PARSE_ARGS(&c)))
         goto fail_args;
-    PyOnnxioMessage *m = pyonnxio_as_message(obj, tensor ? &onnxio_desc_TensorProto : &onnxio_desc_ModelProto,
-                                    tensor ? "tensor" : "model");
+    const onnxio_message_desc *desc = tensor ? &onnxio_desc_TensorProto : &onnxio_desc_ModelProto;
+    PyOnnxioMessage *m = pyonnxio_as_message(c.st, obj, desc, tensor ? "tensor" : "model");
     if (!m || parse_call_finish_args(&c, b_no_copy, b_skip, b_verify, payload_fn, progress_fn) < 0) goto fail_args;
     void *msg = pyonnxio_message_get(m, 0);
     if (!msg) { /* a lazy message has no tensor to load */
@@ -300,14 +328,12 @@ static PyObject *load_external_common(PyObject *args, PyObject *kw, const char *
         Py_XDECREF(c.base_dir);
         Py_RETURN_NONE;
     }
+    /* c.arena keeps the tree for the call and for payload_fn's tensors;
+     * the tree is not marked busy (no tree for pyonnxio_call_unlocked). */
     c.arena = onnxio_arena_ref(m->arena);
+    load_call l = {&c, desc, PyBytes_AS_STRING(base), NULL, 0, NULL, msg};
     onnxio_status s;
-    parse_call_release_gil(&c);
-    if (tensor)
-        s = onnxio_load_tensor_external_data(msg, PyBytes_AS_STRING(base), &c.opts);
-    else
-        s = onnxio_load_external_data(msg, PyBytes_AS_STRING(base), &c.opts);
-    parse_call_take_gil(&c);
+    pyonnxio_call_unlocked(c.st, NULL, load_external_run, &l, &s);
     Py_DECREF(base);
     int rc = parse_call_end(&c, s);
     onnxio_arena_unref(c.arena);
@@ -326,8 +352,7 @@ const char pyonnxio_load_external_data_doc[] =
 
 PyObject *pyonnxio_load_external_data(PyObject *self, PyObject *args, PyObject *kw)
 {
-    (void)self;
-    return load_external_common(args, kw, "_load_external_data", 0);
+    return load_external_common(self, args, kw, "_load_external_data", 0);
 }
 
 const char pyonnxio_load_tensor_external_data_doc[] =
@@ -336,7 +361,6 @@ const char pyonnxio_load_tensor_external_data_doc[] =
 
 PyObject *pyonnxio_load_tensor_external_data(PyObject *self, PyObject *args, PyObject *kw)
 {
-    (void)self;
-    return load_external_common(args, kw, "_load_tensor_external_data", 1);
+    return load_external_common(self, args, kw, "_load_tensor_external_data", 1);
 }
 

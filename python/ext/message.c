@@ -1,13 +1,15 @@
 /* The message objects of onnxio._onnxio: the registry of descriptor <->
- * class, the objects' lifetime (onnxio.Message's dealloc, new and init),
- * lazy sub-messages, trees being written, field get/set, constructor
- * keywords, and walks of a tree. Field access goes through one PyGetSetDef
- * per field whose closure is the field's descriptor (classes.c makes
- * them), so an attribute read is a type-cache hit plus one C call. Nothing
- * here names an ONNX field. See pyonnxio.h for the object model. */
+ * class, the objects' lifetime (onnxio.Message's dealloc and new), lazy
+ * sub-messages, writes refused while a tree is busy, presence, fields by
+ * name, clear, clone and merge, and walks of a tree. Field access goes
+ * through one PyGetSetDef per field (fields.c), constructor keywords
+ * through tp_init (construct.c). Nothing here names an ONNX field. See
+ * message.h for the object model. */
 #include <string.h>
 
-#include "pyonnxio.h"
+#include "errors.h"
+#include "gil.h"
+#include "message.h"
 
 /* ---- registry: descriptor <-> class ---------------------------------- */
 
@@ -23,27 +25,14 @@ typedef struct entry {
  * element access, so this must be cheaper than a scan of the ~45 messages. */
 #define TABLE_SIZE 256
 
-/* The arenas whose messages a save or serialization reads with the GIL
- * released (a progress callback or another thread runs meanwhile), each
- * with a count. Changed and read with the GIL held. A write into such a
- * tree would free or move what the writer is reading (a payload, a
- * repeated field's array): it raises instead. */
-struct busy_arena {
-    onnxio_arena *arena;
-    int count;
-};
-
-/* The module state's part of this file (pyonnxio_st->registry). */
+/* The module state's part of this file (st->registry). */
 struct pyonnxio_registry {
     entry *entries; /* one per message descriptor, in onnxio_all_messages' order */
     size_t entry_count;
     onnxio_arena *empty_arena; /* the entries' empty messages */
     entry *by_desc[TABLE_SIZE];
     entry *by_type[TABLE_SIZE];
-    struct busy_arena busy[64];
-    int busy_used;
 };
-#define REG (pyonnxio_st->registry)
 
 static inline size_t ptr_hash(const void *p)
 {
@@ -61,69 +50,71 @@ static void table_put(entry **table, const void *key, entry *e, int by_type_key)
     (void)by_type_key;
 }
 
-static inline entry *entry_for_desc(const onnxio_message_desc *desc)
+static inline entry *entry_for_desc(pyonnxio_state *st, const onnxio_message_desc *desc)
 {
     for (size_t i = ptr_hash(desc);; i = (i + 1) & (TABLE_SIZE - 1)) {
-        entry *e = REG->by_desc[i];
+        entry *e = st->registry->by_desc[i];
         if (!e || e->desc == desc) return e;
     }
 }
 
-static inline entry *entry_for_exact_type(PyTypeObject *tp)
+static inline entry *entry_for_exact_type(pyonnxio_state *st, PyTypeObject *tp)
 {
     for (size_t i = ptr_hash(tp);; i = (i + 1) & (TABLE_SIZE - 1)) {
-        entry *e = REG->by_type[i];
+        entry *e = st->registry->by_type[i];
         if (!e || e->type == tp) return e;
     }
 }
 
 /* The entry of a message class or of a Python subclass of one. */
-static entry *entry_for_type(PyTypeObject *tp)
+static entry *entry_for_type(pyonnxio_state *st, PyTypeObject *tp)
 {
     for (; tp; tp = tp->tp_base) {
-        entry *e = entry_for_exact_type(tp);
+        entry *e = entry_for_exact_type(st, tp);
         if (e) return e;
     }
     return NULL;
 }
 
-PyTypeObject *pyonnxio_message_type(const onnxio_message_desc *desc)
+PyTypeObject *pyonnxio_message_type(pyonnxio_state *st, const onnxio_message_desc *desc)
 {
-    entry *e = entry_for_desc(desc);
+    entry *e = entry_for_desc(st, desc);
     return e ? e->type : NULL;
 }
 
-const onnxio_message_desc *pyonnxio_message_desc_of(PyObject *obj)
+const onnxio_message_desc *pyonnxio_message_desc_of(pyonnxio_state *st, PyObject *obj)
 {
-    if (!obj || !PyObject_TypeCheck(obj, pyonnxio_st->message_type)) return NULL;
+    if (!obj || !PyObject_TypeCheck(obj, st->message_type)) return NULL;
     PyOnnxioMessage *m = (PyOnnxioMessage *)obj;
     if (!m->msg && !m->parent_field) return NULL; /* Message() itself, never built */
     return pyonnxio_desc_of(m);
 }
 
-int pyonnxio_registry_init(void)
+int pyonnxio_registry_init(pyonnxio_state *st)
 {
     if (onnxio_all_message_count * 2 > TABLE_SIZE) {
         PyErr_SetString(PyExc_SystemError, "onnxio: too many messages for the class table");
         return -1;
     }
-    if (!(REG = PyMem_Calloc(1, sizeof *REG))) {
+    struct pyonnxio_registry *reg = st->registry = PyMem_Calloc(1, sizeof *reg);
+    if (!reg) {
         PyErr_NoMemory();
         return -1;
     }
-    REG->entries = PyMem_Calloc(onnxio_all_message_count, sizeof(entry));
-    REG->empty_arena = onnxio_arena_new();
-    if (!REG->entries || !REG->empty_arena) {
+    reg->entries = PyMem_Calloc(onnxio_all_message_count, sizeof(entry));
+    reg->empty_arena = onnxio_arena_new();
+    if (!reg->entries || !reg->empty_arena) {
         PyErr_NoMemory();
         return -1;
     }
     return 0;
 }
 
-int pyonnxio_registry_traverse(visitproc visit, void *arg)
+int pyonnxio_registry_traverse(pyonnxio_state *st, visitproc visit, void *arg)
 {
-    for (size_t i = 0; REG && i < REG->entry_count; i++) {
-        entry *e = &REG->entries[i];
+    struct pyonnxio_registry *reg = st->registry;
+    for (size_t i = 0; reg && i < reg->entry_count; i++) {
+        entry *e = &reg->entries[i];
         Py_VISIT(e->type);
         for (size_t k = 0; e->field_descs && k < e->desc->field_count; k++) Py_VISIT(e->field_descs[k]);
     }
@@ -133,53 +124,56 @@ int pyonnxio_registry_traverse(visitproc visit, void *arg)
 /* The entries stay, with their class NULL: an object freed after the
  * clear (in the same garbage as the module) finds no class, and wraps
  * nothing. */
-void pyonnxio_registry_clear(void)
+void pyonnxio_registry_clear(pyonnxio_state *st)
 {
-    for (size_t i = 0; REG && i < REG->entry_count; i++) {
-        entry *e = &REG->entries[i];
+    struct pyonnxio_registry *reg = st->registry;
+    for (size_t i = 0; reg && i < reg->entry_count; i++) {
+        entry *e = &reg->entries[i];
         Py_CLEAR(e->type);
         for (size_t k = 0; e->field_descs && k < e->desc->field_count; k++) Py_CLEAR(e->field_descs[k]);
     }
 }
 
-void pyonnxio_registry_free(void)
+void pyonnxio_registry_free(pyonnxio_state *st)
 {
-    if (!REG) return;
-    pyonnxio_registry_clear();
-    for (size_t i = 0; i < REG->entry_count; i++) PyMem_Free(REG->entries[i].field_descs);
-    PyMem_Free(REG->entries);
-    onnxio_arena_unref(REG->empty_arena);
-    PyMem_Free(REG);
-    REG = NULL;
+    struct pyonnxio_registry *reg = st->registry;
+    if (!reg) return;
+    pyonnxio_registry_clear(st);
+    for (size_t i = 0; i < reg->entry_count; i++) PyMem_Free(reg->entries[i].field_descs);
+    PyMem_Free(reg->entries);
+    onnxio_arena_unref(reg->empty_arena);
+    PyMem_Free(reg);
+    st->registry = NULL;
 }
 
-int pyonnxio_registry_add(const onnxio_message_desc *desc, PyTypeObject *type)
+int pyonnxio_registry_add(pyonnxio_state *st, const onnxio_message_desc *desc, PyTypeObject *type)
 {
-    if (REG->entry_count == onnxio_all_message_count) {
+    struct pyonnxio_registry *reg = st->registry;
+    if (reg->entry_count == onnxio_all_message_count) {
         PyErr_SetString(PyExc_SystemError, "onnxio: more classes than message descriptors");
         return -1;
     }
-    entry *e = &REG->entries[REG->entry_count];
+    entry *e = &reg->entries[reg->entry_count];
     e->desc = desc;
-    e->empty = onnxio_message_new(REG->empty_arena, desc);
+    e->empty = onnxio_message_new(reg->empty_arena, desc);
     if (!e->empty) {
         PyErr_NoMemory();
         return -1;
     }
     e->type = type;
-    REG->entry_count++;
-    table_put(REG->by_desc, desc, e, 0);
-    table_put(REG->by_type, type, e, 1);
+    reg->entry_count++;
+    table_put(reg->by_desc, desc, e, 0);
+    table_put(reg->by_type, type, e, 1);
     return 0;
 }
 
 /* ---- FieldDescriptors, for ListFields --------------------------------- */
 
-PyObject *pyonnxio_install_descriptor(PyObject *unused, PyObject *args)
+PyObject *pyonnxio_install_descriptor(PyObject *module, PyObject *args)
 {
     PyObject *cls, *descriptor;
     if (!PyArg_ParseTuple(args, "O!O:_install_descriptor", &PyType_Type, &cls, &descriptor)) return NULL;
-    entry *e = entry_for_exact_type((PyTypeObject *)cls);
+    entry *e = entry_for_exact_type(pyonnxio_state_of_module(module), (PyTypeObject *)cls);
     if (!e) return PyErr_Format(PyExc_TypeError, "_install_descriptor: %R is not an onnxio message class", cls);
     const onnxio_message_desc *d = e->desc;
     PyObject *by_number = PyObject_GetAttrString(descriptor, "fields_by_number");
@@ -209,27 +203,29 @@ PyObject *pyonnxio_install_descriptor(PyObject *unused, PyObject *args)
     Py_RETURN_NONE;
 }
 
-PyObject **pyonnxio_field_descriptors(const onnxio_message_desc *desc)
+PyObject **pyonnxio_field_descriptors(pyonnxio_state *st, const onnxio_message_desc *desc)
 {
-    entry *e = entry_for_desc(desc);
+    entry *e = entry_for_desc(st, desc);
     return e ? e->field_descs : NULL;
 }
 
 /* ---- object lifetime -------------------------------------------------- */
 
-static PyOnnxioMessage *alloc_object(PyTypeObject *tp)
+static PyOnnxioMessage *alloc_object(pyonnxio_state *st, PyTypeObject *tp)
 {
-    return (PyOnnxioMessage *)tp->tp_alloc(tp, 0);
+    PyOnnxioMessage *o = (PyOnnxioMessage *)tp->tp_alloc(tp, 0);
+    if (o) o->st = st;
+    return o;
 }
 
-PyObject *pyonnxio_message_wrap(onnxio_arena *arena, void *msg)
+PyObject *pyonnxio_message_wrap(pyonnxio_state *st, onnxio_arena *arena, void *msg)
 {
-    entry *e = entry_for_desc(((onnxio_message *)msg)->desc);
+    entry *e = entry_for_desc(st, ((onnxio_message *)msg)->desc);
     if (!e || !e->type) {
         PyErr_SetString(PyExc_SystemError, "onnxio: message of an unknown type");
         return NULL;
     }
-    PyOnnxioMessage *o = alloc_object(e->type);
+    PyOnnxioMessage *o = alloc_object(st, e->type);
     if (!o) return NULL;
     o->arena = onnxio_arena_ref(arena);
     o->msg = msg;
@@ -239,12 +235,12 @@ PyObject *pyonnxio_message_wrap(onnxio_arena *arena, void *msg)
 /* A lazy object for the unset message field `f` of `parent`. */
 static PyObject *wrap_lazy(PyOnnxioMessage *parent, const onnxio_field_desc *f)
 {
-    entry *e = entry_for_desc(f->message);
+    entry *e = entry_for_desc(parent->st, f->message);
     if (!e || !e->type) {
         PyErr_SetString(PyExc_SystemError, "onnxio: message of an unknown type");
         return NULL;
     }
-    PyOnnxioMessage *o = alloc_object(e->type);
+    PyOnnxioMessage *o = alloc_object(parent->st, e->type);
     if (!o) return NULL;
     Py_INCREF(parent);
     o->parent = parent;
@@ -257,9 +253,9 @@ static PyObject *wrap_lazy(PyOnnxioMessage *parent, const onnxio_field_desc *f)
 }
 
 /* An object of class `tp` with a new arena and no struct yet. */
-static PyOnnxioMessage *alloc_root(PyTypeObject *tp)
+static PyOnnxioMessage *alloc_root(pyonnxio_state *st, PyTypeObject *tp)
 {
-    PyOnnxioMessage *o = alloc_object(tp);
+    PyOnnxioMessage *o = alloc_object(st, tp);
     if (o && !(o->arena = onnxio_arena_new())) {
         Py_DECREF(o);
         return (PyOnnxioMessage *)PyErr_NoMemory();
@@ -277,28 +273,37 @@ static PyObject *make_struct(PyOnnxioMessage *o, const onnxio_message_desc *desc
     return (PyObject *)o;
 }
 
-PyObject *pyonnxio_message_new_of_type(PyTypeObject *tp, const onnxio_message_desc *desc)
+PyObject *pyonnxio_message_new_of_type(pyonnxio_state *st, PyTypeObject *tp, const onnxio_message_desc *desc)
 {
-    return make_struct(alloc_root(tp), desc);
+    return make_struct(alloc_root(st, tp), desc);
 }
 
-PyOnnxioMessage *pyonnxio_message_new_unmade(PyTypeObject *tp, const onnxio_message_desc **desc)
+PyOnnxioMessage *pyonnxio_message_new_unmade(pyonnxio_state *st, PyTypeObject *tp, const onnxio_message_desc **desc)
 {
-    entry *e = entry_for_type(tp);
+    entry *e = entry_for_type(st, tp);
     if (!e) return (PyOnnxioMessage *)PyErr_Format(PyExc_TypeError, "cannot create '%.200s' instances: not a message class",
                                                    tp->tp_name);
     *desc = e->desc;
-    return alloc_root(tp);
+    return alloc_root(st, tp);
 }
 
-PyObject *pyonnxio_message_new_root(const onnxio_message_desc *desc)
+PyObject *pyonnxio_message_new_root(pyonnxio_state *st, const onnxio_message_desc *desc)
 {
-    entry *e = entry_for_desc(desc);
+    entry *e = entry_for_desc(st, desc);
     if (!e) {
         PyErr_SetString(PyExc_SystemError, "onnxio: unknown message descriptor");
         return NULL;
     }
-    return pyonnxio_message_new_of_type(e->type, desc);
+    return pyonnxio_message_new_of_type(st, e->type, desc);
+}
+
+PyObject *pyonnxio_message_tp_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs)
+{
+    pyonnxio_state *st = pyonnxio_state_of_type(tp);
+    if (!st) return PyErr_Format(PyExc_TypeError, "cannot create '%.200s' instances: not a message class", tp->tp_name);
+    const onnxio_message_desc *desc = NULL;
+    PyOnnxioMessage *o = pyonnxio_message_new_unmade(st, tp, &desc);
+    return o ? make_struct(o, desc) : NULL;
 }
 
 /* The lazy chain behind an object (pyonnxio_message_get) can be deeper
@@ -335,24 +340,14 @@ void pyonnxio_message_dealloc(PyOnnxioMessage *self)
 
 /* ---- presence --------------------------------------------------------- */
 
-static inline void *member(void *msg, const onnxio_field_desc *f)
-{
-    return (char *)msg + f->offset;
-}
-
-typedef struct generic_array {
-    void *data;
-    size_t size, capacity;
-} generic_array;
-
 void pyonnxio_field_unlink(void *msg, const onnxio_field_desc *f)
 {
     onnxio_message *m = msg;
-    void *p = member(m, f);
+    void *p = pyonnxio_member(m, f);
     m->has &= ~((uint64_t)1 << f->index);
     if (f->label >= ONNXIO_LABEL_REPEATED) {
         /* Elements stay in the arena, so Python objects for them stay valid. */
-        ((generic_array *)p)->size = 0;
+        ((pyonnxio_array *)p)->size = 0;
         return;
     }
     switch (f->kind) {
@@ -364,10 +359,9 @@ void pyonnxio_field_unlink(void *msg, const onnxio_field_desc *f)
     }
 }
 
-/* Marks singular field `f` present, unlinking the other members of its
- * oneof (not onnxio_set_has, which clears their sub-messages in place). */
-static void set_present(onnxio_message *m, const onnxio_field_desc *f)
+void pyonnxio_field_set_present(void *msg, const onnxio_field_desc *f)
 {
+    onnxio_message *m = msg;
     if (f->oneof) {
         const onnxio_message_desc *d = m->desc;
         for (size_t i = 0; i < d->field_count; i++) {
@@ -388,7 +382,7 @@ static void *adopt(PyOnnxioMessage *m, int for_write)
     PyOnnxioMessage *parent = m->parent;
     const onnxio_field_desc *f = m->parent_field;
     onnxio_message *pm = parent->msg;
-    onnxio_message **slot = member(pm, f);
+    onnxio_message **slot = pyonnxio_member(pm, f);
     if (!*slot) {
         if (!for_write) return NULL;
         *slot = onnxio_message_new(parent->arena, f->message);
@@ -396,7 +390,7 @@ static void *adopt(PyOnnxioMessage *m, int for_write)
             PyErr_NoMemory();
             return NULL;
         }
-        set_present(pm, f);
+        pyonnxio_field_set_present(pm, f);
     }
     m->arena = onnxio_arena_ref(parent->arena);
     m->msg = (onnxio_message *)*slot;
@@ -409,46 +403,7 @@ static void *adopt(PyOnnxioMessage *m, int for_write)
     return m->msg;
 }
 
-/* Lazy objects form a chain up to the first existing message, as long as
- * Python code made it (x = x.sequence_type.elem_type in a loop makes one
- * link per field read): it is walked with a heap array, never recursively,
- * so that no depth overflows the C stack. */
 /* ---- trees being written ------------------------------------------------ */
-
-/* The busy arenas (struct busy_arena, in the registry). */
-
-int pyonnxio_busy_enter(onnxio_arena *arena)
-{
-    for (int i = 0; i < REG->busy_used; i++)
-        if (REG->busy[i].arena == arena) return ++REG->busy[i].count, 0;
-    if (REG->busy_used == (int)(sizeof REG->busy / sizeof REG->busy[0])) {
-        PyErr_SetString(PyExc_RuntimeError, "onnxio: too many saves in progress at once (64)");
-        return -1;
-    }
-    REG->busy[REG->busy_used++] = (struct busy_arena){arena, 1};
-    return 0;
-}
-
-void pyonnxio_busy_leave(onnxio_arena *arena)
-{
-    for (int i = 0; i < REG->busy_used; i++)
-        if (REG->busy[i].arena == arena) {
-            if (--REG->busy[i].count == 0) REG->busy[i] = REG->busy[--REG->busy_used];
-            return;
-        }
-}
-
-static int busy_refuses(onnxio_arena *arena)
-{
-    for (int i = 0; REG->busy_used && i < REG->busy_used; i++)
-        if (REG->busy[i].arena == arena) {
-            PyErr_SetString(PyExc_RuntimeError,
-                            "cannot change a message while a save or serialization of its tree is in progress "
-                            "(from a progress callback or another thread): change it after that call returns");
-            return 1;
-        }
-    return 0;
-}
 
 /* The first existing message of m's chain (m itself when it exists). */
 static PyOnnxioMessage *existing(PyOnnxioMessage *m)
@@ -459,11 +414,15 @@ static PyOnnxioMessage *existing(PyOnnxioMessage *m)
 
 int pyonnxio_busy_check(PyOnnxioMessage *m)
 {
-    if (!REG->busy_used) return 0;
+    if (!m->st->busy_used) return 0;
     PyOnnxioMessage *e = existing(m);
-    return e && busy_refuses(e->arena) ? -1 : 0;
+    return e && pyonnxio_busy_refuses(m->st, e->arena) ? -1 : 0;
 }
 
+/* Lazy objects form a chain up to the first existing message, as long as
+ * Python code made it (x = x.sequence_type.elem_type in a loop makes one
+ * link per field read): it is walked with a heap array, never recursively,
+ * so that no depth overflows the C stack. */
 void *pyonnxio_message_get(PyOnnxioMessage *m, int for_write)
 {
     if (for_write && pyonnxio_busy_check(m) < 0) return NULL;
@@ -475,7 +434,7 @@ void *pyonnxio_message_get(PyOnnxioMessage *m, int for_write)
     if (m->parent->msg) return adopt(m, for_write);
     PyOnnxioMessage *top = m->top;
     if (!for_write && top && !top->msg && top->parent && top->parent->msg &&
-        !*(void **)member(top->parent->msg, top->parent_field))
+        !*(void **)pyonnxio_member(top->parent->msg, top->parent_field))
         return NULL; /* the outermost link is absent: nothing below it exists */
     size_t n = 0;
     PyOnnxioMessage *p = m;
@@ -512,92 +471,18 @@ void *pyonnxio_message_read(PyOnnxioMessage *m)
 {
     void *c = pyonnxio_message_get(m, 0);
     if (c) return c;
-    entry *e = entry_for_desc(pyonnxio_desc_of(m));
+    entry *e = entry_for_desc(m->st, pyonnxio_desc_of(m));
     return e->empty;
 }
 
-/* ---- field access ----------------------------------------------------- */
+/* ---- message fields ------------------------------------------------------ */
 
-static PyObject *raw_to_py(const onnxio_span *s)
+PyObject *pyonnxio_message_field(PyOnnxioMessage *self, const onnxio_field_desc *f)
 {
-    if (!s->data && s->size) {
-        PyErr_SetString(PyExc_ValueError,
-                        "raw_data was not loaded (skip_raw_data or a skipped payload): only its size is known");
-        return NULL;
-    }
-    return PyBytes_FromStringAndSize(s->size ? (const char *)s->data : "", (Py_ssize_t)s->size);
-}
-
-PyObject *pyonnxio_field_get(PyOnnxioMessage *self, void *closure)
-{
-    const onnxio_field_desc *f = closure;
-    if (f->label >= ONNXIO_LABEL_REPEATED) return pyonnxio_repeated_new(self, f);
     void *c = self->msg ? (void *)self->msg : pyonnxio_message_read(self);
-    void *p = member(c, f);
-    switch (f->kind) {
-    case ONNXIO_KIND_MESSAGE: {
-        void *sub = *(void **)p;
-        if (sub) return pyonnxio_message_wrap(self->arena, sub);
-        return wrap_lazy(self, f);
-    }
-    case ONNXIO_KIND_RAW: return raw_to_py(p);
-    default: return pyonnxio_value_to_py(f, p);
-    }
-}
-
-static int set_raw(PyOnnxioMessage *self, const onnxio_field_desc *f, PyObject *value)
-{
-    Py_buffer view;
-    if (PyUnicode_Check(value)) {
-        PyErr_Format(PyExc_TypeError, "field %s: expected bytes, str found", f->name);
-        return -1;
-    }
-    if (PyObject_GetBuffer(value, &view, PyBUF_SIMPLE) < 0) return -1;
-    onnxio_message *c = pyonnxio_message_get(self, 1);
-    int rc = -1;
-    if (c) {
-        if (onnxio_span_copy_from(member(c, f), view.buf, (size_t)view.len)) {
-            PyErr_NoMemory();
-        } else {
-            set_present(c, f);
-            rc = 0;
-        }
-    }
-    PyBuffer_Release(&view);
-    return rc;
-}
-
-/* Sets singular scalar, string, bytes, enum or raw field `f`. */
-static int set_scalar(PyOnnxioMessage *self, const onnxio_field_desc *f, PyObject *value)
-{
-    if (f->kind == ONNXIO_KIND_RAW) return set_raw(self, f, value);
-    pyonnxio_value v;
-    if (pyonnxio_value_from_py(f, value, &v) < 0) return -1;
-    onnxio_message *c = pyonnxio_message_get(self, 1);
-    if (!c) return -1;
-    if (pyonnxio_value_store(self->arena, f, member(c, f), &v) < 0) return -1;
-    set_present(c, f);
-    return 0;
-}
-
-int pyonnxio_field_set(PyOnnxioMessage *self, PyObject *value, void *closure)
-{
-    const onnxio_field_desc *f = closure;
-    if (!value) {
-        PyErr_SetString(PyExc_AttributeError, "Cannot delete field attribute");
-        return -1;
-    }
-    if (f->label >= ONNXIO_LABEL_REPEATED) {
-        PyErr_Format(PyExc_AttributeError,
-                     "Assignment not allowed to map, or repeated field \"%s\" in protocol message object.", f->name);
-        return -1;
-    }
-    if (f->kind == ONNXIO_KIND_MESSAGE) {
-        PyErr_Format(PyExc_AttributeError,
-                     "Assignment not allowed to message field \"%s\" in protocol message object.", f->name);
-        return -1;
-    }
-    return set_scalar(self, f, value);
+    void *sub = *(void **)pyonnxio_member(c, f);
+    if (sub) return pyonnxio_message_wrap(self->st, self->arena, sub);
+    return wrap_lazy(self, f);
 }
 
 /* ---- fields by name, clear, clone, merge -------------------------------- */
@@ -641,13 +526,13 @@ void pyonnxio_message_clear(onnxio_message *c)
     c->unknown.size = 0;
 }
 
-void *pyonnxio_message_clone(onnxio_arena *arena, const void *src)
+void *pyonnxio_message_clone(pyonnxio_state *st, onnxio_arena *arena, const void *src)
 {
     const onnxio_message *from = src;
     void *copy = onnxio_message_new(arena, from->desc);
     if (!copy) return PyErr_NoMemory();
     onnxio_status s = onnxio_message_copy(arena, copy, src);
-    if (s) return pyonnxio_raise(s); /* the partial copy stays unreferenced in the arena */
+    if (s) return pyonnxio_raise(st, s); /* the partial copy stays unreferenced in the arena */
     return copy;
 }
 
@@ -657,167 +542,15 @@ int pyonnxio_message_merge_into(PyOnnxioMessage *self, PyOnnxioMessage *src)
     onnxio_message *to = pyonnxio_message_get(self, 1);
     if (!to) return -1;
     if (src->arena == self->arena) { /* also m.MergeFrom(m), which protobuf allows */
-        from = pyonnxio_message_clone(self->arena, from);
+        from = pyonnxio_message_clone(self->st, self->arena, from);
         if (!from) return -1;
     }
     onnxio_status s = onnxio_message_merge(self->arena, to, from);
     if (s) {
-        pyonnxio_raise(s);
+        pyonnxio_raise(self->st, s);
         return -1;
     }
     return 0;
-}
-
-/* ---- keyword initialization ------------------------------------------- */
-
-static int init_message_field(PyOnnxioMessage *self, const onnxio_field_desc *f, PyObject *value);
-
-/* Appends `item` (a message of the field's class, or a dict of its fields)
- * to repeated message field `f` of `c` (self's message). */
-static int append_message_item(PyOnnxioMessage *self, onnxio_message *c, const onnxio_field_desc *f, PyObject *item)
-{
-    if (PyDict_Check(item)) {
-        void *elem = onnxio_list_add(self->arena, member(c, f), f->message);
-        if (!elem) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        PyObject *w = pyonnxio_message_wrap(self->arena, elem);
-        if (!w) return -1;
-        int rc = pyonnxio_message_init_kwargs(w, item);
-        Py_DECREF(w);
-        return rc;
-    }
-    const onnxio_message_desc *d = pyonnxio_message_desc_of(item);
-    if (d != f->message) {
-        PyErr_Format(PyExc_TypeError,
-                     "Parameter to initialize message field must be dict or instance of same class: expected %s got "
-                     "%.200s.",
-                     f->message->full_name, Py_TYPE(item)->tp_name);
-        return -1;
-    }
-    void *copy = pyonnxio_message_clone(self->arena, pyonnxio_message_read((PyOnnxioMessage *)item));
-    if (!copy) return -1;
-    void **slot = onnxio_array_append(self->arena, member(c, f), sizeof(void *));
-    if (!slot) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    *slot = copy;
-    return 0;
-}
-
-static int init_message_field(PyOnnxioMessage *self, const onnxio_field_desc *f, PyObject *value)
-{
-    if (f->label >= ONNXIO_LABEL_REPEATED) {
-        onnxio_message *c = pyonnxio_message_get(self, 1);
-        if (!c) return -1;
-        PyObject *it = PyObject_GetIter(value);
-        if (!it) return -1;
-        PyObject *item;
-        while ((item = PyIter_Next(it))) {
-            PyObject *m = pyonnxio_coerce_message(item); /* an onnx package message too */
-            Py_DECREF(item);
-            int rc = m ? append_message_item(self, c, f, m) : -1;
-            Py_XDECREF(m);
-            if (rc < 0) {
-                Py_DECREF(it);
-                return -1;
-            }
-        }
-        Py_DECREF(it);
-        return PyErr_Occurred() ? -1 : 0;
-    }
-    PyObject *coerced = pyonnxio_coerce_message(value); /* an onnx package message too */
-    if (!coerced) return -1;
-    value = coerced;
-    PyObject *sub = pyonnxio_field_get(self, (void *)f);
-    if (!sub) {
-        Py_DECREF(coerced);
-        return -1;
-    }
-    int rc;
-    if (PyDict_Check(value)) {
-        /* Even an empty dict makes the field present, as in protobuf. */
-        rc = pyonnxio_message_get((PyOnnxioMessage *)sub, 1) ? pyonnxio_message_init_kwargs(sub, value) : -1;
-    } else if (pyonnxio_message_desc_of(value) == f->message) {
-        PyOnnxioMessage *s = (PyOnnxioMessage *)sub;
-        onnxio_message *to = pyonnxio_message_get(s, 1);
-        rc = -1;
-        if (to) {
-            pyonnxio_message_clear(to);
-            rc = pyonnxio_message_merge_into(s, (PyOnnxioMessage *)value);
-        }
-    } else {
-        PyErr_Format(PyExc_TypeError,
-                     "Parameter to initialize message field must be dict or instance of same class: expected %s got "
-                     "%.200s.",
-                     f->message->full_name, Py_TYPE(value)->tp_name);
-        rc = -1;
-    }
-    Py_DECREF(sub);
-    Py_DECREF(coerced);
-    return rc;
-}
-
-static int init_kwargs(PyOnnxioMessage *self, PyObject *kwargs);
-
-/* Nested dicts (TypeProto(sequence_type={"elem_type": {...}})) recurse
- * here as deep as the caller nested them: Python's recursion limit bounds
- * it, with RecursionError, as for any nested structure Python walks. */
-int pyonnxio_message_init_kwargs(PyObject *obj, PyObject *kwargs)
-{
-    if (Py_EnterRecursiveCall(" while initializing a message from nested dicts")) return -1;
-    int rc = init_kwargs((PyOnnxioMessage *)obj, kwargs);
-    Py_LeaveRecursiveCall();
-    return rc;
-}
-
-static int init_kwargs(PyOnnxioMessage *self, PyObject *kwargs)
-{
-    const onnxio_message_desc *d = pyonnxio_desc_of(self);
-    PyObject *key, *value;
-    Py_ssize_t pos = 0;
-    while (PyDict_Next(kwargs, &pos, &key, &value)) {
-        const onnxio_field_desc *f = pyonnxio_field_named(d, key, NULL);
-        if (!f) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_ValueError, "Protocol message %s has no \"%S\" field.", pyonnxio_short_name(d), key);
-            return -1;
-        }
-        if (value == Py_None) continue; /* protobuf: None leaves the field unset */
-        int rc;
-        if (f->kind == ONNXIO_KIND_MESSAGE) {
-            rc = init_message_field(self, f, value);
-        } else if (f->label >= ONNXIO_LABEL_REPEATED) {
-            PyObject *container = pyonnxio_repeated_new(self, f);
-            if (!container) return -1;
-            PyObject *r = PyObject_CallMethod(container, "extend", "(O)", value);
-            Py_DECREF(container);
-            rc = r ? 0 : -1;
-            Py_XDECREF(r);
-        } else {
-            rc = set_scalar(self, f, value);
-        }
-        if (rc < 0) return -1;
-    }
-    return 0;
-}
-
-PyObject *pyonnxio_message_tp_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs)
-{
-    const onnxio_message_desc *desc = NULL;
-    PyOnnxioMessage *o = pyonnxio_message_new_unmade(tp, &desc);
-    return o ? make_struct(o, desc) : NULL;
-}
-
-int pyonnxio_message_tp_init(PyObject *self, PyObject *args, PyObject *kwargs)
-{
-    if (args && PyTuple_GET_SIZE(args)) {
-        PyErr_SetString(PyExc_TypeError, "No positional arguments allowed");
-        return -1;
-    }
-    return kwargs ? pyonnxio_message_init_kwargs(self, kwargs) : 0;
 }
 
 /* ---- walks ------------------------------------------------------------ */
@@ -838,12 +571,12 @@ int pyonnxio_walk(onnxio_message *root, int (*fn)(onnxio_message *msg, void *ctx
         for (size_t i = 0; i < c->desc->field_count; i++) {
             const onnxio_field_desc *f = &c->desc->fields[i];
             if (f->kind != ONNXIO_KIND_MESSAGE) continue;
-            void *p = member(c, f);
+            void *p = pyonnxio_member(c, f);
             onnxio_message **subs = p;
             size_t count = 1;
             if (f->label >= ONNXIO_LABEL_REPEATED) {
-                subs = ((generic_array *)p)->data;
-                count = ((generic_array *)p)->size;
+                subs = (onnxio_message **)((pyonnxio_array *)p)->data;
+                count = ((pyonnxio_array *)p)->size;
             }
             for (size_t k = 0; k < count; k++) {
                 if (!subs[k]) continue;

@@ -2,8 +2,14 @@
  * message methods (presence, oneofs, clear, copy and merge, parse and
  * serialize, unknown fields, copy and pickle), str and repr in protobuf's
  * text format, and comparison (a message of the onnx package included).
- * Its slots for lifetime and construction are message.c's. */
-#include "pyonnxio.h"
+ * Its slots for lifetime are message.c's, its tp_init construct.c's; parses
+ * and serializations are wire.c's. */
+#include "coerce.h"
+#include "construct.h"
+#include "errors.h"
+#include "fields.h"
+#include "message_methods.h"
+#include "wire.h"
 
 /* ---- methods ---------------------------------------------------------- */
 
@@ -20,7 +26,7 @@ static const onnxio_field_desc *oneof_case(const onnxio_message *c, const onnxio
 
 static int check_same_class(PyOnnxioMessage *self, PyObject *other, const char *method)
 {
-    const onnxio_message_desc *od = pyonnxio_message_desc_of(other);
+    const onnxio_message_desc *od = pyonnxio_message_desc_of(self->st, other);
     if (od && od == pyonnxio_desc_of(self)) return 0;
     PyErr_Format(PyExc_TypeError, "Parameter to %s() must be instance of same class: expected %s got %.200s.",
                  method, pyonnxio_desc_of(self)->full_name, Py_TYPE(other)->tp_name);
@@ -72,7 +78,7 @@ static PyObject *m_WhichOneof(PyOnnxioMessage *self, PyObject *name)
 static PyObject *m_ListFields(PyOnnxioMessage *self, PyObject *unused)
 {
     onnxio_message *c = pyonnxio_message_read(self);
-    PyObject **descs = pyonnxio_field_descriptors(c->desc);
+    PyObject **descs = pyonnxio_field_descriptors(self->st, c->desc);
     if (!descs) {
         PyErr_Format(PyExc_RuntimeError, "%s has no DESCRIPTOR yet (the onnxio package installs them)",
                      c->desc->full_name);
@@ -119,12 +125,12 @@ static PyObject *copy_from(PyOnnxioMessage *self, PyObject *other)
     if (!to) return NULL;
     void *from = pyonnxio_message_read(src);
     if (src->arena == self->arena) { /* src may contain self: copy it before clearing */
-        from = pyonnxio_message_clone(self->arena, from);
+        from = pyonnxio_message_clone(self->st, self->arena, from);
         if (!from) return NULL;
     }
     pyonnxio_message_clear(to);
     onnxio_status s = onnxio_message_merge(self->arena, to, from);
-    if (s) return pyonnxio_raise(s);
+    if (s) return pyonnxio_raise(self->st, s);
     Py_RETURN_NONE;
 }
 
@@ -138,7 +144,7 @@ static PyObject *merge_from(PyOnnxioMessage *self, PyObject *other)
 /* CopyFrom and MergeFrom take the onnx package's messages too. */
 static PyObject *m_CopyFrom(PyOnnxioMessage *self, PyObject *other)
 {
-    PyObject *o = pyonnxio_coerce_message(other);
+    PyObject *o = pyonnxio_coerce_message(self->st, other);
     PyObject *r = o ? copy_from(self, o) : NULL;
     Py_XDECREF(o);
     return r;
@@ -146,186 +152,29 @@ static PyObject *m_CopyFrom(PyOnnxioMessage *self, PyObject *other)
 
 static PyObject *m_MergeFrom(PyOnnxioMessage *self, PyObject *other)
 {
-    PyObject *o = pyonnxio_coerce_message(other);
+    PyObject *o = pyonnxio_coerce_message(self->st, other);
     PyObject *r = o ? merge_from(self, o) : NULL;
     Py_XDECREF(o);
     return r;
 }
 
-/* Parses `data` into self, merging (protobuf's MergeFromString). Returns
- * the number of bytes read, as protobuf. */
-/* Parses and serializations of big messages run without the GIL (payload
- * copies dominate them); small ones are not worth a GIL round trip. */
-#define RELEASE_GIL_ABOVE (64u * 1024)
-
-/* Parses into `c`, or, with `make`, into a new `make` struct (*made). */
-static onnxio_status parse_call(onnxio_message *c, const onnxio_message_desc *make, const Py_buffer *view,
-                                onnxio_buffer *owner, const onnxio_parse_options *o, onnxio_arena *arena, void **made)
-{
-    return make ? onnxio_parse(make, view->buf, (size_t)view->len, owner, o, arena, made)
-                : onnxio_parse_into(c, view->buf, (size_t)view->len, owner, o, arena);
-}
-
-/* `make`: self has no struct yet (pyonnxio_message_new_unmade), and the
- * parse makes it, a `make` message, in the block it sizes for the tree.
- * Returns the bytes read, or -1 with an exception set. */
-static Py_ssize_t parse_merge(PyOnnxioMessage *self, PyObject *data, int clear_first, const onnxio_message_desc *make)
-{
-    Py_buffer view;
-    if (PyUnicode_Check(data)) {
-        PyErr_Format(PyExc_TypeError, "expected bytes, str found");
-        return -1;
-    }
-    if (PyBytes_CheckExact(data)) {
-        /* its bytes, without the buffer protocol's round trip (the caller
-         * holds `data`; PyBuffer_Release of a view without obj does nothing) */
-        view.buf = PyBytes_AS_STRING(data);
-        view.len = PyBytes_GET_SIZE(data);
-        view.obj = NULL;
-    } else if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
-        return -1;
-    }
-    onnxio_message *c = make ? NULL : pyonnxio_message_get(self, 1);
-    if (!c && !make) {
-        PyBuffer_Release(&view);
-        return -1;
-    }
-    if (clear_first) pyonnxio_message_clear(c);
-    onnxio_status s;
-    onnxio_arena *arena = self->arena;
-    /* The tree is marked busy while the GIL is released (another thread
-     * could change it then); with the GIL held no Python code runs during
-     * the parse. A tree the parse makes is nobody else's yet. */
-    int unlocked = (size_t)view.len >= RELEASE_GIL_ABOVE, busy = unlocked && !make;
-    if (busy && pyonnxio_busy_enter(arena) < 0) {
-        PyBuffer_Release(&view);
-        return -1;
-    }
-    /* An immutable bytes object is borrowed, as upb does
-     * (pyonnxio_borrowable); any other buffer may change after the call,
-     * so its payloads are copied. The options are made only for a borrowed
-     * input: clearing them took a tenth of an empty parse's time. */
-    onnxio_parse_options opts, *o = NULL;
-    onnxio_buffer *owner = NULL;
-    if (pyonnxio_borrowable(data, 0)) {
-        if (!(owner = pyonnxio_buffer_for_object(data))) {
-            if (busy) pyonnxio_busy_leave(arena);
-            PyBuffer_Release(&view);
-            return -1;
-        }
-        opts = (onnxio_parse_options)ONNXIO_PARSE_OPTIONS_INIT;
-        opts.no_copy = true;
-        o = &opts;
-    }
-    void *made = NULL;
-    if (!unlocked) {
-        s = parse_call(c, make, &view, owner, o, arena, &made);
-    } else {
-        Py_BEGIN_ALLOW_THREADS
-        s = parse_call(c, make, &view, owner, o, arena, &made);
-        Py_END_ALLOW_THREADS
-    }
-    if (make) self->msg = made;
-    onnxio_buffer_unref(owner);
-    if (busy) pyonnxio_busy_leave(arena);
-    Py_ssize_t n = view.len;
-    PyBuffer_Release(&view);
-    if (s) {
-        pyonnxio_raise(s);
-        return -1;
-    }
-    return n;
-}
-
 static PyObject *m_MergeFromString(PyOnnxioMessage *self, PyObject *data)
 {
-    Py_ssize_t n = parse_merge(self, data, 0, NULL);
+    Py_ssize_t n = pyonnxio_parse_merge(self, data, 0, NULL);
     return n < 0 ? NULL : PyLong_FromSsize_t(n);
 }
 
 static PyObject *m_ParseFromString(PyOnnxioMessage *self, PyObject *data)
 {
-    Py_ssize_t n = parse_merge(self, data, 1, NULL);
+    Py_ssize_t n = pyonnxio_parse_merge(self, data, 1, NULL);
     return n < 0 ? NULL : PyLong_FromSsize_t(n);
-}
-
-PyObject *pyonnxio_message_from_string(PyObject *cls, PyObject *data)
-{
-    /* A class whose construction is the extension's own is built without
-     * the type call (its __init__ without arguments does nothing), and its
-     * struct by the parse. */
-    PyTypeObject *tp = (PyTypeObject *)cls;
-    const onnxio_message_desc *make = NULL;
-    PyObject *m = tp->tp_new == pyonnxio_message_tp_new && tp->tp_init == pyonnxio_message_tp_init
-                      ? (PyObject *)pyonnxio_message_new_unmade(tp, &make)
-                      : PyObject_CallNoArgs(cls);
-    if (!m) return NULL;
-    if (parse_merge((PyOnnxioMessage *)m, data, 0, make) < 0) {
-        Py_DECREF(m);
-        return NULL;
-    }
-    return m;
-}
-
-
-/* The destination of a one-pass serialization: a bytes object resized in
- * place (the encoder may run without the GIL; resizing takes it back). */
-typedef struct grow_bytes {
-    PyObject *bytes;
-    PyThreadState *save; /* non-NULL while the GIL is released */
-} grow_bytes;
-
-static void *grow_bytes_fn(void *user, void *data, size_t used, size_t size)
-{
-    (void)data;
-    (void)used; /* _PyBytes_Resize keeps the first bytes */
-    grow_bytes *g = user;
-    if (size > (size_t)PY_SSIZE_T_MAX) return NULL;
-    if (g->save) PyEval_RestoreThread(g->save);
-    int r = _PyBytes_Resize(&g->bytes, (Py_ssize_t)size); /* on failure: NULL, and MemoryError set */
-    if (r) PyErr_Clear(); /* the status says it */
-    if (g->save) g->save = PyEval_SaveThread();
-    return r ? NULL : PyBytes_AS_STRING(g->bytes);
-}
-
-PyObject *pyonnxio_serialize(void *msg, onnxio_arena *arena)
-{
-    onnxio_message *c = msg;
-    /* One pass into a bytes object of the size the last parse or
-     * serialization of this tree found (exact when it has not changed). */
-    uint64_t hint = c->cached_size;
-    if (hint == ONNXIO_SIZE_TOO_DEEP || hint > (uint64_t)PY_SSIZE_T_MAX / 2) hint = 0;
-    grow_bytes g = {PyBytes_FromStringAndSize(NULL, hint ? (Py_ssize_t)hint : 256), NULL};
-    if (!g.bytes) return NULL;
-    size_t size = 0;
-    onnxio_status s;
-    if (hint >= RELEASE_GIL_ABOVE || hint == 0) { /* large, or of a size not known yet */
-        if (arena && pyonnxio_busy_enter(arena) < 0) {
-            Py_DECREF(g.bytes);
-            return NULL;
-        }
-        g.save = PyEval_SaveThread();
-        s = onnxio_serialize_to(c, PyBytes_AS_STRING(g.bytes), (size_t)PyBytes_GET_SIZE(g.bytes), grow_bytes_fn, &g, &size);
-        PyEval_RestoreThread(g.save);
-        if (arena) pyonnxio_busy_leave(arena);
-    } else {
-        s = onnxio_serialize_to(c, PyBytes_AS_STRING(g.bytes), (size_t)PyBytes_GET_SIZE(g.bytes), grow_bytes_fn, &g, &size);
-    }
-    if (s) {
-        Py_XDECREF(g.bytes);
-        /* Nested deeper than the reader's default max_depth: onnxio_last_error
-         * has the depth, and nothing is returned. */
-        return pyonnxio_raise_writing(s);
-    }
-    if ((Py_ssize_t)size != PyBytes_GET_SIZE(g.bytes) && _PyBytes_Resize(&g.bytes, (Py_ssize_t)size)) return NULL;
-    return g.bytes;
 }
 
 static PyObject *serialize(PyOnnxioMessage *self)
 {
     void *c = pyonnxio_message_get(self, 0);
     if (!c) return PyBytes_FromStringAndSize("", 0); /* lazy: empty */
-    return pyonnxio_serialize(c, self->arena);
+    return pyonnxio_serialize(self->st, c, self->arena);
 }
 
 static PyObject *m_SerializeToString(PyOnnxioMessage *self, PyObject *args, PyObject *kwargs)
@@ -340,7 +189,7 @@ static PyObject *m_ByteSize(PyOnnxioMessage *self, PyObject *unused)
 {
     void *c = pyonnxio_message_get(self, 0);
     uint64_t size = c ? onnxio_serialized_size(c) : 0;
-    if (size == ONNXIO_SIZE_TOO_DEEP) return pyonnxio_raise_writing(ONNXIO_ERR_DEPTH);
+    if (size == ONNXIO_SIZE_TOO_DEEP) return pyonnxio_raise_writing(self->st, ONNXIO_ERR_DEPTH);
     return PyLong_FromUnsignedLongLong(size);
 }
 
@@ -383,12 +232,13 @@ static PyObject *m_UnknownFields(PyOnnxioMessage *self, PyObject *unused)
  * copy.copy and copy.deepcopy both copy deeply). */
 static PyObject *m_deepcopy(PyOnnxioMessage *self, PyObject *args)
 {
-    PyOnnxioMessage *o = (PyOnnxioMessage *)pyonnxio_message_new_of_type(Py_TYPE(self), pyonnxio_desc_of(self));
+    PyOnnxioMessage *o =
+        (PyOnnxioMessage *)pyonnxio_message_new_of_type(self->st, Py_TYPE(self), pyonnxio_desc_of(self));
     if (!o) return NULL;
     onnxio_status s = onnxio_message_merge(o->arena, o->msg, pyonnxio_message_read(self));
     if (s) {
         Py_DECREF(o);
-        return pyonnxio_raise(s);
+        return pyonnxio_raise(self->st, s);
     }
     return (PyObject *)o;
 }
@@ -404,7 +254,7 @@ static PyObject *m_setstate(PyOnnxioMessage *self, PyObject *state)
 {
     PyObject *data = PyDict_Check(state) ? PyDict_GetItemString(state, "serialized") : NULL;
     if (!data) return PyErr_Format(PyExc_TypeError, "bad pickle state for %s", pyonnxio_desc_of(self)->full_name);
-    if (parse_merge(self, data, 1, NULL) < 0) return NULL;
+    if (pyonnxio_parse_merge(self, data, 1, NULL) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -412,24 +262,27 @@ static PyObject *message_str(PyOnnxioMessage *self)
 {
     onnxio_buffer *buf = NULL;
     onnxio_status s = onnxio_text_format(pyonnxio_message_read(self), NULL, &buf);
-    if (s) return pyonnxio_raise_writing(s); /* EncodeError past ONNXIO_MAX_DEPTH */
+    if (s) return pyonnxio_raise_writing(self->st, s); /* EncodeError past ONNXIO_MAX_DEPTH */
     PyObject *r = PyUnicode_DecodeUTF8((const char *)onnxio_buffer_data(buf), (Py_ssize_t)onnxio_buffer_size(buf),
                                        "replace");
     onnxio_buffer_unref(buf);
     return r;
 }
 
+/* `a` is a message: the slot is called with an object of its class first
+ * (the reflected comparison too). */
 static PyObject *message_richcompare(PyObject *a, PyObject *b, int op)
 {
     if (op != Py_EQ && op != Py_NE) Py_RETURN_NOTIMPLEMENTED;
-    const onnxio_message_desc *da = pyonnxio_message_desc_of(a), *db = pyonnxio_message_desc_of(b);
+    pyonnxio_state *st = ((PyOnnxioMessage *)a)->st;
+    const onnxio_message_desc *da = pyonnxio_message_desc_of(st, a), *db = pyonnxio_message_desc_of(st, b);
     if (!da) Py_RETURN_NOTIMPLEMENTED;
     PyObject *other = NULL;
     if (!db) {
         /* A message of the onnx package equals the onnxio message of the
          * same class and contents (compared as onnxio messages). */
-        if (!(other = pyonnxio_coerce_message(b))) return NULL;
-        db = pyonnxio_message_desc_of(other);
+        if (!(other = pyonnxio_coerce_message(st, b))) return NULL;
+        db = pyonnxio_message_desc_of(st, other);
         if (!db) {
             Py_DECREF(other);
             Py_RETURN_NOTIMPLEMENTED;

@@ -1,9 +1,10 @@
 /* The onnxio._onnxio module: its method table, module definition,
- * multi-phase init (Py_mod_exec) and module state (pyonnxio_state in
- * pyonnxio.h: the classes, the exceptions, the class registry). The entry
- * points it lists cross into the C library (load, parse,
- * save, serialize, external data), each with the GIL released around the C
- * call; they live in the files pyonnxio.h lists, one job each.
+ * multi-phase init (Py_mod_exec) and the lifetime of its module state
+ * (pyonnxio_state in state.h: the classes, the exceptions, the class
+ * registry, the busy trees). The entry points it lists cross into the C
+ * library (load, parse, save, serialize, external data), each with the GIL
+ * released around the C call (pyonnxio_call_unlocked, gil.h); they live in
+ * the files pyonnxio.h lists, one job each.
  *
  * Every entry point is private to the package (names start with '_'); the
  * public, onnx-compatible functions are in python/onnxio/__init__.py, which
@@ -26,8 +27,10 @@
  *
  * Lifetime while the GIL is released: the entry points hold their
  * arguments (so the Python message and any input bytes stay alive) and an
- * extra reference to the message's arena, so the C message cannot go away
- * under the C call even if another thread drops every Python reference. */
+ * extra reference to the message's arena (pyonnxio_call_unlocked), so the C
+ * message cannot go away under the C call even if another thread drops
+ * every Python reference. */
+#include "message.h"
 #include "pyonnxio.h"
 
 /* Every entry point, in the order the module has always listed them; the
@@ -89,7 +92,17 @@ static PyMethodDef module_methods[] = {
 
 #undef KW
 
-pyonnxio_state *pyonnxio_st;
+/* Whether a module object of the extension exists: the one variable of
+ * the extension shared by the whole process. Nothing reaches the module
+ * state through it (every function reaches it through its module, a class
+ * or a message object, state.h); it keeps a second module object from
+ * being made while one exists (PEP 630, "Opt-Out: Limiting to One Module
+ * Object per Process", whose flag this is). A second module object would
+ * make a second set of classes: messages of one would not be messages to
+ * the other's entry points and methods, and a tree one marks busy would
+ * not be busy to the other. Set by module_exec and cleared by module_free,
+ * both with the GIL held, in the main interpreter only. */
+static int module_exists;
 
 static int module_traverse(PyObject *m, visitproc visit, void *arg)
 {
@@ -104,7 +117,7 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(st->external_data_error);
     Py_VISIT(st->archive_error);
     Py_VISIT(st->external_data_validation_error);
-    return st == pyonnxio_st ? pyonnxio_registry_traverse(visit, arg) : 0;
+    return pyonnxio_registry_traverse(st, visit, arg);
 }
 
 static int module_clear(PyObject *m)
@@ -120,7 +133,7 @@ static int module_clear(PyObject *m)
     Py_CLEAR(st->external_data_error);
     Py_CLEAR(st->archive_error);
     Py_CLEAR(st->external_data_validation_error);
-    if (st == pyonnxio_st) pyonnxio_registry_clear();
+    pyonnxio_registry_clear(st);
     return 0;
 }
 
@@ -130,9 +143,9 @@ static void module_free(void *m)
 {
     pyonnxio_state *st = PyModule_GetState((PyObject *)m);
     module_clear((PyObject *)m);
-    if (st && st == pyonnxio_st) {
-        pyonnxio_registry_free();
-        pyonnxio_st = NULL;
+    if (st && st->sole) {
+        pyonnxio_registry_free(st);
+        module_exists = 0;
     }
 }
 
@@ -150,13 +163,15 @@ static int module_exec(PyObject *m)
                         "under mod_wsgi, set WSGIApplicationGroup %{GLOBAL})");
         return -1;
     }
-    if (pyonnxio_st) {
+    if (module_exists) {
         PyErr_SetString(PyExc_ImportError,
                         "onnxio._onnxio cannot be loaded twice in one process (in a second interpreter, or "
                         "again after leaving sys.modules while its module object still exists)");
         return -1;
     }
-    pyonnxio_st = PyModule_GetState(m);
+    pyonnxio_state *st = pyonnxio_state_of_module(m);
+    module_exists = 1;
+    st->sole = 1;
     /* The main thread, which alone runs Python's signal handlers (CPython
      * 3.13 no longer exports _PyOS_IsMainThread). */
     PyObject *threading = PyImport_ImportModule("threading");
@@ -165,7 +180,7 @@ static int module_exec(PyObject *m)
     Py_XDECREF(threading);
     Py_XDECREF(main_thread);
     if (!ident) return -1;
-    pyonnxio_st->main_thread = PyLong_AsUnsignedLong(ident);
+    st->main_thread = PyLong_AsUnsignedLong(ident);
     Py_DECREF(ident);
     if (PyErr_Occurred()) return -1;
     if (pyonnxio_errors_init(m) < 0) return -1;
@@ -185,7 +200,7 @@ static PyModuleDef_Slot module_slots[] = {
     {0, NULL},
 };
 
-static struct PyModuleDef module_def = {
+struct PyModuleDef pyonnxio_module_def = {
     PyModuleDef_HEAD_INIT,
     .m_name = "onnxio._onnxio",
     .m_doc = "onnxio's C extension: the message classes and the C entry points.",
@@ -199,5 +214,5 @@ static struct PyModuleDef module_def = {
 
 PyMODINIT_FUNC PyInit__onnxio(void)
 {
-    return PyModuleDef_Init(&module_def);
+    return PyModuleDef_Init(&pyonnxio_module_def);
 }

@@ -5,6 +5,10 @@
  * entry points that read, set, share and consolidate raw_data payloads. */
 #include <string.h>
 
+#include "args.h"
+#include "errors.h"
+#include "gil.h"
+#include "payload.h"
 #include "pyonnxio.h"
 
 /* ---- payload owners made of Python objects ------------------------------ */
@@ -144,10 +148,10 @@ static PyType_Spec payload_spec = {
 };
 
 /* A memoryview of `size` bytes at `data`, holding a reference to `owner`. */
-static PyObject *view_of(uint8_t *data, size_t size, onnxio_buffer *owner, int readonly)
+static PyObject *view_of(pyonnxio_state *st, uint8_t *data, size_t size, onnxio_buffer *owner, int readonly)
 {
     if (size > (size_t)PY_SSIZE_T_MAX) return PyErr_Format(PyExc_OverflowError, "payload of %zu bytes", size);
-    PayloadObject *p = PyObject_New(PayloadObject, pyonnxio_st->payload_type);
+    PayloadObject *p = PyObject_New(PayloadObject, st->payload_type);
     if (!p) return NULL;
     p->owner = onnxio_buffer_ref(owner);
     p->data = data;
@@ -158,29 +162,30 @@ static PyObject *view_of(uint8_t *data, size_t size, onnxio_buffer *owner, int r
     return mv;
 }
 
-PyObject *pyonnxio_payload_view(const onnxio_span *span)
+PyObject *pyonnxio_payload_view(pyonnxio_state *st, const onnxio_span *span)
 {
     if (!span->data && span->size) Py_RETURN_NONE; /* skipped: only the size is known */
     if (span->owner)
-        return view_of(span->data, span->size, span->owner, !onnxio_buffer_is_allocated(span->owner));
+        return view_of(st, span->data, span->size, span->owner, !onnxio_buffer_is_allocated(span->owner));
     /* Borrowed: the memory's keeper is out of the extension's reach, so the
      * view gets a private copy, read-only because writing into it could not
      * reach the tensor. */
     onnxio_buffer *copy = onnxio_buffer_new(span->size, 64);
     if (!copy) return PyErr_NoMemory();
     if (span->size) memcpy(onnxio_buffer_data(copy), span->data, span->size);
-    PyObject *mv = view_of(onnxio_buffer_data(copy), span->size, copy, 1);
+    PyObject *mv = view_of(st, onnxio_buffer_data(copy), span->size, copy, 1);
     onnxio_buffer_unref(copy);
     return mv;
 }
 
 int pyonnxio_payload_init(PyObject *module)
 {
+    pyonnxio_state *st = pyonnxio_state_of_module(module);
     /* Not added to the module: the type is reached through the views. */
-    pyonnxio_st->payload_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &payload_spec, NULL);
-    if (!pyonnxio_st->payload_type) return -1;
+    st->payload_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &payload_spec, NULL);
+    if (!st->payload_type) return -1;
 #ifndef Py_TPFLAGS_DISALLOW_INSTANTIATION
-    pyonnxio_st->payload_type->tp_new = NULL; /* before Python 3.10: type(view.obj)() refused, as for a static type */
+    st->payload_type->tp_new = NULL; /* before Python 3.10: type(view.obj)() refused, as for a static type */
 #endif
     return 0;
 }
@@ -194,34 +199,39 @@ const char pyonnxio_consolidate_doc[] =
     "writable memoryview of the whole buffer (None when no payload qualified). The view keeps the\n"
     "buffer alive; writing into it changes those tensors' payloads. The GIL is released meanwhile.";
 
+/* One consolidation, made without the GIL. */
+typedef struct consolidate_call {
+    void *msg;
+    const onnxio_consolidate_options *o;
+    onnxio_buffer *out;
+} consolidate_call;
+
+static onnxio_status consolidate_run(void *ctx)
+{
+    consolidate_call *c = ctx;
+    return onnxio_consolidate_tensors_to_buffer(c->msg, c->o, &c->out);
+}
+
 PyObject *pyonnxio_consolidate(PyObject *self, PyObject *args, PyObject *kw)
 {
-    (void)self;
+    pyonnxio_state *st = pyonnxio_state_of_module(self);
     static char *kwlist[] = {"message", "raw_data_threshold", "alignment", NULL};
     PyObject *obj;
     onnxio_consolidate_options o = {0};
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O&O&:_consolidate", kwlist, &obj, pyonnxio_conv_u64,
                                      &o.raw_data_threshold, pyonnxio_conv_u64, &o.alignment))
         return NULL;
-    PyOnnxioMessage *m = pyonnxio_as_message(obj, NULL, "message");
+    PyOnnxioMessage *m = pyonnxio_as_message(st, obj, NULL, "message");
     if (!m) return NULL;
     void *msg = pyonnxio_message_get(m, 0);
     if (!msg) Py_RETURN_NONE;
-    onnxio_arena *keep = onnxio_arena_ref(m->arena);
-    onnxio_buffer *b = NULL;
+    consolidate_call c = {msg, &o, NULL};
     onnxio_status s;
-    if (pyonnxio_busy_enter(keep) < 0) {
-        onnxio_arena_unref(keep);
-        return NULL;
-    }
-    Py_BEGIN_ALLOW_THREADS
-    s = onnxio_consolidate_tensors_to_buffer(msg, &o, &b);
-    Py_END_ALLOW_THREADS
-    pyonnxio_busy_leave(keep);
-    onnxio_arena_unref(keep);
-    if (s) return pyonnxio_raise(s);
+    if (pyonnxio_call_unlocked(st, m->arena, consolidate_run, &c, &s) < 0) return NULL;
+    if (s) return pyonnxio_raise(st, s);
+    onnxio_buffer *b = c.out;
     if (!b) Py_RETURN_NONE;
-    PyObject *mv = view_of(onnxio_buffer_data(b), onnxio_buffer_size(b), b, !onnxio_buffer_is_allocated(b));
+    PyObject *mv = view_of(st, onnxio_buffer_data(b), onnxio_buffer_size(b), b, !onnxio_buffer_is_allocated(b));
     onnxio_buffer_unref(b);
     return mv;
 }
@@ -238,12 +248,12 @@ const char pyonnxio_tensor_payload_view_doc[] =
 
 PyObject *pyonnxio_tensor_payload_view(PyObject *self, PyObject *obj)
 {
-    (void)self;
-    PyOnnxioMessage *m = pyonnxio_as_message(obj, &onnxio_desc_TensorProto, "tensor");
+    pyonnxio_state *st = pyonnxio_state_of_module(self);
+    PyOnnxioMessage *m = pyonnxio_as_message(st, obj, &onnxio_desc_TensorProto, "tensor");
     if (!m) return NULL;
     onnxio_TensorProto *t = pyonnxio_message_get(m, 0);
     if (!t || !onnxio_has(t, ONNXIO_FIELD_TensorProto_raw_data)) Py_RETURN_NONE;
-    return pyonnxio_payload_view(&t->raw_data);
+    return pyonnxio_payload_view(st, &t->raw_data);
 }
 
 /* Makes all of `b` tensor `m`'s raw_data (present), taking over the
@@ -268,10 +278,10 @@ const char pyonnxio_set_raw_data_doc[] =
 
 PyObject *pyonnxio_set_raw_data(PyObject *self, PyObject *args)
 {
-    (void)self;
+    pyonnxio_state *st = pyonnxio_state_of_module(self);
     PyObject *obj, *data;
     if (!PyArg_ParseTuple(args, "OO:_set_raw_data", &obj, &data)) return NULL;
-    PyOnnxioMessage *m = pyonnxio_as_message(obj, &onnxio_desc_TensorProto, "tensor");
+    PyOnnxioMessage *m = pyonnxio_as_message(st, obj, &onnxio_desc_TensorProto, "tensor");
     if (!m) return NULL;
     onnxio_buffer *b;
     if (PyBytes_CheckExact(data)) {
@@ -286,10 +296,9 @@ PyObject *pyonnxio_set_raw_data(PyObject *self, PyObject *args)
         }
         int rc = 0;
         if (PyBuffer_IsContiguous(&view, 'C')) {
-            void *dst = onnxio_buffer_data(b);
-            Py_BEGIN_ALLOW_THREADS
-            memcpy(dst, view.buf, (size_t)view.len);
-            Py_END_ALLOW_THREADS
+            /* The export keeps the source alive and sized; the new buffer
+             * is nobody else's yet. */
+            pyonnxio_copy_unlocked(onnxio_buffer_data(b), view.buf, (size_t)view.len);
         } else {
             rc = PyBuffer_ToContiguous(onnxio_buffer_data(b), &view, view.len, 'C');
         }
@@ -316,10 +325,10 @@ const char pyonnxio_share_raw_data_doc[] =
  * buffer_for_object, released by release_py_hold. */
 PyObject *pyonnxio_share_raw_data(PyObject *self, PyObject *args)
 {
-    (void)self;
+    pyonnxio_state *st = pyonnxio_state_of_module(self);
     PyObject *obj, *data;
     if (!PyArg_ParseTuple(args, "OO:_share_raw_data", &obj, &data)) return NULL;
-    PyOnnxioMessage *m = pyonnxio_as_message(obj, &onnxio_desc_TensorProto, "tensor");
+    PyOnnxioMessage *m = pyonnxio_as_message(st, obj, &onnxio_desc_TensorProto, "tensor");
     if (!m) return NULL;
     onnxio_buffer *b = buffer_for_object(data, 0);
     if (!b) return NULL;

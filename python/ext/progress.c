@@ -19,7 +19,7 @@
  * leaves the load's reads and threads as they are. */
 #include <time.h>
 
-#include "pyonnxio.h"
+#include "progress.h"
 
 #define SIGNAL_CHECK_NS 50000000ull /* 50 ms */
 
@@ -65,11 +65,11 @@ static int progress_trampoline(void *user, uint64_t done, uint64_t total)
     return failed;
 }
 
-int pyonnxio_progress_init(pyonnxio_progress *p, PyObject *fn, int signals, onnxio_progress_fn *opt_fn,
-                           void **opt_user)
+int pyonnxio_progress_init(pyonnxio_state *st, pyonnxio_progress *p, PyObject *fn, int signals,
+                           onnxio_progress_fn *opt_fn, void **opt_user)
 {
     if (fn == Py_None || !fn) {
-        if (!signals || PyThread_get_thread_ident() != pyonnxio_st->main_thread) return 0;
+        if (!signals || PyThread_get_thread_ident() != st->main_thread) return 0;
         p->signals = 1;
         p->last_check_ns = monotonic_ns();
     } else if (!PyCallable_Check(fn)) {
@@ -91,9 +91,10 @@ int pyonnxio_progress_raised(pyonnxio_progress *p)
     return 1;
 }
 
-void pyonnxio_progress_cancel_poll(pyonnxio_progress *p, onnxio_cancel_fn *opt_fn, void **opt_user)
+void pyonnxio_progress_cancel_poll(pyonnxio_state *st, pyonnxio_progress *p, onnxio_cancel_fn *opt_fn,
+                                   void **opt_user)
 {
-    if (PyThread_get_thread_ident() != pyonnxio_st->main_thread) return;
+    if (PyThread_get_thread_ident() != st->main_thread) return;
     p->last_check_ns = monotonic_ns();
     *opt_fn = cancel_trampoline;
     *opt_user = p;

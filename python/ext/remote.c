@@ -3,6 +3,10 @@
  * library's (onnxio.h, "remote sources"): which tensors are external, their
  * keys, the location's spelling, the range against the file's size and the
  * length against the type and shape; this file converts arguments. */
+#include "errors.h"
+#include "gil.h"
+#include "message.h"
+#include "payload.h"
 #include "pyonnxio.h"
 
 /* The size callback: calls the Python size_fn(location) -> int. A Python
@@ -43,10 +47,10 @@ const char pyonnxio_remote_external_ranges_doc[] =
 
 PyObject *pyonnxio_remote_external_ranges(PyObject *self, PyObject *args)
 {
-    (void)self;
+    pyonnxio_state *st = pyonnxio_state_of_module(self);
     PyObject *obj, *fn;
     if (!PyArg_ParseTuple(args, "OO:_external_ranges", &obj, &fn)) return NULL;
-    if (!pyonnxio_message_desc_of(obj)) {
+    if (!pyonnxio_message_desc_of(st, obj)) {
         PyErr_Format(PyExc_TypeError, "message must be an onnxio message, not %.200s", Py_TYPE(obj)->tp_name);
         return NULL;
     }
@@ -66,12 +70,12 @@ PyObject *pyonnxio_remote_external_ranges(PyObject *self, PyObject *args)
     onnxio_status s = onnxio_external_ranges(root, call_size, &c, &ranges, &count);
     if (s) {
         if (c.raised) return NULL;
-        return pyonnxio_raise(s);
+        return pyonnxio_raise(st, s);
     }
     PyObject *list = PyList_New((Py_ssize_t)count);
     for (size_t i = 0; list && i < count; i++) {
         const onnxio_external_range *r = &ranges[i];
-        PyObject *t = pyonnxio_message_wrap(m->arena, r->tensor);
+        PyObject *t = pyonnxio_message_wrap(st, m->arena, r->tensor);
         PyObject *item = t ? Py_BuildValue("(NNKK)", t,
                                            PyUnicode_DecodeUTF8(r->location, (Py_ssize_t)r->location_size,
                                                                 "surrogateescape"),
@@ -94,11 +98,11 @@ const char pyonnxio_remote_set_payload_doc[] =
 
 PyObject *pyonnxio_remote_set_payload(PyObject *self, PyObject *args)
 {
-    (void)self;
+    pyonnxio_state *st = pyonnxio_state_of_module(self);
     PyObject *obj, *data;
     int entry = 0;
     if (!PyArg_ParseTuple(args, "OO|p:_set_fetched_payload", &obj, &data, &entry)) return NULL;
-    if (pyonnxio_message_desc_of(obj) != &onnxio_desc_TensorProto) {
+    if (pyonnxio_message_desc_of(st, obj) != &onnxio_desc_TensorProto) {
         PyErr_Format(PyExc_TypeError, "tensor must be an onnxio.TensorProto, not %.200s", Py_TYPE(obj)->tp_name);
         return NULL;
     }
@@ -110,7 +114,7 @@ PyObject *pyonnxio_remote_set_payload(PyObject *self, PyObject *args)
                               : onnxio_tensor_set_fetched_payload(t, onnxio_buffer_data(b), onnxio_buffer_size(b), b);
     onnxio_buffer_unref(b);
     if (!t) return NULL;
-    if (s) return pyonnxio_raise(s);
+    if (s) return pyonnxio_raise(st, s);
     Py_RETURN_NONE;
 }
 
@@ -152,7 +156,6 @@ const char pyonnxio_remote_archive_open_tail_doc[] =
 
 PyObject *pyonnxio_remote_archive_open_tail(PyObject *self, PyObject *args)
 {
-    (void)self;
     PyObject *tail;
     unsigned long long file_size;
     if (!PyArg_ParseTuple(args, "OK:_archive_open_tail", &tail, &file_size)) return NULL;
@@ -162,7 +165,7 @@ PyObject *pyonnxio_remote_archive_open_tail(PyObject *self, PyObject *args)
     onnxio_archive *a = NULL;
     onnxio_status s = onnxio_archive_open_tail(onnxio_buffer_data(b), onnxio_buffer_size(b), file_size, b, &need, &a);
     onnxio_buffer_unref(b);
-    if (s) return pyonnxio_raise(s);
+    if (s) return pyonnxio_raise(pyonnxio_state_of_module(self), s);
     if (!a) return PyLong_FromUnsignedLongLong(need);
     PyObject *cap = PyCapsule_New(a, ARCHIVE_CAPSULE, archive_capsule_free);
     if (!cap) onnxio_archive_close(a);
@@ -200,9 +203,27 @@ const char pyonnxio_remote_archive_read_doc[] =
     "its uncompressed bytes (onnxio_archive_entry_read): a memoryview into span_bytes for a stored\n"
     "entry (CRC-32 checked when verify_crc), a new buffer for a deflated one. The GIL is released.";
 
+/* An entry's read, made without the GIL. */
+typedef struct entry_read_call {
+    onnxio_archive *a;
+    const onnxio_archive_entry *e;
+    onnxio_buffer *b;
+    int verify;
+    uint64_t max_expansion;
+    const void *data;
+    onnxio_buffer *inflated;
+} entry_read_call;
+
+static onnxio_status entry_read_run(void *ctx)
+{
+    entry_read_call *c = ctx;
+    return onnxio_archive_entry_read(c->a, c->e, onnxio_buffer_data(c->b), onnxio_buffer_size(c->b), c->verify != 0,
+                                     c->max_expansion, &c->data, &c->inflated);
+}
+
 PyObject *pyonnxio_remote_archive_read(PyObject *self, PyObject *args)
 {
-    (void)self;
+    pyonnxio_state *st = pyonnxio_state_of_module(self);
     PyObject *cap, *bytes;
     Py_ssize_t index;
     int verify;
@@ -217,20 +238,16 @@ PyObject *pyonnxio_remote_archive_read(PyObject *self, PyObject *args)
     }
     onnxio_buffer *b = pyonnxio_buffer_for_object(bytes);
     if (!b) return NULL;
-    const void *data = NULL;
-    onnxio_buffer *inflated = NULL;
+    entry_read_call c = {a, e, b, verify, max_expansion, NULL, NULL};
     onnxio_status s;
-    Py_BEGIN_ALLOW_THREADS
-    s = onnxio_archive_entry_read(a, e, onnxio_buffer_data(b), onnxio_buffer_size(b), verify != 0, max_expansion, &data,
-                                  &inflated);
-    Py_END_ALLOW_THREADS
+    pyonnxio_call_unlocked(st, NULL, entry_read_run, &c, &s);
     if (s) {
         onnxio_buffer_unref(b);
-        return pyonnxio_raise(s);
+        return pyonnxio_raise(st, s);
     }
-    onnxio_span span = {(uint8_t *)(uintptr_t)data, (size_t)e->size, inflated ? inflated : b};
-    PyObject *view = pyonnxio_payload_view(&span);
-    onnxio_buffer_unref(inflated);
+    onnxio_span span = {(uint8_t *)(uintptr_t)c.data, (size_t)e->size, c.inflated ? c.inflated : b};
+    PyObject *view = pyonnxio_payload_view(st, &span);
+    onnxio_buffer_unref(c.inflated);
     onnxio_buffer_unref(b);
     return view;
 }
@@ -242,12 +259,12 @@ const char pyonnxio_remote_archive_ranges_doc[] =
 
 PyObject *pyonnxio_remote_archive_ranges(PyObject *self, PyObject *args)
 {
-    (void)self;
+    pyonnxio_state *st = pyonnxio_state_of_module(self);
     PyObject *cap, *obj;
     if (!PyArg_ParseTuple(args, "OO:_archive_ranges", &cap, &obj)) return NULL;
     onnxio_archive *a = archive_of(cap);
     if (!a) return NULL;
-    if (!pyonnxio_message_desc_of(obj)) {
+    if (!pyonnxio_message_desc_of(st, obj)) {
         PyErr_Format(PyExc_TypeError, "message must be an onnxio message, not %.200s", Py_TYPE(obj)->tp_name);
         return NULL;
     }
@@ -260,11 +277,11 @@ PyObject *pyonnxio_remote_archive_ranges(PyObject *self, PyObject *args)
     onnxio_archive_range *ranges = NULL;
     size_t count = 0;
     onnxio_status s = onnxio_archive_ranges(a, root, &ranges, &count);
-    if (s) return pyonnxio_raise(s);
+    if (s) return pyonnxio_raise(st, s);
     PyObject *list = PyList_New((Py_ssize_t)count);
     for (size_t i = 0; list && i < count; i++) {
         const onnxio_archive_range *r = &ranges[i];
-        PyObject *t = pyonnxio_message_wrap(m->arena, r->tensor);
+        PyObject *t = pyonnxio_message_wrap(st, m->arena, r->tensor);
         PyObject *item = t ? Py_BuildValue("(NNKK)", t,
                                            PyUnicode_DecodeUTF8(r->entry->name, (Py_ssize_t)r->entry->name_size,
                                                                 "surrogateescape"),

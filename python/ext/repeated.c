@@ -6,45 +6,43 @@
  * included), as protobuf does. Arrays grow in the owner's arena
  * (onnxio_array_append / onnxio_list_add); deletions shift elements with
  * memmove. Removed message elements stay in the arena, so Python objects for
- * them stay valid (pyonnxio.h). */
+ * them stay valid (message.h). */
 #include <string.h>
 
+#include "coerce.h"
+#include "construct.h"
 #include "pyonnxio.h"
+#include "repeated.h"
+#include "values.h"
 
 typedef struct Repeated {
     PyObject_HEAD
-    PyOnnxioMessage *owner; /* strong reference */
+    PyOnnxioMessage *owner; /* strong reference; its st is the module state */
     const onnxio_field_desc *field;
 } Repeated;
-
-/* Every onnxio_*_array and onnxio_*_list has this layout (proto.h). */
-typedef struct generic_array {
-    char *data;
-    size_t size, capacity;
-} generic_array;
 
 static inline int is_composite(Repeated *r)
 {
     return r->field->kind == ONNXIO_KIND_MESSAGE;
 }
 
-static inline generic_array *arr_read(Repeated *r)
+static inline pyonnxio_array *arr_read(Repeated *r)
 {
     void *c = r->owner->msg ? (void *)r->owner->msg : pyonnxio_message_read(r->owner);
-    return (generic_array *)((char *)c + r->field->offset);
+    return (pyonnxio_array *)((char *)c + r->field->offset);
 }
 
 /* The array for writing (the owner is created when lazy); NULL with an
  * exception set. */
-static generic_array *arr_write(Repeated *r)
+static pyonnxio_array *arr_write(Repeated *r)
 {
     void *c = pyonnxio_message_get(r->owner, 1);
-    return c ? (generic_array *)((char *)c + r->field->offset) : NULL;
+    return c ? (pyonnxio_array *)((char *)c + r->field->offset) : NULL;
 }
 
 PyObject *pyonnxio_repeated_new(PyOnnxioMessage *owner, const onnxio_field_desc *field)
 {
-    PyTypeObject *tp = field->kind == ONNXIO_KIND_MESSAGE ? pyonnxio_st->composite_type : pyonnxio_st->scalar_type;
+    PyTypeObject *tp = field->kind == ONNXIO_KIND_MESSAGE ? owner->st->composite_type : owner->st->scalar_type;
     Repeated *r = (Repeated *)tp->tp_alloc(tp, 0);
     if (!r) return NULL;
     Py_INCREF(owner);
@@ -63,9 +61,9 @@ static void repeated_dealloc(Repeated *self)
 
 /* ---- element access --------------------------------------------------- */
 
-static PyObject *elem_to_py(Repeated *r, generic_array *a, size_t i)
+static PyObject *elem_to_py(Repeated *r, pyonnxio_array *a, size_t i)
 {
-    if (is_composite(r)) return pyonnxio_message_wrap(r->owner->arena, ((void **)a->data)[i]);
+    if (is_composite(r)) return pyonnxio_message_wrap(r->owner->st, r->owner->arena, ((void **)a->data)[i]);
     return pyonnxio_value_to_py(r->field, a->data + i * onnxio_field_elem_size(r->field));
 }
 
@@ -76,7 +74,7 @@ static Py_ssize_t repeated_len(Repeated *self)
 
 static PyObject *repeated_item(Repeated *self, Py_ssize_t i)
 {
-    generic_array *a = arr_read(self);
+    pyonnxio_array *a = arr_read(self);
     if (i < 0 || (size_t)i >= a->size) {
         PyErr_SetString(PyExc_IndexError, "list index out of range");
         return NULL;
@@ -87,7 +85,7 @@ static PyObject *repeated_item(Repeated *self, Py_ssize_t i)
 /* A Python list of the elements (wrappers for messages). */
 static PyObject *to_list(Repeated *self)
 {
-    generic_array *a = arr_read(self);
+    pyonnxio_array *a = arr_read(self);
     PyObject *list = PyList_New((Py_ssize_t)a->size);
     if (!list) return NULL;
     for (size_t i = 0; i < a->size; i++) {
@@ -118,7 +116,7 @@ static int norm_index(PyObject *key, size_t n, size_t *out)
 
 static PyObject *repeated_subscript(Repeated *self, PyObject *key)
 {
-    generic_array *a = arr_read(self);
+    pyonnxio_array *a = arr_read(self);
     if (PySlice_Check(key)) {
         Py_ssize_t start, stop, step;
         if (PySlice_Unpack(key, &start, &stop, &step) < 0) return NULL;
@@ -144,7 +142,7 @@ static PyObject *repeated_subscript(Repeated *self, PyObject *key)
 static int delete_items(Repeated *self, PyObject *key)
 {
     if (pyonnxio_busy_check(self->owner) < 0) return -1;
-    generic_array *a = arr_read(self);
+    pyonnxio_array *a = arr_read(self);
     size_t es = onnxio_field_elem_size(self->field);
     size_t start, step, count;
     if (PySlice_Check(key)) {
@@ -182,40 +180,10 @@ static int delete_items(Repeated *self, PyObject *key)
 /* ---- scalar writes ---------------------------------------------------- */
 
 /* Appends the items of `seq`, or with `replace` puts them in place of every
- * element; all are converted first, so that a bad value leaves the
- * container as it was. */
+ * element (pyonnxio_values_store: all converted first). */
 static int store_all(Repeated *self, PyObject *seq, int replace)
 {
-    PyObject *fast = PySequence_Fast(seq, "must assign iterable");
-    if (!fast) return -1;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
-    PyObject **items = PySequence_Fast_ITEMS(fast);
-    pyonnxio_value one, *vals = n <= 1 ? &one : PyMem_Malloc((size_t)n * sizeof *vals);
-    int rc = -1;
-    if (!vals) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t k = 0; k < n; k++)
-        if (pyonnxio_value_from_py(self->field, items[k], &vals[k]) < 0) goto done;
-    generic_array *a = arr_write(self);
-    if (!a) goto done;
-    size_t es = onnxio_field_elem_size(self->field), before = a->size;
-    if (replace) a->size = 0;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        void *slot = onnxio_array_append(self->owner->arena, a, es);
-        if (!slot || pyonnxio_value_store(self->owner->arena, self->field, slot, &vals[k]) < 0) {
-            if (!slot) PyErr_NoMemory();
-            /* appending restores the old size; replacing keeps what was stored */
-            a->size = replace ? a->size - (slot != NULL) : before;
-            goto done;
-        }
-    }
-    rc = 0;
-done:
-    if (vals != &one) PyMem_Free(vals);
-    Py_DECREF(fast);
-    return rc;
+    return pyonnxio_values_store(self->owner, self->field, seq, replace);
 }
 
 static int scalar_ass_subscript(Repeated *self, PyObject *key, PyObject *value)
@@ -234,7 +202,7 @@ static int scalar_ass_subscript(Repeated *self, PyObject *key, PyObject *value)
     if (norm_index(key, arr_read(self)->size, &i) < 0) return -1;
     pyonnxio_value v;
     if (pyonnxio_value_from_py(self->field, value, &v) < 0) return -1;
-    generic_array *a = arr_write(self); /* non-empty, so the owner exists */
+    pyonnxio_array *a = arr_write(self); /* non-empty, so the owner exists */
     if (!a) return -1;
     return pyonnxio_value_store(self->owner->arena, self->field, a->data + i * onnxio_field_elem_size(self->field), &v);
 }
@@ -243,7 +211,7 @@ static PyObject *scalar_append(Repeated *self, PyObject *value)
 {
     pyonnxio_value v;
     if (pyonnxio_value_from_py(self->field, value, &v) < 0) return NULL;
-    generic_array *a = arr_write(self);
+    pyonnxio_array *a = arr_write(self);
     if (!a) return NULL;
     void *slot = onnxio_array_append(self->owner->arena, a, onnxio_field_elem_size(self->field));
     if (!slot) return PyErr_NoMemory();
@@ -261,7 +229,7 @@ static PyObject *scalar_extend(Repeated *self, PyObject *iterable)
 }
 
 /* Moves the last element to position `i` (clamped as list.insert). */
-static void rotate_last_to(generic_array *a, size_t es, Py_ssize_t i)
+static void rotate_last_to(pyonnxio_array *a, size_t es, Py_ssize_t i)
 {
     size_t n = a->size - 1; /* elements before the new last one */
     if (i < 0) i += (Py_ssize_t)n;
@@ -288,7 +256,7 @@ static PyObject *scalar_insert(Repeated *self, PyObject *args)
 /* Index of the first element equal to `value`, -1 when none (-2 on error). */
 static Py_ssize_t find(Repeated *self, PyObject *value)
 {
-    generic_array *a = arr_read(self);
+    pyonnxio_array *a = arr_read(self);
     for (size_t i = 0; i < a->size; i++) {
         PyObject *e = elem_to_py(self, a, i);
         if (!e) return -2;
@@ -326,7 +294,7 @@ static PyObject *repeated_pop(Repeated *self, PyObject *args)
 {
     Py_ssize_t i = -1;
     if (!PyArg_ParseTuple(args, "|n:pop", &i)) return NULL;
-    generic_array *a = arr_read(self);
+    pyonnxio_array *a = arr_read(self);
     if (i < 0) i += (Py_ssize_t)a->size;
     if (i < 0 || (size_t)i >= a->size) {
         PyErr_Format(PyExc_IndexError, "list index (%zd) out of range", i);
@@ -374,7 +342,7 @@ static PyObject *repeated_count(Repeated *self, PyObject *value)
 static PyObject *repeated_reverse(Repeated *self, PyObject *unused)
 {
     if (pyonnxio_busy_check(self->owner) < 0) return NULL;
-    generic_array *a = arr_read(self);
+    pyonnxio_array *a = arr_read(self);
     size_t es = onnxio_field_elem_size(self->field);
     char tmp[sizeof(onnxio_span) > 16 ? sizeof(onnxio_span) : 16];
     for (size_t i = 0, j = a->size ? a->size - 1 : 0; i < j; i++, j--) {
@@ -421,7 +389,8 @@ static PyObject *repeated_deepcopy(Repeated *self, PyObject *args)
 static PyObject *repeated_richcompare(PyObject *a, PyObject *b, int op)
 {
     if (op != Py_EQ && op != Py_NE) Py_RETURN_NOTIMPLEMENTED;
-    if (Py_TYPE(b) == pyonnxio_st->scalar_type || Py_TYPE(b) == pyonnxio_st->composite_type) {
+    pyonnxio_state *st = ((Repeated *)a)->owner->st;
+    if (Py_TYPE(b) == st->scalar_type || Py_TYPE(b) == st->composite_type) {
         if (Py_TYPE(a) != Py_TYPE(b)) return PyBool_FromLong(op == Py_NE);
     } else if (!PyList_Check(b)) {
         Py_RETURN_NOTIMPLEMENTED;
@@ -453,7 +422,7 @@ static PyObject *repeated_iter(PyObject *self)
 /* Checks that `obj` is a message of the field's class. */
 static int check_message(Repeated *self, PyObject *obj)
 {
-    const onnxio_message_desc *d = pyonnxio_message_desc_of(obj);
+    const onnxio_message_desc *d = pyonnxio_message_desc_of(self->owner->st, obj);
     if (d == self->field->message) return 0;
     if (!d)
         PyErr_Format(PyExc_TypeError, "Expected a message object, but got %R.", obj);
@@ -465,10 +434,10 @@ static int check_message(Repeated *self, PyObject *obj)
 
 /* Appends a deep copy of message object `obj` (already checked); *out,
  * when given, receives the copy. */
-static int append_copy(Repeated *self, generic_array *a, PyObject *obj, void **out)
+static int append_copy(Repeated *self, pyonnxio_array *a, PyObject *obj, void **out)
 {
     onnxio_arena *arena = self->owner->arena;
-    void *copy = pyonnxio_message_clone(arena, pyonnxio_message_read((PyOnnxioMessage *)obj));
+    void *copy = pyonnxio_message_clone(self->owner->st, arena, pyonnxio_message_read((PyOnnxioMessage *)obj));
     if (!copy) return -1;
     void **slot = onnxio_array_append(arena, a, sizeof(void *));
     if (!slot) {
@@ -486,11 +455,11 @@ static PyObject *composite_add(Repeated *self, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_TypeError, "No positional arguments allowed");
         return NULL;
     }
-    generic_array *a = arr_write(self);
+    pyonnxio_array *a = arr_write(self);
     if (!a) return NULL;
     void *elem = onnxio_list_add(self->owner->arena, a, self->field->message);
     if (!elem) return PyErr_NoMemory();
-    PyObject *w = pyonnxio_message_wrap(self->owner->arena, elem);
+    PyObject *w = pyonnxio_message_wrap(self->owner->st, self->owner->arena, elem);
     if (w && kwargs && pyonnxio_message_init_kwargs(w, kwargs) < 0) Py_CLEAR(w);
     if (!w) {
         a = arr_read(self);
@@ -501,11 +470,13 @@ static PyObject *composite_add(Repeated *self, PyObject *args, PyObject *kwargs)
 
 static PyObject *composite_append(Repeated *self, PyObject *item)
 {
-    PyObject *obj = pyonnxio_coerce_message(item); /* an onnx package message too */
+    PyObject *obj = pyonnxio_coerce_message(self->owner->st, item); /* an onnx package message too */
     if (!obj) return NULL;
-    generic_array *a = check_message(self, obj) < 0 ? NULL : arr_write(self);
+    pyonnxio_array *a = check_message(self, obj) < 0 ? NULL : arr_write(self);
     void *copy;
-    PyObject *r = a && append_copy(self, a, obj, &copy) == 0 ? pyonnxio_message_wrap(self->owner->arena, copy) : NULL;
+    PyObject *r = a && append_copy(self, a, obj, &copy) == 0
+                      ? pyonnxio_message_wrap(self->owner->st, self->owner->arena, copy)
+                      : NULL;
     Py_DECREF(obj);
     return r; /* upb returns the new element */
 }
@@ -518,7 +489,7 @@ static PyObject *composite_extend(Repeated *self, PyObject *iterable)
     /* every item checked (onnx package messages converted) before any is added */
     PyObject *fast = PyList_New(n);
     for (Py_ssize_t k = 0; fast && k < n; k++) {
-        PyObject *m = pyonnxio_coerce_message(PySequence_Fast_GET_ITEM(given, k));
+        PyObject *m = pyonnxio_coerce_message(self->owner->st, PySequence_Fast_GET_ITEM(given, k));
         if (!m || check_message(self, m) < 0) {
             Py_XDECREF(m);
             Py_CLEAR(fast);
@@ -529,7 +500,7 @@ static PyObject *composite_extend(Repeated *self, PyObject *iterable)
     Py_DECREF(given);
     if (!fast) return NULL;
     PyObject **items = PySequence_Fast_ITEMS(fast);
-    generic_array *a = arr_write(self);
+    pyonnxio_array *a = arr_write(self);
     for (Py_ssize_t k = 0; a && k < n; k++)
         if (append_copy(self, a, items[k], NULL) < 0) a = NULL;
     Py_DECREF(fast);
@@ -542,9 +513,9 @@ static PyObject *composite_insert(Repeated *self, PyObject *args)
     Py_ssize_t i;
     PyObject *item;
     if (!PyArg_ParseTuple(args, "nO:insert", &i, &item)) return NULL;
-    PyObject *obj = pyonnxio_coerce_message(item); /* an onnx package message too */
+    PyObject *obj = pyonnxio_coerce_message(self->owner->st, item); /* an onnx package message too */
     if (!obj) return NULL;
-    generic_array *a = check_message(self, obj) < 0 ? NULL : arr_write(self);
+    pyonnxio_array *a = check_message(self, obj) < 0 ? NULL : arr_write(self);
     int ok = a && append_copy(self, a, obj, NULL) == 0;
     Py_DECREF(obj);
     if (!ok) return NULL;
@@ -557,7 +528,7 @@ static PyObject *composite_sort(Repeated *self, PyObject *args, PyObject *kwargs
     if (pyonnxio_busy_check(self->owner) < 0) return NULL;
     PyObject *list = sorted_list(self, args, kwargs);
     if (!list) return NULL;
-    generic_array *a = arr_read(self);
+    pyonnxio_array *a = arr_read(self);
     if ((size_t)PyList_GET_SIZE(list) == a->size) /* unless a key function changed the container */
         for (size_t i = 0; i < a->size; i++)
             ((void **)a->data)[i] = ((PyOnnxioMessage *)PyList_GET_ITEM(list, (Py_ssize_t)i))->msg;
@@ -675,10 +646,11 @@ static PyType_Spec composite_spec = {
 
 int pyonnxio_repeated_init(PyObject *module)
 {
-    pyonnxio_st->scalar_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &scalar_spec, NULL);
-    pyonnxio_st->composite_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &composite_spec, NULL);
-    if (!pyonnxio_st->scalar_type || !pyonnxio_st->composite_type) return -1;
-    if (PyModule_AddObjectRef(module, "RepeatedScalarContainer", (PyObject *)pyonnxio_st->scalar_type) < 0) return -1;
-    if (PyModule_AddObjectRef(module, "RepeatedCompositeContainer", (PyObject *)pyonnxio_st->composite_type) < 0) return -1;
+    pyonnxio_state *st = pyonnxio_state_of_module(module);
+    st->scalar_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &scalar_spec, NULL);
+    st->composite_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &composite_spec, NULL);
+    if (!st->scalar_type || !st->composite_type) return -1;
+    if (PyModule_AddObjectRef(module, "RepeatedScalarContainer", (PyObject *)st->scalar_type) < 0) return -1;
+    if (PyModule_AddObjectRef(module, "RepeatedCompositeContainer", (PyObject *)st->composite_type) < 0) return -1;
     return 0;
 }

@@ -2,7 +2,29 @@
  * (onnxio.safetensors calls them). Every rule of the format is the C
  * library's (src/formats/safetensors.c); this file converts arguments and releases
  * the GIL. */
+#include "errors.h"
+#include "gil.h"
+#include "message.h"
 #include "pyonnxio.h"
+
+/* A safetensors call, made without the GIL. */
+typedef struct st_call {
+    void *msg;
+    const char *path;
+    const onnxio_safetensors_options *o;
+} st_call;
+
+static onnxio_status load_into_run(void *ctx)
+{
+    st_call *c = ctx;
+    return onnxio_safetensors_load_into(c->msg, c->path, c->o);
+}
+
+static onnxio_status save_run(void *ctx)
+{
+    st_call *c = ctx;
+    return onnxio_safetensors_save(c->msg, c->path, c->o);
+}
 
 /* A sequence of str (or None) as `count` NUL-terminated UTF-8 strings:
  * *keep holds the bytes objects they point into (a tuple), *out the
@@ -58,9 +80,9 @@ fail:
 }
 
 /* The ModelProto behind `obj`, or NULL with TypeError. */
-static PyOnnxioMessage *as_model(PyObject *obj)
+static PyOnnxioMessage *as_model(pyonnxio_state *st, PyObject *obj)
 {
-    if (pyonnxio_message_desc_of(obj) != &onnxio_desc_ModelProto) {
+    if (pyonnxio_message_desc_of(st, obj) != &onnxio_desc_ModelProto) {
         PyErr_Format(PyExc_TypeError, "model must be an onnxio.ModelProto, not %.200s", Py_TYPE(obj)->tp_name);
         return NULL;
     }
@@ -77,14 +99,14 @@ const char pyonnxio_safetensors_load_into_doc[] =
 
 PyObject *pyonnxio_safetensors_load_into(PyObject *self, PyObject *args, PyObject *kw)
 {
-    (void)self;
+    pyonnxio_state *st = pyonnxio_state_of_module(self);
     static char *kwlist[] = {"model", "path", "names", "no_copy", "allow_unknown", "num_threads", NULL};
     PyObject *obj, *path = NULL, *names = Py_None;
     int no_copy = 0, allow_unknown = 0, num_threads = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO&|$Oppi:_safetensors_load_into", kwlist, &obj,
                                      PyUnicode_FSConverter, &path, &names, &no_copy, &allow_unknown, &num_threads))
         return NULL;
-    PyOnnxioMessage *m = as_model(obj);
+    PyOnnxioMessage *m = as_model(st, obj);
     PyObject *keep = NULL;
     onnxio_safetensors_options o = ONNXIO_SAFETENSORS_OPTIONS_INIT;
     const char **arr = NULL;
@@ -99,21 +121,14 @@ PyObject *pyonnxio_safetensors_load_into(PyObject *self, PyObject *args, PyObjec
     void *msg = pyonnxio_message_get(m, 1);
     onnxio_status s = ONNXIO_OK;
     if (msg) {
-        onnxio_arena *arena = onnxio_arena_ref(m->arena);
-        if (pyonnxio_busy_enter(arena) < 0) msg = NULL;
-        else {
-            Py_BEGIN_ALLOW_THREADS
-            s = onnxio_safetensors_load_into(msg, PyBytes_AS_STRING(path), &o);
-            Py_END_ALLOW_THREADS
-            pyonnxio_busy_leave(arena);
-        }
-        onnxio_arena_unref(arena);
+        st_call c = {msg, PyBytes_AS_STRING(path), &o};
+        if (pyonnxio_call_unlocked(st, m->arena, load_into_run, &c, &s) < 0) msg = NULL;
     }
     PyMem_Free(arr);
     Py_XDECREF(keep);
     Py_DECREF(path);
     if (!msg) return NULL;
-    if (s) return pyonnxio_raise(s);
+    if (s) return pyonnxio_raise(st, s);
     Py_RETURN_NONE;
 }
 
@@ -125,7 +140,7 @@ const char pyonnxio_safetensors_save_doc[] =
 
 PyObject *pyonnxio_safetensors_save(PyObject *self, PyObject *args, PyObject *kw)
 {
-    (void)self;
+    pyonnxio_state *st = pyonnxio_state_of_module(self);
     static char *kwlist[] = {"model", "path", "names", "metadata", "fsync", "num_threads", "max_expansion", NULL};
     PyObject *obj, *path = NULL, *names = Py_None, *metadata = Py_None;
     int fsync = 1, num_threads = 0;
@@ -133,7 +148,7 @@ PyObject *pyonnxio_safetensors_save(PyObject *self, PyObject *args, PyObject *kw
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO&|$OOpiK:_safetensors_save", kwlist, &obj, PyUnicode_FSConverter,
                                      &path, &names, &metadata, &fsync, &num_threads, &max_expansion))
         return NULL;
-    PyOnnxioMessage *m = as_model(obj);
+    PyOnnxioMessage *m = as_model(st, obj);
     PyObject *keep = NULL, *keep_meta = NULL, *flat = NULL;
     const char **arr = NULL, **meta = NULL;
     onnxio_safetensors_options o = ONNXIO_SAFETENSORS_OPTIONS_INIT;
@@ -161,19 +176,11 @@ PyObject *pyonnxio_safetensors_save(PyObject *self, PyObject *args, PyObject *kw
     o.max_expansion = max_expansion;
     void *msg = pyonnxio_message_get(m, 1);
     if (!msg) goto done;
-    onnxio_arena *arena = onnxio_arena_ref(m->arena);
+    st_call c = {msg, PyBytes_AS_STRING(path), &o};
     onnxio_status s;
-    if (pyonnxio_busy_enter(arena) < 0) {
-        onnxio_arena_unref(arena);
-        goto done;
-    }
-    Py_BEGIN_ALLOW_THREADS
-    s = onnxio_safetensors_save(msg, PyBytes_AS_STRING(path), &o);
-    Py_END_ALLOW_THREADS
-    pyonnxio_busy_leave(arena);
-    onnxio_arena_unref(arena);
+    if (pyonnxio_call_unlocked(st, m->arena, save_run, &c, &s) < 0) goto done;
     if (s) {
-        pyonnxio_raise_writing(s);
+        pyonnxio_raise_writing(st, s);
         goto done;
     }
     result = Py_None;

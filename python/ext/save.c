@@ -1,8 +1,32 @@
 /* The save entry points: _save_file (onnxio_save_model / onnxio_save_file
  * with the options of onnxio_serialize_options, a progress callback and
  * Ctrl-C) and _archive_replace_model, each with the GIL released and the
- * message's tree marked busy (pyonnxio_busy_enter) meanwhile. */
+ * message's tree marked busy meanwhile (pyonnxio_call_unlocked). */
+#include "args.h"
+#include "errors.h"
+#include "gil.h"
+#include "progress.h"
 #include "pyonnxio.h"
+
+/* A save's library call, made without the GIL. */
+typedef struct save_call {
+    void *msg;
+    const char *path;
+    const onnxio_serialize_options *so;
+} save_call;
+
+static onnxio_status save_file_run(void *ctx)
+{
+    save_call *c = ctx;
+    if (((onnxio_message *)c->msg)->desc == &onnxio_desc_ModelProto) return onnxio_save_model(c->msg, c->path, c->so);
+    return onnxio_save_file(c->msg, c->path, c->so);
+}
+
+static onnxio_status archive_replace_run(void *ctx)
+{
+    save_call *c = ctx;
+    return onnxio_archive_replace_model(c->path, c->msg, c->so);
+}
 
 const char pyonnxio_save_file_doc[] =
     "_save_file(message, path, *, num_threads=0, raw_data_threshold=0, alignment=0, location=None,\n"
@@ -22,7 +46,7 @@ const char pyonnxio_save_file_doc[] =
 
 PyObject *pyonnxio_save_file(PyObject *self, PyObject *args, PyObject *kw)
 {
-    (void)self;
+    pyonnxio_state *st = pyonnxio_state_of_module(self);
     static char *kwlist[] = {"message", "path", "num_threads", "raw_data_threshold", "alignment", "location",
                              "size_threshold", "all_tensors_to_one_file", "convert_attribute", "max_file_size",
                              "checksum", "max_depth", "fsync", "progress", "max_expansion", NULL};
@@ -40,14 +64,14 @@ PyObject *pyonnxio_save_file(PyObject *self, PyObject *args, PyObject *kw)
                                      pyonnxio_conv_depth, &so.max_depth, &fsync, &progress_fn, pyonnxio_conv_u64,
                                      &so.max_expansion))
         goto fail;
-    if (pyonnxio_progress_init(&progress, progress_fn, 1, &so.progress, &so.progress_user) < 0) goto fail;
+    if (pyonnxio_progress_init(st, &progress, progress_fn, 1, &so.progress, &so.progress_user) < 0) goto fail;
     so.fsync = fsync ? ONNXIO_ON : ONNXIO_OFF;
     so.external_data.location = pyonnxio_path_str(location);
     so.external_data.convert_attribute = convert_attribute;
     so.external_data.checksum = checksum;
-    PyOnnxioMessage *m = pyonnxio_as_message(obj, NULL, "message");
+    PyOnnxioMessage *m = pyonnxio_as_message(st, obj, NULL, "message");
     if (!m) goto fail;
-    const onnxio_message_desc *desc = pyonnxio_message_desc_of(obj);
+    const onnxio_message_desc *desc = pyonnxio_message_desc_of(st, obj);
     int wants_external = location || so.external_data.all_tensors_to_one_file == ONNXIO_OFF;
     if (desc != &onnxio_desc_ModelProto && wants_external) {
         PyErr_Format(PyExc_ValueError, "external data options apply to a ModelProto, not a %s", desc->name);
@@ -59,18 +83,12 @@ PyObject *pyonnxio_save_file(PyObject *self, PyObject *args, PyObject *kw)
     onnxio_status s;
     /* The tree stays as it is until the save returns: a progress callback
      * or another thread that changes it gets RuntimeError. */
-    if (pyonnxio_busy_enter(keep) < 0) {
-        onnxio_arena_unref(keep);
-        goto fail;
-    }
-    Py_BEGIN_ALLOW_THREADS
-    if (desc == &onnxio_desc_ModelProto) s = onnxio_save_model(msg, PyBytes_AS_STRING(path), &so);
-    else s = onnxio_save_file(msg, PyBytes_AS_STRING(path), &so);
-    Py_END_ALLOW_THREADS
-    pyonnxio_busy_leave(keep);
+    save_call c = {msg, PyBytes_AS_STRING(path), &so};
+    int rc = pyonnxio_call_unlocked(st, keep, save_file_run, &c, &s);
     onnxio_arena_unref(keep);
+    if (rc < 0) goto fail;
     Py_XDECREF(location);
-    if (pyonnxio_progress_raised(&progress) || (s && !pyonnxio_raise_path(s, 1, PyBytes_AS_STRING(path)))) {
+    if (pyonnxio_progress_raised(&progress) || (s && !pyonnxio_raise_path(st, s, 1, PyBytes_AS_STRING(path)))) {
         Py_DECREF(path);
         return NULL;
     }
@@ -93,14 +111,14 @@ const char pyonnxio_archive_replace_model_doc[] =
 
 PyObject *pyonnxio_archive_replace_model(PyObject *self, PyObject *args, PyObject *kw)
 {
-    (void)self;
+    pyonnxio_state *st = pyonnxio_state_of_module(self);
     static char *kwlist[] = {"model", "path", "num_threads", NULL};
     PyObject *obj, *path = NULL;
     onnxio_serialize_options so = {0};
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO&|$O&:_archive_replace_model", kwlist, &obj, PyUnicode_FSConverter,
                                      &path, pyonnxio_conv_int, &so.num_threads))
         return NULL;
-    PyOnnxioMessage *m = pyonnxio_as_message(obj, &onnxio_desc_ModelProto, "model");
+    PyOnnxioMessage *m = pyonnxio_as_message(st, obj, &onnxio_desc_ModelProto, "model");
     if (!m) {
         Py_DECREF(path);
         return NULL;
@@ -112,18 +130,12 @@ PyObject *pyonnxio_archive_replace_model(PyObject *self, PyObject *args, PyObjec
         return NULL;
     }
     onnxio_status s;
-    if (pyonnxio_busy_enter(keep) < 0) {
-        onnxio_arena_unref(keep);
-        Py_DECREF(path);
-        return NULL;
-    }
-    Py_BEGIN_ALLOW_THREADS
-    s = onnxio_archive_replace_model(PyBytes_AS_STRING(path), msg, &so);
-    Py_END_ALLOW_THREADS
-    pyonnxio_busy_leave(keep);
+    save_call c = {msg, PyBytes_AS_STRING(path), &so};
+    int rc = pyonnxio_call_unlocked(st, keep, archive_replace_run, &c, &s);
     onnxio_arena_unref(keep);
     Py_DECREF(path);
-    if (s) return pyonnxio_raise_writing(s);
+    if (rc < 0) return NULL;
+    if (s) return pyonnxio_raise_writing(st, s);
     Py_RETURN_NONE;
 }
 

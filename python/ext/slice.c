@@ -3,6 +3,9 @@
  * library's (src/api/slice.c); this file converts arguments, releases the GIL
  * and wraps a slice as a TensorProto whose raw_data holds it, so that
  * numpy_helper.to_array makes the array. */
+#include "errors.h"
+#include "gil.h"
+#include "message.h"
 #include "pyonnxio.h"
 
 #define CAPSULE_NAME "onnxio.tensor_file"
@@ -18,6 +21,12 @@ typedef struct {
     int closing;           /* close() was called */
 } tensor_handle;
 
+static onnxio_status close_run(void *ctx)
+{
+    onnxio_tensor_file_close(ctx);
+    return ONNXIO_OK;
+}
+
 /* Closes the C handle, the GIL released (it joins nothing that takes the
  * GIL; closing unmaps and closes descriptors). */
 static void handle_close_file(tensor_handle *h)
@@ -25,9 +34,8 @@ static void handle_close_file(tensor_handle *h)
     onnxio_tensor_file *f = h->f;
     h->f = NULL;
     if (!f) return;
-    Py_BEGIN_ALLOW_THREADS
-    onnxio_tensor_file_close(f);
-    Py_END_ALLOW_THREADS
+    onnxio_status s;
+    pyonnxio_call_unlocked(NULL, NULL, close_run, f, &s);
 }
 
 static void capsule_free(PyObject *cap)
@@ -76,9 +84,21 @@ const char pyonnxio_tensor_file_open_doc[] =
     "Opens a model file for slices (onnxio_tensor_file_open): its structure is parsed from a private\n"
     "mapping, no payload is read. The GIL is released.";
 
+/* The open, made without the GIL. */
+typedef struct open_call {
+    const char *path;
+    const onnxio_slice_options *opts;
+    onnxio_tensor_file *f;
+} open_call;
+
+static onnxio_status open_run(void *ctx)
+{
+    open_call *c = ctx;
+    return onnxio_tensor_file_open(c->path, c->opts, &c->f);
+}
+
 PyObject *pyonnxio_tensor_file_open(PyObject *self, PyObject *args, PyObject *kw)
 {
-    (void)self;
     static char *kwlist[] = {"path", "num_threads", "base_dir", "max_expansion", NULL};
     PyObject *path = NULL, *base = NULL;
     int threads = 0;
@@ -92,15 +112,13 @@ PyObject *pyonnxio_tensor_file_open(PyObject *self, PyObject *args, PyObject *kw
     opts.num_threads = threads;
     opts.base_dir = base ? PyBytes_AS_STRING(base) : NULL;
     opts.max_expansion = expansion;
-    onnxio_tensor_file *f = NULL;
+    open_call c = {PyBytes_AS_STRING(path), &opts, NULL};
     onnxio_status s;
-    const char *p = PyBytes_AS_STRING(path);
-    Py_BEGIN_ALLOW_THREADS
-    s = onnxio_tensor_file_open(p, &opts, &f);
-    Py_END_ALLOW_THREADS
+    pyonnxio_call_unlocked(NULL, NULL, open_run, &c, &s);
     Py_DECREF(path);
     Py_XDECREF(base);
-    if (s) return pyonnxio_raise(s);
+    if (s) return pyonnxio_raise(pyonnxio_state_of_module(self), s);
+    onnxio_tensor_file *f = c.f;
     tensor_handle *h = PyMem_Malloc(sizeof *h);
     if (!h) {
         onnxio_tensor_file_close(f);
@@ -235,27 +253,47 @@ const char pyonnxio_tensor_file_read_doc[] =
     "`tensor` is a TensorProto of the same data_type whose dims are the ranges' lengths and whose\n"
     "raw_data is the slice; stats is (bytes, bytes_read, runs, payload_bytes). The GIL is released.";
 
+/* The read of a slice, made without the GIL. */
+typedef struct read_call {
+    onnxio_tensor_file *f;
+    const char *name;
+    const onnxio_slice_range *ranges;
+    size_t rank;
+    int no_copy;
+    const void *view;
+    uint64_t view_size;
+    onnxio_buffer *b;
+    onnxio_slice_stats *stats;
+} read_call;
+
+static onnxio_status read_run(void *ctx)
+{
+    read_call *c = ctx;
+    onnxio_status s = ONNXIO_OK;
+    if (c->no_copy) s = onnxio_tensor_file_view(c->f, c->name, c->ranges, c->rank, &c->view, &c->view_size, &c->b);
+    if (!s && !c->view) s = onnxio_tensor_file_read(c->f, c->name, c->ranges, c->rank, NULL, 0, &c->b, c->stats);
+    return s;
+}
+
 /* The read of pyonnxio_tensor_file_read, `f` kept open by its caller. */
-static PyObject *read_slice(onnxio_tensor_file *f, const char *name, PyObject *seq, int no_copy)
+static PyObject *read_slice(pyonnxio_state *st, onnxio_tensor_file *f, const char *name, PyObject *seq, int no_copy)
 {
     onnxio_slice_range *ranges;
     size_t rank;
     if (ranges_from(seq, &ranges, &rank) < 0) return NULL;
-    const void *view = NULL;
-    uint64_t view_size = 0;
-    onnxio_buffer *b = NULL;
-    onnxio_slice_stats st = {sizeof st, 0, 0, 0, 0};
-    onnxio_status s = ONNXIO_OK;
-    Py_BEGIN_ALLOW_THREADS
-    if (no_copy) s = onnxio_tensor_file_view(f, name, ranges, rank, &view, &view_size, &b);
-    if (!s && !view) s = onnxio_tensor_file_read(f, name, ranges, rank, NULL, 0, &b, &st);
-    Py_END_ALLOW_THREADS
+    onnxio_slice_stats stats = {sizeof stats, 0, 0, 0, 0};
+    read_call c = {f, name, ranges, rank, no_copy, NULL, 0, NULL, &stats};
+    onnxio_status s;
+    pyonnxio_call_unlocked(st, NULL, read_run, &c, &s);
     if (s) {
         PyMem_Free(ranges);
-        return pyonnxio_raise(s);
+        return pyonnxio_raise(st, s);
     }
+    const void *view = c.view;
+    uint64_t view_size = c.view_size;
+    onnxio_buffer *b = c.b;
     const onnxio_TensorProto *src = onnxio_tensor_file_find(f, name);
-    PyObject *obj = pyonnxio_message_new_root(&onnxio_desc_TensorProto);
+    PyObject *obj = pyonnxio_message_new_root(st, &onnxio_desc_TensorProto);
     onnxio_TensorProto *t = obj ? pyonnxio_message_get((PyOnnxioMessage *)obj, 1) : NULL;
     PyOnnxioMessage *m = (PyOnnxioMessage *)obj;
     int ok = t != NULL;
@@ -278,26 +316,25 @@ static PyObject *read_slice(onnxio_tensor_file *f, const char *name, PyObject *s
     }
     if (view) {
         onnxio_span_set(&t->raw_data, (uint8_t *)view, (size_t)view_size, b);
-        st.bytes = view_size;
+        stats.bytes = view_size;
         uint64_t payload = 0;
         onnxio_tensor_raw_size(src, &payload);
-        st.payload_bytes = payload;
-        st.runs = 1;
-        st.bytes_read = 0; /* nothing read yet: pages come in as the view is used */
+        stats.payload_bytes = payload;
+        stats.runs = 1;
+        stats.bytes_read = 0; /* nothing read yet: pages come in as the view is used */
     } else {
         onnxio_span_set(&t->raw_data, onnxio_buffer_data(b), onnxio_buffer_size(b), b);
     }
     onnxio_set_has(t, ONNXIO_FIELD_TensorProto_raw_data);
     onnxio_buffer_unref(b);
-    PyObject *out = Py_BuildValue("(N(KKKK)O)", obj, (unsigned long long)st.bytes, (unsigned long long)st.bytes_read,
-                                  (unsigned long long)st.runs, (unsigned long long)st.payload_bytes,
+    PyObject *out = Py_BuildValue("(N(KKKK)O)", obj, (unsigned long long)stats.bytes, (unsigned long long)stats.bytes_read,
+                                  (unsigned long long)stats.runs, (unsigned long long)stats.payload_bytes,
                                   view ? Py_True : Py_False);
     return out;
 }
 
 PyObject *pyonnxio_tensor_file_read(PyObject *self, PyObject *args)
 {
-    (void)self;
     PyObject *cap, *seq;
     const char *name;
     int no_copy = 0;
@@ -305,7 +342,7 @@ PyObject *pyonnxio_tensor_file_read(PyObject *self, PyObject *args)
     tensor_handle *h = as_handle(cap);
     if (!h) return NULL;
     reader_begin(h);
-    PyObject *out = read_slice(h->f, name, seq, no_copy);
+    PyObject *out = read_slice(pyonnxio_state_of_module(self), h->f, name, seq, no_copy);
     reader_end(h);
     return out;
 }

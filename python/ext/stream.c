@@ -3,6 +3,9 @@
  * (onnxio_save_streaming); this file pulls (name, buffer) pairs from a Python
  * iterator for the library's tensor source, with the GIL taken for each
  * pull and released while the bytes are written. */
+#include "errors.h"
+#include "gil.h"
+#include "message.h"
 #include "pyonnxio.h"
 
 /* The source's state: the iterator, the buffer lent to the library (held
@@ -74,9 +77,24 @@ const char pyonnxio_save_streaming_doc[] =
     "The GIL is released while bytes are written. An exception raised by the iterator stops the save\n"
     "(every existing file left as it was) and propagates.";
 
+/* The streaming save, made without the GIL (pull takes it for each
+ * tensor). */
+typedef struct stream_call {
+    void *msg;
+    const char *path;
+    py_source *src;
+    const onnxio_serialize_options *so;
+} stream_call;
+
+static onnxio_status stream_run(void *ctx)
+{
+    stream_call *c = ctx;
+    return onnxio_save_streaming(c->msg, c->path, pull, c->src, c->so);
+}
+
 PyObject *pyonnxio_save_streaming(PyObject *self, PyObject *args, PyObject *kw)
 {
-    (void)self;
+    pyonnxio_state *st = pyonnxio_state_of_module(self);
     static char *kwlist[] = {"model",      "path",           "tensors",       "num_threads", "alignment",
                              "location",   "size_threshold", "one_file_per_tensor", "max_file_size", "checksum",
                              "max_depth",  "fsync",          NULL};
@@ -88,7 +106,7 @@ PyObject *pyonnxio_save_streaming(PyObject *self, PyObject *args, PyObject *kw)
                                      PyUnicode_FSConverter, &path, &tensors, &so.num_threads, &alignment, &location,
                                      &size_threshold, &one_file, &max_file_size, &checksum, &so.max_depth, &fsync))
         return NULL;
-    if (pyonnxio_message_desc_of(model) != &onnxio_desc_ModelProto) {
+    if (pyonnxio_message_desc_of(st, model) != &onnxio_desc_ModelProto) {
         PyErr_Format(PyExc_TypeError, "model must be an onnxio.ModelProto, not %.200s", Py_TYPE(model)->tp_name);
         Py_DECREF(path);
         return NULL;
@@ -118,20 +136,14 @@ PyObject *pyonnxio_save_streaming(PyObject *self, PyObject *args, PyObject *kw)
         Py_XDECREF(loc_bytes);
         return NULL;
     }
-    onnxio_arena *arena = onnxio_arena_ref(m->arena);
+    stream_call c = {msg, PyBytes_AS_STRING(path), &src, &so};
     onnxio_status s;
-    if (pyonnxio_busy_enter(arena) < 0) {
-        onnxio_arena_unref(arena);
+    if (pyonnxio_call_unlocked(st, m->arena, stream_run, &c, &s) < 0) {
         Py_DECREF(src.iter);
         Py_DECREF(path);
         Py_XDECREF(loc_bytes);
         return NULL;
     }
-    Py_BEGIN_ALLOW_THREADS
-    s = onnxio_save_streaming(msg, PyBytes_AS_STRING(path), pull, &src, &so);
-    Py_END_ALLOW_THREADS
-    pyonnxio_busy_leave(arena);
-    onnxio_arena_unref(arena);
     drop_current(&src);
     Py_DECREF(src.iter);
     Py_DECREF(path);
@@ -140,6 +152,6 @@ PyObject *pyonnxio_save_streaming(PyObject *self, PyObject *args, PyObject *kw)
         PyErr_Restore(src.exc_type, src.exc_value, src.exc_tb);
         return NULL;
     }
-    if (s) return pyonnxio_raise_writing(s);
+    if (s) return pyonnxio_raise_writing(st, s);
     Py_RETURN_NONE;
 }

@@ -3,6 +3,9 @@
  * textual syntax, with the GIL released. */
 #include <string.h>
 
+#include "args.h"
+#include "errors.h"
+#include "gil.h"
 #include "pyonnxio.h"
 
 /* "str", "textproto", "json" or "onnxtxt" to the library's style; -1 with a
@@ -24,33 +27,41 @@ const char pyonnxio_text_format_doc[] =
     "(preserving_proto_field_name=True) writes, \"str\" what str(message) gives; UTF-8 bytes. The GIL is\n"
     "released. EncodeError past the nesting limit or for a payload that was never loaded (JSON).";
 
+/* A text format's library call, made without the GIL. */
+typedef struct format_call {
+    void *msg;
+    const onnxio_text_options *o;
+    onnxio_buffer *out;
+} format_call;
+
+static onnxio_status format_run(void *ctx)
+{
+    format_call *c = ctx;
+    return onnxio_text_format(c->msg, c->o, &c->out);
+}
+
 PyObject *pyonnxio_text_format(PyObject *self, PyObject *args)
 {
-    (void)self;
+    pyonnxio_state *st = pyonnxio_state_of_module(self);
     PyObject *obj;
     const char *name;
     if (!PyArg_ParseTuple(args, "Os:_text_format", &obj, &name)) return NULL;
     int style = text_style(name);
     if (style < 0) return NULL;
-    PyOnnxioMessage *m = pyonnxio_as_message(obj, NULL, "message");
+    PyOnnxioMessage *m = pyonnxio_as_message(st, obj, NULL, "message");
     if (!m) return NULL;
     onnxio_arena *keep;
-    void *msg = pyonnxio_message_for_read(m, pyonnxio_message_desc_of(obj), &keep);
+    void *msg = pyonnxio_message_for_read(m, pyonnxio_message_desc_of(st, obj), &keep);
     if (!msg) return NULL;
     onnxio_text_options o = ONNXIO_TEXT_OPTIONS_INIT;
     o.style = (onnxio_text_style)style;
-    onnxio_buffer *buf = NULL;
+    format_call c = {msg, &o, NULL};
     onnxio_status s;
-    if (pyonnxio_busy_enter(keep) < 0) {
-        onnxio_arena_unref(keep);
-        return NULL;
-    }
-    Py_BEGIN_ALLOW_THREADS
-    s = onnxio_text_format(msg, &o, &buf);
-    Py_END_ALLOW_THREADS
-    pyonnxio_busy_leave(keep);
+    int rc = pyonnxio_call_unlocked(st, keep, format_run, &c, &s);
     onnxio_arena_unref(keep);
-    if (s) return pyonnxio_raise_writing(s);
+    if (rc < 0) return NULL;
+    if (s) return pyonnxio_raise_writing(st, s);
+    onnxio_buffer *buf = c.out;
     PyObject *r = PyBytes_FromStringAndSize((const char *)onnxio_buffer_data(buf), (Py_ssize_t)onnxio_buffer_size(buf));
     onnxio_buffer_unref(buf);
     return r;
@@ -65,9 +76,25 @@ const char pyonnxio_text_parse_doc[] =
     "would take more than max_expansion (0: " PYONNXIO_STR(ONNXIO_DEFAULT_MAX_EXPANSION) ") times the text's size plus 1 MiB. The GIL is\n"
     "released.";
 
+/* A text parse's library call, made without the GIL. */
+typedef struct parse_call {
+    const onnxio_message_desc *desc;
+    const char *bytes;
+    size_t size;
+    const onnxio_text_options *o;
+    onnxio_arena *arena;
+    void *out;
+} parse_call;
+
+static onnxio_status parse_run(void *ctx)
+{
+    parse_call *c = ctx;
+    return onnxio_text_parse(c->desc, c->bytes, c->size, c->o, c->arena, &c->out);
+}
+
 PyObject *pyonnxio_text_parse(PyObject *self, PyObject *args, PyObject *kw)
 {
-    (void)self;
+    pyonnxio_state *st = pyonnxio_state_of_module(self);
     static char *kwlist[] = {"data", "cls", "style", "max_depth", "max_expansion", NULL};
     PyObject *data, *cls;
     const char *name;
@@ -77,7 +104,7 @@ PyObject *pyonnxio_text_parse(PyObject *self, PyObject *args, PyObject *kw)
                                      &max_expansion))
         return NULL;
     int style = text_style(name);
-    const onnxio_message_desc *desc = style < 0 ? NULL : pyonnxio_desc_from(cls);
+    const onnxio_message_desc *desc = style < 0 ? NULL : pyonnxio_desc_from(st, cls);
     if (!desc) return NULL;
     Py_buffer view;
     const char *bytes;
@@ -100,13 +127,12 @@ PyObject *pyonnxio_text_parse(PyObject *self, PyObject *args, PyObject *kw)
     o.style = (onnxio_text_style)style;
     o.max_depth = max_depth;
     o.max_expansion = max_expansion;
-    void *out = NULL;
+    /* The new arena is nobody else's yet: no tree to mark busy. */
+    parse_call c = {desc, bytes, (size_t)size, &o, arena, NULL};
     onnxio_status s;
-    Py_BEGIN_ALLOW_THREADS
-    s = onnxio_text_parse(desc, bytes, (size_t)size, &o, arena, &out);
-    Py_END_ALLOW_THREADS
+    pyonnxio_call_unlocked(st, NULL, parse_run, &c, &s);
     if (has_view) PyBuffer_Release(&view);
-    PyObject *result = s ? pyonnxio_raise(s) : pyonnxio_message_wrap(arena, out);
+    PyObject *result = s ? pyonnxio_raise(st, s) : pyonnxio_message_wrap(st, arena, c.out);
     onnxio_arena_unref(arena);
     return result;
 }

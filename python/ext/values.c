@@ -1,11 +1,13 @@
 /* The values of scalar, enum, string and bytes fields between Python and C,
  * with protobuf's checks (upb's answers for wrong types, ranges and enum
  * numbers): pyonnxio_value_from_py, pyonnxio_value_store and
- * pyonnxio_value_to_py, shared by singular fields (message.c) and repeated
- * ones (repeated.c). */
+ * pyonnxio_value_to_py, shared by singular fields (fields.c, construct.c)
+ * and repeated ones (repeated.c); and the two stores into a message built on
+ * them: a singular field set (pyonnxio_field_set_value) and a repeated
+ * field's values stored all at once (pyonnxio_values_store). */
 #include <string.h>
 
-#include "pyonnxio.h"
+#include "values.h"
 
 static PyObject *string_to_py(const onnxio_string *s, int text)
 {
@@ -156,3 +158,74 @@ int pyonnxio_value_store(onnxio_arena *arena, const onnxio_field_desc *f, void *
     }
 }
 
+
+/* ---- stores into a message ---------------------------------------------- */
+
+static int set_raw(PyOnnxioMessage *self, const onnxio_field_desc *f, PyObject *value)
+{
+    Py_buffer view;
+    if (PyUnicode_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "field %s: expected bytes, str found", f->name);
+        return -1;
+    }
+    if (PyObject_GetBuffer(value, &view, PyBUF_SIMPLE) < 0) return -1;
+    onnxio_message *c = pyonnxio_message_get(self, 1);
+    int rc = -1;
+    if (c) {
+        if (onnxio_span_copy_from(pyonnxio_member(c, f), view.buf, (size_t)view.len)) {
+            PyErr_NoMemory();
+        } else {
+            pyonnxio_field_set_present(c, f);
+            rc = 0;
+        }
+    }
+    PyBuffer_Release(&view);
+    return rc;
+}
+
+int pyonnxio_field_set_value(PyOnnxioMessage *self, const onnxio_field_desc *f, PyObject *value)
+{
+    if (f->kind == ONNXIO_KIND_RAW) return set_raw(self, f, value);
+    pyonnxio_value v;
+    if (pyonnxio_value_from_py(f, value, &v) < 0) return -1;
+    onnxio_message *c = pyonnxio_message_get(self, 1);
+    if (!c) return -1;
+    if (pyonnxio_value_store(self->arena, f, pyonnxio_member(c, f), &v) < 0) return -1;
+    pyonnxio_field_set_present(c, f);
+    return 0;
+}
+
+int pyonnxio_values_store(PyOnnxioMessage *owner, const onnxio_field_desc *f, PyObject *seq, int replace)
+{
+    PyObject *fast = PySequence_Fast(seq, "must assign iterable");
+    if (!fast) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    PyObject **items = PySequence_Fast_ITEMS(fast);
+    pyonnxio_value one, *vals = n <= 1 ? &one : PyMem_Malloc((size_t)n * sizeof *vals);
+    int rc = -1;
+    if (!vals) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (pyonnxio_value_from_py(f, items[k], &vals[k]) < 0) goto done;
+    void *c = pyonnxio_message_get(owner, 1);
+    if (!c) goto done;
+    pyonnxio_array *a = pyonnxio_member(c, f);
+    size_t es = onnxio_field_elem_size(f), before = a->size;
+    if (replace) a->size = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        void *slot = onnxio_array_append(owner->arena, a, es);
+        if (!slot || pyonnxio_value_store(owner->arena, f, slot, &vals[k]) < 0) {
+            if (!slot) PyErr_NoMemory();
+            /* appending restores the old size; replacing keeps what was stored */
+            a->size = replace ? a->size - (slot != NULL) : before;
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    if (vals != &one) PyMem_Free(vals);
+    Py_DECREF(fast);
+    return rc;
+}

@@ -37,19 +37,13 @@ static inline bool onnxio__reads_text(const onnxio_file_kind *kind, onnxio_statu
     if (kind->text_by_name) return binary == ONNXIO_OK;
     return binary == ONNXIO_ERR_DECODE || binary == ONNXIO_ERR_DEPTH || binary == ONNXIO_ERR_EXPANSION;
 }
-/* The text route of a file load (model.c, slice.c): a message of type
- * `desc` read from `size` bytes of text in `style` (onnxio_text_parse),
- * within the load's resolved max_depth and max_expansion. */
-static inline onnxio_status onnxio__parse_text(const onnxio_message_desc *desc, const void *data, size_t size,
-                                               onnxio_text_style style, const onnxio_parse_options *cfg,
-                                               onnxio_arena *arena, void **out)
-{
-    onnxio_text_options to = ONNXIO_TEXT_OPTIONS_INIT;
-    to.style = style;
-    to.max_depth = cfg->max_depth;
-    to.max_expansion = cfg->max_expansion;
-    return onnxio_text_parse(desc, data ? data : "", size, &to, arena, out);
-}
+/* text_parse.c: the text route of a file load (model.c, slice.c): a
+ * message of type `desc` read from `size` bytes of text in `style`
+ * (onnxio_text_parse), within the load's resolved max_depth and
+ * max_expansion. */
+onnxio_status onnxio__parse_text(const onnxio_message_desc *desc, const void *data, size_t size,
+                                 onnxio_text_style style, const onnxio_parse_options *cfg, onnxio_arena *arena,
+                                 void **out);
 
 /* The rule for a relative path inside a model's reach (an external data
  * location, an archive entry name): NULL when `p` (`n` bytes) keeps it;

@@ -1095,3 +1095,14 @@ ONNXIO_API onnxio_status onnxio_text_parse(const onnxio_message_desc *desc, cons
     *out = m;
     return ONNXIO_OK;
 }
+
+onnxio_status onnxio__parse_text(const onnxio_message_desc *desc, const void *data, size_t size,
+                                 onnxio_text_style style, const onnxio_parse_options *cfg, onnxio_arena *arena,
+                                 void **out)
+{
+    onnxio_text_options to = ONNXIO_TEXT_OPTIONS_INIT;
+    to.style = style;
+    to.max_depth = cfg->max_depth;
+    to.max_expansion = cfg->max_expansion;
+    return onnxio_text_parse(desc, data ? data : "", size, &to, arena, out);
+}

@@ -294,3 +294,28 @@ def test_walk_through_a_writer_table_and_derived_values(tmp_path):
                                                    "plan_b"]
     assert w["function_pointer_calls"] == []
 
+
+def test_the_repository():
+    """The tree itself: no circle of calls between the source files of
+    src/, cli/ and python/ext/; the path of onnxio_save_model reaches
+    the transaction from one place, in at most 40 stops and 25 returns;
+    the path of the command's load never comes back into cli/ once in
+    the library (cli/ adds only its progress display)."""
+    r = subprocess.run([sys.executable, str(TOOL), "circles", "--json"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(r.stdout)["circles"] == []
+
+    r = subprocess.run([sys.executable, str(TOOL), "walk", "onnxio_save_model", "path", "--json",
+                        "--to", "onnxio__txn_begin"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    w = json.loads(r.stdout)
+    assert len(w["stops"]) <= 40 and w["returns"] <= 25, (len(w["stops"]), w["returns"])
+    assert [c["caller"] for c in w["to"]["callers"]] == ["onnxio__save"]
+
+    r = subprocess.run([sys.executable, str(TOOL), "walk", "cli_load", "path", "--json"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    files = [s["file"] for s in json.loads(r.stdout)["stops"]]
+    first_lib = next(i for i, f in enumerate(files) if f.startswith("src/"))
+    assert all(f.startswith("cli/") for f in files[:first_lib])
+    assert not any(f.startswith("cli/") for f in files[first_lib:]), files
