@@ -511,7 +511,7 @@ static onnxio_status plan_files(const onnxio__selection *sel, const onnxio_seria
     if (!(d->files = onnxio__calloc(nfiles, sizeof *d->files))) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     /* "<stem>-00001-of-0000N<ext>": the extension is the last '.' of the
      * file name part (not a leading one). */
-    const char *fname = onnxio__basename(x->location);
+    const char *fname = onnxio_path_file_name(x->location);
     const char *dot = strrchr(fname, '.');
     if (!dot || dot == fname) dot = fname + strlen(fname);
     for (size_t k = 0; k < nfiles; k++) {
@@ -569,7 +569,7 @@ static onnxio_status dir_writer_plan(onnxio__saving *sv, const char *path)
     if (!d) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     d->base.fd = -1;
     sv->state = d;
-    if ((s = plan_files(&sv->sel, sv->cfg, onnxio__basename(path), d))) return s;
+    if ((s = plan_files(&sv->sel, sv->cfg, onnxio_path_file_name(path), d))) return s;
     return check_stale(&sv->sel, d);
 }
 
@@ -582,7 +582,7 @@ static onnxio_status resolve_file(out_file *f, const onnxio__base *dir, const st
     onnxio_status s = onnxio_check_location(f->location, strlen(f->location));
     if (!s) s = onnxio__resolve_in(dir, f->location, &f->res);
     /* As named, or as a symlink inside the directory leads. */
-    if (!s && (onnxio__txn_reserved_name(onnxio__basename(f->location)) || onnxio__txn_reserved_name(f->res.name)))
+    if (!s && (onnxio__txn_reserved_name(onnxio_path_file_name(f->location)) || onnxio__txn_reserved_name(f->res.name)))
         s = onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA,
                          "external data location '%s' is a name saves use for their own journal or temporary files",
                          f->location);
@@ -594,7 +594,7 @@ static onnxio_status resolve_file(out_file *f, const onnxio__base *dir, const st
  * link, if it is one), where a load of `path` looks for them. */
 static onnxio_status resolve_files(dir_plan *d, const char *path)
 {
-    if (!(d->dir = onnxio__dirname(path))) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    if (!(d->dir = onnxio__model_dir(path, NULL))) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     struct stat model_st;
     bool have_model = onnxio__sys_fstatat(AT_FDCWD, path, &model_st, 0) == 0;
     onnxio_status s = onnxio__base_open(d->dir, &d->base);
@@ -604,7 +604,7 @@ static onnxio_status resolve_files(dir_plan *d, const char *path)
         /* A data file that does not exist yet but would be created as the
          * model file itself: the same directory and name. */
         struct stat a, b;
-        if (!d->files[k].res.exists && strcmp(d->files[k].res.name, onnxio__basename(path)) == 0 &&
+        if (!d->files[k].res.exists && strcmp(d->files[k].res.name, onnxio_path_file_name(path)) == 0 &&
             onnxio__sys_fstat(d->files[k].res.dir_fd, &a) == 0 && onnxio__sys_fstatat(AT_FDCWD, d->dir, &b, 0) == 0 &&
             a.st_dev == b.st_dev && a.st_ino == b.st_ino)
             return onnxio__fail(ONNXIO_ERR_PATH_SELF, "external data location '%s' is the model file itself",

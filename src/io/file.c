@@ -233,8 +233,6 @@ char *onnxio__model_dir(const char *path, const char *base_dir)
     return onnxio__strndup(dir, n);
 }
 
-char *onnxio__dirname(const char *path) { return onnxio__model_dir(path, NULL); }
-
 ONNXIO_API size_t onnxio_model_dir(const char *model_path, const char *base_dir, char *buf, size_t size)
 {
     const char *dir;
@@ -253,8 +251,6 @@ ONNXIO_API const char *onnxio_path_file_name(const char *path)
     const char *slash = path ? strrchr(path, '/') : NULL;
     return slash ? slash + 1 : path;
 }
-
-const char *onnxio__basename(const char *path) { return onnxio_path_file_name(path); }
 
 ONNXIO_API bool onnxio_location_names_file(const char *location, size_t size, const char *path)
 {

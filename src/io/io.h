@@ -151,12 +151,9 @@ uintptr_t onnxio__read_ahead_reached(void *ctx, const uint8_t *at);
 extern size_t onnxio__test_map_window;
 /* The model's directory (onnxio_model_dir: base_dir when not NULL, else
  * the directory part of `path`), onnxio__malloc'd; NULL when out of
- * memory. onnxio__dirname(path) is onnxio__model_dir(path, NULL), the
- * directory of any file; onnxio__basename the part after the last '/'
- * (onnxio_path_file_name). */
+ * memory; onnxio__model_dir(path, NULL) is the directory of any file
+ * (the part after its last '/' is onnxio_path_file_name). */
 char *onnxio__model_dir(const char *path, const char *base_dir);
-char *onnxio__dirname(const char *path);
-const char *onnxio__basename(const char *path);
 char *onnxio__path_join(const char *dir, const char *name);
 
 /* The save budget (onnxio_serialize_options.max_expansion, docs/security.md

@@ -497,7 +497,7 @@ static onnxio_status resolve_target(const char *path, int *dir_fd, char **name)
             char *next;
             if (buf[0] == '/') next = onnxio__strdup(buf);
             else {
-                char *dir = onnxio__dirname(cur);
+                char *dir = onnxio__model_dir(cur, NULL);
                 next = dir ? onnxio__path_join(dir, buf) : NULL;
                 onnxio__free(dir);
             }
@@ -509,8 +509,8 @@ static onnxio_status resolve_target(const char *path, int *dir_fd, char **name)
         t = onnxio__strdup(path);
     }
     if (!t) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-    char *dir = onnxio__dirname(t);
-    const char *base = onnxio__basename(t);
+    char *dir = onnxio__model_dir(t, NULL);
+    const char *base = onnxio_path_file_name(t);
     if (!dir || !*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0) {
         onnxio__free(dir);
         onnxio__free(t);
