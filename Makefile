@@ -30,6 +30,10 @@
 #   make wheel        dist/onnxio-*-manylinux_2_28_*.whl: built with zig cc for glibc 2.28
 #                     (scripts/zigcc), libdeflate compiled in, tagged and checked by
 #                     auditwheel; bootstraps its own .venv-wheel (requirements/wheel.txt)
+#   make windows      build-windows/: onnxio.exe, libonnxio.dll (+ import library), libonnxio.a
+#                     and the C tests, cross-compiled with mingw-w64 (scripts/windows.sh;
+#                     installs gcc-mingw-w64-x86-64, wine64, libz-mingw-w64-dev when missing)
+#   make test-windows make windows, then every C test built for Windows under Wine
 #   make install      build, then install headers, libraries, onnxio.pc, the CMake package and
 #                     the command under PREFIX (default /usr/local; cmake --install build --prefix)
 #   make clean        remove build directories and bench/out (keeps .cache/models, .venv)
@@ -82,6 +86,13 @@ CTEST_NOTES = (awk '/^[0-9]+\/[0-9]+ Testing: /{t = $$NF} /points in all|skipped
 have_py_tests = $(wildcard tests/python/test_*.py tests/python/*_test.py)
 
 PREFIX ?= /usr/local
+
+.PHONY: windows test-windows
+windows:
+	@JOBS=$(JOBS) scripts/windows.sh build
+
+test-windows:
+	@JOBS=$(JOBS) CTEST_JOBS=$(CTEST_JOBS) scripts/windows.sh test
 
 .PHONY: install all bootstrap demo check test test-layers test-build test-asan test-fuzz test-python python-install wheel \
         bench bench-python bench-build models clean distclean
@@ -302,7 +313,7 @@ models: .cache/models/gpt2.onnx .cache/models/gpt2_external/gpt2.onnx .cache/mod
 # ---- cleaning ---------------------------------------------------------------
 
 clean:
-	rm -rf build build-asan build-fuzz bench/out .cache/demo .cache/fuzz
+	rm -rf build build-asan build-windows build-fuzz bench/out .cache/demo .cache/fuzz
 
 distclean: clean
 	rm -rf .cache .venv .venv-demo .venv-wheel .venv-wheel-*

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "port.h"
 #include "summary.h"
 #include "walk.h"
 
@@ -380,7 +381,7 @@ static int run_bench(int argc, char **argv)
             for (size_t i = 0; i < files.count; i++)
                 printf(" %s", files.name[i]);
             printf("\n");
-            sync();
+            cli_sync();
         }
     }
     for (long r = 0; r < repeat && rc < 0; r++) {
@@ -442,7 +443,7 @@ static int run_bench(int argc, char **argv)
             rc = cli_fail_msg("bench", in, "out of memory");
         else if (cli_load(&onnxio_desc_ModelProto, in, &lo, false, arena, (void **)&model) != ONNXIO_OK)
             rc = cli_fail("bench", in);
-        else if (!mkdtemp(dir))
+        else if (!cli_mkdtemp(dir))
             rc = cli_fail_msg("bench", dir, "cannot create a temporary directory: %s", strerror(errno));
         else {
             int r2 = CLI_EXIT_OK;

@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "onnxio/onnxio.h"
+#include "port.h"
 
 enum { CLI_EXIT_OK = 0, CLI_EXIT_FAILURE = 1, CLI_EXIT_USAGE = 2 };
 
@@ -72,7 +73,7 @@ int cli_parse_args(const cli_verb *verb, int argc, char **argv, const cli_option
  * returns 2. */
 int cli_usage_error(const cli_verb *verb, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
+    CLI_PRINTF(2, 3)
 #endif
     ;
 
@@ -89,7 +90,7 @@ void cli_note_load(const char *verb, const char *path, const void *msg, bool typ
 /* Prints `onnxio: VERB: FILE: message` on stderr; returns 1. */
 int cli_fail_msg(const char *verb, const char *file, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
+    CLI_PRINTF(3, 4)
 #endif
     ;
 

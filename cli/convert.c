@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "port.h"
 #include "walk.h"
 
 static int run_convert(int argc, char **argv);
@@ -116,7 +117,7 @@ static int refuse_options(const char *const *names, const int *given, size_t n, 
 static char *resolved_dir(const char *path, const char *base_dir)
 {
     char *dir = cli_model_dir(path, base_dir);
-    char *real = dir ? realpath(dir, NULL) : NULL;
+    char *real = dir ? cli_realpath(dir) : NULL;
     free(dir);
     return real;
 }

@@ -1,11 +1,11 @@
 /* onnxio extract: a model keeping only the initializers a pattern selects.
  * Reads through the library's tensor slices (onnxio_tensor_file_*): only
  * the payloads of the selected initializers are read. */
-#include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common.h"
+#include "port.h"
 
 static int run_extract(int argc, char **argv);
 
@@ -48,7 +48,7 @@ static int matches(const char *patterns, const char *name, unsigned char *used)
         if (n < sizeof pat) {
             memcpy(pat, p, n);
             pat[n] = '\0';
-            if (fnmatch(pat, name, 0) == 0) {
+            if (cli_fnmatch(pat, name) == 0) {
                 any = 1;
                 if (used) used[k] = 1;
             }

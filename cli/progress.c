@@ -1,8 +1,8 @@
 #include "progress.h"
+#include "port.h"
 
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +18,7 @@
  * a clock change does not move, where a condition variable can be set to
  * it (pthread_condattr_setclock); macOS has no such call and waits on
  * CLOCK_REALTIME. */
-#if defined(__APPLE__)
+#if defined(__APPLE__) || defined(_WIN32)
 #define WAIT_CLOCK CLOCK_REALTIME
 #else
 #define WAIT_CLOCK CLOCK_MONOTONIC
@@ -144,7 +144,7 @@ void cli_progress_begin(const char *what, const char *subject)
     pthread_condattr_t attr;
     if (pthread_condattr_init(&attr) != 0)
         return;
-#if !defined(__APPLE__)
+#if !defined(__APPLE__) && !defined(_WIN32)
     pthread_condattr_setclock(&attr, WAIT_CLOCK);
 #endif
     int rc = pthread_cond_init(&progress.wake, &attr);
@@ -169,11 +169,10 @@ void cli_progress_begin(const char *what, const char *subject)
     /* The thread starts with every signal blocked (it inherits the mask),
      * so that SIGINT and the like reach the thread making the onnxio calls,
      * where main.c's handler may remove the save's temporary files. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
+    cli_signals old;
+    cli_signals_block(&old);
     rc = pthread_create(&progress.thread, NULL, progress_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    cli_signals_restore(&old);
     if (rc != 0) {
         pthread_cond_destroy(&progress.wake);
         return; /* no indicator is no failure */

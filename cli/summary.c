@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "port.h"
 #include "onnxz.h"
 #include "tensor.h"
 #include "walk.h"
@@ -358,11 +359,11 @@ static int summarize_value(const onnxio_ValueInfoProto *vi, const cli_summary *s
     const onnxio_TypeProto *tp = vi->type;
     v->name = vi->name;
     v->initializer = cli_strmap_find(&s->init_names, vi->name, empty) != NULL;
-    FILE *mem = open_memstream(&v->type_text, &v->type_text_size);
+    FILE *mem = cli_memstream_open(&v->type_text, &v->type_text_size);
     if (!mem)
         return -1;
     put_type(mem, tp);
-    if (fclose(mem) != 0)
+    if (cli_memstream_close(mem, &v->type_text, &v->type_text_size) != 0)
         return -1;
 
     /* The element type and shape of a tensor or sparse tensor type. */

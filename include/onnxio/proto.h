@@ -34,6 +34,14 @@
 #ifndef ONNXIO_PROTO_H
 #define ONNXIO_PROTO_H
 
+/* <windows.h> defines OPTIONAL (as nothing), a label of schema.def's rows:
+ * it is set aside while this header expands them, and given back at its
+ * end. */
+#ifdef _WIN32
+#pragma push_macro("OPTIONAL")
+#undef OPTIONAL
+#endif
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -286,5 +294,8 @@ static inline int onnxio_has(const void *msg, unsigned field_index)
 
 #ifdef __cplusplus
 }
+#endif
+#ifdef _WIN32
+#pragma pop_macro("OPTIONAL")
 #endif
 #endif

@@ -68,7 +68,7 @@ static void crc32_init(void)
         x2n[k] = p;
         p = multmodp(p, p);
     }
-    void *sym = onnxio__sys_dlsym("libisal.so.2", "crc32_gzip_refl");
+    void *sym = onnxio__sys_dlsym(ONNXIO__OS_WINDOWS ? "isa-l.dll" : "libisal.so.2", "crc32_gzip_refl");
     if (sym) memcpy(&isal_crc32, &sym, sizeof sym); /* POSIX: a data pointer that is a function */
 }
 

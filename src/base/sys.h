@@ -1,6 +1,7 @@
 /* The base layer's floor (docs/design.md, "Layers"): compiler macros,
- * errors (error.c) and the OS layer (os.c): every allocation and system
- * call of the library. Included by every other private header. */
+ * errors (error.c) and the OS layer (os.c, with its two halves os_unix.c
+ * and os_win.c): every allocation and system call of the library.
+ * Included by every other private header. */
 #ifndef ONNXIO_BASE_SYS_H
 #define ONNXIO_BASE_SYS_H
 
@@ -14,9 +15,39 @@
 
 #include "onnxio/onnxio.h"
 
-#if defined(__GNUC__)
+/* The flags and types of the OS layer's functions are POSIX's on every
+ * system: the POSIX half (os_unix.c) takes the system's own; on Windows,
+ * os_win.h gives them values that the Win32 half (os_win.c) reads, so
+ * that nothing above src/base knows which half it runs on. */
+#ifdef _WIN32
+#include "base/os_win.h"
+#define ONNXIO__OS_WINDOWS 1
+#else
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#define ONNXIO__OS_WINDOWS 0
+typedef sigset_t onnxio__signals;
+#endif
+
+#if defined(_WIN32)
+/* The DLL's exports: the API only (with no dllexport at all, the linker
+ * would export every external symbol). */
+#define ONNXIO_API __declspec(dllexport)
+#elif defined(__GNUC__)
 #define ONNXIO_API __attribute__((visibility("default")))
+#else
+#define ONNXIO_API
+#endif
+#if defined(__GNUC__) && defined(_WIN32)
+/* mingw-w64's C99 printf (__USE_MINGW_ANSI_STDIO, cmake/mingw-w64.cmake). */
+#define ONNXIO_PRINTF(a, b) __attribute__((format(gnu_printf, a, b)))
+#elif defined(__GNUC__)
 #define ONNXIO_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#endif
+#if defined(__GNUC__)
 #define ONNXIO_LIKELY(x) __builtin_expect(!!(x), 1)
 #define ONNXIO_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define ONNXIO_ALWAYS_INLINE inline __attribute__((always_inline))
@@ -24,7 +55,6 @@
 #else
 #define ONNXIO_ALWAYS_INLINE inline
 #define ONNXIO_PREFETCH(p) ((void)0)
-#define ONNXIO_API
 #define ONNXIO_PRINTF(a, b)
 #define ONNXIO_LIKELY(x) (x)
 #define ONNXIO_UNLIKELY(x) (x)
@@ -44,7 +74,7 @@
     } while (0)
 
 
-/* ---- os.c: the OS layer ---------------------------------------------- */
+/* ---- os.c, os_unix.c, os_win.c: the OS layer -------------------------- */
 
 /* Every allocation and system call of the library goes through these
  * (docs/design.md, "The OS layer"); they keep the system's conventions
@@ -72,11 +102,32 @@ int onnxio__sys_ftruncate(int fd, uint64_t size);
 int onnxio__sys_renameat(int olddir, const char *oldpath, int newdir, const char *newpath);
 int onnxio__sys_unlinkat(int dirfd, const char *path, int flags);
 int onnxio__sys_fchmod(int fd, mode_t mode);
+/* faccessat: whether `path` under dirfd may be accessed for `mode`
+ * (W_OK, ...); 0, or -1 with errno (EACCES). On Windows, W_OK is refused
+ * for a read-only file. */
+int onnxio__sys_faccessat(int dirfd, const char *path, int mode, int flags);
 int onnxio__sys_flock(int fd, int op); /* EINTR retried */
 int onnxio__sys_dup(int fd); /* a new descriptor of the same file, close-on-exec */
 int onnxio__sys_set_blocking(int fd); /* O_NONBLOCK cleared */
 ssize_t onnxio__sys_getrandom(void *buf, size_t n); /* without blocking */
 char *onnxio__sys_realpath(const char *path, char out[PATH_MAX]);
+/* The absolute path of what `fd` has open (a directory), as
+ * onnxio__sys_realpath writes paths; an onnxio__malloc'd string, or NULL
+ * when the system cannot say (no /proc/self/fd). */
+char *onnxio__sys_fd_path(int fd);
+/* The user whose files and journals a save counts as its own (geteuid;
+ * 0 on Windows, where os_win.c reports every file's st_uid as 0: a file's
+ * owner there is a SID, and the directory's ACL is what keeps other users'
+ * files out). */
+unsigned long onnxio__sys_uid(void);
+/* The processors online (sysconf(_SC_NPROCESSORS_ONLN)); 1 when unknown. */
+unsigned onnxio__sys_cpu_count(void);
+/* Blocks every signal on the calling thread, the mask before in *old
+ * (pthread_sigmask); restore puts it back. On Windows nothing: a console
+ * control handler runs on a thread of its own, never inside the library's
+ * code on another thread. */
+void onnxio__sys_signals_block(onnxio__signals *old);
+void onnxio__sys_signals_restore(const onnxio__signals *old);
 /* Calls fn(ctx, name) for each entry of the directory `dir_fd` (which
  * stays open); -1 (errno set) when it cannot be read. */
 int onnxio__sys_each_entry(int dir_fd, void (*fn)(void *ctx, const char *name), void *ctx);
@@ -174,6 +225,11 @@ onnxio_status onnxio__read_at(int fd, void *buf, uint64_t n, uint64_t offset, co
 onnxio_status onnxio__open_regular(int dirfd, const char *path, int flags, const char *what, int *fd, uint64_t *size);
 /* "a directory", "a FIFO", ... for messages. */
 const char *onnxio__file_type(mode_t mode);
+
+/* fail_now of the fault injection (below), for the two halves of the OS
+ * layer: counts one operation of kind `op`; true when it must fail now
+ * (errno is then `err`). */
+bool onnxio__fail_now(int op, int err);
 
 /* Fault injection, for the tests (tests/c/test_faults.c): operations of the
  * kinds in `mask` (1 << onnxio__op) are counted from now; the nth counted

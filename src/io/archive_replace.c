@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
-#include <sys/file.h>
 
 #include "io/container.h"
 

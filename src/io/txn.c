@@ -41,8 +41,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,12 +49,7 @@
 /* The absolute path of an open directory. */
 static char *fd_path(int dir_fd)
 {
-    char proc[64], buf[PATH_MAX];
-    snprintf(proc, sizeof proc, "/proc/self/fd/%d", dir_fd);
-    ssize_t n = onnxio__sys_readlinkat(AT_FDCWD, proc, buf, sizeof buf - 1);
-    if (n <= 0 || buf[0] != '/') return NULL;
-    buf[n] = '\0';
-    return onnxio__strdup(buf);
+    return onnxio__sys_fd_path(dir_fd);
 }
 
 /* ---- temporary files, for onnxio_remove_temporary_files --------------- */
@@ -222,7 +215,7 @@ static bool replay_record(const char *tmp, const char *final, bool forward)
     int dir = record_dir(tmp, final, &tname, &fname);
     if (dir < 0) return !forward;
     bool ok = true;
-    if (temp_there(dir, tname, fname, geteuid())) {
+    if (temp_there(dir, tname, fname, onnxio__sys_uid())) {
         if (!forward) onnxio__sys_unlinkat(dir, tname, 0);
         else if (onnxio__sys_renameat(dir, tname, dir, fname) != 0) ok = false;
         else onnxio__sys_fsync(dir);
@@ -285,7 +278,7 @@ static onnxio_status replay(int jfd, bool *unfinished)
 {
     *unfinished = false;
     struct stat st;
-    if (onnxio__sys_fstat(jfd, &st) != 0 || st.st_uid != geteuid() || !S_ISREG(st.st_mode)) return ONNXIO_OK;
+    if (onnxio__sys_fstat(jfd, &st) != 0 || st.st_uid != onnxio__sys_uid() || !S_ISREG(st.st_mode)) return ONNXIO_OK;
     char state = journal_state(jfd, (uint64_t)st.st_size);
     if (!state) return ONNXIO_OK; /* empty: a save that died before its first record */
     replay_ctx c = {state == 'C', false};
@@ -340,7 +333,7 @@ static void sweep_entry(void *ctx, const char *entry)
     sweep_ctx *c = ctx;
     struct stat st;
     if (is_tmp_of(entry, c->name) && onnxio__sys_fstatat(c->dir_fd, entry, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        S_ISREG(st.st_mode) && st.st_uid == geteuid())
+        S_ISREG(st.st_mode) && st.st_uid == onnxio__sys_uid())
         onnxio__sys_unlinkat(c->dir_fd, entry, 0);
 }
 
@@ -389,7 +382,7 @@ static void release_hold(int jfd)
  * regular file of its own. A save refuses any other. */
 static bool journal_ours(const struct stat *st)
 {
-    return S_ISREG(st->st_mode) && st->st_uid == geteuid();
+    return S_ISREG(st->st_mode) && st->st_uid == onnxio__sys_uid();
 }
 
 /* Whether a load honours the journal `st` describes, beside the main file
@@ -401,7 +394,7 @@ static bool journal_ours(const struct stat *st)
 static bool journal_trusted(int dir_fd, const char *name, const struct stat *st)
 {
     if (!S_ISREG(st->st_mode)) return false;
-    if (st->st_uid == geteuid() || st->st_uid == 0) return true;
+    if (st->st_uid == onnxio__sys_uid() || st->st_uid == 0) return true;
     struct stat o;
     if (onnxio__sys_fstat(dir_fd, &o) == 0 && o.st_uid == st->st_uid) return true;
     return onnxio__sys_fstatat(dir_fd, name, &o, AT_SYMLINK_NOFOLLOW) == 0 && o.st_uid == st->st_uid;
@@ -732,11 +725,10 @@ onnxio_status onnxio__txn_begin(const char *path, onnxio__txn **out)
         s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
         goto fail;
     }
-    sigset_t all, old;
-    sigfillset(&all);
+    onnxio__signals old;
     /* Made and registered with signals blocked: a handler removing the
      * temporary files sees the journal as soon as it exists. */
-    pthread_sigmask(SIG_SETMASK, &all, &old);
+    onnxio__sys_signals_block(&old);
     s = lock_journal(t->dir_fd, t->jname, path, true, true, &t->jfd);
     if (!s) {
         char *dir = fd_path(t->dir_fd);
@@ -745,7 +737,7 @@ onnxio_status onnxio__txn_begin(const char *path, onnxio__txn **out)
         onnxio__free(dir);
         onnxio__free(abs);
     }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    onnxio__sys_signals_restore(&old);
     if (s) goto fail;
     hold(t->jfd);
     /* As readable as the model (its read bits; new files get the umask's),
@@ -834,7 +826,7 @@ onnxio_status onnxio__txn_create(onnxio__txn *t, int dir_fd, const char *name, i
      * open(O_WRONLY) would (the rename alone would not ask). */
     struct stat st;
     bool exists = onnxio__sys_fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
-    if (exists && faccessat(dir_fd, name, W_OK, AT_EACCESS) != 0 && errno == EACCES) {
+    if (exists && onnxio__sys_faccessat(dir_fd, name, W_OK, AT_EACCESS) != 0 && errno == EACCES) {
         s = onnxio__fail(ONNXIO_ERR_IO, "cannot replace %s: it is read-only (%s)", name, strerror(EACCES));
         goto fail;
     }
@@ -848,9 +840,8 @@ onnxio_status onnxio__txn_create(onnxio__txn *t, int dir_fd, const char *name, i
     }
     /* Registered as it is made, signals blocked: no instant at which the
      * file exists and a handler would not know it. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
+    onnxio__signals old;
+    onnxio__sys_signals_block(&old);
     f->fd = onnxio__sys_openat(dir_fd, f->tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0666);
     int err = errno;
     if (f->fd >= 0 && !(f->node = temp_register(abs))) {
@@ -859,7 +850,7 @@ onnxio_status onnxio__txn_create(onnxio__txn *t, int dir_fd, const char *name, i
         f->fd = -1;
         err = ENOMEM;
     }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    onnxio__sys_signals_restore(&old);
     onnxio__free(abs);
     if (f->fd < 0) {
         s = onnxio__fail(onnxio__errno_status(err), "cannot create a temporary file for %s: %s", name, strerror(err));

@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,8 +111,8 @@ int onnxio__num_threads(int requested)
     static atomic_int cores;
     int n = atomic_load_explicit(&cores, memory_order_relaxed);
     if (n == 0) {
-        long c = sysconf(_SC_NPROCESSORS_ONLN);
-        n = c < 1 ? 1 : c > MAX_THREADS ? MAX_THREADS : (int)c;
+        unsigned c = onnxio__sys_cpu_count();
+        n = c > MAX_THREADS ? MAX_THREADS : (int)c;
         atomic_store_explicit(&cores, n, memory_order_relaxed);
     }
     return n;
@@ -516,14 +515,13 @@ onnxio_status onnxio__pool_add(onnxio__pool *p, const onnxio__job *in)
         /* Workers block every signal (they inherit the mask): a process's
          * handlers run on its own threads, where onnxio's state is
          * consistent (onnxio_remove_temporary_files relies on it). */
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
+        onnxio__signals old;
+        onnxio__sys_signals_block(&old);
         while (p->started < wanted - 1) {
             if (pthread_create(&p->workers[p->started], NULL, worker, p) != 0) break;
             p->started++;
         }
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        onnxio__sys_signals_restore(&old);
     }
     if (!s) pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->lock);

@@ -9,6 +9,7 @@
  * test_text_formats.py compare the text loads with onnx's own parsers. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -183,8 +184,8 @@ static void kinds(void)
     CHECK_STATUS(onnxio_detect_file(missing, &k), ONNXIO_ERR_NOT_FOUND);
     CHECK(k.size == 7 && strstr(onnxio_last_error(), "missing.onnx") != NULL);
     char *fifo = tu_path_join(dir, "fifo.json");
-    mkfifo(fifo, 0600);
-    CHECK_STATUS(onnxio_detect_file(fifo, &k), ONNXIO_ERR_PATH_SPECIAL);
+    if (mkfifo(fifo, 0600) == 0) CHECK_STATUS(onnxio_detect_file(fifo, &k), ONNXIO_ERR_PATH_SPECIAL);
+    else tu_skip("a FIFO: mkfifo: %s (Windows has none)", strerror(errno));
     CHECK_STATUS(onnxio_detect_file(NULL, &k), ONNXIO_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(onnxio_detect_file(p, NULL), ONNXIO_ERR_INVALID_ARGUMENT);
     onnxio_buffer_unref(pb);

@@ -13,6 +13,42 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+#ifdef _WIN32
+/* The Windows build (mingw-w64, run under Wine): what the helpers use of
+ * POSIX that the C runtime lacks. */
+#include <direct.h>
+#include <io.h>
+#define WIN32_LEAN_AND_MEAN
+#include <windows.h>
+char *mkdtemp(char *t)
+{
+    size_t n = strlen(t);
+    for (unsigned tries = 0; n >= 6 && tries < 1000; tries++) {
+        unsigned r = (unsigned)GetTickCount() ^ ((unsigned)GetCurrentProcessId() << 8) ^ (tries * 2654435761u);
+        for (size_t i = n - 6; i < n; i++, r /= 36) t[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[r % 36];
+        if (_mkdir(t) == 0) return t;
+    }
+    return NULL;
+}
+#define fdatasync(fd) _commit(fd)
+#define lstat stat /* Wine shows no symlinks to the tests */
+char *realpath(const char *path, char *out)
+{
+    char *p = _fullpath(out, path, out ? 4096 : 0);
+    if (p && GetFileAttributesA(p) == INVALID_FILE_ATTRIBUTES) {
+        if (!out) free(p);
+        errno = ENOENT;
+        return NULL;
+    }
+    return p;
+}
+int mkfifo(const char *path, int mode)
+{
+    (void)path, (void)mode;
+    errno = ENOSYS;
+    return -1;
+}
+#endif
 
 long tu_passed, tu_failed;
 
@@ -767,7 +803,9 @@ void tu_zip_build(tu_bytes *b, const tu_zsrc *e, size_t n)
 void tu_evict_fd(int fd)
 {
     (void)fdatasync(fd);
+#ifdef POSIX_FADV_DONTNEED
     (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+#endif
 }
 
 void tu_evict(const char *path)
@@ -798,7 +836,11 @@ tu_fds tu_open_fds(void)
 {
     tu_fds f = {{0, 0, 0, 0}};
     for (int fd = 0; fd < 256; fd++)
+#ifdef _WIN32
+        if (_get_osfhandle(fd) != -1) f.bits[fd / 64] |= 1ull << (fd % 64);
+#else
         if (fcntl(fd, F_GETFD) != -1) f.bits[fd / 64] |= 1ull << (fd % 64);
+#endif
     return f;
 }
 

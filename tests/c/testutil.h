@@ -13,6 +13,14 @@
 
 #include "onnxio/onnxio.h"
 
+#ifdef _WIN32
+/* POSIX calls the tests use that mingw-w64's C runtime lacks (testutil.c;
+ * mkfifo fails with ENOSYS: Windows has no FIFOs in its file system). */
+char *mkdtemp(char *templ);
+char *realpath(const char *path, char *out);
+int mkfifo(const char *path, int mode);
+#endif
+
 /* ---- checks ---------------------------------------------------------- */
 
 /* Records one check; prints "file:line: msg" on failure (at most a few per
