@@ -326,7 +326,6 @@ static onnxio_status load_beside(onnxio_message *m, const char *path, int fd, co
     if (!dir) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     else if (!(s = onnxio__dir_container(dir, path, cfg, &c))) s = load_from(c, m, cfg, budget);
     onnxio__free(dir);
-    if (s) onnxio__context(s, "%s", path);
     *crossed = onnxio__save_crossed(path, fd);
     return s;
 }
@@ -339,30 +338,24 @@ static onnxio_status find_external(onnxio_message *msg, onnxio_message *parent, 
     return ONNXIO_OK;
 }
 
-/* The text route of a file load (onnxio__reads_text): the message of the
- * file `path` (open as `fd`, its `size` bytes at `data`) read as text in
- * `style`, then a model's external data as for a binary file. The text's
- * raw_data are owned copies: the progress counts no payload bytes of its
- * own, only its external ones. */
-static onnxio_status load_text(const onnxio_message_desc *desc, const char *path, int fd, const uint8_t *data,
-                               size_t size, onnxio_text_style style, const onnxio_parse_options *cfg,
-                               onnxio_arena *arena, onnxio__budget *budget, void **out, bool *crossed)
+/* The text route of a file load (onnxio__reads_text): the message of
+ * `size` bytes at `data` read as text in `style`; *saw_external: a model
+ * with external tensors, whose data the caller reads as for a binary
+ * file. The text's raw_data are owned copies: the progress counts no
+ * payload bytes of its own, only its external ones. */
+static onnxio_status read_text(const onnxio_message_desc *desc, const uint8_t *data, size_t size,
+                               onnxio_text_style style, const onnxio_parse_options *cfg, onnxio_arena *arena,
+                               onnxio__budget *budget, void **out, bool *saw_external)
 {
     onnxio__clear_error();
     size_t before = onnxio_arena_used(arena);
     onnxio_status s = onnxio__parse_text(desc, data, size, style, cfg, arena, out);
-    if (s) return onnxio__context(s, "%s", path);
-    bool saw_external = false;
+    if (s) return s;
     if (desc == &onnxio_desc_ModelProto && cfg->load_external_data != ONNXIO_OFF)
-        s = onnxio__visit(*out, &onnxio_desc_TensorProto, find_external, &saw_external);
-    if (!saw_external) onnxio__progress_ready(onnxio__progress_now());
+        s = onnxio__visit(*out, &onnxio_desc_TensorProto, find_external, saw_external);
+    if (!*saw_external) onnxio__progress_ready(onnxio__progress_now());
     budget->input = size;
     budget->used += onnxio_arena_used(arena) - before;
-    if (!s && saw_external) s = load_beside(*out, path, fd, cfg, budget, crossed);
-    if (s || *crossed) {
-        onnxio_message_clear(*out);
-        *out = NULL;
-    }
     return s;
 }
 
@@ -399,30 +392,35 @@ static onnxio_status load_once(const onnxio_message_desc *desc, const char *path
     if (model && kind.format == ONNXIO_FORMAT_ARCHIVE) {
         /* One file: one save's, whatever happens beside it. */
         s = load_archive(data, size, map, fd, cfg, arena, &budget, &m);
-        if (s) onnxio__context(s, "%s", path);
-    } else if (onnxio__reads_text(&kind, ONNXIO_OK)) {
-        s = load_text(desc, path, fd, data, size, kind.text_style, cfg, arena, &budget, &m, crossed);
-    } else if (!(s = new_message(arena, desc, &m))) {
-        budget.input = size;
-        onnxio_buffer *whole = NULL;
-        if (reads_file_whole(cfg, fd, size)) s = onnxio__read_whole(fd, size, "the file", cfg, &whole);
-        if (!s)
-            s = whole ? parse_bytes(m, onnxio_buffer_data(whole), size, whole, -1, false, true, cfg, arena, &budget,
-                                    model ? &saw_external : NULL)
-                      : parse_bytes(m, data, size, map, fd, true, false, cfg, arena, &budget, model ? &saw_external : NULL);
-        onnxio_buffer_unref(whole);
-        if (s) {
-            onnxio__context(s, "%s", path);
-        } else if (saw_external && cfg->load_external_data != ONNXIO_OFF) {
-            s = load_beside(m, path, fd, cfg, &budget, crossed);
+    } else {
+        bool text = onnxio__reads_text(&kind, ONNXIO_OK);
+        if (!text && !(s = new_message(arena, desc, &m))) {
+            budget.input = size;
+            onnxio_buffer *whole = NULL;
+            if (reads_file_whole(cfg, fd, size)) s = onnxio__read_whole(fd, size, "the file", cfg, &whole);
+            if (!s)
+                s = whole ? parse_bytes(m, onnxio_buffer_data(whole), size, whole, -1, false, true, cfg, arena,
+                                        &budget, model ? &saw_external : NULL)
+                          : parse_bytes(m, data, size, map, fd, true, false, cfg, arena, &budget,
+                                        model ? &saw_external : NULL);
+            onnxio_buffer_unref(whole);
+            /* Text that binary protobuf refuses: read as the text it is. */
+            if (s && (text = onnxio__reads_text(&kind, s))) {
+                onnxio_message_clear(m);
+                m = NULL;
+                budget = budget_for(cfg);
+                saw_external = false;
+            }
         }
-        if (s || *crossed) onnxio_message_clear(m);
-        /* Text that binary protobuf refuses: read as the text it is. */
-        if (onnxio__reads_text(&kind, s)) {
-            budget = budget_for(cfg);
-            s = load_text(desc, path, fd, data, size, kind.text_style, cfg, arena, &budget, &m, crossed);
+        if (text) s = read_text(desc, data, size, kind.text_style, cfg, arena, &budget, &m, &saw_external);
+        if (!s && saw_external && cfg->load_external_data != ONNXIO_OFF)
+            s = load_beside(m, path, fd, cfg, &budget, crossed);
+        if ((s || *crossed) && m) {
+            onnxio_message_clear(m);
+            m = NULL;
         }
     }
+    if (s) onnxio__context(s, "%s", path);
     onnxio__close(fd);
     onnxio_buffer_unref(map);
     if (s || *crossed) return s;
