@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make test`: runs every test step (the Makefile's test-layers, test-build, test-asan,
-# test-fuzz, test-python), in order, each even after one failed, with a line
+# test-fuzz, test-windows, test-python), in order, each even after one failed, with a line
 # per step and its time as it ends; then a summary that counts what ran and
 # what was skipped, and why. A run that skipped tests (a clone without
 # ../shared skips the corpus checks) ends with "passed, with skips", never
@@ -15,7 +15,7 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 steps=("$@")
-((${#steps[@]})) || steps=(test-layers test-build test-asan test-fuzz test-python)
+((${#steps[@]})) || steps=(test-layers test-build test-asan test-fuzz test-windows test-python)
 logs=.cache/test
 mkdir -p "$logs"
 MAKE="${MAKE:-make}"

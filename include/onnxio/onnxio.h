@@ -595,7 +595,14 @@ onnxio_status onnxio_external_ref_parse(const onnxio_TensorProto *t, onnxio_exte
  * the file system: not empty and no NUL byte (ONNXIO_ERR_EXTERNAL_DATA);
  * relative: no leading '/' or '\\', no drive letter "C:"
  * (ONNXIO_ERR_PATH_ABSOLUTE); no ".." component between separators, '/' or
- * '\\' (ONNXIO_ERR_PATH_PARENT; "a..b" is a name, not a component). */
+ * '\\' (ONNXIO_ERR_PATH_PARENT; "a..b" is a name, not a component). The
+ * Windows build also refuses the names Windows reads otherwise: a ':' in a
+ * component (an alternate data stream, "name:stream"), a control character
+ * or one of <>"|?* (ONNXIO_ERR_EXTERNAL_DATA), a component ending in '.'
+ * or ' ' (ONNXIO_ERR_EXTERNAL_DATA: Windows would open the name without
+ * them), and a device name as a component (CON, PRN, AUX, NUL, COM0-9,
+ * LPT0-9, in any case, with or without an extension:
+ * ONNXIO_ERR_PATH_SPECIAL); other builds read these as ordinary names. */
 onnxio_status onnxio_check_location(const char *location, size_t size);
 /* Whether `t` keeps its payload in external data: data_location is present
  * and EXTERNAL. */
@@ -616,7 +623,10 @@ typedef enum onnxio_open_mode {
  * is checked before it is opened, and it is opened with O_NONBLOCK, so a
  * FIFO, a device or a socket is refused (ONNXIO_ERR_PATH_SPECIAL) without
  * being opened; a file with other hard links is refused (ONNXIO_ERR_PATH_LINK:
- * its other name could be anywhere). *fd (close it) is the open file,
+ * its other name could be anywhere). On Windows a backslash separates
+ * components too, each component is opened with FILE_OPEN_REPARSE_POINT,
+ * and a reparse point (symlink, junction, mount point) is never followed,
+ * wherever it leads (ONNXIO_ERR_PATH_ESCAPES). *fd (close it) is the open file,
  * *size (optional) its size. Other errors: ONNXIO_ERR_NOT_FOUND,
  * ONNXIO_ERR_IO, ONNXIO_ERR_NO_MEMORY. */
 onnxio_status onnxio_external_data_open(const char *base_dir, const char *location, onnxio_open_mode mode, int *fd,

@@ -106,6 +106,13 @@ onnxio_status onnxio__resolve_in(const onnxio__base *b, const char *location, on
         walk_free(&w);
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     }
+    /* Windows reads a backslash as a separator too: each component is then
+     * walked on its own, so that no reparse point inside "a\\b" is
+     * crossed by the system's own path lookup. Elsewhere it is a byte of
+     * a name. */
+    if (ONNXIO__OS_WINDOWS)
+        for (char *q = w.pending; *q; q++)
+            if (*q == '\\') *q = '/';
     for (;;) {
         /* The next component, and what follows it. */
         char *c = w.pending;
@@ -163,6 +170,15 @@ onnxio_status onnxio__resolve_in(const onnxio__base *b, const char *location, on
             }
             char target[PATH_MAX];
             ssize_t n = onnxio__sys_readlinkat(dir, c, target, sizeof target - 1);
+            if (n < 0 && errno == EOPNOTSUPP) {
+                /* Windows: a reparse point (symlink, junction, mount
+                 * point) is never followed, wherever it leads. */
+                s = onnxio__fail(ONNXIO_ERR_PATH_ESCAPES,
+                                 "external data location '%s': '%s' is a reparse point (a symlink or junction), "
+                                 "never followed on Windows",
+                                 location, c);
+                break;
+            }
             if (n <= 0) {
                 int err = n < 0 ? errno : ENOENT;
                 s = onnxio__fail(ONNXIO_ERR_IO, "external data location '%s': cannot read the symlink '%s': %s",

@@ -50,6 +50,20 @@ onnxio_status onnxio__parse_text(const onnxio_message_desc *desc, const void *da
  * else what is wrong ("is empty", "contains a NUL byte", "is an absolute
  * path", "has a '..' component"), and *status the status for that. */
 const char *onnxio__path_problem(const char *p, size_t n, onnxio_status *status);
+/* The names Windows reads otherwise than POSIX, refused by
+ * onnxio__path_problem in the Windows build only (ONNXIO__OS_WINDOWS; in
+ * every build a test can call this one): besides what path_problem itself
+ * refuses (drive letters C:\x and C:x, a leading '/' or backslash as of
+ * \\server\share and \\?\C:\x, '..' between either separator), a ':'
+ * in a component (an alternate data stream: "name:stream", "x::$DATA";
+ * ONNXIO_ERR_EXTERNAL_DATA), a control character or one of <>"|?*
+ * (ONNXIO_ERR_EXTERNAL_DATA), a component ending in '.' or ' ' (Win32 drops
+ * them and opens another name; ONNXIO_ERR_EXTERNAL_DATA), a device name in
+ * any component (CON, PRN, AUX, NUL, COM0-9, LPT0-9, their superscript
+ * digits, CONIN$, CONOUT$; any case, with or without an extension:
+ * "a/con.txt/b"; ONNXIO_ERR_PATH_SPECIAL). Bytes only: no file is looked
+ * at. */
+const char *onnxio__windows_path_problem(const char *p, size_t n, onnxio_status *status);
 
 /* Length of the well-formed UTF-8 sequence of a non-ASCII character at p
  * (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF), or 0

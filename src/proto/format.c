@@ -145,6 +145,60 @@ ONNXIO_API bool onnxio_tensor_is_external(const onnxio_TensorProto *t)
     return t && onnxio__is_external(t);
 }
 
+/* A device name of Windows (CON, PRN, AUX, NUL, COM0-9, LPT0-9 and their
+ * superscript-digit forms, CONIN$, CONOUT$), matched without case on the
+ * part of a component before its first '.', trailing spaces dropped: what
+ * Win32 opens as the device whatever directory or extension is written. */
+static bool windows_device(const char *c, size_t n)
+{
+    static const char *const names[] = {"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"};
+    const char *dot = memchr(c, '.', n);
+    if (dot) n = (size_t)(dot - c);
+    while (n && c[n - 1] == ' ') n--;
+    char up[8];
+    if (n < 3 || n > sizeof up) return false;
+    for (size_t i = 0; i < n; i++) up[i] = c[i] >= 'a' && c[i] <= 'z' ? (char)(c[i] - 'a' + 'A') : c[i];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i]) == n && memcmp(names[i], up, n) == 0) return true;
+    if (memcmp(up, "COM", 3) != 0 && memcmp(up, "LPT", 3) != 0) return false;
+    /* a digit, or superscript one, two or three (U+00B9, U+00B2, U+00B3) */
+    if (n == 4) return up[3] >= '0' && up[3] <= '9';
+    return n == 5 && (unsigned char)up[3] == 0xC2 &&
+           ((unsigned char)up[4] == 0xB9 || (unsigned char)up[4] == 0xB2 || (unsigned char)up[4] == 0xB3);
+}
+
+const char *onnxio__windows_path_problem(const char *p, size_t n, onnxio_status *status)
+{
+    *status = ONNXIO_ERR_PATH_ABSOLUTE;
+    /* C:x, \\server\share, \\?\C:\x, /x: what onnxio__path_problem refuses
+     * on every system, said again so that this rule is whole. */
+    if (n && (p[0] == '/' || p[0] == '\\')) return "is an absolute path";
+    if (n >= 2 && p[1] == ':') return "is an absolute path (a drive letter)";
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && p[j] != '/' && p[j] != '\\') j++;
+        const char *c = p + i;
+        size_t m = j - i;
+        i = j + 1;
+        if (m == 0 || (m == 1 && c[0] == '.')) continue;
+        *status = ONNXIO_ERR_PATH_PARENT;
+        if (m == 2 && c[0] == '.' && c[1] == '.') return "has a '..' component";
+        *status = ONNXIO_ERR_EXTERNAL_DATA;
+        for (size_t k = 0; k < m; k++) {
+            unsigned char b = (unsigned char)c[k];
+            if (b == ':') return "names an alternate data stream (a ':' in a component), which Windows would open";
+            if (b < 0x20 || strchr("<>\"|?*", b))
+                return "has a character Windows does not allow in a file name (a control character or one of <>\"|?*)";
+        }
+        if (c[m - 1] == '.' || c[m - 1] == ' ')
+            return "has a component ending in '.' or ' ', which Windows drops (it would open another name)";
+        *status = ONNXIO_ERR_PATH_SPECIAL;
+        if (windows_device(c, m)) return "names a Windows device (CON, PRN, AUX, NUL, COM0-9, LPT0-9)";
+    }
+    *status = ONNXIO_OK;
+    return NULL;
+}
+
 const char *onnxio__path_problem(const char *p, size_t n, onnxio_status *status)
 {
     *status = ONNXIO_ERR_EXTERNAL_DATA;
@@ -159,6 +213,9 @@ const char *onnxio__path_problem(const char *p, size_t n, onnxio_status *status)
         if (j - i == 2 && p[i] == '.' && p[i + 1] == '.') return "has a '..' component";
         i = j + 1;
     }
+    /* Windows' own names (docs/design.md, "The OS layer"): only where
+     * Windows would read them so; elsewhere they are ordinary names. */
+    if (ONNXIO__OS_WINDOWS) return onnxio__windows_path_problem(p, n, status);
     *status = ONNXIO_OK;
     return NULL;
 }

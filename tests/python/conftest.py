@@ -111,6 +111,10 @@ NEEDS = {
     "onnxio command": (lambda: _file(Path(os.environ.get("ONNXIO_CLI", REPO / "build" / "onnxio"))),
                        "make builds build/onnxio (or set ONNXIO_CLI)", True),
     "build tree": (lambda: _file(REPO / "build" / "CMakeCache.txt"), "make configures and builds build/", True),
+    "windows build": (lambda: _file(REPO / "build-windows" / "onnxio.exe"),
+                      "make windows builds build-windows/onnxio.exe (mingw-w64)", True),
+    "wine": (lambda: _command("wine64") or _file(Path("/usr/lib/wine/wine64")) or _command("wine"),
+             "make windows installs it (Debian's wine64)", True),
     # not provided by the setup: skipped wherever it is absent
     "shared-corpus": (lambda: _dir(REPO.parent / "shared" / "corpus"),
                       "a clone with ../shared beside it, as CI has", False),
