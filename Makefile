@@ -14,7 +14,8 @@
 #   make test         everything, what CI runs (.ci/run): bootstrap; -Werror build
 #                     + ctest; ASan/UBSan build + ctest; libFuzzer targets and the
 #                     Python package's atheris target for FUZZ_SECONDS each; pytest
-#                     tests/python, the slow tests included
+#                     tests/python, the slow tests included; the Windows build and its
+#                     C tests under Wine (test-windows)
 #   make bench        bootstrap, build, onnxio vs libprotobuf C++ vs onnx Python (bench/);
 #                     rewrites the results in BENCHMARKS.md and docs/bench.png; then, with the
 #                     tree's Python package installed, the benchmark from the user's side
@@ -123,7 +124,7 @@ demo:
 # (scripts/test.sh) runs all of them, in order, even after one fails, with
 # each step's time, and ends with a summary of what ran and what was
 # skipped; it fails if any step did.
-TEST_STEPS := test-layers test-build test-asan test-fuzz test-python
+TEST_STEPS := test-layers test-build test-asan test-fuzz test-python test-windows
 
 test: bootstrap
 	@scripts/test.sh $(TEST_STEPS)
