@@ -47,7 +47,7 @@ ran() {
     test-layers)
         grep -hE '^check_layers: ' "$log" | tail -n 1
         ;;
-    test-build | test-asan)
+    test-build | test-asan | test-windows)
         grep -hoE '[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+|100% tests passed out of [0-9]+' "$log" |
             tail -n 1 | sed 's/^/ctest: /'
         grep -hoE '[0-9]+ fault and crash points in all' "$log" | tail -n 1 | sed 's/^/test_faults: /'
@@ -80,9 +80,12 @@ if [[ -f "$logs/test-python.log" ]]; then
 fi
 # C tests and fuzzers say "skip ..." / "skipped: ..." themselves (a C test's
 # line comes after its name: the Makefile's CTEST_NOTES).
-for step in test-build test-asan test-fuzz; do
+# The Windows build names each C test it does not build ("not built for
+# Windows: test_x: why") and each part of a test compiled out ("skipped on
+# Windows: ...").
+for step in test-build test-asan test-fuzz test-windows; do
     [[ -f "$logs/$step.log" ]] || continue
-    while IFS= read -r line; do skip_lines+=("$step: $line"); done < <(grep -hoE '(test_[a-z_]+: )?(skip checks|skipped:) .*' \
+    while IFS= read -r line; do skip_lines+=("$step: $line"); done < <(grep -hoE '(test_[a-z_]+: )?(skip checks|skipped:|skipped on Windows:|not built for Windows:) .*' \
         "$logs/$step.log" | sed 's/^ *//' | sort | uniq -c | sed -E 's/^ *([0-9]+) (.*)/\2 (x\1)/')
 done
 

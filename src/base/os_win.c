@@ -25,7 +25,12 @@
  *   and renames are made with MOVEFILE_WRITE_THROUGH); renameat is
  *   MoveFileExW(MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH), which
  *   first clears a read-only target's attribute (POSIX replaces a file
- *   whatever its mode).
+ *   whatever its mode). A target that is open or mapped (a model loaded
+ *   with no_copy maps its file) is one Windows' classic rename refuses to
+ *   replace; renameat then renames with POSIX semantics (FileRenameInfoEx,
+ *   Windows 10 1809 and later: atomic, as on POSIX), and where the system
+ *   has none (older Windows, Wine), moves the target aside first
+ *   (replace_held: every mapping keeps the old bytes, as on POSIX).
  * - flock is LockFileEx on one byte far past any data (offset 2^63 - 2),
  *   so that the lock, mandatory on Windows, never blocks a read of the
  *   journal by a process that does not hold it.
@@ -556,6 +561,83 @@ int onnxio__sys_ftruncate(int fd, uint64_t size)
     return 0;
 }
 
+/* FILE_RENAME_INFO's flags for FileRenameInfoEx (Windows 10 1709 and
+ * later; mingw-w64's headers may lack them). */
+#define RENAME_REPLACE_IF_EXISTS 0x1
+#define RENAME_POSIX_SEMANTICS 0x2
+#define RENAME_INFO_EX ((FILE_INFO_BY_HANDLE_CLASS)22)
+
+/* Renames `from` over `to` with POSIX semantics: the name `to` moves to
+ * the new file at once, while handles and mappings of the old file keep
+ * it. Fails (ERROR_INVALID_PARAMETER) where the system has no such
+ * rename. */
+static bool rename_posix(const wchar_t *from, const wchar_t *to)
+{
+    size_t n = wcslen(to);
+    if (n > (ULONG_MAX - sizeof(FILE_RENAME_INFO)) / sizeof(wchar_t) - 1) {
+        SetLastError(ERROR_FILENAME_EXCED_RANGE);
+        return false;
+    }
+    size_t size = sizeof(FILE_RENAME_INFO) + (n + 1) * sizeof(wchar_t);
+    FILE_RENAME_INFO *info = onnxio__calloc(1, size);
+    if (!info) {
+        SetLastError(ERROR_NOT_ENOUGH_MEMORY);
+        return false;
+    }
+    HANDLE h = CreateFileW(from, DELETE | SYNCHRONIZE, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+                           OPEN_EXISTING, FILE_FLAG_OPEN_REPARSE_POINT | FILE_FLAG_BACKUP_SEMANTICS, NULL);
+    bool ok = false;
+    if (h != INVALID_HANDLE_VALUE) {
+        *(DWORD *)info = RENAME_REPLACE_IF_EXISTS | RENAME_POSIX_SEMANTICS; /* the Flags of the union */
+        info->FileNameLength = (DWORD)(n * sizeof(wchar_t));
+        memcpy(info->FileName, to, n * sizeof(wchar_t));
+        ok = SetFileInformationByHandle(h, RENAME_INFO_EX, info, (DWORD)size) != 0;
+        DWORD e = GetLastError();
+        CloseHandle(h);
+        SetLastError(ok ? 0 : e);
+    }
+    onnxio__free(info);
+    return ok;
+}
+
+/* Replaces `to`, which something holds open or mapped, by `from` where the
+ * system has no POSIX rename: `to` is first renamed aside to
+ * "<to>.onnxio-old-<random>" in its directory (Windows renames a file in
+ * use, it does not replace one), then `from` takes its name, and the old
+ * file is removed (a mapped one stays until its mappings end, on Windows;
+ * Wine removes it at once). If `from` cannot take the name, the old file
+ * goes back. Between the two renames the name is briefly absent: a load
+ * then finds no file, never a mix of two. */
+static bool replace_held(const wchar_t *from, const wchar_t *to, DWORD how)
+{
+    static const wchar_t tag[] = L".onnxio-old-";
+    size_t n = wcslen(to), tn = sizeof tag / sizeof tag[0] - 1;
+    wchar_t *aside = onnxio__malloc((n + tn + 17) * sizeof(wchar_t));
+    if (!aside) {
+        SetLastError(ERROR_NOT_ENOUGH_MEMORY);
+        return false;
+    }
+    uint64_t r = 0;
+    if (onnxio__sys_getrandom(&r, sizeof r) != (ssize_t)sizeof r) r = GetTickCount64() ^ GetCurrentProcessId();
+    memcpy(aside, to, n * sizeof(wchar_t));
+    memcpy(aside + n, tag, tn * sizeof(wchar_t));
+    for (int i = 0; i < 16; i++) aside[n + tn + i] = L"0123456789abcdef"[(r >> (60 - 4 * i)) & 15];
+    aside[n + tn + 16] = 0;
+    bool ok = false;
+    if (MoveFileExW(to, aside, MOVEFILE_WRITE_THROUGH)) {
+        if (MoveFileExW(from, to, how)) {
+            ok = true;
+            DeleteFileW(aside);
+        } else {
+            DWORD e = GetLastError();
+            MoveFileExW(aside, to, MOVEFILE_WRITE_THROUGH);
+            SetLastError(e);
+        }
+    }
+    onnxio__free(aside);
+    return ok;
+}
+
 int onnxio__sys_renameat(int olddir, const char *oldpath, int newdir, const char *newpath)
 {
     if (fail_now(ONNXIO__OP_RENAME, EIO)) return -1;
@@ -572,6 +654,12 @@ int onnxio__sys_renameat(int olddir, const char *oldpath, int newdir, const char
                 !(a & FILE_ATTRIBUTE_DIRECTORY) && SetFileAttributesW(to, a & ~FILE_ATTRIBUTE_READONLY)) {
                 if (MoveFileExW(from, to, how)) r = 0;
                 else e = GetLastError(), SetFileAttributesW(to, a);
+            }
+            if (r && (e == ERROR_ACCESS_DENIED || e == ERROR_SHARING_VIOLATION) && a != INVALID_FILE_ATTRIBUTES &&
+                !(a & (FILE_ATTRIBUTE_DIRECTORY | FILE_ATTRIBUTE_READONLY))) {
+                /* The target is in use: open, or mapped. */
+                if (rename_posix(from, to) || replace_held(from, to, how)) r = 0;
+                else e = GetLastError();
             }
             if (r) set_errno_from(e);
         }

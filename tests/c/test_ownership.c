@@ -4,7 +4,8 @@
  * The input model is encoded by hand here (tags and varints written one by
  * one, payloads filled with a known pattern), so that the bytes each tensor
  * must hold are known without asking onnxio's own encoder. Whether a
- * mapping is really released is read from /proc/self/maps, not from the
+ * mapping is really released is read from /proc/self/maps (on Windows,
+ * from VirtualQuery and GetMappedFileNameW: tu_mappings_of), not from the
  * library. */
 #include <fcntl.h>
 #include <stddef.h>

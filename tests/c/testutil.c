@@ -20,6 +20,7 @@
 #include <io.h>
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
+#include <psapi.h>
 char *mkdtemp(char *t)
 {
     size_t n = strlen(t);
@@ -816,6 +817,40 @@ void tu_evict(const char *path)
     close(fd);
 }
 
+#ifdef _WIN32
+/* The views of files in this process's address space (VirtualQuery, one
+ * per MEM_MAPPED allocation), each named by GetMappedFileNameW: a device
+ * path (\Device\HarddiskVolume1\dir\name), compared from its end with
+ * `suffix` less its drive, with backslashes for slashes, case folded. */
+int tu_mappings_of(const char *suffix)
+{
+    char want[4096];
+    const char *p = suffix;
+    if (isalpha((unsigned char)p[0]) && p[1] == ':') p += 2;
+    size_t k = 0;
+    for (; *p && k + 1 < sizeof want; p++) want[k++] = *p == '/' ? '\\' : (char)tolower((unsigned char)*p);
+    want[k] = '\0';
+    int n = 0;
+    SYSTEM_INFO si;
+    GetSystemInfo(&si);
+    for (char *at = si.lpMinimumApplicationAddress; at < (char *)si.lpMaximumApplicationAddress;) {
+        MEMORY_BASIC_INFORMATION mb;
+        if (VirtualQuery(at, &mb, sizeof mb) != sizeof mb) break;
+        if (mb.State == MEM_COMMIT && mb.Type == MEM_MAPPED && mb.BaseAddress == mb.AllocationBase) {
+            wchar_t w[4096];
+            DWORD len = GetMappedFileNameW(GetCurrentProcess(), mb.BaseAddress, w, 4096);
+            char name[4096];
+            size_t m = 0;
+            for (DWORD i = 0; i < len && m + 1 < sizeof name; i++)
+                name[m++] = w[i] == L'/' ? '\\' : w[i] < 128 ? (char)tolower((int)w[i]) : '?';
+            name[m] = '\0';
+            if (m >= k && strcmp(name + m - k, want) == 0) n++;
+        }
+        at = (char *)mb.BaseAddress + mb.RegionSize;
+    }
+    return n;
+}
+#else
 int tu_mappings_of(const char *suffix)
 {
     FILE *f = fopen("/proc/self/maps", "r");
@@ -831,6 +866,7 @@ int tu_mappings_of(const char *suffix)
     fclose(f);
     return n;
 }
+#endif
 
 tu_fds tu_open_fds(void)
 {

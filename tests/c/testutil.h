@@ -227,7 +227,8 @@ typedef struct tu_fds {
 tu_fds tu_open_fds(void);
 bool tu_same_fds(tu_fds a, tu_fds b);
 
-/* How many mappings the kernel lists for this process (/proc/self/maps)
+/* How many mappings the kernel lists for this process (/proc/self/maps;
+ * on Windows, the views VirtualQuery finds, named by GetMappedFileNameW)
  * of a file whose path ends with `suffix` (a full path, or "/name"); -1
  * when the list cannot be read. */
 int tu_mappings_of(const char *suffix);
