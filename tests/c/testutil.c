@@ -936,6 +936,8 @@ long long tu_pread(int fd, void *buf, size_t n, uint64_t offset)
 void *tu_aligned_alloc(size_t align, size_t size) { return _aligned_malloc(size ? size : 1, align); }
 void tu_aligned_free(void *p) { _aligned_free(p); }
 
+int tu_link(const char *existing, const char *new_path) { return CreateHardLinkA(new_path, existing, NULL) ? 0 : -1; }
+
 void *tu_dlopen(const char *name) { return (void *)LoadLibraryA(name); }
 void *tu_dlsym(void *lib, const char *symbol)
 {
@@ -980,6 +982,8 @@ void *tu_aligned_alloc(size_t align, size_t size)
     return posix_memalign(&p, align, size) == 0 ? p : NULL;
 }
 void tu_aligned_free(void *p) { free(p); }
+
+int tu_link(const char *existing, const char *new_path) { return link(existing, new_path); }
 
 void *tu_dlopen(const char *name) { return dlopen(name, RTLD_NOW | RTLD_LOCAL); }
 void *tu_dlsym(void *lib, const char *symbol) { return dlsym(lib, symbol); }

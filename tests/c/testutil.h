@@ -20,6 +20,10 @@ char *mkdtemp(char *templ);
 char *realpath(const char *path, char *out);
 int mkfifo(const char *path, int mode);
 void *memmem(const void *haystack, size_t haystack_size, const void *needle, size_t needle_size);
+/* mkdir with POSIX's mode argument (ignored: Windows has no such mode). */
+#include <direct.h>
+#include <io.h>
+#define mkdir(path, mode) ((void)(mode), _mkdir(path))
 #endif
 
 /* ---- checks ---------------------------------------------------------- */
@@ -260,6 +264,9 @@ long long tu_pread(int fd, void *buf, size_t n, uint64_t offset);
  * back. */
 void *tu_aligned_alloc(size_t align, size_t size);
 void tu_aligned_free(void *p);
+/* A hard link `new_path` to the file `existing` (link; CreateHardLinkA):
+ * 0, or -1. */
+int tu_link(const char *existing, const char *new_path);
 /* A shared library loaded (dlopen with RTLD_NOW | RTLD_LOCAL; LoadLibraryA),
  * NULL when it does not load; a symbol of it (dlsym; GetProcAddress); the
  * library let go (dlclose; FreeLibrary). */
