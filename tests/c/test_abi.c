@@ -2,39 +2,24 @@
  * against the 0.2 headers passes zero-initialized option structs of the
  * 0.2 sizes with struct_size 0. Here each such struct ends exactly where
  * an inaccessible page begins, so a library that reads one byte past the
- * 0.2 layout dies with SIGSEGV; loads, saves, text, slices and
- * consolidation must run as with default options. The sizes are the 0.2
- * layouts on LP64, written out as a 0.2 program has them compiled in (not
- * taken from the library's own macros). */
+ * 0.2 layout dies with SIGSEGV (an access violation on Windows); loads,
+ * saves, text, slices and consolidation must run as with default options.
+ * The sizes are the 0.2 layouts on LP64, written out as a 0.2 program has
+ * them compiled in (not taken from the library's own macros); 64-bit
+ * Windows (LLP64) lays them out alike, their members being no `long`. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "testutil.h"
 
 #if UINTPTR_MAX == UINT64_MAX
 enum { PARSE_0_2 = 112, SERIALIZE_0_2 = 96, TEXT_0_2 = 24, SLICE_0_2 = 40, CONSOLIDATE_0_2 = 24 };
 
-/* `size` zero bytes that end where a PROT_NONE page starts. */
-static void *at_page_end(size_t size)
-{
-    long page = sysconf(_SC_PAGESIZE);
-    uint8_t *p = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-        perror("mmap");
-        exit(1);
-    }
-    if (mprotect(p + page, (size_t)page, PROT_NONE) != 0) {
-        perror("mprotect");
-        exit(1);
-    }
-    memset(p + page - size, 0, size);
-    return p + page - size;
-}
+/* `size` zero bytes that end where an inaccessible page starts. */
+static void *at_page_end(size_t size) { return tu_guard_end(size); }
 
 static void test_0_2_structs(const char *dir)
 {

@@ -14,7 +14,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <dlfcn.h>
 #include <zlib.h>
 
 #include "io/container.h" /* onnxio__crc32 and its two libraries, onnxio__archive_read */
@@ -1633,15 +1632,17 @@ static void test_save_errors(const char *dir)
 }
 
 /* The CRC-32 that checks entries, against zlib's crc32: ISA-L's (used
- * when libisal.so.2 loads) and libdeflate's (otherwise), at every length
- * around their block sizes, at odd alignments, and continued in pieces. */
+ * when libisal.so.2, on Windows isa-l.dll, loads) and libdeflate's
+ * (otherwise), at every length around their block sizes, at odd
+ * alignments, and continued in pieces. */
 static void test_crc_libraries(void)
 {
     tu_begin("CRC-32: ISA-L (when the system has it) and libdeflate give zlib's values");
-    void *isal = dlopen("libisal.so.2", RTLD_NOW | RTLD_LOCAL);
-    CHECK_MSG(strcmp(onnxio__crc32_library(), isal ? "ISA-L" : "libdeflate") == 0, "using %s, libisal.so.2 %s",
-              onnxio__crc32_library(), isal ? "loads" : "is missing");
-    if (isal) dlclose(isal);
+    const char *lib = ONNXIO__OS_WINDOWS ? "isa-l.dll" : "libisal.so.2";
+    void *isal = tu_dlopen(lib);
+    CHECK_MSG(strcmp(onnxio__crc32_library(), isal ? "ISA-L" : "libdeflate") == 0, "using %s, %s %s",
+              onnxio__crc32_library(), lib, isal ? "loads" : "is missing");
+    if (isal) tu_dlclose(isal);
     size_t n = 3 << 20;
     uint8_t *b = malloc(n + 64);
     uint32_t x = 12345;

@@ -166,11 +166,7 @@ static bool make_data_file(const char *dir, const char *rel)
     char *path = tu_path_join(dir, rel);
     for (char *p = path + strlen(dir) + 1; (p = strchr(p, '/')); p++) {
         *p = '\0';
-#ifdef _WIN32
-        mkdir(path);
-#else
         mkdir(path, 0755);
-#endif
         *p = '/';
     }
     bool ok = tu_write_file(path, data_bytes, DATA_SIZE);

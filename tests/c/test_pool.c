@@ -3,12 +3,13 @@
  * 8 threads, with jobs queued in two batches (the second while the workers
  * already run the first), copies and preads mixed, sizes from 1 byte to
  * several pieces. The reference is the source bytes themselves and zlib. */
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifndef _WIN32
 #include <sys/mman.h>
+#endif
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -24,37 +25,26 @@ static const uint64_t sizes[] = {1, 1000, MIB, ONNXIO__CRC_PIECE + 5, 3 * ONNXIO
 #define NSIZES (sizeof sizes / sizeof sizes[0])
 #define ROUNDS 3 /* each size this many times, per kind */
 
-/* The threads of this process, as the kernel lists them. */
-static int thread_count(void)
-{
-    DIR *d = opendir("/proc/self/task");
-    int n = 0;
-    if (!d) return -1;
-    for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
-}
-
 static void small_jobs_start_no_thread(const uint8_t *src, uint64_t total)
 {
     if (!CHECK(total >= 2 * MIB)) return;
     uint8_t *dst = calloc(1, 2 * MIB);
     onnxio__pool *pool = NULL;
     CHECK_STATUS(onnxio__pool_new(4, &pool), ONNXIO_OK);
-    int before = thread_count();
+    int before = tu_thread_count();
     CHECK(before > 0);
     uint64_t off = 0;
     for (int k = 0; k < 16 && pool; k++, off += MIB / 16) {
         onnxio__job job = {.kind = ONNXIO__JOB_COPY, .dst = dst + off, .src = src + off, .size = MIB / 16, .what = "small"};
         CHECK_STATUS(onnxio__pool_add(pool, &job), ONNXIO_OK);
-        if (!CHECK_MSG(thread_count() == before, "job %d (%llu bytes so far) started no thread", k,
+        if (!CHECK_MSG(tu_thread_count() == before, "job %d (%llu bytes so far) started no thread", k,
                        (unsigned long long)(off + MIB / 16)))
             break;
     }
     CHECK_MSG(pool && memcmp(dst, src, off) == 0, "the small jobs' bytes are in place before finish");
     onnxio__job big = {.kind = ONNXIO__JOB_COPY, .dst = dst + off, .src = src + off, .size = MIB, .what = "big"};
     CHECK_STATUS(onnxio__pool_add(pool, &big), ONNXIO_OK);
-    CHECK_MSG(thread_count() > before, "the job past 1 MiB started the workers");
+    CHECK_MSG(tu_thread_count() > before, "the job past 1 MiB started the workers");
     CHECK_STATUS(onnxio__pool_finish(pool), ONNXIO_OK);
     CHECK(memcmp(dst, src, 2 * MIB) == 0);
     free(dst);
@@ -126,8 +116,8 @@ static void run_direct(int threads, const uint8_t *src, int fd, uint64_t total, 
     /* Destination offset = file offset + shift: 0 keeps them congruent,
      * 64 and 1 do not. */
     static const uint64_t shift[SHIFTS] = {0, 64, 1};
-    uint8_t *dst = NULL;
-    if (posix_memalign((void **)&dst, 4096, total + 8192) != 0) return;
+    uint8_t *dst = tu_aligned_alloc(4096, total + 8192);
+    if (!dst) return;
     for (int sh = 0; sh < SHIFTS; sh++) {
         memset(dst, 0xAA, total + 8192);
         tu_evict_fd(fd);
@@ -193,7 +183,7 @@ static void run_direct(int threads, const uint8_t *src, int fd, uint64_t total, 
             tu_skip("the kernel cannot say what is cached (no cachestat): direct reads are off");
         }
     }
-    free(dst);
+    tu_aligned_free(dst);
 }
 
 /* A failed direct read fails the pool with the file and range named; a
@@ -227,7 +217,15 @@ static void direct_failures(int fd, uint64_t total, const char *what)
 }
 
 /* The bytes of [0, size) of `fd` in the page cache, as mincore(2) on a
- * mapping of the file says (not the library's cachestat); -1: unknown. */
+ * mapping of the file says (not the library's cachestat); -1: unknown
+ * (always on Windows, which has no mincore). */
+#ifdef _WIN32
+static int64_t resident(int fd, uint64_t size)
+{
+    (void)fd, (void)size;
+    return -1;
+}
+#else
 static int64_t resident(int fd, uint64_t size)
 {
     long page = sysconf(_SC_PAGESIZE);
@@ -243,6 +241,7 @@ static int64_t resident(int fd, uint64_t size)
     free(vec);
     return n;
 }
+#endif
 
 /* Drop-behind (pool.c, drop_behind): a cached file read whole by the
  * pool's buffered reads leaves the page cache as it goes when it and its
@@ -257,7 +256,7 @@ static void drop_behind(int fd, const uint8_t *src, uint64_t total, const char *
     int64_t evicted = resident(fd, total);
     for (int fits = 0; fits < 2; fits++) {
         for (uint64_t at = 0; at < total;) { /* warm: the whole file read once */
-            ssize_t n = pread(fd, dst, total - at, (off_t)at);
+            long long n = tu_pread(fd, dst, total - at, at);
             if (n <= 0) break;
             at += (uint64_t)n;
         }
@@ -274,7 +273,10 @@ static void drop_behind(int fd, const uint8_t *src, uint64_t total, const char *
         CHECK_MSG(memcmp(dst, src, (size_t)total) == 0, "%s: read exactly", fits ? "fits" : "does not fit");
         int64_t after = resident(fd, total);
         if (evicted < 0 || evicted > (int64_t)total / 4 || before < (int64_t)total * 9 / 10) {
-            if (!fits) tu_skip("mincore cannot tell, or this file system keeps dropped pages: drop-behind not checked");
+            if (!fits && ONNXIO__OS_WINDOWS)
+                tu_skip_windows("no mincore, and the pool does not drop pages behind: drop-behind not checked");
+            else if (!fits)
+                tu_skip("mincore cannot tell, or this file system keeps dropped pages: drop-behind not checked");
             continue;
         }
         if (fits)

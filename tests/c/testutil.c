@@ -13,6 +13,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+#ifndef _WIN32
+#include <dlfcn.h>
+#include <sys/mman.h>
+#endif
 #ifdef _WIN32
 /* The Windows build (mingw-w64, run under Wine): what the helpers use of
  * POSIX that the C runtime lacks. */
@@ -21,6 +25,7 @@
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
 #include <psapi.h>
+#include <tlhelp32.h>
 char *mkdtemp(char *t)
 {
     size_t n = strlen(t);
@@ -48,6 +53,14 @@ int mkfifo(const char *path, int mode)
     (void)path, (void)mode;
     errno = ENOSYS;
     return -1;
+}
+void *memmem(const void *haystack, size_t haystack_size, const void *needle, size_t needle_size)
+{
+    const char *h = haystack;
+    if (needle_size == 0) return (void *)h;
+    for (size_t i = 0; i + needle_size <= haystack_size; i++)
+        if (memcmp(h + i, needle, needle_size) == 0) return (void *)(h + i);
+    return NULL;
 }
 #endif
 
@@ -172,18 +185,31 @@ void tu_end(void)
     in_group = false;
 }
 
-void tu_skip(const char *fmt, ...)
+static void skip_why(const char *label, const char *fmt, va_list ap)
 {
     char why[sizeof group_skip];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
     if (!why[0]) snprintf(why, sizeof why, "no reason given");
     any_skip = true;
     if (in_group && !group_skip[0]) snprintf(group_skip, sizeof group_skip, "%s", why);
-    printf("     skipped: %s\n", why);
+    printf("     %s: %s\n", label, why);
     fflush(stdout);
+}
+
+void tu_skip(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    skip_why("skipped", fmt, ap);
+    va_end(ap);
+}
+
+void tu_skip_windows(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    skip_why("skipped on Windows", fmt, ap);
+    va_end(ap);
 }
 
 void tu_note(const char *fmt, ...)
@@ -866,6 +892,102 @@ int tu_mappings_of(const char *suffix)
     fclose(f);
     return n;
 }
+#endif
+
+#ifdef _WIN32
+void *tu_guard_end(size_t size)
+{
+    SYSTEM_INFO si;
+    GetSystemInfo(&si);
+    size_t page = si.dwPageSize;
+    uint8_t *p = VirtualAlloc(NULL, 2 * page, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+    DWORD old;
+    if (!p || !VirtualProtect(p + page, page, PAGE_NOACCESS, &old)) {
+        fprintf(stderr, "tu_guard_end: VirtualAlloc/VirtualProtect failed (error %lu)\n", (unsigned long)GetLastError());
+        exit(1);
+    }
+    memset(p + page - size, 0, size);
+    return p + page - size;
+}
+
+int tu_thread_count(void)
+{
+    HANDLE snap = CreateToolhelp32Snapshot(TH32CS_SNAPTHREAD, 0);
+    if (snap == INVALID_HANDLE_VALUE) return -1;
+    THREADENTRY32 te = {.dwSize = sizeof te};
+    DWORD self = GetCurrentProcessId();
+    int n = 0;
+    for (BOOL more = Thread32First(snap, &te); more; more = Thread32Next(snap, &te)) n += te.th32OwnerProcessID == self;
+    CloseHandle(snap);
+    return n;
+}
+
+long long tu_pread(int fd, void *buf, size_t n, uint64_t offset)
+{
+    HANDLE h = (HANDLE)_get_osfhandle(fd);
+    OVERLAPPED ov = {.Offset = (DWORD)offset, .OffsetHigh = (DWORD)(offset >> 32)};
+    DWORD got = 0;
+    if (h == INVALID_HANDLE_VALUE) return -1;
+    if (!ReadFile(h, buf, n > 0x40000000 ? 0x40000000 : (DWORD)n, &got, &ov))
+        return GetLastError() == ERROR_HANDLE_EOF ? 0 : -1;
+    return got;
+}
+
+void *tu_aligned_alloc(size_t align, size_t size) { return _aligned_malloc(size ? size : 1, align); }
+void tu_aligned_free(void *p) { _aligned_free(p); }
+
+int tu_link(const char *existing, const char *new_path) { return CreateHardLinkA(new_path, existing, NULL) ? 0 : -1; }
+
+void *tu_dlopen(const char *name) { return (void *)LoadLibraryA(name); }
+void *tu_dlsym(void *lib, const char *symbol)
+{
+    FARPROC f = GetProcAddress((HMODULE)lib, symbol);
+    void *p;
+    memcpy(&p, &f, sizeof p);
+    return p;
+}
+void tu_dlclose(void *lib) { FreeLibrary((HMODULE)lib); }
+#else
+void *tu_guard_end(size_t size)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    uint8_t *p = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        perror("mmap");
+        exit(1);
+    }
+    if (mprotect(p + page, (size_t)page, PROT_NONE) != 0) {
+        perror("mprotect");
+        exit(1);
+    }
+    memset(p + page - size, 0, size);
+    return p + page - size;
+}
+
+int tu_thread_count(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    int n = 0;
+    if (!d) return -1;
+    for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+long long tu_pread(int fd, void *buf, size_t n, uint64_t offset) { return pread(fd, buf, n, (off_t)offset); }
+
+void *tu_aligned_alloc(size_t align, size_t size)
+{
+    void *p = NULL;
+    return posix_memalign(&p, align, size) == 0 ? p : NULL;
+}
+void tu_aligned_free(void *p) { free(p); }
+
+int tu_link(const char *existing, const char *new_path) { return link(existing, new_path); }
+
+void *tu_dlopen(const char *name) { return dlopen(name, RTLD_NOW | RTLD_LOCAL); }
+void *tu_dlsym(void *lib, const char *symbol) { return dlsym(lib, symbol); }
+void tu_dlclose(void *lib) { dlclose(lib); }
 #endif
 
 tu_fds tu_open_fds(void)

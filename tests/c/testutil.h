@@ -19,6 +19,11 @@
 char *mkdtemp(char *templ);
 char *realpath(const char *path, char *out);
 int mkfifo(const char *path, int mode);
+void *memmem(const void *haystack, size_t haystack_size, const void *needle, size_t needle_size);
+/* mkdir with POSIX's mode argument (ignored: Windows has no such mode). */
+#include <direct.h>
+#include <io.h>
+#define mkdir(path, mode) ((void)(mode), _mkdir(path))
 #endif
 
 /* ---- checks ---------------------------------------------------------- */
@@ -85,6 +90,14 @@ void tu_end(void);
  * that ran no check and declared no skip). tu_testdata_dir and
  * tu_corpus_dir call it themselves when their data is absent. */
 void tu_skip(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+/* tu_skip for a part of a test compiled out of the Windows build, POSIX-only
+ * by nature (FIFOs, setrlimit, fork): prints "     skipped on Windows:
+ * <reason>", the line scripts/test.sh sums up for the Windows build. */
+void tu_skip_windows(const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 1, 2)))
 #endif
@@ -232,6 +245,34 @@ bool tu_same_fds(tu_fds a, tu_fds b);
  * of a file whose path ends with `suffix` (a full path, or "/name"); -1
  * when the list cannot be read. */
 int tu_mappings_of(const char *suffix);
+
+/* ---- system pieces, one call on both systems -------------------------- */
+
+/* `size` zero bytes that end exactly where an inaccessible page begins
+ * (mmap, then mprotect PROT_NONE; on Windows VirtualAlloc, then
+ * VirtualProtect PAGE_NOACCESS): a read one byte past them faults. Never
+ * given back; aborts the test when it cannot be made. */
+void *tu_guard_end(size_t size);
+/* The threads of this process (/proc/self/task; on Windows, a Toolhelp
+ * snapshot's threads of this process); -1 when the system cannot say. */
+int tu_thread_count(void);
+/* pread(2) (on Windows, ReadFile at an OVERLAPPED offset on the
+ * descriptor's HANDLE): bytes read, 0 at the end, -1 on an error. */
+long long tu_pread(int fd, void *buf, size_t n, uint64_t offset);
+/* `size` bytes aligned to `align` (a power of two), NULL when out of
+ * memory (posix_memalign; _aligned_malloc); tu_aligned_free gives them
+ * back. */
+void *tu_aligned_alloc(size_t align, size_t size);
+void tu_aligned_free(void *p);
+/* A hard link `new_path` to the file `existing` (link; CreateHardLinkA):
+ * 0, or -1. */
+int tu_link(const char *existing, const char *new_path);
+/* A shared library loaded (dlopen with RTLD_NOW | RTLD_LOCAL; LoadLibraryA),
+ * NULL when it does not load; a symbol of it (dlsym; GetProcAddress); the
+ * library let go (dlclose; FreeLibrary). */
+void *tu_dlopen(const char *name);
+void *tu_dlsym(void *lib, const char *symbol);
+void tu_dlclose(void *lib);
 
 /* A new empty directory under $TMPDIR or /tmp (malloc'd path); aborts the
  * test when it cannot be made. */
