@@ -599,7 +599,7 @@ onnxio_status onnxio__recover(const char *path)
         /* This user's own: replayed, waiting for a save in progress. */
         if (journal_ours(&st)) s = lock_journal(dir_fd, jname, NULL, false, true, &jfd);
         struct stat j;
-        if (!s && jfd >= 0) {
+        if (!s && jfd >= 0 && onnxio__sys_fstat(jfd, &j) == 0 && j.st_size > 0) {
             bool unfinished;
             replay(jfd, &unfinished);
             if (!unfinished) {
@@ -613,6 +613,11 @@ onnxio_status onnxio__recover(const char *path)
             /* Else none of its renames could be made (a read-only
              * directory): the old files, whole; the journal stays for a
              * load that can finish it. */
+        } else if (!s && jfd >= 0) {
+            /* Empty: a save's that has made it and not yet locked it, or
+             * one that died before its first record (and so made no
+             * file). Left to that save or the next: removing it would
+             * send the live save after a new journal. */
         } else if (!s) {
             /* Another user's, or one this user cannot write. */
             s = inspect(dir_fd, name, jname);
