@@ -97,6 +97,7 @@ static int errno_of(DWORD e)
     case ERROR_BROKEN_PIPE:
     case ERROR_NO_DATA: return EPIPE;
     case ERROR_IO_PENDING: return EAGAIN;
+    case ERROR_USER_MAPPED_FILE: return EBUSY; /* shrinking a file a view maps */
     default: return EIO;
     }
 }

@@ -41,6 +41,7 @@ ONNXIO_API onnxio_status onnxio_archive_replace_model(const char *path, onnxio_M
     }
     onnxio_buffer *map = NULL, *model_buf = NULL;
     onnxio_archive *a = NULL;
+    onnxio__zip_replace r = {0};
     /* One writer at a time. */
     if (onnxio__sys_flock(fd, LOCK_EX | LOCK_NB) != 0) {
         s = onnxio__fail(ONNXIO_ERR_IO, "%s is being written by another process", path);
@@ -50,10 +51,18 @@ ONNXIO_API onnxio_status onnxio_archive_replace_model(const char *path, onnxio_M
     if ((s = onnxio__archive_open(onnxio_buffer_data(map), onnxio_buffer_size(map), map, fd, path, false, &a))) goto done;
     if ((s = check_refs(a, model))) goto done;
     if ((s = onnxio__serialize(model, cfg.max_depth, &model_buf))) goto done;
-    s = onnxio__zip_replace_model_entry(fd, path, a, onnxio_buffer_data(model_buf), onnxio_buffer_size(model_buf),
+    if ((s = onnxio__zip_replace_prepare(a, &r))) goto done;
+    /* Unmapped before the file is cut (Windows refuses to shrink a mapped
+     * file). */
+    onnxio_archive_close(a);
+    onnxio_buffer_unref(map);
+    a = NULL;
+    map = NULL;
+    s = onnxio__zip_replace_model_entry(fd, path, &r, onnxio_buffer_data(model_buf), onnxio_buffer_size(model_buf),
                                         cfg.fsync != ONNXIO_OFF);
 done:
     if (s) s = onnxio__context(s, "replacing the model of %s", path);
+    onnxio__zip_replace_free(&r);
     onnxio_archive_close(a);
     onnxio_buffer_unref(map);
     onnxio_buffer_unref(model_buf);

@@ -293,13 +293,28 @@ uint64_t onnxio__zip_place(onnxio__zip_out *e, uint64_t at, uint64_t align);
 onnxio_status onnxio__zip_write_directory(int fd, const char *what, onnxio__zip_out *e, size_t n,
                                          const uint8_t *extra_central, uint64_t extra_size, uint64_t extra_count,
                                          uint64_t cd_offset, uint64_t *file_end);
-/* Replaces the model entry of the open archive `a` (the file `fd`, locked
- * by the caller) by the `model_size` serialized bytes at `model`: appended
- * with a new directory, the old one kept past the new end until the file
- * is cut there, so that the file is the old archive or the new one
- * whatever happens (fsync between the steps when `fsync`). */
-onnxio_status onnxio__zip_replace_model_entry(int fd, const char *path, onnxio_archive *a, const uint8_t *model,
-                                              uint64_t model_size, bool fsync);
+/* What replacing the model entry of an archive needs of its old
+ * structure, copied out of it (onnxio__zip_replace_prepare) so that the
+ * archive's mapping can go before the file is cut: Windows refuses to
+ * shrink a file a view maps. */
+typedef struct onnxio__zip_replace {
+    uint8_t *kept;      /* the central headers of every entry but the model */
+    uint64_t kept_size, kept_count;
+    uint8_t *old_cd;    /* the old central directory, with room for end records */
+    uint64_t old_cd_size, old_count;
+    uint64_t old_size;  /* the archive's size */
+} onnxio__zip_replace;
+
+onnxio_status onnxio__zip_replace_prepare(const onnxio_archive *a, onnxio__zip_replace *r);
+void onnxio__zip_replace_free(onnxio__zip_replace *r);
+/* Replaces the model entry of the archive `r` was prepared from (the file
+ * `fd`, locked by the caller) by the `model_size` serialized bytes at
+ * `model`: appended with a new directory, the old one kept past the new
+ * end until the file is cut there, so that the file is the old archive
+ * or the new one whatever happens (fsync between the steps when
+ * `fsync`). */
+onnxio_status onnxio__zip_replace_model_entry(int fd, const char *path, const onnxio__zip_replace *r,
+                                              const uint8_t *model, uint64_t model_size, bool fsync);
 
 /* payload.c: marks an external tensor's payload as loaded, as every load
  * leaves it (raw_data present, data_location DEFAULT, no external_data). */

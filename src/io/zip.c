@@ -991,55 +991,67 @@ static onnxio_status sync_fd(int fd, const char *what, bool on)
     return ONNXIO_OK;
 }
 
-onnxio_status onnxio__zip_replace_model_entry(int fd, const char *path, onnxio_archive *a, const uint8_t *model,
-                                              uint64_t model_size, bool fsync)
+onnxio_status onnxio__zip_replace_prepare(const onnxio_archive *a, onnxio__zip_replace *r)
+{
+    memset(r, 0, sizeof *r);
+    /* The central headers of every other entry, as they are. */
+    for (size_t i = 0; i < a->count; i++)
+        if (i != a->model) r->kept_size += a->entries[i].central_size;
+    if (!(r->kept = onnxio__malloc(r->kept_size ? (size_t)r->kept_size : 1)))
+        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    for (size_t i = 0, at = 0; i < a->count; i++) {
+        if (i == a->model) continue;
+        memcpy(r->kept + at, a->data + a->entries[i].central_offset, (size_t)a->entries[i].central_size);
+        at += a->entries[i].central_size;
+        r->kept_count++;
+    }
+    /* The old directory, with room for the end records that follow it
+     * once it is copied past the new end. */
+    r->old_size = a->size;
+    r->old_count = a->count;
+    r->old_cd_size = a->cd_size;
+    uint64_t room = r->old_cd_size + end_size(r->old_count, r->old_cd_size, UINT64_MAX);
+    if (room > SIZE_MAX || !(r->old_cd = onnxio__malloc((size_t)room))) {
+        onnxio__zip_replace_free(r);
+        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    }
+    memcpy(r->old_cd, a->data + a->cd_offset, (size_t)r->old_cd_size);
+    return ONNXIO_OK;
+}
+
+void onnxio__zip_replace_free(onnxio__zip_replace *r)
+{
+    onnxio__free(r->kept);
+    onnxio__free(r->old_cd);
+    r->kept = r->old_cd = NULL;
+}
+
+onnxio_status onnxio__zip_replace_model_entry(int fd, const char *path, const onnxio__zip_replace *r,
+                                              const uint8_t *model, uint64_t model_size, bool fsync)
 {
     onnxio_status s = ONNXIO_OK;
-    uint8_t *old_cd = NULL, *kept = NULL;
     out_entry m = {0};
-    uint64_t old_size = 0;
     bool appended = false, committed = false;
     m.name = MODEL_ENTRY;
     m.name_size = sizeof MODEL_ENTRY - 1;
     m.src = model;
     m.size = model_size;
     m.crc = onnxio__crc32(0, m.src, m.size);
-
-    /* The central headers of every other entry, as they are. */
-    uint64_t kept_size = 0, kept_count = 0;
-    for (size_t i = 0; i < a->count; i++)
-        if (i != a->model) kept_size += a->entries[i].central_size;
-    if (!(kept = onnxio__malloc(kept_size ? (size_t)kept_size : 1))) {
-        s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-        goto done;
-    }
-    for (size_t i = 0, at = 0; i < a->count; i++) {
-        if (i == a->model) continue;
-        memcpy(kept + at, a->data + a->entries[i].central_offset, (size_t)a->entries[i].central_size);
-        at += a->entries[i].central_size;
-        kept_count++;
-    }
     /* New layout: [old archive][new model][new directory][end], ending at
      * `final`. First a copy of the old directory and end records goes
      * after `final`, so that the file stays the old archive while the new
      * bytes are written before it; cutting the file at `final` then
      * switches to the new archive in one step. */
-    old_size = a->size;
+    const uint64_t old_size = r->old_size, kept_size = r->kept_size, kept_count = r->kept_count;
     uint64_t cd_offset = onnxio__zip_place(&m, old_size, 1);
     uint64_t final = cd_offset + kept_size + central_size(&m) + end_size(kept_count + 1, kept_size + central_size(&m), cd_offset);
-    uint64_t old_count = a->count, old_cd_size = a->cd_size;
-    uint64_t tail = old_cd_size + end_size(old_count, old_cd_size, final);
-    if (tail > SIZE_MAX || !(old_cd = onnxio__malloc((size_t)tail))) {
-        s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-        goto done;
-    }
-    memcpy(old_cd, a->data + a->cd_offset, (size_t)old_cd_size);
-    put_end(old_cd + old_cd_size, old_count, old_cd_size, final);
+    uint64_t tail = r->old_cd_size + end_size(r->old_count, r->old_cd_size, final);
+    put_end(r->old_cd + r->old_cd_size, r->old_count, r->old_cd_size, final);
     appended = true;
-    if ((s = pwrite_all(fd, old_cd, tail, final, path)) || (s = sync_fd(fd, path, fsync))) goto done;
+    if ((s = pwrite_all(fd, r->old_cd, tail, final, path)) || (s = sync_fd(fd, path, fsync))) goto done;
     if ((s = pwrite_all(fd, m.src, m.size, m.data, path))) goto done;
     uint64_t end;
-    if ((s = onnxio__zip_write_directory(fd, path, &m, 1, kept, kept_size, kept_count, cd_offset, &end))) goto done;
+    if ((s = onnxio__zip_write_directory(fd, path, &m, 1, r->kept, kept_size, kept_count, cd_offset, &end))) goto done;
     if ((s = sync_fd(fd, path, fsync))) goto done;
     if (end != final) {
         s = onnxio__fail(ONNXIO_ERR_IO, "internal error: the new directory ends at %llu, not %llu",
@@ -1047,7 +1059,15 @@ onnxio_status onnxio__zip_replace_model_entry(int fd, const char *path, onnxio_a
         goto done;
     }
     if (onnxio__sys_ftruncate(fd, final) != 0) {
-        s = onnxio__fail(ONNXIO_ERR_IO, "cannot truncate %s: %s", path, strerror(errno));
+        /* Windows refuses to shrink a file a view maps (a no_copy load of
+         * the archive, here or in another process): the file then stays
+         * the old archive, the bytes appended behind it included. */
+        if (errno == EBUSY)
+            s = onnxio__fail(ONNXIO_ERR_IO,
+                             "cannot switch %s to the new model: a mapping of it is alive (a no_copy load of the "
+                             "archive) and the system refuses to shrink a mapped file; it still holds the old model",
+                             path);
+        else s = onnxio__fail(ONNXIO_ERR_IO, "cannot truncate %s: %s", path, strerror(errno));
         goto done;
     }
     committed = true;
@@ -1056,7 +1076,5 @@ done:
     /* A failure before the switch: what was appended goes, and the file is
      * byte for byte what it was (it stayed a valid archive meanwhile). */
     if (s && appended && !committed && onnxio__sys_ftruncate(fd, old_size) == 0 && fsync) onnxio__sys_fsync(fd);
-    onnxio__free(old_cd);
-    onnxio__free(kept);
     return s;
 }

@@ -1455,6 +1455,31 @@ static void test_replace(const char *dir)
     onnxio_arena *sa = onnxio_arena_new();
     onnxio_ModelProto *sm = NULL;
     CHECK_STATUS(onnxio_load_model(path, &so, sa, &sm), ONNXIO_OK);
+#ifdef _WIN32
+    /* The replace's switch shrinks the file, which Wine refuses while any
+     * view maps it (ERROR_USER_MAPPED_FILE; Windows refuses a shrink below
+     * a mapped section's size only). Done, or refused with the file still
+     * the old archive; then the mapping goes before the rounds. */
+    if (sm) {
+        onnxio_status st = onnxio_archive_replace_model(path, sm, NULL);
+        if (st != ONNXIO_OK) {
+            CHECK_STATUS(st, ONNXIO_ERR_IO);
+            CHECK_MSG(strstr(onnxio_last_error(), "it still holds the old model") != NULL, "replace refused: %s",
+                      onnxio_last_error());
+            onnxio_arena *la = onnxio_arena_new();
+            onnxio_ModelProto *lm = NULL;
+            if (CHECK_STATUS(onnxio_load_model(path, NULL, la, &lm), ONNXIO_OK)) {
+                CHECK_STR(lm->producer_name.data, "before");
+                check_payloads(lm, "after a refused replace");
+            }
+            onnxio_arena_unref(la);
+            onnxio_arena_unref(keep_arena);
+            keep_arena = NULL;
+            kept = NULL;
+            tu_skip_windows("a no_copy mapping alive through the replace: the system refuses to shrink a mapped file");
+        }
+    }
+#endif
     for (int round = 1; round <= 2 && sm && a0; round++) {
         char *producer = tu_strdup_printf("after-%d", round);
         tu_set_string(sa, sm, &sm->producer_name, ONNXIO_FIELD_ModelProto_producer_name, producer);
@@ -1485,7 +1510,7 @@ static void test_replace(const char *dir)
             onnxio_arena_unref(la);
         }
         /* the mapping taken before still reads the right bytes */
-        check_payloads(kept, "no_copy model loaded before the replace");
+        if (kept) check_payloads(kept, "no_copy model loaded before the replace");
         free(producer);
     }
 
@@ -1542,7 +1567,7 @@ static void test_replace(const char *dir)
         }
         onnxio_arena_unref(la);
         onnxio_arena_unref(fa);
-        check_payloads(kept, "no_copy model loaded before the replaces");
+        if (kept) check_payloads(kept, "no_copy model loaded before the replaces");
     }
     /* a replace of a file that is not an archive */
     {
@@ -1671,6 +1696,12 @@ static void test_crc_libraries(void)
  * when /proc cannot say). */
 static uint64_t status_bytes(const char *field)
 {
+#ifdef _WIN32
+    /* Under Wine, /proc/self/status is Linux's view of the Wine process,
+     * not of this Windows program's memory. */
+    (void)field;
+    return 0;
+#else
     FILE *f = fopen("/proc/self/status", "r");
     char line[256];
     uint64_t kib = 0;
@@ -1679,6 +1710,7 @@ static uint64_t status_bytes(const char *field)
         if (strncmp(line, field, n) == 0 && sscanf(line + n, "%llu", (unsigned long long *)&kib) == 1) break;
     if (f) fclose(f);
     return kib * 1024;
+#endif
 }
 
 static uint64_t rss_anon(void) { return status_bytes("RssAnon:"); }
@@ -1728,6 +1760,8 @@ static void test_headers_unmapped(const char *dir)
         uint64_t after = status_bytes("RssFile:");
         CHECK_MSG(after < before + ((uint64_t)4 << 20), "opening %zu entries of 3 MiB maps %llu KiB of the file (at most 4 MiB)",
                   n, (unsigned long long)((after > before ? after - before : 0) >> 10));
+    } else if (!before) {
+        tu_skip("the pages of the file mapped: no RssFile in /proc/self/status here");
     }
     onnxio_archive_close(ar);
     unlink(path);
@@ -1906,12 +1940,21 @@ static void test_cold_read(const char *dir)
             uint64_t after = rss_anon();
             CHECK_MSG(after + 8 * 1024 * 1024 <= before, "clearing 'alpha' (9 MiB) gives its memory back: RssAnon %llu -> %llu",
                       (unsigned long long)before, (unsigned long long)after);
+        } else if (!before) {
+            tu_skip("clearing a tensor gives its memory back: no RssAnon in /proc/self/status here");
         }
     }
     onnxio_arena_unref(la);
     /* Two tensors of one entry: the model replaced by one where 'alpha2'
-     * names entry 'alpha' too; each gets the bytes, not the same bytes. */
+     * names entry 'alpha' too; each gets the bytes, not the same bytes.
+     * The model replaced is a no_copy load's, alive through the replace;
+     * a copy load's on Windows, which refuses to shrink a mapped file
+     * (the refusal is checked in test_replace). */
+#ifdef _WIN32
+    o = popts(false, 1, ONNXIO_DEFAULT);
+#else
     o = popts(true, 1, ONNXIO_DEFAULT);
+#endif
     o.load_external_data = ONNXIO_OFF;
     la = onnxio_arena_new();
     lm = NULL;

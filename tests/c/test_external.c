@@ -991,19 +991,6 @@ static void test_load_safety_more(void)
 
 /* ---- save modes ------------------------------------------------------------- */
 
-/* The SHA-1 of a file from sha1sum(1) (an independent reference). */
-static bool sha1sum(const char *path, char out[41])
-{
-    char *cmd = tu_strdup_printf("sha1sum '%s'", path);
-    FILE *p = popen(cmd, "r");
-    free(cmd);
-    if (!p) return false;
-    bool ok = fread(out, 1, 40, p) == 40;
-    out[40] = '\0';
-    pclose(p);
-    return ok;
-}
-
 enum { NT = 7 };
 /* The tensors of rich_model, in tree order: initializers t0..t2, the
  * subgraph initializer, a Constant node's value, a sparse initializer's
@@ -1079,7 +1066,7 @@ typedef struct saved_info {
 
 /* Checks a saved model by hand: which tensors are external, that the bytes
  * at their offset in their data file are the payload, offsets aligned,
- * checksum keys equal to sha1sum; then that a normal load gives every
+ * checksum keys equal to tu_sha1_file's; then that a normal load gives every
  * payload back. */
 static void check_saved(const char *what, const char *dir, const char *model, const size_t *sizes, uint8_t **payloads,
                         const bool *want_external, unsigned long long alignment, bool checksum, saved_info *info)
@@ -1122,7 +1109,7 @@ static void check_saved(const char *what, const char *dir, const char *model, co
             CHECK_BYTES(d + info->offset[i], sizes[i], payloads[i], sizes[i]);
         CHECK_MSG((sum != NULL) == checksum, "%s: %s: checksum key %s", what, rich_names[i], sum ? "present" : "absent");
         char want[41];
-        if (sum && CHECK(sha1sum(dpath, want))) CHECK_STR(sum, want);
+        if (sum && CHECK(tu_sha1_file(dpath, want))) CHECK_STR(sum, want);
         free(d);
         free(dpath);
     }
@@ -1371,7 +1358,7 @@ static void test_save_modes(void)
             uint8_t *d = tu_read_file(p, &n);
             CHECK_BYTES(d, n, pl[i], 2000);
             char want[41];
-            if (CHECK(sha1sum(p, want))) CHECK_STR(entry(t, "checksum"), want);
+            if (CHECK(tu_sha1_file(p, want))) CHECK_STR(entry(t, "checksum"), want);
             free(d);
             free(p);
         }
@@ -1668,6 +1655,13 @@ static void test_map_windows(void)
     for (size_t i = 0; i < size; i++) bytes[i] = (uint8_t)(i * 131 + i / 7);
     const size_t edges[] = {0, 1, page + 3, 4 * page - 5, 9 * page + 7, size};
     enum { NT = sizeof edges / sizeof edges[0] - 1 };
+#ifdef _WIN32
+    /* One view of the whole file: the Windows build has no new open file
+     * description to map a window from (os_win.c, onnxio__sys_reopen). */
+    const int views = 1;
+#else
+    const int views = (int)((size + page - 1) / page);
+#endif
 
     char *dir = tu_make_temp_dir("win");
     char *data = tu_path_join(dir, "windows.bin");
@@ -1708,7 +1702,7 @@ static void test_map_windows(void)
             if (st == ONNXIO_OK) {
                 loaded++;
                 recovered += hit;
-                if (nth == 0) CHECK_EQ_INT(tu_mappings_of("/windows.bin"), (size + page - 1) / page);
+                if (nth == 0) CHECK_EQ_INT(tu_mappings_of("/windows.bin"), views);
                 if (CHECK(got && got->graph && got->graph->initializer.size == NT))
                     for (int i = 0; i < NT; i++) {
                         onnxio_TensorProto *t = got->graph->initializer.data[i];
@@ -1729,7 +1723,12 @@ static void test_map_windows(void)
     /* The failures reached the windows: loads that succeeded though an
      * mmap failed (a window mapped back from the first description), and
      * loads refused. */
+#ifdef _WIN32
+    CHECK(refused > 0);
+    tu_skip_windows("an mmap failing after the first: one view per file, no later window to fail");
+#else
     CHECK(recovered > 0 && refused > 0);
+#endif
     tu_note("%d loads (%d with an mmap failed), %d refused", loaded, recovered, refused);
     free(path);
     free(data);

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@
 #include <io.h>
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
+#include <bcrypt.h>
 #include <psapi.h>
 #include <tlhelp32.h>
 char *mkdtemp(char *t)
@@ -1003,3 +1005,34 @@ tu_fds tu_open_fds(void)
 }
 
 bool tu_same_fds(tu_fds a, tu_fds b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+#ifdef _WIN32
+bool tu_sha1_file(const char *path, char out[41])
+{
+    size_t n;
+    uint8_t *bytes = tu_read_file(path, &n);
+    if (!bytes || n > ULONG_MAX) return free(bytes), false;
+    UCHAR digest[20];
+    BCRYPT_ALG_HANDLE alg;
+    NTSTATUS st = BCryptOpenAlgorithmProvider(&alg, BCRYPT_SHA1_ALGORITHM, NULL, 0);
+    if (BCRYPT_SUCCESS(st)) {
+        st = BCryptHash(alg, NULL, 0, bytes, (ULONG)n, digest, sizeof digest);
+        BCryptCloseAlgorithmProvider(alg, 0);
+    }
+    free(bytes);
+    if (!BCRYPT_SUCCESS(st)) return false;
+    for (int i = 0; i < 20; i++) sprintf(out + 2 * i, "%02x", digest[i]);
+    return true;
+}
+#else
+bool tu_sha1_file(const char *path, char out[41])
+{
+    char *cmd = tu_strdup_printf("sha1sum '%s'", path);
+    FILE *p = popen(cmd, "r");
+    free(cmd);
+    if (!p) return false;
+    bool ok = fread(out, 1, 40, p) == 40;
+    out[40] = '\0';
+    return pclose(p) == 0 && ok;
+}
+#endif

@@ -26,14 +26,22 @@ void *memmem(const void *haystack, size_t haystack_size, const void *needle, siz
 #define mkdir(path, mode) ((void)(mode), _mkdir(path))
 #endif
 
+/* printf-style checks of the helpers' formats: mingw-w64's C99 printf
+ * (gnu_printf) in the Windows build, whose stdio is __USE_MINGW_ANSI_STDIO's. */
+#if defined(__GNUC__) && defined(_WIN32)
+#define TU_PRINTF(a, b) __attribute__((format(gnu_printf, a, b)))
+#elif defined(__GNUC__)
+#define TU_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define TU_PRINTF(a, b)
+#endif
+
 /* ---- checks ---------------------------------------------------------- */
 
 /* Records one check; prints "file:line: msg" on failure (at most a few per
  * group, so a loop over thousands of inputs stays readable). Returns `ok`. */
 bool tu_check(bool ok, const char *file, int line, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
+    TU_PRINTF(4, 5)
     ;
 
 #define CHECK(cond) tu_check((cond) ? true : false, __FILE__, __LINE__, "CHECK(%s)", #cond)
@@ -77,9 +85,7 @@ bool tu_check_bytes(const void *got, size_t got_size, const void *want, size_t w
  * loop over an empty list, or a branch that never ran, must not pass
  * silently. tu_begin ends the group before it. */
 void tu_begin(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
+    TU_PRINTF(1, 2)
     ;
 void tu_end(void);
 /* Declares that the current group leaves its checks (or part of them)
@@ -90,23 +96,17 @@ void tu_end(void);
  * that ran no check and declared no skip). tu_testdata_dir and
  * tu_corpus_dir call it themselves when their data is absent. */
 void tu_skip(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
+    TU_PRINTF(1, 2)
     ;
 /* tu_skip for a part of a test compiled out of the Windows build, POSIX-only
  * by nature (FIFOs, setrlimit, fork): prints "     skipped on Windows:
  * <reason>", the line scripts/test.sh sums up for the Windows build. */
 void tu_skip_windows(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
+    TU_PRINTF(1, 2)
     ;
 /* Prints an informational line (indented) inside or between groups. */
 void tu_note(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
+    TU_PRINTF(1, 2)
     ;
 /* Prints "N passed, N failed"; returns the exit status (0 when none failed;
  * 1 also when no check ran at all and tu_skip was not called). */
@@ -191,6 +191,10 @@ void tu_zip_build(tu_bytes *b, const tu_zsrc *e, size_t n);
 /* Reads a whole file into a malloc'd block (NULL and *size 0 on failure; an
  * empty file gives a non-NULL block). */
 uint8_t *tu_read_file(const char *path, size_t *size);
+/* The SHA-1 of the file at `path` as 40 lowercase hex digits and a NUL in
+ * `out`, from a reference independent of onnxio: sha1sum(1) on POSIX,
+ * CNG's BCryptHash (bcrypt.dll) on Windows. False when it cannot say. */
+bool tu_sha1_file(const char *path, char out[41]);
 /* Writes (creates/truncates) a file; returns true on success. */
 bool tu_write_file(const char *path, const void *data, size_t size);
 bool tu_exists(const char *path);
@@ -283,9 +287,7 @@ void tu_remove_tree(const char *path);
 char *tu_path_join(const char *a, const char *b);
 /* malloc'd printf. */
 char *tu_strdup_printf(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
+    TU_PRINTF(1, 2)
     ;
 
 /* ---- test data -------------------------------------------------------- */
