@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stddef.h>
+#ifndef _WIN32
 #include <sys/mman.h>
+#endif
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,18 +33,6 @@ static onnxio_ModelProto *small_model(onnxio_arena *a, unsigned seed)
     return tu_model_of_initializers(a, 4, counts, ONNXIO_TensorProto_DataType_FLOAT, 4, seed);
 }
 
-/* The model's protobuf bytes (malloc'd). */
-static uint8_t *bytes_of(void *m, size_t *n)
-{
-    onnxio_buffer *b = NULL;
-    if (onnxio_serialize(m, &b)) abort();
-    *n = onnxio_buffer_size(b);
-    uint8_t *p = malloc(*n ? *n : 1);
-    memcpy(p, onnxio_buffer_data(b), *n);
-    onnxio_buffer_unref(b);
-    return p;
-}
-
 static bool file_is(const char *path, const uint8_t *want, size_t n)
 {
     size_t got_n;
@@ -50,12 +40,6 @@ static bool file_is(const char *path, const uint8_t *want, size_t n)
     bool same = got && got_n == n && memcmp(got, want, n) == 0;
     free(got);
     return same;
-}
-
-static mode_t mode_of(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 ? st.st_mode & 07777 : (mode_t)-1;
 }
 
 /* The names in `dir`, space-separated, sorted (for comparisons). */
@@ -72,6 +56,27 @@ static char *listing(const char *dir)
     }
     tu_strlist_free(&l);
     return s;
+}
+
+#ifndef _WIN32
+/* Modes, symlinks, FIFOs and devices: POSIX's (the Windows build names
+ * these groups as skipped in main). */
+/* The model's protobuf bytes (malloc'd). */
+static uint8_t *bytes_of(void *m, size_t *n)
+{
+    onnxio_buffer *b = NULL;
+    if (onnxio_serialize(m, &b)) abort();
+    *n = onnxio_buffer_size(b);
+    uint8_t *p = malloc(*n ? *n : 1);
+    memcpy(p, onnxio_buffer_data(b), *n);
+    onnxio_buffer_unref(b);
+    return p;
+}
+
+static mode_t mode_of(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? st.st_mode & 07777 : (mode_t)-1;
 }
 
 /* ---- item 3: file modes without touching the umask ------------------------ */
@@ -475,6 +480,8 @@ static void test_special_data(void)
     tu_end();
 }
 
+#endif
+
 /* ---- item 4: the journal of a save that died ---------------------------------- */
 
 /* Writes a journal as a save writes it: header, state, then records. */
@@ -672,8 +679,8 @@ static void test_options_and_formats(void)
     CHECK_STATUS(onnxio_load_model(p, NULL, a, &mm), ONNXIO_OK);
     CHECK(mm->graph && mm->graph->name.size == 1 && mm->graph->name.data[0] == 'g');
     char *fifo = tu_path_join(dir, "fifo");
-    mkfifo(fifo, 0600);
-    CHECK_STATUS(onnxio_detect_file_format(fifo, &f), ONNXIO_ERR_PATH_SPECIAL);
+    if (mkfifo(fifo, 0600) == 0) CHECK_STATUS(onnxio_detect_file_format(fifo, &f), ONNXIO_ERR_PATH_SPECIAL);
+    else tu_skip_windows("what a FIFO is: mkfifo: %s (Windows has none)", strerror(errno));
 
     /* Data type sizes and a tensor's raw size. */
     CHECK_EQ_INT(onnxio_data_type_bits(ONNXIO_TensorProto_DataType_FLOAT), 32);
@@ -790,13 +797,6 @@ static void test_fsync_off(void)
 static void test_options_of_0_2(void)
 {
     tu_begin("struct_size 0 reads exactly the 0.2 layout of grown structs");
-    long page = sysconf(_SC_PAGESIZE);
-    uint8_t *two = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (!CHECK(two != MAP_FAILED)) {
-        tu_end();
-        return;
-    }
-    CHECK(mprotect(two + page, (size_t)page, PROT_NONE) == 0);
     char *dir = tu_make_temp_dir("onnxio-abi");
     char *path = tu_path_join(dir, "m.onnx");
     onnxio_arena *a = onnxio_arena_new();
@@ -805,14 +805,12 @@ static void test_options_of_0_2(void)
     onnxio_set_has(m, ONNXIO_FIELD_ModelProto_ir_version);
 
     size_t so_size = offsetof(onnxio_serialize_options, max_expansion);
-    onnxio_serialize_options *so = (onnxio_serialize_options *)(two + page - so_size);
-    memset(so, 0, so_size);
+    onnxio_serialize_options *so = tu_guard_end(so_size);
     CHECK_STATUS(onnxio_save_model(m, path, so), ONNXIO_OK);
     CHECK_STATUS(onnxio_save_file(m, path, so), ONNXIO_OK);
 
     size_t to_size = offsetof(onnxio_text_options, max_expansion);
-    onnxio_text_options *to = (onnxio_text_options *)(two + page - to_size);
-    memset(to, 0, to_size);
+    onnxio_text_options *to = tu_guard_end(to_size);
     onnxio_buffer *text = NULL;
     CHECK_STATUS(onnxio_text_format(m, to, &text), ONNXIO_OK);
     void *back = NULL;
@@ -826,7 +824,6 @@ static void test_options_of_0_2(void)
     rmdir(dir);
     free(path);
     free(dir);
-    munmap(two, (size_t)page * 2);
     tu_end();
 }
 
@@ -846,6 +843,13 @@ static void test_last_errno(void)
         onnxio_status load;
     } cases[] = {{missing, O_RDONLY, ONNXIO_ERR_NOT_FOUND}, {dir, O_WRONLY, ONNXIO_ERR_IO}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+#ifdef _WIN32
+        if (cases[i].flags == O_WRONLY) {
+            tu_skip_windows("the errno of a directory opened for writing: the C runtime's open says EACCES, the "
+                            "library EISDIR (it names a directory as such)");
+            continue;
+        }
+#endif
         errno = 0;
         int fd = open(cases[i].path, cases[i].flags);
         int want = errno;
@@ -874,13 +878,21 @@ int main(int argc, char **argv)
 {
     (void)argc;
     (void)argv;
+#ifndef _WIN32
     signal(SIGPIPE, SIG_IGN);
+#endif
     test_options_and_formats();
     test_data_type_table();
     test_options_of_0_2();
+#ifdef _WIN32
+    tu_skip_windows("modes of saved files and the umask (Windows has no POSIX modes)");
+    tu_skip_windows("symlinked, FIFO, device and read-only outputs (no symlinks or FIFOs under Wine)");
+    tu_skip_windows("FIFOs, devices and symlinks as external data (no FIFOs; test_location_rules checks the walk)");
+#else
     test_modes();
     test_outputs();
     test_special_data();
+#endif
     test_journal();
     test_fsync_off();
     test_last_errno();
