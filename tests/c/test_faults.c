@@ -460,7 +460,7 @@ static void crash_sweep(const char *what, const char *name, const onnxio_seriali
     CHECK_STATUS(onnxio_save_model(new_m, path, opts), ONNXIO_OK);
     long n = onnxio__fault_counted();
     onnxio__fault_set(0, 0, false, false);
-    long saw_old = 0, saw_new = 0;
+    long saw_old = 0, saw_new = 0, empty_journals = 0;
     for (long i = 1; i <= n + 1; i++) {
         tu_remove_tree(W.out);
         mkdir(W.out, 0777);
@@ -486,6 +486,18 @@ static void crash_sweep(const char *what, const char *name, const onnxio_seriali
         bool is_new = back && tu_equal_as_loaded(back, new_m);
         CHECK_MSG(is_old || is_new, "%s, crash point %ld: the model loaded is neither the old one nor the new one", what,
                   i);
+        /* Killed between making its journal and writing its first byte:
+         * the empty journal is left for the next save, which takes it over
+         * (test_reliability), since a load cannot tell it from the one a
+         * live save has made and not yet locked. */
+        char *jname = tu_strdup_printf(".%s.onnxio-journal", name), *jpath = out_path(jname);
+        struct stat jst;
+        if (is_old && !is_new && stat(jpath, &jst) == 0 && jst.st_size == 0) {
+            empty_journals++;
+            unlink(jpath);
+        }
+        free(jpath);
+        free(jname);
         char why[512] = "";
         bool files_ok = is_new ? tu_snapshot_matches(W.out, &new_files, why, sizeof why) : tu_snapshot_matches(W.out, &old_files, why, sizeof why);
         CHECK_MSG(files_ok, "%s, crash point %ld: after the next load the files are not the %s ones: %s", what, i,
@@ -495,7 +507,8 @@ static void crash_sweep(const char *what, const char *name, const onnxio_seriali
         onnxio_arena_unref(a);
     }
     total_points += n + 1;
-    tu_note("%-58s %5ld crash points: old model %ld times, new %ld times", what, n + 1, saw_old, saw_new);
+    tu_note("%-58s %5ld crash points: old model %ld times (%ld with an empty journal left), new %ld times", what, n + 1,
+            saw_old, empty_journals, saw_new);
     tu_snapshot_free(&old_files);
     tu_snapshot_free(&new_files);
     free(path);
