@@ -14,7 +14,9 @@
 #include <stdlib.h>
 /* The C runtime opens files in text mode unless told; the command reads
  * and writes bytes. O_CLOEXEC does not exist (no exec to guard). */
+#ifndef O_CLOEXEC /* the library's own (base/os_win.h) where both are included: its tests */
 #define O_CLOEXEC _O_BINARY
+#endif
 #define CLI_PRINTF(a, b) __attribute__((format(gnu_printf, a, b)))
 #else
 #define CLI_PRINTF(a, b) __attribute__((format(printf, a, b)))

@@ -80,12 +80,11 @@ if [[ -f "$logs/test-python.log" ]]; then
 fi
 # C tests and fuzzers say "skip ..." / "skipped: ..." themselves (a C test's
 # line comes after its name: the Makefile's CTEST_NOTES).
-# The Windows build names each C test it does not build ("not built for
-# Windows: test_x: why") and each part of a test compiled out ("skipped on
+# The Windows build names each part of a test compiled out ("skipped on
 # Windows: ...").
 for step in test-build test-asan test-fuzz test-windows; do
     [[ -f "$logs/$step.log" ]] || continue
-    while IFS= read -r line; do skip_lines+=("$step: $line"); done < <(grep -hoE '(test_[a-z_]+: )?(skip checks|skipped:|skipped on Windows:|not built for Windows:) .*' \
+    while IFS= read -r line; do skip_lines+=("$step: $line"); done < <(grep -hoE '(test_[a-z_]+: )?(skip checks|skipped:|skipped on Windows:) .*' \
         "$logs/$step.log" | sed 's/^ *//' | sort | uniq -c | sed -E 's/^ *([0-9]+) (.*)/\2 (x\1)/')
 done
 

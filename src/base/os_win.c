@@ -42,7 +42,11 @@
  * - The page-cache advice, cachestat, /proc/self/fd reopens and direct
  *   reads have no Win32 counterpart here: advice is nothing, the others
  *   say ENOSYS, and their callers take their portable path.
- * - Owners: a file's st_uid is 0, as is onnxio__sys_uid() (sys.h). */
+ * - Owners: a file's st_uid is 0, as is onnxio__sys_uid() (sys.h).
+ * - The UTF-16 paths and rename records the calls need are the C runtime's
+ *   malloc, outside the library's allocation count and fault injection:
+ *   they stand where the POSIX half has the kernel's own copy of a path.
+ *   A failure is still the call's ENOMEM. */
 #ifndef _WIN32
 typedef int onnxio__os_win_empty; /* ISO C: no empty translation unit */
 #else
@@ -104,12 +108,12 @@ static int errno_of(DWORD e)
 
 static void set_errno_from(DWORD e) { errno = errno_of(e); }
 
-/* A UTF-8 string as UTF-16 with '/' made '\' (onnxio__malloc'd; NULL with
+/* A UTF-8 string as UTF-16 with '/' made '\' (malloc'd; NULL with
  * errno: EILSEQ for bytes that are not UTF-8). */
 static wchar_t *wide(const char *s, size_t n)
 {
     if (n == 0) {
-        wchar_t *w = onnxio__malloc(sizeof *w);
+        wchar_t *w = malloc(sizeof *w);
         if (!w) errno = ENOMEM;
         else w[0] = 0;
         return w;
@@ -123,7 +127,7 @@ static wchar_t *wide(const char *s, size_t n)
         errno = EILSEQ;
         return NULL;
     }
-    wchar_t *w = onnxio__malloc(((size_t)k + 1) * sizeof *w);
+    wchar_t *w = malloc(((size_t)k + 1) * sizeof *w);
     if (!w) {
         errno = ENOMEM;
         return NULL;
@@ -187,15 +191,15 @@ static wchar_t *win_path(const char *path)
     wchar_t *w = wide(path, strlen(path));
     if (!w || wcslen(w) < MAX_PATH - 12) return w;
     DWORD n = GetFullPathNameW(w, 0, NULL, NULL);
-    wchar_t *full = n ? onnxio__malloc(((size_t)n + 8) * sizeof *full) : NULL;
+    wchar_t *full = n ? malloc(((size_t)n + 8) * sizeof *full) : NULL;
     if (!full) {
-        onnxio__free(w);
+        free(w);
         errno = n ? ENOMEM : ENOENT;
         return NULL;
     }
     wcscpy(full, L"\\\\?\\");
     GetFullPathNameW(w, n, full + 4, NULL);
-    onnxio__free(w);
+    free(w);
     return full;
 }
 
@@ -255,7 +259,7 @@ static HANDLE open_under(HANDLE dir, const char *name, ACCESS_MASK access, ULONG
     if (!w) return INVALID_HANDLE_VALUE;
     size_t n = wcslen(w);
     if (n * sizeof(wchar_t) > 0xFFF0) {
-        onnxio__free(w);
+        free(w);
         errno = ENAMETOOLONG;
         return INVALID_HANDLE_VALUE;
     }
@@ -267,7 +271,7 @@ static HANDLE open_under(HANDLE dir, const char *name, ACCESS_MASK access, ULONG
     NTSTATUS st = create(&h, access | SYNCHRONIZE | FILE_READ_ATTRIBUTES, &oa, &io, NULL, attributes,
                          FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, disposition,
                          options | FILE_SYNCHRONOUS_IO_NONALERT | FILE_OPEN_FOR_BACKUP_INTENT, NULL, 0);
-    onnxio__free(w);
+    free(w);
     if (st < 0) {
         set_errno_from(status_to_error(st));
         return INVALID_HANDLE_VALUE;
@@ -298,7 +302,7 @@ static HANDLE open_handle(int dirfd, const char *path, int flags, mode_t mode, A
                         attributes | FILE_FLAG_BACKUP_SEMANTICS | ((flags & O_NOFOLLOW) ? FILE_FLAG_OPEN_REPARSE_POINT : 0),
                         NULL);
         DWORD err = GetLastError();
-        onnxio__free(w);
+        free(w);
         if (h == INVALID_HANDLE_VALUE) {
             set_errno_from(err);
             return h;
@@ -468,7 +472,7 @@ int onnxio__sys_each_entry(int dir_fd, void (*fn)(void *ctx, const char *name), 
     if (!w) return -1;
     WIN32_FIND_DATAW e;
     HANDLE f = FindFirstFileW(w, &e);
-    onnxio__free(w);
+    free(w);
     if (f == INVALID_HANDLE_VALUE) {
         set_errno_from(GetLastError());
         return -1;
@@ -580,7 +584,7 @@ static bool rename_posix(const wchar_t *from, const wchar_t *to)
         return false;
     }
     size_t size = sizeof(FILE_RENAME_INFO) + (n + 1) * sizeof(wchar_t);
-    FILE_RENAME_INFO *info = onnxio__calloc(1, size);
+    FILE_RENAME_INFO *info = calloc(1, size);
     if (!info) {
         SetLastError(ERROR_NOT_ENOUGH_MEMORY);
         return false;
@@ -597,7 +601,7 @@ static bool rename_posix(const wchar_t *from, const wchar_t *to)
         CloseHandle(h);
         SetLastError(ok ? 0 : e);
     }
-    onnxio__free(info);
+    free(info);
     return ok;
 }
 
@@ -613,7 +617,7 @@ static bool replace_held(const wchar_t *from, const wchar_t *to, DWORD how)
 {
     static const wchar_t tag[] = L".onnxio-old-";
     size_t n = wcslen(to), tn = sizeof tag / sizeof tag[0] - 1;
-    wchar_t *aside = onnxio__malloc((n + tn + 17) * sizeof(wchar_t));
+    wchar_t *aside = malloc((n + tn + 17) * sizeof(wchar_t));
     if (!aside) {
         SetLastError(ERROR_NOT_ENOUGH_MEMORY);
         return false;
@@ -635,7 +639,7 @@ static bool replace_held(const wchar_t *from, const wchar_t *to, DWORD how)
             SetLastError(e);
         }
     }
-    onnxio__free(aside);
+    free(aside);
     return ok;
 }
 
@@ -665,8 +669,8 @@ int onnxio__sys_renameat(int olddir, const char *oldpath, int newdir, const char
             if (r) set_errno_from(e);
         }
     }
-    onnxio__free(from);
-    onnxio__free(to);
+    free(from);
+    free(to);
     return r;
 }
 
@@ -688,7 +692,7 @@ int onnxio__sys_unlinkat(int dirfd, const char *path, int flags)
             if (!ok) SetFileAttributesW(w, a);
         }
     }
-    onnxio__free(w);
+    free(w);
     if (!ok) {
         set_errno_from(e);
         return -1;

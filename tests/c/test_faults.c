@@ -20,11 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include "common.h" /* cli_main: the onnxio command, in-process */
 #include "io/io.h"
+#include "common.h" /* cli_main: the onnxio command, in-process */
 #include "testutil.h"
 
 #define IO_OPS                                                                                                    \
@@ -71,6 +70,7 @@ static onnxio_ModelProto *synthetic_model(onnxio_arena *a, unsigned seed)
 /* ---- scenarios -------------------------------------------------------------------- */
 
 typedef struct world {
+    const char *repo; /* the source tree (the test's argument) */
     char *dir;       /* inputs */
     char *out;       /* outputs of saves, compared after every failure */
     onnxio_ModelProto *model;
@@ -437,13 +437,72 @@ static void sweep(const scenario *sc, unsigned mask, const char *kind)
 
 /* ---- crash points of the save protocol ---------------------------------------------- */
 
-/* Kills a child at each mutating operation of a save of `new_m` over files
- * a save of `old_m` made, then loads (which finishes or undoes what the
- * child left) and checks: the old model or the new one, whole, and exactly
- * the old files or the new ones. */
-static void crash_sweep(const char *what, const char *name, const onnxio_serialize_options *opts,
-                        onnxio_ModelProto *old_m, onnxio_ModelProto *new_m)
+/* The saves the crash sweeps kill, by number: what, the file saved, the
+ * options. False past the last. */
+static bool crash_case(int k, const char **what, const char **name, onnxio_serialize_options *o)
 {
+    *o = serial_save();
+    *name = "c.onnx";
+    switch (k) {
+    case 0: *what = "save .onnx"; return true;
+    case 1:
+        *what = "save with one data file";
+        o->external_data.location = "c.data";
+        o->external_data.checksum = true;
+        return true;
+    case 2:
+        *what = "save one file per tensor";
+        o->external_data.all_tensors_to_one_file = ONNXIO_OFF;
+        o->external_data.convert_attribute = true;
+        return true;
+    case 3:
+        *what = "save split data files";
+        o->external_data.location = "c.data";
+        o->external_data.max_file_size = 8192;
+        return true;
+    case 4:
+        *what = "save .onnxz";
+        *name = "c.onnxz";
+        return true;
+    default: return false;
+    }
+}
+
+/* The models of the crash sweeps: the old one, and the new one saved over
+ * it (the same in a child on Windows, which makes its own). */
+#define CRASH_OLD_SEED 1
+#define CRASH_NEW_SEED 9
+
+/* A crash child: the save of crash case `k` of `m`, killed at its `i`th
+ * mutating operation (exit code 0 when it has fewer). */
+typedef struct crash_run {
+    int k;
+    long i;
+    onnxio_ModelProto *m;
+} crash_run;
+
+static void crash_child(void *arg)
+{
+    const crash_run *r = arg;
+    const char *what, *name;
+    onnxio_serialize_options o;
+    if (!crash_case(r->k, &what, &name, &o)) _exit(2);
+    char *path = out_path(name);
+    onnxio__fault_set(MUTATING_OPS, r->i, true, false);
+    onnxio_status s = onnxio_save_model(r->m, path, &o);
+    _exit(s == ONNXIO_OK ? 0 : 1);
+}
+
+/* Kills a child at each mutating operation of crash case `k`, a save of
+ * `new_m` over files a save of `old_m` made, then loads (which finishes
+ * or undoes what the child left) and checks: the old model or the new
+ * one, whole, and exactly the old files or the new ones. */
+static void crash_sweep(int k, onnxio_ModelProto *old_m, onnxio_ModelProto *new_m)
+{
+    const char *what, *name;
+    onnxio_serialize_options o;
+    crash_case(k, &what, &name, &o);
+    const onnxio_serialize_options *opts = &o;
     char *path = out_path(name);
     /* The new files, and the old ones, as a complete save leaves them. */
     tu_remove_tree(W.out);
@@ -465,18 +524,14 @@ static void crash_sweep(const char *what, const char *name, const onnxio_seriali
         tu_remove_tree(W.out);
         mkdir(W.out, 0777);
         restore(&old_files);
-        fflush(NULL);
-        pid_t pid = fork();
-        if (pid == 0) {
-            onnxio__fault_set(MUTATING_OPS, i, true, false);
-            onnxio_status s = onnxio_save_model(new_m, path, opts);
-            _exit(s == ONNXIO_OK ? 0 : 1);
-        }
-        int st = 0;
-        waitpid(pid, &st, 0);
-        bool killed = WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
-        CHECK_MSG(killed || (i > n && WIFEXITED(st) && WEXITSTATUS(st) == 0),
-                  "%s, crash point %ld: the child ended with status %d", what, i, st);
+        char karg[16], iarg[32];
+        snprintf(karg, sizeof karg, "%d", k);
+        snprintf(iarg, sizeof iarg, "%ld", i);
+        const char *args[] = {W.repo, "--crash-child", W.dir, karg, iarg, NULL};
+        crash_run run = {k, i, new_m};
+        int code = tu_crash_child(crash_child, &run, args);
+        CHECK_MSG(code == 137 || (i > n && code == 0), "%s, crash point %ld: the child ended with code %d", what, i,
+                  code);
         onnxio_arena *a = onnxio_arena_new();
         onnxio_ModelProto *back = NULL;
         onnxio_parse_options po = serial_load(false);
@@ -486,18 +541,7 @@ static void crash_sweep(const char *what, const char *name, const onnxio_seriali
         bool is_new = back && tu_equal_as_loaded(back, new_m);
         CHECK_MSG(is_old || is_new, "%s, crash point %ld: the model loaded is neither the old one nor the new one", what,
                   i);
-        /* Killed between making its journal and writing its first byte:
-         * the empty journal is left for the next save, which takes it over
-         * (test_reliability), since a load cannot tell it from the one a
-         * live save has made and not yet locked. */
-        char *jname = tu_strdup_printf(".%s.onnxio-journal", name), *jpath = out_path(jname);
-        struct stat jst;
-        if (is_old && !is_new && stat(jpath, &jst) == 0 && jst.st_size == 0) {
-            empty_journals++;
-            unlink(jpath);
-        }
-        free(jpath);
-        free(jname);
+        if (is_old && !is_new) empty_journals += tu_take_empty_journal(path);
         char why[512] = "";
         bool files_ok = is_new ? tu_snapshot_matches(W.out, &new_files, why, sizeof why) : tu_snapshot_matches(W.out, &old_files, why, sizeof why);
         CHECK_MSG(files_ok, "%s, crash point %ld: after the next load the files are not the %s ones: %s", what, i,
@@ -621,13 +665,24 @@ static long opens_for_load(int k, bool no_copy)
 int main(int argc, char **argv)
 {
     const char *repo = argc > 1 ? argv[1] : ".";
+    W.repo = repo;
+    /* A crash child on Windows (tu_crash_child): REPO --crash-child DIR K I. */
+    if (argc == 6 && strcmp(argv[2], "--crash-child") == 0) {
+        W.dir = argv[3];
+        W.out = tu_path_join(W.dir, "out");
+        onnxio_arena *arena = onnxio_arena_new();
+        crash_run run = {atoi(argv[4]), atol(argv[5]), synthetic_model(arena, CRASH_NEW_SEED)};
+        crash_child(&run);
+    }
     onnxio__alloc_track(true);
+#ifdef SIGPIPE
     signal(SIGPIPE, SIG_IGN);
+#endif
     W.dir = tu_make_temp_dir("faults");
     W.out = tu_path_join(W.dir, "out");
     mkdir(W.out, 0777);
     onnxio_arena *arena = onnxio_arena_new();
-    onnxio_ModelProto *synthetic = synthetic_model(arena, 1);
+    onnxio_ModelProto *synthetic = synthetic_model(arena, CRASH_OLD_SEED);
     W.model = synthetic;
 
     /* The tensors that name one data file: its location walked, and the
@@ -659,23 +714,11 @@ int main(int argc, char **argv)
 
     /* The save protocol, killed at each step. */
     tu_begin("crash points: a save killed before each file operation, then the next load");
-    onnxio_ModelProto *changed = synthetic_model(arena, 9);
+    onnxio_ModelProto *changed = synthetic_model(arena, CRASH_NEW_SEED);
     W.model = synthetic;
-    onnxio_serialize_options o = serial_save();
-    crash_sweep("save .onnx", "c.onnx", &o, synthetic, changed);
-    onnxio_serialize_options one = o;
-    one.external_data.location = "c.data";
-    one.external_data.checksum = true;
-    crash_sweep("save with one data file", "c.onnx", &one, synthetic, changed);
-    onnxio_serialize_options per = o;
-    per.external_data.all_tensors_to_one_file = ONNXIO_OFF;
-    per.external_data.convert_attribute = true;
-    crash_sweep("save one file per tensor", "c.onnx", &per, synthetic, changed);
-    onnxio_serialize_options split = o;
-    split.external_data.location = "c.data";
-    split.external_data.max_file_size = 8192;
-    crash_sweep("save split data files", "c.onnx", &split, synthetic, changed);
-    crash_sweep("save .onnxz", "c.onnxz", &o, synthetic, changed);
+    const char *what, *name;
+    onnxio_serialize_options o;
+    for (int k = 0; crash_case(k, &what, &name, &o); k++) crash_sweep(k, synthetic, changed);
     tu_end();
 
     tu_note("%ld fault and crash points in all", total_points);

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "io/io.h"
@@ -35,6 +34,10 @@ static onnxio_TensorProto *add_tensor(onnxio_arena *a, onnxio_GraphProto *g, con
 /* The full model: float, float16 (2-D), packed int4 (odd count), a tiny
  * tensor that stays inline, an empty one, one in a subgraph, names that file
  * names cannot keep. */
+/* The seed of the model the streaming saves write (the same in a crash
+ * child on Windows, which makes its own). */
+#define FULL_SEED 1
+
 static onnxio_ModelProto *full_model(onnxio_arena *a, unsigned seed)
 {
     onnxio_ModelProto *m = onnxio_message_new(a, &onnxio_desc_ModelProto);
@@ -268,7 +271,7 @@ static void test_errors(void)
     layout ls[16];
     size_t n = layouts(ls);
     onnxio_arena *a = onnxio_arena_new();
-    onnxio_ModelProto *old_m = full_model(a, 7), *full = full_model(a, 1);
+    onnxio_ModelProto *old_m = full_model(a, 7), *full = full_model(a, FULL_SEED);
     char *dir = tu_path_join(root, "err");
     static const uint8_t junk[65536];
     for (size_t k = 0; k < n; k++) {
@@ -357,12 +360,34 @@ static void test_errors(void)
     ((1u << ONNXIO__OP_OPEN) | (1u << ONNXIO__OP_WRITE) | (1u << ONNXIO__OP_SYNC) | (1u << ONNXIO__OP_TRUNCATE) | \
      (1u << ONNXIO__OP_RENAME) | (1u << ONNXIO__OP_UNLINK))
 
+/* A crash child: the streaming save of layout `k` of the full model into
+ * `dir`, killed at its `i`th mutating operation. */
+typedef struct stream_crash {
+    const char *dir;
+    int k;
+    long i;
+} stream_crash;
+
+static void stream_crash_child(void *arg)
+{
+    const stream_crash *r = arg;
+    layout ls[16];
+    if ((size_t)r->k >= layouts(ls)) _exit(2);
+    onnxio_arena *a = onnxio_arena_new();
+    streaming st;
+    streaming_make(&st, full_model(a, FULL_SEED));
+    char *p = tu_path_join(r->dir, ls[r->k].file);
+    onnxio__fault_set(MUTATING_OPS, r->i, true, false);
+    onnxio_status s = onnxio_save_streaming(st.structure, p, source_fn, &st.src, &ls[r->k].opts);
+    _exit(s == ONNXIO_OK ? 0 : 1);
+}
+
 static void test_faults(void)
 {
     layout ls[16];
     size_t n = layouts(ls);
     onnxio_arena *a = onnxio_arena_new();
-    onnxio_ModelProto *old_m = full_model(a, 7), *full = full_model(a, 1);
+    onnxio_ModelProto *old_m = full_model(a, 7), *full = full_model(a, FULL_SEED);
     char *dir = tu_path_join(root, "faults");
     for (size_t k = 0; k < n; k++) {
         tu_begin("faults: %s", ls[k].what);
@@ -427,25 +452,23 @@ static void test_faults(void)
         CHECK_STATUS(onnxio_save_streaming(st.structure, p, source_fn, &st.src, &ls[k].opts), ONNXIO_OK);
         long m_count = onnxio__fault_counted();
         onnxio__fault_set(0, 0, false, false);
-        long saw_old = 0, saw_new = 0;
+        long saw_old = 0, saw_new = 0, empty_journals = 0;
         for (long i = 1; i <= m_count; i++) {
             restore(dir, &old);
             st.src.next = 0;
-            fflush(NULL);
-            pid_t pid = fork();
-            if (pid == 0) {
-                onnxio__fault_set(MUTATING_OPS, i, true, false);
-                onnxio_status s = onnxio_save_streaming(st.structure, p, source_fn, &st.src, &ls[k].opts);
-                _exit(s == ONNXIO_OK ? 0 : 1);
-            }
-            int wst = 0;
-            waitpid(pid, &wst, 0);
-            CHECK_MSG(WIFSIGNALED(wst) && WTERMSIG(wst) == SIGKILL, "crash point %ld: the child ended with %d", i, wst);
+            char karg[16], iarg[32];
+            snprintf(karg, sizeof karg, "%zu", k);
+            snprintf(iarg, sizeof iarg, "%ld", i);
+            const char *args[] = {".", "--crash-child", dir, karg, iarg, NULL};
+            stream_crash run = {dir, (int)k, i};
+            int code = tu_crash_child(stream_crash_child, &run, args);
+            CHECK_MSG(code == 137, "crash point %ld: the child ended with code %d", i, code);
             onnxio_arena *b = onnxio_arena_new();
             onnxio_ModelProto *back = NULL;
             onnxio_status s = onnxio_load_model(p, NULL, b, &back);
             CHECK_MSG(s == ONNXIO_OK, "crash point %ld: the next load fails: %s", i, onnxio_last_error());
             bool is_new = back && tu_equal_as_loaded(back, full), is_old = back && tu_equal_as_loaded(back, old_m);
+            if (is_old && !is_new) empty_journals += tu_take_empty_journal(p);
             char why[256] = "";
             bool files_ok = tu_snapshot_matches(dir, is_new ? &new_files : &old, why, sizeof why);
             CHECK_MSG(is_new || is_old, "crash point %ld: neither the old model nor the new one", i);
@@ -454,7 +477,8 @@ static void test_faults(void)
             saw_new += is_new;
             onnxio_arena_unref(b);
         }
-        tu_note("%ld crash points: old %ld, new %ld", m_count, saw_old, saw_new);
+        tu_note("%ld crash points: old %ld (%ld with an empty journal left), new %ld", m_count, saw_old, empty_journals,
+                saw_new);
         CHECK(saw_old > 0 && saw_new > 0);
         onnxio_arena_unref(st.arena);
         tu_snapshot_free(&old);
@@ -468,8 +492,11 @@ static void test_faults(void)
 
 int main(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
+    /* A crash child on Windows (tu_crash_child): REPO --crash-child DIR K I. */
+    if (argc == 6 && strcmp(argv[2], "--crash-child") == 0) {
+        stream_crash run = {argv[3], atoi(argv[4]), atol(argv[5])};
+        stream_crash_child(&run);
+    }
     root = tu_make_temp_dir("onnxio-stream-");
     test_identical();
     test_errors();

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #ifndef _WIN32
 #include <dlfcn.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #endif
 #ifdef _WIN32
 /* The Windows build (mingw-w64, run under Wine): what the helpers use of
@@ -1036,3 +1038,63 @@ bool tu_sha1_file(const char *path, char out[41])
     return pclose(p) == 0 && ok;
 }
 #endif
+
+#ifdef _WIN32
+int tu_crash_child(void (*fn)(void *), void *arg, const char *const *args)
+{
+    (void)fn, (void)arg;
+    wchar_t exe[MAX_PATH + 1];
+    DWORD n = GetModuleFileNameW(NULL, exe, MAX_PATH);
+    if (n == 0 || n >= MAX_PATH) return -1;
+    size_t len = wcslen(exe) + 3;
+    for (size_t i = 0; args[i]; i++) len += strlen(args[i]) + 3;
+    wchar_t *cmd = calloc(len + 1, sizeof *cmd);
+    if (!cmd) return -1;
+    size_t at = (size_t)swprintf(cmd, len + 1, L"\"%ls\"", exe);
+    for (size_t i = 0; args[i]; i++) {
+        cmd[at++] = L' ';
+        int k = MultiByteToWideChar(CP_UTF8, 0, args[i], -1, cmd + at, (int)(len - at));
+        if (k <= 0) return free(cmd), -1;
+        at += (size_t)k - 1;
+    }
+    fflush(NULL);
+    STARTUPINFOW si = {.cb = sizeof si};
+    PROCESS_INFORMATION pi;
+    BOOL ok = CreateProcessW(exe, cmd, NULL, NULL, TRUE, 0, NULL, NULL, &si, &pi);
+    free(cmd);
+    if (!ok) return -1;
+    WaitForSingleObject(pi.hProcess, INFINITE);
+    DWORD code = (DWORD)-1;
+    GetExitCodeProcess(pi.hProcess, &code);
+    CloseHandle(pi.hThread);
+    CloseHandle(pi.hProcess);
+    return (int)code;
+}
+#else
+int tu_crash_child(void (*fn)(void *), void *arg, const char *const *args)
+{
+    (void)args;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        fn(arg);
+        _exit(126);
+    }
+    int st = 0;
+    if (waitpid(pid, &st, 0) != pid) return -1;
+    if (WIFSIGNALED(st)) return WTERMSIG(st) == SIGKILL ? 137 : -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+#endif
+
+bool tu_take_empty_journal(const char *model_path)
+{
+    const char *slash = strrchr(model_path, '/');
+    const char *name = slash ? slash + 1 : model_path;
+    char *journal = tu_strdup_printf("%.*s.%s.onnxio-journal", (int)(name - model_path), model_path, name);
+    struct stat st;
+    bool empty = stat(journal, &st) == 0 && st.st_size == 0 && unlink(journal) == 0;
+    free(journal);
+    return empty;
+}

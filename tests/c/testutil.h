@@ -257,6 +257,21 @@ int tu_mappings_of(const char *suffix);
  * VirtualProtect PAGE_NOACCESS): a read one byte past them faults. Never
  * given back; aborts the test when it cannot be made. */
 void *tu_guard_end(size_t size);
+/* Runs a child that a crash point ends (the save protocol's sweeps) and
+ * returns how it ended: its exit code, 137 when a crash point killed it
+ * (SIGKILL on POSIX; os.c's _exit(137) on Windows), -1 when it could not
+ * be run. POSIX: fork, then fn(arg) in the child (which must not return).
+ * Windows has no fork: this program runs again with `args` (a
+ * NULL-terminated list, each without spaces or quotes) after its name,
+ * and its main must run the same child for them. */
+int tu_crash_child(void (*fn)(void *), void *arg, const char *const *args);
+/* A save killed between making its journal (.NAME.onnxio-journal beside
+ * the model) and writing its first byte leaves that journal empty, for
+ * the next save to take over: a load cannot tell it from the journal a
+ * live save has made and not yet locked. Removes the journal of
+ * `model_path` when it is there and empty (so that a crash sweep can
+ * compare the old files); true when it did. */
+bool tu_take_empty_journal(const char *model_path);
 /* The threads of this process (/proc/self/task; on Windows, a Toolhelp
  * snapshot's threads of this process); -1 when the system cannot say. */
 int tu_thread_count(void);
