@@ -637,16 +637,18 @@ onnxio_status onnxio_external_data_open(const char *base_dir, const char *locati
  * onnxio_tensor_file_open; the base directory of every location):
  * `base_dir` when it is not NULL, else the directory part of `model_path`,
  * all that comes before its last '/' ("/" when that '/' is its first byte,
- * "." when it has none; NULL model_path reads as ""). Written
+ * "." when it has none; NULL model_path reads as ""). On Windows a
+ * backslash separates too, and a drive's root keeps its separator ("C:"
+ * and a backslash). Written
  * NUL-terminated into `buf` of `size` bytes when it fits. Returns its
  * length, as snprintf does: a return of `size` or more says that `buf`
  * was too small, and then holds the empty string (when size > 0).
  * strlen(model_path) + 2 bytes, or strlen(base_dir) + 1, always suffice.
  * Nothing is looked up on the file system, and nothing fails. */
 size_t onnxio_model_dir(const char *model_path, const char *base_dir, char *buf, size_t size);
-/* The file name of `path`: the part after its last '/' (all of it when it
- * has none; "" when it ends in '/'). A pointer into `path`; NULL for
- * NULL. */
+/* The file name of `path`: the part after its last '/' (on Windows, '/'
+ * or backslash; all of it when it has none; "" when it ends in one). A pointer
+ * into `path`; NULL for NULL. */
 const char *onnxio_path_file_name(const char *path);
 /* Whether the external data location `location` (`size` bytes, not
  * NUL-terminated), read in the directory of the file at `path`

@@ -32,6 +32,18 @@
 typedef sigset_t onnxio__signals;
 #endif
 
+/* The last path separator of `path`: '/', and on Windows '\\' too; NULL
+ * when there is none. */
+static inline const char *onnxio__last_separator(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (ONNXIO__OS_WINDOWS) {
+        const char *back = strrchr(path, '\\');
+        if (back && (!slash || back > slash)) slash = back;
+    }
+    return slash;
+}
+
 #if defined(_WIN32)
 /* The DLL's exports: the API only (with no dllexport at all, the linker
  * would export every external symbol). */

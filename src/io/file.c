@@ -217,9 +217,10 @@ static void model_dir(const char *path, const char *base_dir, const char **dir, 
         *dir = base_dir, *n = strlen(base_dir);
         return;
     }
-    const char *slash = path ? strrchr(path, '/') : NULL;
+    const char *slash = path ? onnxio__last_separator(path) : NULL;
     if (!slash) *dir = ".", *n = 1;
-    else if (slash == path) *dir = "/", *n = 1;
+    /* A root keeps its separator: "/", and on Windows "C:\\". */
+    else if (slash == path || (ONNXIO__OS_WINDOWS && slash == path + 2 && path[1] == ':')) *dir = path, *n = (size_t)(slash - path) + 1;
     else *dir = path, *n = (size_t)(slash - path);
 }
 
@@ -246,7 +247,7 @@ ONNXIO_API size_t onnxio_model_dir(const char *model_path, const char *base_dir,
 
 ONNXIO_API const char *onnxio_path_file_name(const char *path)
 {
-    const char *slash = path ? strrchr(path, '/') : NULL;
+    const char *slash = path ? onnxio__last_separator(path) : NULL;
     return slash ? slash + 1 : path;
 }
 

@@ -87,7 +87,9 @@ ONNXIO_API onnxio_arena *onnxio_arena_ref(onnxio_arena *a)
  * model went from 21 to 66 ms a load when every free trimmed). */
 #define TRIM_AFTER ((size_t)32 << 20)
 #define SMALL_ARENA ((size_t)64 << 10)
+#if defined(__GLIBC__)
 static atomic_size_t freed_since_trim;
+#endif
 
 static void note_freed(size_t n)
 {

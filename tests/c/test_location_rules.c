@@ -228,6 +228,61 @@ static void check_loads(void)
     tu_end();
 }
 
+/* ---- the model's own path -------------------------------------------------- */
+
+/* The model's directory and file name from its path, against Python's
+ * ntpath (Windows) and posixpath (elsewhere): ntpath.dirname and
+ * ntpath.basename of each path give the Windows column. Then a model
+ * with external data loaded through a path spelled with backslashes: on
+ * Windows its data is found beside it. */
+static void check_model_path(void)
+{
+    tu_begin("the model's path (%s)", ON_WINDOWS ? "Windows: '/' and backslash separate" : "POSIX: '/' separates");
+    static const struct {
+        const char *path, *win_dir, *win_name, *posix_dir, *posix_name;
+    } cases[] = {
+        {"C:\\models\\m.onnx", "C:\\models", "m.onnx", ".", "C:\\models\\m.onnx"},
+        {"C:\\m.onnx", "C:\\", "m.onnx", ".", "C:\\m.onnx"},
+        {"a/b\\m.onnx", "a/b", "m.onnx", "a", "b\\m.onnx"},
+        {"a\\b/m.onnx", "a\\b", "m.onnx", "a\\b", "m.onnx"},
+        {"/m.onnx", "/", "m.onnx", "/", "m.onnx"},
+        {"m.onnx", ".", "m.onnx", ".", "m.onnx"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char buf[64];
+        onnxio_model_dir(cases[i].path, NULL, buf, sizeof buf);
+        CHECK_STR(buf, ON_WINDOWS ? cases[i].win_dir : cases[i].posix_dir);
+        CHECK_STR(onnxio_path_file_name(cases[i].path), ON_WINDOWS ? cases[i].win_name : cases[i].posix_name);
+    }
+    if (ON_WINDOWS) {
+        char *dir = tu_make_temp_dir("onnxio-names");
+        CHECK(make_data_file(dir, "data.bin"));
+        write_model(dir, "data.bin");
+        char *path = tu_path_join(dir, "model.onnx");
+        for (char *p = path; *p; p++)
+            if (*p == '/') *p = '\\';
+        onnxio_arena *a = onnxio_arena_new();
+        onnxio_ModelProto *m = NULL;
+        CHECK_MSG(onnxio_load_model(path, NULL, a, &m) == ONNXIO_OK, "%s: %s", path, onnxio_last_error());
+        if (m && CHECK(m->graph && m->graph->initializer.size == 1)) {
+            const onnxio_TensorProto *t = m->graph->initializer.data[0];
+            CHECK_BYTES(t->raw_data.data, t->raw_data.size, data_bytes, DATA_SIZE);
+        }
+        /* A save through that spelling: its journal and temporary file
+         * beside it, none left. */
+        CHECK_STATUS(onnxio_save_model(m, path, NULL), ONNXIO_OK);
+        tu_strlist names = {0};
+        tu_list_dir(dir, &names);
+        CHECK_EQ_INT((int)names.size, 2);
+        tu_strlist_free(&names);
+        onnxio_arena_unref(a);
+        free(path);
+        tu_remove_tree(dir);
+        free(dir);
+    }
+    tu_end();
+}
+
 /* ---- a link out of the model's directory ------------------------------------ */
 
 /* Makes <dir>/<name> a directory link to `target`: a symlink on POSIX, a
@@ -343,6 +398,7 @@ int main(void)
 {
     check_rule();
     check_loads();
+    check_model_path();
     check_link_out();
     return tu_finish();
 }
