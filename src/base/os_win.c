@@ -612,12 +612,14 @@ static bool rename_posix(const wchar_t *from, const wchar_t *to)
  * file is removed (a mapped one stays until its mappings end, on Windows;
  * Wine removes it at once). If `from` cannot take the name, the old file
  * goes back. Between the two renames the name is briefly absent: a load
- * then finds no file, never a mix of two. */
+ * then finds no file, never a mix of two; a save killed there leaves the
+ * old file aside, which the next load or save puts back (before the
+ * save's commit) or removes (after it): txn.c, replay_record. */
 static bool replace_held(const wchar_t *from, const wchar_t *to, DWORD how)
 {
-    static const wchar_t tag[] = L".onnxio-old-";
+    static const wchar_t tag[] = L"" ONNXIO__ASIDE_INFIX;
     size_t n = wcslen(to), tn = sizeof tag / sizeof tag[0] - 1;
-    wchar_t *aside = malloc((n + tn + 17) * sizeof(wchar_t));
+    wchar_t *aside = malloc((n + tn + ONNXIO__ASIDE_HEX + 1) * sizeof(wchar_t));
     if (!aside) {
         SetLastError(ERROR_NOT_ENOUGH_MEMORY);
         return false;
@@ -626,8 +628,8 @@ static bool replace_held(const wchar_t *from, const wchar_t *to, DWORD how)
     if (onnxio__sys_getrandom(&r, sizeof r) != (ssize_t)sizeof r) r = GetTickCount64() ^ GetCurrentProcessId();
     memcpy(aside, to, n * sizeof(wchar_t));
     memcpy(aside + n, tag, tn * sizeof(wchar_t));
-    for (int i = 0; i < 16; i++) aside[n + tn + i] = L"0123456789abcdef"[(r >> (60 - 4 * i)) & 15];
-    aside[n + tn + 16] = 0;
+    for (int i = 0; i < ONNXIO__ASIDE_HEX; i++) aside[n + tn + i] = L"0123456789abcdef"[(r >> (60 - 4 * i)) & 15];
+    aside[n + tn + ONNXIO__ASIDE_HEX] = 0;
     bool ok = false;
     if (MoveFileExW(to, aside, MOVEFILE_WRITE_THROUGH)) {
         if (MoveFileExW(from, to, how)) {

@@ -32,6 +32,14 @@
 typedef sigset_t onnxio__signals;
 #endif
 
+/* Where the system cannot rename over a file in use, the Windows half
+ * moves the old file aside first, to "<name>.onnxio-old-<16 hex>" beside
+ * it (os_win.c, onnxio__sys_renameat); a save killed between that move
+ * and the rename leaves it there, which the save's replay (txn.c) puts
+ * back or removes. */
+#define ONNXIO__ASIDE_INFIX ".onnxio-old-"
+#define ONNXIO__ASIDE_HEX 16
+
 /* The last path separator of `path`: '/', and on Windows '\\' too; NULL
  * when there is none. */
 static inline const char *onnxio__last_separator(const char *path)

@@ -152,9 +152,22 @@ static bool is_tmp_of(const char *tmp, const char *name)
            strlen(tmp + 1 + n + k) == RANDOM_HEX && strspn(tmp + 1 + n + k, "0123456789abcdef") == RANDOM_HEX;
 }
 
+/* Whether `entry` is the name a file `name` was moved aside to, its
+ * ONNXIO__ASIDE_INFIX and hex digits at the end. With `name` NULL: of any
+ * file. */
+static bool is_aside_of(const char *entry, const char *name)
+{
+    size_t e = strlen(entry), k = sizeof ONNXIO__ASIDE_INFIX - 1, h = ONNXIO__ASIDE_HEX;
+    if (e < k + h + 1 || strncmp(entry + e - h - k, ONNXIO__ASIDE_INFIX, k) != 0 ||
+        strspn(entry + e - h, "0123456789abcdef") != h)
+        return false;
+    return !name || (strlen(name) == e - h - k && strncmp(entry, name, e - h - k) == 0);
+}
+
 bool onnxio__txn_reserved_name(const char *name)
 {
     size_t n = strlen(name), j = sizeof JOURNAL_SUFFIX - 1, k = sizeof TMP_INFIX - 1;
+    if (is_aside_of(name, NULL)) return true;
     if (name[0] != '.') return false;
     if (n > j && strcmp(name + n - j, JOURNAL_SUFFIX) == 0) return true;
     /* ".<target>.onnxio-tmp-<hex>": the infix RANDOM_HEX characters
@@ -209,17 +222,48 @@ static bool temp_there(int dir, const char *tname, const char *fname, uid_t owne
  * over its target). Returns false when a rename that must happen failed.
  * Only records of the expected shape, whose file is a regular file of
  * ours, are acted on. */
+/* The files a target was moved aside to (ONNXIO__ASIDE_INFIX), regular
+ * files of this user: with `restore`, the first goes back under the
+ * target's name; the others are removed. */
+typedef struct aside_ctx {
+    int dir;
+    const char *name;
+    bool restore;
+} aside_ctx;
+
+static void aside_entry(void *ctx, const char *entry)
+{
+    aside_ctx *c = ctx;
+    struct stat st;
+    if (!is_aside_of(entry, c->name) || onnxio__sys_fstatat(c->dir, entry, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISREG(st.st_mode) || st.st_uid != onnxio__sys_uid())
+        return;
+    if (c->restore && onnxio__sys_renameat(c->dir, entry, c->dir, c->name) == 0) c->restore = false;
+    else onnxio__sys_unlinkat(c->dir, entry, 0);
+}
+
 static bool replay_record(const char *tmp, const char *final, bool forward)
 {
     const char *tname, *fname;
     int dir = record_dir(tmp, final, &tname, &fname);
     if (dir < 0) return !forward;
     bool ok = true;
+    /* A rename of the Windows half cut between its two steps (the target
+     * moved aside, the new file not yet in; os_win.c): before the commit
+     * the old file goes back under its name, after it the old file goes.
+     * A file aside beside a target that is there is a leftover of a rename
+     * that finished. */
+    struct stat st;
+    aside_ctx aside = {dir, fname, false};
+    aside.restore = !forward && onnxio__sys_fstatat(dir, fname, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT;
+    if (aside.restore) onnxio__sys_each_entry(dir, aside_entry, &aside);
     if (temp_there(dir, tname, fname, onnxio__sys_uid())) {
         if (!forward) onnxio__sys_unlinkat(dir, tname, 0);
         else if (onnxio__sys_renameat(dir, tname, dir, fname) != 0) ok = false;
         else onnxio__sys_fsync(dir);
     }
+    aside.restore = false;
+    if (ok) onnxio__sys_each_entry(dir, aside_entry, &aside);
     onnxio__close(dir);
     return ok;
 }

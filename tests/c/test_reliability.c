@@ -556,6 +556,51 @@ static void test_journal(void)
     CHECK(file_is(victim, (const uint8_t *)"keep", 4) && file_is(bait, (const uint8_t *)"evil", 4));
     CHECK(!tu_exists(jpath));
 
+    /* A save killed inside a rename of the Windows half, between moving
+     * the old file aside and moving the new one in (os_win.c): the target
+     * is missing, the old file is "<name>.onnxio-old-<16 hex>", the new
+     * one its temporary file. Before the commit ('P') the next load puts
+     * the old file back; after it ('C') the new one goes in and the old
+     * one away. Either way no aside file stays. */
+    {
+        char *sm = tu_path_join(dir, "s.onnx"), *sj = tu_path_join(dir, ".s.onnx.onnxio-journal");
+        char *st = tu_path_join(dir, ".s.onnx.onnxio-tmp-0123456789ab");
+        char *sa = tu_path_join(dir, "s.onnx.onnxio-old-0123456789abcdef");
+        CHECK_STATUS(onnxio_save_model(new_m, sm, NULL), ONNXIO_OK);
+        size_t nn, on;
+        uint8_t *nb = tu_read_file(sm, &nn);
+        CHECK_STATUS(onnxio_save_model(old_m, sm, NULL), ONNXIO_OK);
+        uint8_t *ob = tu_read_file(sm, &on);
+        for (int state = 0; state < 3; state++) {
+            unlink(sm);
+            CHECK(tu_write_file(sa, ob, on));
+            /* state 2: the rename finished, only removing the old file
+             * was cut short. */
+            CHECK(tu_write_file(state == 2 ? sm : st, nb, nn));
+            const char *recs[] = {st, sm};
+            write_journal(sj, state == 1 ? 'C' : 'P', recs, 2);
+            onnxio_arena *b = onnxio_arena_new();
+            onnxio_ModelProto *back = NULL;
+            CHECK_STATUS(onnxio_load_model(sm, NULL, b, &back), ONNXIO_OK);
+            CHECK_MSG(back && tu_equal_as_loaded(back, state ? new_m : old_m), "aside, state %d: the wrong model", state);
+            onnxio_arena_unref(b);
+            CHECK_MSG(state ? file_is(sm, nb, nn) : file_is(sm, ob, on), "aside, state %d: the wrong file", state);
+            CHECK(!tu_exists(sa) && !tu_exists(st) && !tu_exists(sj));
+        }
+        /* A data file may not be named as an aside file (a replay would
+         * remove it). */
+        onnxio_serialize_options ax = ONNXIO_SERIALIZE_OPTIONS_INIT;
+        ax.external_data.location = "w.onnxio-old-0123456789abcdef";
+        CHECK_STATUS(onnxio_save_model(new_m, sm, &ax), ONNXIO_ERR_EXTERNAL_DATA);
+        free(nb);
+        free(ob);
+        unlink(sm);
+        free(sm);
+        free(sj);
+        free(st);
+        free(sa);
+    }
+
     /* An empty journal is the one a save has just made and not yet
      * locked: a load leaves it there (removing it sent that save after a
      * new journal, again and again under a stream of loads), and the next
