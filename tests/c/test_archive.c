@@ -1431,6 +1431,18 @@ static void check_entries_kept(const char *what, const uint8_t *d0, size_t n0, c
     CHECK_EQ_INT(kept, N_ENTRIES - 1);
 }
 
+/* Loads `path` (a copy load) and checks its producer_name and payloads. */
+static void check_loaded(const char *path, const char *producer, const char *what)
+{
+    onnxio_arena *la = onnxio_arena_new();
+    onnxio_ModelProto *lm = NULL;
+    if (CHECK_STATUS(onnxio_load_model(path, NULL, la, &lm), ONNXIO_OK)) {
+        CHECK_STR(lm->producer_name.data, producer);
+        check_payloads(lm, what);
+    }
+    onnxio_arena_unref(la);
+}
+
 static void test_replace(const char *dir)
 {
     tu_begin("archive: replacing the model");
@@ -1466,13 +1478,7 @@ static void test_replace(const char *dir)
             CHECK_STATUS(st, ONNXIO_ERR_IO);
             CHECK_MSG(strstr(onnxio_last_error(), "it still holds the old model") != NULL, "replace refused: %s",
                       onnxio_last_error());
-            onnxio_arena *la = onnxio_arena_new();
-            onnxio_ModelProto *lm = NULL;
-            if (CHECK_STATUS(onnxio_load_model(path, NULL, la, &lm), ONNXIO_OK)) {
-                CHECK_STR(lm->producer_name.data, "before");
-                check_payloads(lm, "after a refused replace");
-            }
-            onnxio_arena_unref(la);
+            check_loaded(path, "before", "after a refused replace");
             onnxio_arena_unref(keep_arena);
             keep_arena = NULL;
             kept = NULL;
@@ -1559,13 +1565,7 @@ static void test_replace(const char *dir)
         onnxio_arena *fa = onnxio_arena_new();
         onnxio_ModelProto *full = build_model(fa, "inline");
         CHECK_STATUS(onnxio_archive_replace_model(path, full, NULL), ONNXIO_OK);
-        onnxio_arena *la = onnxio_arena_new();
-        onnxio_ModelProto *lm = NULL;
-        if (CHECK_STATUS(onnxio_load_model(path, NULL, la, &lm), ONNXIO_OK)) {
-            CHECK_STR(lm->producer_name.data, "inline");
-            check_payloads(lm, "after replace with inline payloads");
-        }
-        onnxio_arena_unref(la);
+        check_loaded(path, "inline", "after replace with inline payloads");
         onnxio_arena_unref(fa);
         if (kept) check_payloads(kept, "no_copy model loaded before the replaces");
     }
