@@ -456,7 +456,7 @@ static void test_faults(void)
         for (long i = 1; i <= m_count; i++) {
             restore(dir, &old);
             st.src.next = 0;
-            char karg[16], iarg[32];
+            char karg[32], iarg[32];
             snprintf(karg, sizeof karg, "%zu", k);
             snprintf(iarg, sizeof iarg, "%ld", i);
             const char *args[] = {".", "--crash-child", dir, karg, iarg, NULL};
