@@ -14,11 +14,4 @@ for w in wine64 /usr/lib/wine/wine64 wine; do
     if command -v "$w" >/dev/null 2>&1; then wine="$w"; break; fi
 done
 [[ -n "$wine" ]] || { echo "wine_run.sh: no wine64 or wine (make windows installs it)" >&2; exit 127; }
-# One wineserver for the prefix, kept 60 s after its last program: by
-# default it exits 3 s after the last one, and a program that connects
-# while it exits dies with "wine client error: recvmsg: Connection reset
-# by peer" (seen in a batch of conversions two at a time).
-for s in wineserver /usr/lib/wine/wineserver64 /usr/lib/wine/wineserver; do
-    if command -v "$s" >/dev/null 2>&1; then "$s" -p60 >/dev/null 2>&1 || true; break; fi
-done
 exec "$wine" "$@"
