@@ -494,7 +494,14 @@ static onnxio_status lock_journal(int dir_fd, const char *jname, const char *tar
                                 "a streaming save's tensor source): that save holds %s",
                                 jname);
         }
-        if (onnxio__sys_flock(fd, exclusive ? LOCK_EX : LOCK_SH) != 0) {
+        const int how = exclusive ? LOCK_EX : LOCK_SH;
+        bool waited = false;
+        int r = onnxio__sys_flock(fd, how | LOCK_NB);
+        if (r != 0 && (errno == EWOULDBLOCK || errno == EAGAIN)) {
+            waited = true;
+            r = onnxio__sys_flock(fd, how);
+        }
+        if (r != 0) {
             int err = errno;
             onnxio__close(fd);
             return onnxio__fail(ONNXIO_ERR_IO, "cannot lock the save journal %s: %s", jname, strerror(err));
@@ -509,6 +516,11 @@ static onnxio_status lock_journal(int dir_fd, const char *jname, const char *tar
         }
         onnxio__close(fd);
         if (!create) return ONNXIO_OK;
+        /* Waited for a save that then finished and removed its journal:
+         * that is progress, not a journal that keeps changing. A save
+         * among others saving the same file (threads of a service) can
+         * lose that race many times in a row, and did 100 times. */
+        if (waited) tries--;
     }
     return onnxio__fail(ONNXIO_ERR_IO, "cannot lock the save journal %s: it keeps changing", jname);
 }

@@ -782,6 +782,60 @@ static long synced_save(onnxio_ModelProto *m, const char *dir, const char *name,
     return n;
 }
 
+/* ---- threads saving one file --------------------------------------------------- */
+
+/* Threads of one process saving the same file over and over (a service's
+ * workers): each save waits for the one in progress, whose journal is
+ * gone once it gets the lock, and takes the next. One thread could lose
+ * that race 100 times in a row and fail ("it keeps changing"); none may.
+ * The saves sync (the default), so that each holds its journal long
+ * enough for the others to queue on it, as a service's saves do. */
+typedef struct saver {
+    const char *path;
+    onnxio_ModelProto *m;
+    int saves, failed;
+    char error[256];
+} saver;
+
+static void *save_often(void *arg)
+{
+    saver *s = arg;
+    onnxio_serialize_options o = ONNXIO_SERIALIZE_OPTIONS_INIT;
+    o.num_threads = 1;
+    for (int i = 0; i < s->saves; i++)
+        if (onnxio_save_model(s->m, s->path, &o) != ONNXIO_OK && !s->failed++)
+            snprintf(s->error, sizeof s->error, "%s", onnxio_last_error());
+    return NULL;
+}
+
+static void test_threads_saving(void)
+{
+    tu_begin("threads saving one file: every save succeeds");
+    char *dir = tu_make_temp_dir("savers");
+    char *path = tu_path_join(dir, "m.onnx");
+    onnxio_arena *a = onnxio_arena_new();
+    onnxio_ModelProto *m = small_model(a, 6);
+    enum { THREADS = 4 };
+    saver s[THREADS];
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        s[i] = (saver){path, m, 300, 0, ""};
+        pthread_create(&t[i], NULL, save_often, &s[i]);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(t[i], NULL);
+        CHECK_MSG(s[i].failed == 0, "thread %d: %d of %d saves failed: %s", i, s[i].failed, s[i].saves, s[i].error);
+    }
+    char *l = listing(dir);
+    CHECK_STR(l, "m.onnx");
+    free(l);
+    onnxio_arena_unref(a);
+    free(path);
+    tu_remove_tree(dir);
+    free(dir);
+    tu_end();
+}
+
 static void test_fsync_off(void)
 {
     tu_begin("fsync OFF: the same files, no fsync call; ON and DEFAULT sync");
@@ -939,6 +993,7 @@ int main(int argc, char **argv)
     test_special_data();
 #endif
     test_journal();
+    test_threads_saving();
     test_fsync_off();
     test_last_errno();
     return tu_finish();
