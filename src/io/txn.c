@@ -256,13 +256,11 @@ static bool replay_record(const char *tmp, const char *final, bool forward)
     struct stat st;
     aside_ctx aside = {dir, fname, false};
     aside.restore = !forward && onnxio__sys_fstatat(dir, fname, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT;
-    if (aside.restore) onnxio__sys_each_entry(dir, aside_entry, &aside);
     if (temp_there(dir, tname, fname, onnxio__sys_uid())) {
         if (!forward) onnxio__sys_unlinkat(dir, tname, 0);
         else if (onnxio__sys_renameat(dir, tname, dir, fname) != 0) ok = false;
         else onnxio__sys_fsync(dir);
     }
-    aside.restore = false;
     if (ok) onnxio__sys_each_entry(dir, aside_entry, &aside);
     onnxio__close(dir);
     return ok;

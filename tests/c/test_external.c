@@ -79,28 +79,13 @@ static void add_entry(onnxio_arena *a, onnxio_TensorProto *t, const char *key, c
  * matches its shape; references that fail earlier checks get 16. */
 static void write_external_model(const char *dir, const char *location, const char *offset, const char *length)
 {
-    onnxio_arena *a = onnxio_arena_new();
-    onnxio_ModelProto *m = new_model(a);
-    onnxio_TensorProto *t = add_tensor(a, m->graph, "w", 4);
-    {
-        char *end;
-        unsigned long long off = offset ? strtoull(offset, &end, 10) : 0, n = 16;
-        if (length && length[0] && strspn(length, "0123456789") == strlen(length) && strlen(length) < 8)
-            n = strtoull(length, NULL, 10);
-        else if (!length && off <= DATA_SIZE)
-            n = DATA_SIZE - off;
-        t->data_type = ONNXIO_TensorProto_DataType_UINT8;
-        t->dims.data[0] = (int64_t)n;
-    }
-    if (location) add_entry(a, t, "location", location);
-    if (offset) add_entry(a, t, "offset", offset);
-    if (length) add_entry(a, t, "length", length);
-    t->data_location = ONNXIO_TensorProto_DataLocation_EXTERNAL;
-    onnxio_set_has(t, ONNXIO_FIELD_TensorProto_data_location);
-    char *path = tu_path_join(dir, "model.onnx");
-    CHECK_STATUS(onnxio_save_file(m, path, NULL), ONNXIO_OK);
-    free(path);
-    onnxio_arena_unref(a);
+    char *end;
+    unsigned long long off = offset ? strtoull(offset, &end, 10) : 0, n = 16;
+    if (length && length[0] && strspn(length, "0123456789") == strlen(length) && strlen(length) < 8)
+        n = strtoull(length, NULL, 10);
+    else if (!length && off <= DATA_SIZE)
+        n = DATA_SIZE - off;
+    tu_write_external_model(dir, (int64_t)n, location, offset, length);
 }
 
 static void write_data_file(const char *dir, const char *name)

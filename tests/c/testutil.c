@@ -1098,3 +1098,32 @@ bool tu_take_empty_journal(const char *model_path)
     free(journal);
     return empty;
 }
+
+void tu_write_external_model(const char *dir, int64_t elements, const char *location, const char *offset,
+                             const char *length)
+{
+    onnxio_arena *a = onnxio_arena_new();
+    onnxio_ModelProto *m = onnxio_message_new(a, &onnxio_desc_ModelProto);
+    m->ir_version = 8;
+    onnxio_set_has(m, ONNXIO_FIELD_ModelProto_ir_version);
+    m->graph = onnxio_message_new(a, &onnxio_desc_GraphProto);
+    tu_set_string(a, m->graph, &m->graph->name, ONNXIO_FIELD_GraphProto_name, "g");
+    onnxio_TensorProto *t = onnxio_list_add(a, &m->graph->initializer, &onnxio_desc_TensorProto);
+    *(int64_t *)onnxio_array_append(a, &t->dims, sizeof(int64_t)) = elements;
+    t->data_type = ONNXIO_TensorProto_DataType_UINT8;
+    onnxio_set_has(t, ONNXIO_FIELD_TensorProto_data_type);
+    tu_set_string(a, t, &t->name, ONNXIO_FIELD_TensorProto_name, "w");
+    const char *keys[] = {"location", "offset", "length"}, *values[] = {location, offset, length};
+    for (int i = 0; i < 3; i++) {
+        if (!values[i]) continue;
+        onnxio_StringStringEntryProto *e = onnxio_list_add(a, &t->external_data, &onnxio_desc_StringStringEntryProto);
+        tu_set_string(a, e, &e->key, ONNXIO_FIELD_StringStringEntryProto_key, keys[i]);
+        tu_set_string(a, e, &e->value, ONNXIO_FIELD_StringStringEntryProto_value, values[i]);
+    }
+    t->data_location = ONNXIO_TensorProto_DataLocation_EXTERNAL;
+    onnxio_set_has(t, ONNXIO_FIELD_TensorProto_data_location);
+    char *path = tu_path_join(dir, "model.onnx");
+    CHECK_STATUS(onnxio_save_file(m, path, NULL), ONNXIO_OK);
+    free(path);
+    onnxio_arena_unref(a);
+}

@@ -154,6 +154,11 @@ onnxio_ModelProto *tu_model_of_initializers(onnxio_arena *a, size_t n, const int
  * graph named `name` (NULL: no name), and returns that graph. */
 onnxio_GraphProto *tu_add_subgraph(onnxio_arena *a, onnxio_GraphProto *g, const char *name);
 
+/* Writes <dir>/model.onnx: ir_version 8, graph "g" with one UINT8
+ * initializer "w" of `elements` elements whose data is external, with the
+ * keys location, offset and length given (NULL: key left out). */
+void tu_write_external_model(const char *dir, int64_t elements, const char *location, const char *offset,
+                             const char *length);
 /* Whether a tensor read from external data (or an archive entry) is marked
  * as the onnx package marks it after load_external_data_for_tensor: no
  * external_data keys, data_location present and DEFAULT. */
