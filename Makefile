@@ -22,7 +22,8 @@
 #                     tree's Python package installed, the benchmark from the user's side
 #                     (bench/bench_user.py: float16 LLM-shaped models against onnx, onnx_ir,
 #                     safetensors, read/cat/write+fsync, warm and cold; bench/out/bench_user.json,
-#                     docs/bench_user.png) and the per-message operations (bench/bench_messages.py)
+#                     docs/bench_user.png), the per-message operations (bench/bench_messages.py)
+#                     and the external data checksum (bench/bench_checksum.py)
 #   make bench-python the onnxio package vs onnx, onnxruntime and onnx_ir (bench/bench_python.py);
 #                     rewrites its section of BENCHMARKS.md and docs/bench_python.png
 #   make models       the benchmark models in .cache/models (made once)
@@ -266,6 +267,7 @@ bench: bootstrap
 	$(PYTHON) bench/bench_user.py $(BENCH_USER_ARGS)
 	$(PYTHON) bench/bench_crc.py
 	$(PYTHON) bench/bench_messages.py
+	$(PYTHON) bench/bench_checksum.py
 
 # The Python package against onnx (and onnxruntime, onnx_ir), with its targets.
 bench-python: bootstrap python-install

@@ -40,10 +40,8 @@ bool cli_file_is_empty(const char *path)
     return true;
 }
 
-int cli_fail_hint(const char *verb, const char *file, const char *hint)
+static int fail_with(const char *verb, const char *file, const char *msg, const char *hint)
 {
-    const char *msg = own_error ? own_error : onnxio_last_error();
-    own_error = NULL;
     if (!msg || !msg[0])
         msg = "failed";
     /* The library's message may itself start with the file name. */
@@ -54,7 +52,19 @@ int cli_fail_hint(const char *verb, const char *file, const char *hint)
     return CLI_EXIT_FAILURE;
 }
 
+int cli_fail_hint(const char *verb, const char *file, const char *hint)
+{
+    const char *msg = own_error ? own_error : onnxio_last_error();
+    own_error = NULL;
+    return fail_with(verb, file, msg, hint);
+}
+
 int cli_fail(const char *verb, const char *file) { return cli_fail_hint(verb, file, NULL); }
+
+int cli_fail_error(const char *verb, const char *file, const char *error)
+{
+    return fail_with(verb, file, error, NULL);
+}
 
 void cli_note_load(const char *verb, const char *path, const void *msg, bool type_guessed)
 {
@@ -297,18 +307,42 @@ char *cli_model_dir(const char *model_path, const char *base_dir)
     return dir;
 }
 
-onnxio_status cli_save_model(onnxio_ModelProto *model, const char *path,
-                             const onnxio_serialize_options *opts)
+/* The progress callback of a save with a gate: the line's, and the gate at
+ * the last call (done == total, before any file is replaced). */
+typedef struct gated {
+    int (*gate)(void *user);
+    void *user;
+} gated;
+
+static int gated_progress(void *user, uint64_t done, uint64_t total)
+{
+    const gated *g = user;
+    if (cli_progress_bytes(NULL, done, total) != 0) return 1;
+    return done == total ? g->gate(g->user) : 0;
+}
+
+onnxio_status cli_save_model_gated(onnxio_ModelProto *model, const char *path, const onnxio_serialize_options *opts,
+                                   int (*gate)(void *user), void *gate_user)
 {
     cli_progress_begin("saving", path);
     onnxio_serialize_options o = opts ? *opts : (onnxio_serialize_options)ONNXIO_SERIALIZE_OPTIONS_INIT;
-    if (cli_progress_active()) {
+    gated g = {gate, gate_user};
+    if (gate) {
+        o.struct_size = sizeof o;
+        o.progress = gated_progress;
+        o.progress_user = &g;
+    } else if (cli_progress_active()) {
         o.struct_size = sizeof o;
         o.progress = cli_progress_bytes;
     }
     onnxio_status st = onnxio_save_model(model, path, &o);
     cli_progress_end();
     return st;
+}
+
+onnxio_status cli_save_model(onnxio_ModelProto *model, const char *path, const onnxio_serialize_options *opts)
+{
+    return cli_save_model_gated(model, path, opts, NULL, NULL);
 }
 
 int cli_grow(void **array, size_t *capacity, size_t count, size_t elem)

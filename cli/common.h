@@ -81,6 +81,9 @@ int cli_usage_error(const cli_verb *verb, const char *fmt, ...)
 int cli_fail(const char *verb, const char *file);
 /* The same, with `hint` (NULL: none) after the library's message, on the
  * same line. */
+/* cli_fail with `error`, a library error message kept from another thread
+ * (onnxio_last_error is the calling thread's), in place of the last one. */
+int cli_fail_error(const char *verb, const char *file, const char *error);
 int cli_fail_hint(const char *verb, const char *file, const char *hint);
 /* After a successful load of `path` as `msg`: a note on stderr when the
  * file is empty (it reads as an empty message of any type), and, when
@@ -165,6 +168,12 @@ onnxio_status cli_load(const onnxio_message_desc *desc, const char *path, const 
  * when it is a terminal. */
 onnxio_status cli_save_model(onnxio_ModelProto *model, const char *path,
                              const onnxio_serialize_options *opts);
+/* The same, with `gate` (not NULL) called once, on this thread, after
+ * everything is written and before any file is replaced (the save's last
+ * progress call): non-zero cancels the save (ONNXIO_ERR_CANCELLED), which
+ * leaves every existing file as it was. */
+onnxio_status cli_save_model_gated(onnxio_ModelProto *model, const char *path, const onnxio_serialize_options *opts,
+                                   int (*gate)(void *user), void *gate_user);
 /* The directory in which a load of the model file at `model_path` looks
  * up its external data: the library's onnxio_model_dir (`base_dir` when
  * not NULL, else the directory of `model_path`), malloc'd; NULL when out

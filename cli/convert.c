@@ -2,14 +2,76 @@
  * external data file, or into or out of an .onnxz archive; fill its
  * initializers from a .safetensors file, or export them as one. */
 #include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common.h"
 #include "port.h"
 #include "walk.h"
 
 static int run_convert(int argc, char **argv);
+
+/* --verify-checksum: the SHA-1 of every data file (the library's
+ * verify_checksum, on a load of IN's structure) is computed on a thread of
+ * its own while IN is loaded and OUT written, and the save waits for it
+ * before it replaces any file (cli_save_model_gated): a mismatch cancels
+ * the save, as it would have failed the load. */
+typedef struct verifier {
+    const char *in;
+    onnxio_parse_options po;
+    pthread_t thread;
+    bool running;
+    onnxio_status status;
+    char message[1024];
+} verifier;
+
+static void *verify_main(void *arg)
+{
+    verifier *v = arg;
+    onnxio_arena *arena = onnxio_arena_new();
+    void *model = NULL;
+    v->status = arena ? onnxio_load_file(&onnxio_desc_ModelProto, v->in, &v->po, arena, &model) : ONNXIO_ERR_NO_MEMORY;
+    if (v->status) snprintf(v->message, sizeof v->message, "%s", arena ? onnxio_last_error() : "out of memory");
+    onnxio_arena_unref(arena);
+    return NULL;
+}
+
+/* Whether OUT is IN (the same file): a load of IN, which waits for a save
+ * of IN in progress, must then be over before the save begins. */
+static bool same_file(const char *in, const char *out)
+{
+    struct stat a, b;
+    return stat(in, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+static void verify_start(verifier *v, const char *in, const onnxio_parse_options *po)
+{
+    v->in = in;
+    v->po = *po;
+    v->po.struct_size = sizeof v->po;
+    v->po.skip_raw_data = true;
+    v->po.load_external_data = ONNXIO_ON;
+    v->po.verify_checksum = true;
+    v->po.progress = NULL;
+    v->running = pthread_create(&v->thread, NULL, verify_main, v) == 0;
+    if (!v->running) verify_main(v);
+}
+
+/* Joins the thread (once); its status. */
+static onnxio_status verify_join(verifier *v)
+{
+    if (v->running) pthread_join(v->thread, NULL);
+    v->running = false;
+    return v->status;
+}
+
+static int verify_gate(void *user)
+{
+    return verify_join(user) != ONNXIO_OK;
+}
 
 /* The help, in two string literals (cli_verb.help and .help_more): a C
  * compiler need not take one longer than 4095 bytes. */
@@ -301,7 +363,9 @@ static int run_convert(int argc, char **argv)
     po.load_external_data = load_payloads ? ONNXIO_ON : ONNXIO_OFF;
     po.num_threads = threads;
     po.base_dir = base_dir;
-    po.verify_checksum = verify;
+    /* Checked on a thread of its own, unless OUT is IN. */
+    bool verify_beside = verify && !same_file(in, out);
+    po.verify_checksum = verify && !verify_beside;
     /* A no_copy load does not check an archive's CRC-32s by default, to
      * avoid reading every page of the mapping; but a convert reads every
      * payload anyway, and without the check a damaged entry would be
@@ -314,8 +378,15 @@ static int run_convert(int argc, char **argv)
     if (!arena)
         return cli_fail_msg("convert", in, "out of memory");
     onnxio_ModelProto *model = NULL;
-    if (cli_file_is_empty(in) || cli_load(&onnxio_desc_ModelProto, in, &po, true, arena, (void **)&model) != ONNXIO_OK) {
+    if (cli_file_is_empty(in)) {
+        onnxio_arena_unref(arena);
+        return cli_fail("convert", in);
+    }
+    verifier check = {0};
+    if (verify_beside) verify_start(&check, in, &po);
+    if (cli_load(&onnxio_desc_ModelProto, in, &po, true, arena, (void **)&model) != ONNXIO_OK) {
         rc = cli_fail("convert", in);
+        verify_join(&check);
         onnxio_arena_unref(arena);
         return rc;
     }
@@ -328,11 +399,16 @@ static int run_convert(int argc, char **argv)
         wo.num_threads = threads;
         if (onnxio_safetensors_load_into(model, weights, &wo) != ONNXIO_OK) {
             rc = cli_fail("convert", weights);
+            verify_join(&check);
             onnxio_arena_unref(arena);
             return rc;
         }
     }
     if (out_safetensors) {
+        if (verify_join(&check)) {
+            onnxio_arena_unref(arena);
+            return cli_fail_error("convert", in, check.message);
+        }
         onnxio_safetensors_options wo = ONNXIO_SAFETENSORS_OPTIONS_INIT;
         wo.num_threads = threads;
         wo.fsync = no_fsync ? ONNXIO_OFF : ONNXIO_DEFAULT;
@@ -362,8 +438,13 @@ static int run_convert(int argc, char **argv)
             so.external_data.checksum = checksum;
             so.external_data.convert_attribute = convert_attribute;
         }
-        if (cli_save_model(model, out, &so) != ONNXIO_OK)
+        onnxio_status st = cli_save_model_gated(model, out, &so, verify_beside ? verify_gate : NULL, &check);
+        if (verify_join(&check))
+            rc = cli_fail_error("convert", in, check.message);
+        else if (st != ONNXIO_OK)
             rc = cli_fail("convert", out);
+    } else {
+        verify_join(&check); /* the refusal said already */
     }
     onnxio_arena_unref(arena);
     return rc;

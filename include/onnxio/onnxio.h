@@ -407,10 +407,11 @@ typedef struct onnxio_parse_options {
     void *payload_ctx;
     /* External data whose external_data has a "checksum" key: compute the
      * SHA-1 of the whole data file (onnx-ml.proto: "SHA1 digest of file
-     * specified under 'location'") and refuse a mismatch, or a file that
-     * holds a block of a known SHA-1 collision attack, with
-     * ONNXIO_ERR_CHECKSUM before any payload of that file is used. In an
-     * .onnxz archive the "file" is the entry named by 'location'. */
+     * specified under 'location'"; the CPU's SHA instructions where it has
+     * them), on a thread of its own while the payloads are placed, and
+     * refuse a mismatch with ONNXIO_ERR_CHECKSUM: the load then returns no
+     * payload. In an .onnxz archive the "file" is the entry named by
+     * 'location'. SHA-1 catches damage, not a crafted file (docs/security.md). */
     bool verify_checksum;
     /* .onnxz archives: check the CRC-32 of every entry the load reads.
      * DEFAULT: on for copy loads (computed while the bytes are copied), off
@@ -479,8 +480,8 @@ typedef struct onnxio_external_data_options {
      * of its own. 0: no limit. Ignored in one-file-per-tensor mode. */
     uint64_t max_file_size;
     /* Write a "checksum" key (SHA-1 of the whole data file, 40 hex digits)
-     * in every external tensor. A data file that holds a block of a known
-     * SHA-1 collision attack fails the save with ONNXIO_ERR_CHECKSUM. */
+     * in every external tensor, computed from memory on a thread of its own
+     * while the data file is written and synced. */
     bool checksum;
 } onnxio_external_data_options;
 
@@ -812,7 +813,7 @@ onnxio_status onnxio_serialize_to(void *msg, void *dst, size_t capacity, onnxio_
  * file itself (PATH_SELF), offset/length outside the file (EXTERNAL_RANGE),
  * a length that does not match the tensor's data_type and dims
  * (EXTERNAL_DATA), more than max_expansion (EXPANSION), and with
- * verify_checksum a SHA-1 mismatch or a collision attack (CHECKSUM).
+ * verify_checksum a SHA-1 mismatch (CHECKSUM, once the payloads are placed).
  * Tensors that refer to the same bytes share one payload buffer. Loaded tensors hold their payload in
  * raw_data, their external_data keys removed and data_location set to
  * DEFAULT (present, as the onnx package's load_external_data_for_tensor

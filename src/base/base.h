@@ -75,10 +75,10 @@ static inline size_t onnxio__crc_pieces(uint64_t size)
     return size ? (size_t)((size - 1) / ONNXIO__CRC_PIECE + 1) : 1;
 }
 
-/* digest.c: checksums. SHA-1 digests (sha1collisiondetection, with no
- * set-up that could fail half-way), as 40 lowercase hex digits and a NUL;
- * ONNXIO_ERR_CHECKSUM from the end for data that holds a block of a known
- * collision attack. */
+/* digest.c: checksums. SHA-1 digests (the CPU's SHA instructions where it
+ * has them, sha1collisiondetection's C code without its detection
+ * elsewhere; no set-up that could fail half-way), as 40 lowercase hex
+ * digits and a NUL. */
 typedef struct onnxio__sha1 {
     void *ctx;
 } onnxio__sha1;
@@ -86,13 +86,17 @@ onnxio_status onnxio__sha1_begin(onnxio__sha1 *h);
 onnxio_status onnxio__sha1_update(onnxio__sha1 *h, const void *data, uint64_t size);
 /* Feeds `n` zero bytes (the padding between aligned payloads). */
 onnxio_status onnxio__sha1_zeros(onnxio__sha1 *h, uint64_t n);
-/* Finishes and frees the digest (also on failure): ONNXIO_ERR_CHECKSUM
- * when sha1dc detected a collision attack. */
+/* Finishes and frees the digest (also on failure). */
 onnxio_status onnxio__sha1_end(onnxio__sha1 *h, char hex[41]);
 void onnxio__sha1_abort(onnxio__sha1 *h);
 onnxio_status onnxio__sha1_hex(const void *data, uint64_t size, char hex[41]);
 /* The SHA-1 of `size` bytes at `offset` of `fd`, read in 1 MiB pieces. */
 onnxio_status onnxio__sha1_fd(int fd, uint64_t offset, uint64_t size, const char *what, char hex[41]);
+/* The SHA-1 code in use: "SHA-NI" or "portable". `hardware` 0 or 1 makes
+ * later digests use the portable code or, where the CPU has them, the SHA
+ * instructions (tests and benchmarks compare the two); -1 changes nothing.
+ * Not thread-safe against digests in progress. */
+const char *onnxio__sha1_engine(int hardware);
 /* The CRC-32 of A || B from crc1 = CRC-32(A) and crc2 = CRC-32(B) of
  * size2 bytes (as zlib's crc32_combine). It is linear: CRC-32(A || B) =
  * onnxio__crc_combine(CRC-32(A), 0, |B|) ^ CRC-32(B). */

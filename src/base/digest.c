@@ -1,6 +1,7 @@
 /* Checksums, in one place: CRC-32 (zip entries, pieces joined as zlib's
- * crc32_combine joins them) and SHA-1 (the external data "checksum" key, with
- * sha1collisiondetection: third_party/sha1dc).
+ * crc32_combine joins them) and SHA-1 (the external data "checksum" key:
+ * the CPU's SHA instructions, or sha1collisiondetection's C code,
+ * third_party/sha1dc).
  *
  * The CRC-32 library, measured on this project's machine (x86-64 with
  * AVX-512 and VPCLMULQDQ, one thread, the same values from all): zlib
@@ -15,10 +16,16 @@
  * and a system without ISA-L use libdeflate, which ships both and picks
  * its code for the CPU at run time. */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <libdeflate.h>
 #include <sha1dc/sha1.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#include <immintrin.h>
+#define ONNXIO__SHA1_NI 1
+#endif
 
 #include "base/base.h"
 
@@ -115,22 +122,130 @@ uint32_t onnxio__crc_join(const uint32_t *pieces, uint64_t size)
 
 /* ---- SHA-1 ------------------------------------------------------------- */
 
-/* sha1collisiondetection (git's SHA-1), not a crypto library: it is small
- * C with no set-up and no allocation of its own, so every platform and a
- * wheel get the same code, and it refuses data built as one half of a known
- * SHA-1 collision attack (SHAttered, SHA-mbles), which a checksum key could
- * not tell from its twin. Its price is speed (docs/design.md, "The OS
- * layer", gives the figures). The context is onnxio's own allocation. */
+/* SHA-1 for the external data "checksum" key: whole blocks go to the CPU's
+ * SHA extensions (x86 SHA-NI) where it has them, to sha1collisiondetection's
+ * C code elsewhere (third_party/sha1dc, git's SHA-1: small C with no set-up
+ * and no allocation of its own), whose context holds the buffered tail and
+ * the length either way. sha1dc's collision detection is off: it cost more
+ * than the hash itself (docs/design.md, "The OS layer"), and a checksum
+ * must not depend on the machine that computed it. The context is onnxio's
+ * own allocation. */
+#ifdef ONNXIO__SHA1_NI
+/* `blocks` 64-byte blocks at `data` into `state`, four rounds an
+ * instruction (Intel's "New Instructions Supporting the Secure Hash
+ * Algorithm on Intel Architecture Processors" lays the schedule out). */
+__attribute__((target("sha,sse4.1,ssse3"))) static void sha1_ni_blocks(uint32_t state[5], const uint8_t *data,
+                                                                      size_t blocks)
+{
+    const __m128i order = _mm_set_epi64x(0x0001020304050607ULL, 0x08090a0b0c0d0e0fULL);
+    __m128i abcd = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)state), 0x1B);
+    __m128i e0 = _mm_set_epi32((int)state[4], 0, 0, 0), e1;
+    for (; blocks; blocks--, data += 64) {
+        const __m128i abcd_in = abcd, e_in = e0;
+        __m128i m[4];
+        for (int i = 0; i < 4; i++)
+            m[i] = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(data + 16 * i)), order);
+        /* Rounds 0-3, then 19 groups of four: each adds the next schedule
+         * words to the E of the group before and advances the schedule
+         * (words 16 on: msg1, xor, msg2). */
+        e0 = _mm_add_epi32(e0, m[0]);
+        e1 = abcd;
+        abcd = _mm_sha1rnds4_epu32(abcd, e0, 0);
+#define SHA1_GROUP(i, e_this, e_next)                                                                       \
+    do {                                                                                                    \
+        e_this = _mm_sha1nexte_epu32(e_this, m[(i) % 4]);                                                   \
+        e_next = abcd;                                                                                      \
+        if ((i) >= 3 && (i) <= 18) m[((i) + 1) % 4] = _mm_sha1msg2_epu32(m[((i) + 1) % 4], m[(i) % 4]);    \
+        abcd = _mm_sha1rnds4_epu32(abcd, e_this, (i) / 5);                                                  \
+        if ((i) >= 1 && (i) <= 16) m[((i) + 3) % 4] = _mm_sha1msg1_epu32(m[((i) + 3) % 4], m[(i) % 4]);    \
+        if ((i) >= 2 && (i) <= 17) m[((i) + 2) % 4] = _mm_xor_si128(m[((i) + 2) % 4], m[(i) % 4]);         \
+    } while (0)
+        SHA1_GROUP(1, e1, e0);
+        SHA1_GROUP(2, e0, e1);
+        SHA1_GROUP(3, e1, e0);
+        SHA1_GROUP(4, e0, e1);
+        SHA1_GROUP(5, e1, e0);
+        SHA1_GROUP(6, e0, e1);
+        SHA1_GROUP(7, e1, e0);
+        SHA1_GROUP(8, e0, e1);
+        SHA1_GROUP(9, e1, e0);
+        SHA1_GROUP(10, e0, e1);
+        SHA1_GROUP(11, e1, e0);
+        SHA1_GROUP(12, e0, e1);
+        SHA1_GROUP(13, e1, e0);
+        SHA1_GROUP(14, e0, e1);
+        SHA1_GROUP(15, e1, e0);
+        SHA1_GROUP(16, e0, e1);
+        SHA1_GROUP(17, e1, e0);
+        SHA1_GROUP(18, e0, e1);
+        SHA1_GROUP(19, e1, e0);
+#undef SHA1_GROUP
+        e0 = _mm_sha1nexte_epu32(e0, e_in);
+        abcd = _mm_add_epi32(abcd, abcd_in);
+    }
+    _mm_storeu_si128((__m128i *)state, _mm_shuffle_epi32(abcd, 0x1B));
+    state[4] = (uint32_t)_mm_extract_epi32(e0, 3);
+}
+
+static bool sha1_ni_present(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSSE3) && (c & bit_SSE4_1) &&
+           __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_SHA);
+}
+#else
+static bool sha1_ni_present(void)
+{
+    return false;
+}
+#endif
+
+/* 1: the SHA instructions, 0: sha1dc's C code; chosen at the first digest. */
+static int sha1_hardware = -1;
+static pthread_once_t sha1_once = PTHREAD_ONCE_INIT;
+
+static void sha1_init(void)
+{
+    if (sha1_hardware < 0) sha1_hardware = sha1_ni_present();
+}
+
+const char *onnxio__sha1_engine(int hardware)
+{
+    pthread_once(&sha1_once, sha1_init);
+    if (hardware >= 0) sha1_hardware = hardware && sha1_ni_present();
+    return sha1_hardware ? "SHA-NI" : "portable";
+}
+
 onnxio_status onnxio__sha1_begin(onnxio__sha1 *h)
 {
+    pthread_once(&sha1_once, sha1_init);
     SHA1_CTX *c = onnxio__malloc(sizeof *c);
     h->ctx = c;
     if (!c) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "cannot start a SHA-1 digest");
     SHA1DCInit(c);
-    /* A detected collision block fails the digest instead of changing it
-     * (sha1dc's "safe hash"), so that a digest is always plain SHA-1. */
-    SHA1DCSetSafeHash(c, 0);
+    SHA1DCSetUseDetectColl(c, 0);
+    SHA1DCSetUseUBC(c, 0);
     return ONNXIO_OK;
+}
+
+static void sha1_update(SHA1_CTX *c, const char *p, size_t n)
+{
+#ifdef ONNXIO__SHA1_NI
+    if (sha1_hardware) {
+        /* sha1dc's buffer up to a block boundary, whole blocks here. */
+        size_t lead = (size_t)((64 - c->total % 64) % 64);
+        if (lead > n) lead = n;
+        if (lead) SHA1DCUpdate(c, p, lead);
+        p += lead, n -= lead;
+        size_t blocks = n / 64;
+        if (blocks) {
+            sha1_ni_blocks(c->ihv, (const uint8_t *)p, blocks);
+            c->total += (uint64_t)blocks * 64;
+            p += blocks * 64, n -= blocks * 64;
+        }
+    }
+#endif
+    if (n) SHA1DCUpdate(c, p, n);
 }
 
 onnxio_status onnxio__sha1_update(onnxio__sha1 *h, const void *data, uint64_t size)
@@ -138,7 +253,7 @@ onnxio_status onnxio__sha1_update(onnxio__sha1 *h, const void *data, uint64_t si
     const char *p = data;
     for (uint64_t at = 0; at < size; at += 1u << 30) {
         size_t n = size - at < (1u << 30) ? (size_t)(size - at) : (1u << 30);
-        SHA1DCUpdate(h->ctx, p + at, n);
+        sha1_update(h->ctx, p + at, n);
     }
     return ONNXIO_OK;
 }
@@ -158,12 +273,9 @@ onnxio_status onnxio__sha1_zeros(onnxio__sha1 *h, uint64_t n)
 onnxio_status onnxio__sha1_end(onnxio__sha1 *h, char hex[41])
 {
     unsigned char md[20];
-    int collision = SHA1DCFinal(md, h->ctx);
+    SHA1DCFinal(md, h->ctx); /* detection is off: never a collision */
     onnxio__free(h->ctx);
     h->ctx = NULL;
-    if (collision)
-        return onnxio__fail(ONNXIO_ERR_CHECKSUM,
-                            "the data holds a block of a known SHA-1 collision attack: its SHA-1 cannot vouch for it");
     for (unsigned i = 0; i < sizeof md; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
     return ONNXIO_OK;
 }

@@ -634,10 +634,42 @@ static onnxio_status resolve_files(dir_plan *d, const char *path)
     return ONNXIO_OK;
 }
 
+/* The SHA-1 of the files [first, end) of a plan, from the payloads in
+ * memory, the gaps between them as zeros. */
+typedef struct batch_digest {
+    dir_plan *d;
+    size_t first, end;
+} batch_digest;
+
+static onnxio_status digest_batch(void *arg)
+{
+    const batch_digest *b = arg;
+    dir_plan *d = b->d;
+    onnxio_status s = ONNXIO_OK;
+    for (size_t k = b->first; !s && k < b->end; k++) {
+        out_file *f = &d->files[k];
+        if (f->pending) continue;
+        onnxio__sha1 h;
+        if ((s = onnxio__sha1_begin(&h))) break;
+        uint64_t at = 0;
+        for (size_t i = f->first; !s && i < f->first + f->count; i++) {
+            const onnxio_TensorProto *t = d->items[i].tensor;
+            s = onnxio__sha1_zeros(&h, d->items[i].offset - at);
+            if (!s) s = onnxio__sha1_update(&h, t->raw_data.data, t->raw_data.size);
+            at = d->items[i].offset + t->raw_data.size;
+        }
+        if (!s) s = onnxio__sha1_zeros(&h, f->size - at);
+        if (s) onnxio__sha1_abort(&h);
+        else s = onnxio__sha1_end(&h, f->digest);
+    }
+    return s;
+}
+
 /* Writes the files [first, end) of the plan as temporary files of `txn`:
- * payloads as PWRITE jobs on a pool, the gaps left as holes (zeros), the
- * SHA-1 computed from memory on this thread meanwhile; then every file is
- * synced and closed. */
+ * payloads as PWRITE jobs on a pool, the gaps left as holes (zeros); then
+ * every file is synced and closed. The SHA-1s are computed from memory
+ * meanwhile, on a task of their own, so that they overlap the writes and
+ * the syncs (the device's time). */
 static onnxio_status write_batch(onnxio__txn *txn, dir_plan *d, size_t first, size_t end,
                                  const onnxio_serialize_options *cfg)
 {
@@ -655,6 +687,13 @@ static onnxio_status write_batch(onnxio__txn *txn, dir_plan *d, size_t first, si
                              strerror(errno));
             break;
         }
+    }
+    batch_digest digest = {d, first, end};
+    onnxio__task task = {0};
+    if (!s && cfg->external_data.checksum) onnxio__task_start(&task, cfg->num_threads, digest_batch, &digest);
+    for (size_t k = first; !s && k < end; k++) {
+        out_file *f = &d->files[k];
+        if (f->pending) continue;
         for (size_t i = f->first; !s && i < f->first + f->count; i++) {
             const onnxio_TensorProto *t = d->items[i].tensor;
             onnxio__job job = {.kind = ONNXIO__JOB_PWRITE, .fd = f->fd, .offset = d->items[i].offset,
@@ -662,28 +701,12 @@ static onnxio_status write_batch(onnxio__txn *txn, dir_plan *d, size_t first, si
             s = onnxio__pool_add(pool, &job);
         }
     }
-    for (size_t k = first; !s && cfg->external_data.checksum && k < end; k++) {
-        out_file *f = &d->files[k];
-        if (f->pending) continue;
-        onnxio__sha1 h;
-        if ((s = onnxio__sha1_begin(&h))) break;
-        uint64_t at = 0;
-        for (size_t i = f->first; !s && i < f->first + f->count; i++) {
-            const onnxio_TensorProto *t = d->items[i].tensor;
-            s = onnxio__sha1_zeros(&h, d->items[i].offset - at);
-            if (!s) s = onnxio__sha1_update(&h, t->raw_data.data, t->raw_data.size);
-            at = d->items[i].offset + t->raw_data.size;
-        }
-        if (!s) s = onnxio__sha1_zeros(&h, f->size - at);
-        if (s) onnxio__sha1_abort(&h);
-        else s = onnxio__sha1_end(&h, f->digest);
-    }
     /* Every queued write must be over before a file is synced or removed. */
     onnxio_status s2 = onnxio__pool_finish(pool);
     if (!s) s = s2;
     for (size_t k = first; !s && k < end; k++)
         if (!d->files[k].pending) s = onnxio__txn_sync(txn, d->files[k].fd);
-    return s;
+    return onnxio__task_join(&task, s);
 }
 
 static onnxio_status dir_writer_write(onnxio__saving *sv, const char *path)

@@ -3,8 +3,10 @@
  *
  *   1. every external tensor's keys are parsed (format.c), its entry opened
  *      and checked by the container, its range checked against the entry
- *      and its length against its type and shape, and with verify_checksum
- *      its entry's SHA-1 checked: all before any payload is allocated;
+ *      and its length against its type and shape: all before any payload
+ *      is allocated; with verify_checksum each entry's SHA-1 is then
+ *      computed on a task of its own while the payloads are placed, and
+ *      checked before the load returns;
  *   2. the payloads are placed (payload.c): borrowed from a mapping, copied
  *      on the pool, or where the payload callback says; tensors that refer
  *      to the same entry, offset and length share one buffer; every byte
@@ -23,12 +25,28 @@ typedef struct item {
     uint64_t offset, length;
 } item;
 
+/* verify_checksum: the SHA-1 of the whole entry (onnx-ml.proto: "SHA1
+ * digest of file specified under 'location'"), computed once, against a
+ * tensor's checksum key. */
+typedef struct sha1_check {
+    onnxio__entry *entry;
+    const onnxio_TensorProto *tensor;
+    const char *key;
+    size_t key_size;
+} sha1_check;
+
+typedef struct sha1_checks {
+    sha1_check *list;
+    size_t count, capacity;
+} sha1_checks;
+
 typedef struct load_ctx {
     onnxio__container *c;
     const onnxio_parse_options *opts;
     onnxio__budget *budget;
     item *items;
     size_t count, capacity;
+    sha1_checks sha1;
 } load_ctx;
 
 /* Checks a range of an entry of `size` bytes named `name`: offset and
@@ -50,26 +68,35 @@ onnxio_status onnxio__check_external_range(const onnxio_TensorProto *t, const on
     return onnxio__check_raw_size(t, *length, name);
 }
 
-/* verify_checksum: the SHA-1 of the whole entry (onnx-ml.proto: "SHA1
- * digest of file specified under 'location'"), computed once. */
-static onnxio_status check_sha1(onnxio__entry *e, const onnxio_TensorProto *t, const onnxio_external_ref *r)
+static onnxio_status check_sha1(const sha1_check *c)
 {
+    onnxio__entry *e = c->entry;
     onnxio_status s;
     if (!e->hashed) {
         s = e->data ? onnxio__sha1_hex(e->data, e->size, e->sha1) : onnxio__sha1_fd(e->fd, e->offset, e->size, e->name, e->sha1);
         if (s) return s;
         e->hashed = true;
     }
-    bool same = r->checksum_size == 40;
+    bool same = c->key_size == 40;
     for (size_t i = 0; same && i < 40; i++) {
-        char ch = r->checksum[i];
+        char ch = c->key[i];
         same = (ch >= 'A' && ch <= 'F' ? ch - 'A' + 'a' : ch) == e->sha1[i];
     }
     if (!same)
         return onnxio__fail(ONNXIO_ERR_CHECKSUM, "tensor '%s': %s has SHA-1 %s, its checksum key says '%.*s'",
-                            onnxio__tensor_name(t), e->name, e->sha1, (int)(r->checksum_size > 64 ? 64 : r->checksum_size),
-                            r->checksum);
+                            onnxio__tensor_name(c->tensor), e->name, e->sha1, (int)(c->key_size > 64 ? 64 : c->key_size),
+                            c->key);
     return ONNXIO_OK;
+}
+
+/* The checks in order, on a task of their own: the entries' bytes are
+ * read (or hashed from memory) while the pool places the payloads. */
+static onnxio_status run_sha1_checks(void *arg)
+{
+    const sha1_checks *c = arg;
+    onnxio_status s = ONNXIO_OK;
+    for (size_t i = 0; !s && i < c->count; i++) s = check_sha1(&c->list[i]);
+    return s;
 }
 
 typedef struct external_visit {
@@ -107,7 +134,12 @@ static onnxio_status collect(void *ctx, onnxio_TensorProto *t, const onnxio_exte
     if ((s = c->c->open(c->c, t, &r, c->budget, &e))) return s;
     uint64_t length = 0;
     if ((s = onnxio__check_external_range(t, &r, e->size, e->name, &length))) return s;
-    if (r.checksum && c->opts->verify_checksum && (s = check_sha1(e, t, &r))) return s;
+    if (r.checksum && c->opts->verify_checksum) {
+        sha1_checks *k = &c->sha1;
+        if (!onnxio__grow((void **)&k->list, &k->capacity, k->count, sizeof *k->list))
+            return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+        k->list[k->count++] = (sha1_check){e, t, r.checksum, r.checksum_size};
+    }
     if (c->opts->skip_raw_data) return ONNXIO_OK; /* stays external */
     if (!onnxio__grow((void **)&c->items, &c->capacity, c->count, sizeof *c->items))
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
@@ -118,9 +150,13 @@ static onnxio_status collect(void *ctx, onnxio_TensorProto *t, const onnxio_exte
 onnxio_status onnxio__load_external_payloads(onnxio_message *root, onnxio__container *container,
                                              const onnxio_parse_options *opts, onnxio__budget *budget)
 {
-    load_ctx c = {container, opts, budget, NULL, 0, 0};
+    load_ctx c = {container, opts, budget, NULL, 0, 0, {0}};
     onnxio_status s = onnxio__visit_external(root, collect, &c);
+    onnxio__task sha1_task = {0};
+    if (!s && c.sha1.count) onnxio__task_start(&sha1_task, opts->num_threads, run_sha1_checks, &c.sha1);
     if (s || c.count == 0) {
+        s = onnxio__task_join(&sha1_task, s);
+        onnxio__free(c.sha1.list);
         onnxio__free(c.items);
         return s;
     }
@@ -183,9 +219,12 @@ onnxio_status onnxio__load_external_payloads(onnxio_message *root, onnxio__conta
         onnxio__job job = {.kind = ONNXIO__JOB_CRC, .src = e->data, .size = e->size, .what = e->name, .crc = e->crc_pieces};
         s = onnxio__pool_add(pool, &job);
     }
-    /* The reads must be over before the files close. */
+    /* The reads must be over before the files close; a payload comes
+     * back only once its entry's SHA-1 is checked. */
     onnxio_status s2 = onnxio__pool_finish(pool);
     if (!s) s = s2;
+    s = onnxio__task_join(&sha1_task, s);
+    onnxio__free(c.sha1.list);
     onnxio__payloads_free(payloads);
     for (size_t i = 0; !s && verify && i < c.count; i++) {
         onnxio__entry *e = c.items[i].entry;

@@ -596,3 +596,42 @@ onnxio_status onnxio__pool_finish(onnxio__pool *p)
     onnxio__free(p);
     return s;
 }
+
+/* ---- a task on a thread of its own ------------------------------------- */
+
+static void task_run(onnxio__task *t)
+{
+    t->status = t->fn(t->arg);
+    if (t->status) snprintf(t->error, sizeof t->error, "%s", onnxio_last_error());
+}
+
+static void *task_main(void *arg)
+{
+    task_run(arg);
+    return NULL;
+}
+
+void onnxio__task_start(onnxio__task *t, int num_threads, onnxio_status (*fn)(void *arg), void *arg)
+{
+    t->fn = fn;
+    t->arg = arg;
+    t->status = ONNXIO_OK;
+    t->started = true;
+    t->running = false;
+    if (onnxio__num_threads(num_threads) > 1) {
+        onnxio__signals old;
+        onnxio__sys_signals_block(&old);
+        t->running = pthread_create(&t->thread, NULL, task_main, t) == 0;
+        onnxio__sys_signals_restore(&old);
+    }
+    if (!t->running) task_run(t);
+}
+
+onnxio_status onnxio__task_join(onnxio__task *t, onnxio_status s)
+{
+    if (!t->started) return s;
+    if (t->running) pthread_join(t->thread, NULL);
+    t->running = t->started = false;
+    if (s || !t->status) return s;
+    return onnxio__fail(t->status, "%s", t->error);
+}

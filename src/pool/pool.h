@@ -3,6 +3,8 @@
 #ifndef ONNXIO_POOL_POOL_H
 #define ONNXIO_POOL_POOL_H
 
+#include <pthread.h>
+
 #include "memory/memory.h"
 
 /* pool.c: payload byte moves run on a few threads (docs/design.md "parallel"). */
@@ -72,5 +74,25 @@ onnxio_status onnxio__job_run(const onnxio__job *job);
  * the pool and returns the first failure. Must be called before the memory
  * of any queued job is freed, also on error paths. NULL is a no-op. */
 onnxio_status onnxio__pool_finish(onnxio__pool *pool);
+
+/* One function run on a thread of its own beside the pool (the SHA-1 of a
+ * data file while the pool writes it and the file is synced), its signals
+ * blocked as a worker's. onnxio__task_start runs it on the calling thread
+ * instead when `num_threads` (as in the options) means serial, or when no
+ * thread can start; onnxio__task_join waits for it and returns `s` when it
+ * is a failure (the caller's own, its message kept), else the task's
+ * status, its message set again on the calling thread. Every started task
+ * must be joined, also on error paths; joining one never started returns
+ * `s`. */
+typedef struct onnxio__task {
+    onnxio_status (*fn)(void *arg);
+    void *arg;
+    onnxio_status status;
+    char error[512];
+    pthread_t thread;
+    bool running, started;
+} onnxio__task;
+void onnxio__task_start(onnxio__task *t, int num_threads, onnxio_status (*fn)(void *arg), void *arg);
+onnxio_status onnxio__task_join(onnxio__task *t, onnxio_status s);
 
 #endif

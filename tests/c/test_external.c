@@ -1723,6 +1723,56 @@ static void test_map_windows(void)
     tu_end();
 }
 
+/* SHA-1, the SHA instructions' code and the portable code, against
+ * sha1sum(1) (CNG's BCryptHash on Windows): lengths about every block
+ * boundary and the padding's length boundary (55, 56, 63, 64 bytes into a
+ * block), unaligned starts, and updates cut at odd places, as the save feeds
+ * payloads and padding in pieces. */
+static void test_sha1_engines(void)
+{
+    tu_begin("SHA-1: the SHA instructions (%s here) and the portable code against sha1sum",
+             strcmp(onnxio__sha1_engine(1), "SHA-NI") == 0 ? "present" : "absent");
+    char *dir = tu_make_temp_dir("onnxio-sha1");
+    size_t big = (1u << 20) + 4097;
+    uint8_t *bytes = malloc(big + 1);
+    for (size_t i = 0; i < big + 1; i++) bytes[i] = (uint8_t)(i * 2654435761u >> 13);
+    static const size_t lengths[] = {0, 1, 3, 55, 56, 57, 63, 64, 65, 119, 120, 127, 128, 129, 1000, 4096, 65536 + 7};
+    for (size_t k = 0; k < sizeof lengths / sizeof lengths[0] + 1; k++) {
+        size_t n = k < sizeof lengths / sizeof lengths[0] ? lengths[k] : big;
+        for (size_t shift = 0; shift < 2; shift++) {
+            const uint8_t *at = bytes + shift;
+            char *path = tu_strdup_printf("%s/sha1-%zu-%zu.bin", dir, n, shift);
+            char want[41];
+            if (CHECK(tu_write_file(path, at, n)) && CHECK(tu_sha1_file(path, want))) {
+                for (int hardware = 1; hardware >= 0; hardware--) {
+                    const char *engine = onnxio__sha1_engine(hardware);
+                    char whole[41], pieces[41];
+                    CHECK_STATUS(onnxio__sha1_hex(at, n, whole), ONNXIO_OK);
+                    CHECK_MSG(strcmp(whole, want) == 0, "%s, %zu bytes at +%zu: %s, want %s", engine, n, shift, whole,
+                              want);
+                    onnxio__sha1 h;
+                    CHECK_STATUS(onnxio__sha1_begin(&h), ONNXIO_OK);
+                    for (size_t done = 0, cut = 1; done < n; cut = cut * 3 + 1) {
+                        size_t m = n - done < cut ? n - done : cut;
+                        CHECK_STATUS(onnxio__sha1_update(&h, at + done, m), ONNXIO_OK);
+                        done += m;
+                    }
+                    CHECK_STATUS(onnxio__sha1_end(&h, pieces), ONNXIO_OK);
+                    CHECK_MSG(strcmp(pieces, want) == 0, "%s, %zu bytes at +%zu in pieces: %s, want %s", engine, n,
+                              shift, pieces, want);
+                }
+            }
+            remove(path);
+            free(path);
+        }
+    }
+    onnxio__sha1_engine(1);
+    free(bytes);
+    tu_end();
+    tu_remove_tree(dir);
+    free(dir);
+}
+
 int main(int argc, char **argv)
 {
     const char *repo = argc > 1 ? argv[1] : ".";
@@ -1734,5 +1784,6 @@ int main(int argc, char **argv)
     test_load_safety_more();
     test_save_modes();
     test_map_windows();
+    test_sha1_engines();
     return tu_finish();
 }
