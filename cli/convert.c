@@ -122,6 +122,10 @@ static int verify_gate(void *user)
     "                            after LOCATION (a larger payload gets its own)\n" \
     "  --checksum                write a \"checksum\" key (SHA-1 of the data file)\n" \
     "                            in every external tensor\n" \
+    "  --digests                 write block digests: the SHA-256 of every 1 MiB\n" \
+    "                            of each moved payload, in its tensor's\n" \
+    "                            metadata_props (\"onnxio.sha256\"; onnx ignores\n" \
+    "                            it); IN's are checked whenever they are there\n" \
     "  --no-fsync                no fsync, for scratch outputs (a power cut may\n" \
     "                            leave OUT incomplete; a kill still cannot)\n" \
     "  --convert-attribute       also move tensors of node attributes (Constant\n" \
@@ -129,7 +133,8 @@ static int verify_gate(void *user)
     "  --base-dir DIR            read IN's external data from DIR, not IN's\n" \
     "                            directory\n" \
     "  --verify-checksum         refuse IN's external data (or entries) whose\n" \
-    "                            SHA-1 differs from their \"checksum\" key\n" \
+    "                            SHA-1 differs from their \"checksum\" key\n"
+#define CONVERT_HELP_2 \
     "  --threads N               threads for payload I/O (0: one per core, the\n" \
     "                            default; 1: serial); the same output for any N\n" \
     "  --no-copy                 memory-map IN and its data (the default)\n" \
@@ -137,8 +142,7 @@ static int verify_gate(void *user)
     "  --max-expansion N         refuse to load IN when it would take more than N\n" \
     "                            times its size in memory (structure, copied and\n" \
     "                            inflated payloads), or OUT's payloads N times the\n" \
-    "                            bytes they share (0: the default, " CLI_STR(ONNXIO_DEFAULT_MAX_EXPANSION) ")\n"
-#define CONVERT_HELP_2 \
+    "                            bytes they share (0: the default, " CLI_STR(ONNXIO_DEFAULT_MAX_EXPANSION) ")\n" \
     "  --help                    show this help\n" \
     "\n" \
     "safetensors (https://github.com/huggingface/safetensors):\n" \
@@ -246,7 +250,7 @@ static int run_convert(int argc, char **argv)
     const char *location = NULL, *threshold_text = NULL, *alignment_text = NULL, *max_file_text = NULL;
     const char *threads_text = NULL, *base_dir = NULL, *expansion_text = NULL, *weights = NULL;
     int inline_data = 0, per_tensor = 0, checksum = 0, convert_attribute = 0, no_copy = 0, copy = 0;
-    int verify = 0, no_fsync = 0;
+    int verify = 0, no_fsync = 0, digests = 0;
     const cli_option opts[] = {
         {"no-fsync", NULL, &no_fsync},
         {"external-data", &location, NULL},
@@ -256,6 +260,7 @@ static int run_convert(int argc, char **argv)
         {"alignment", &alignment_text, NULL},
         {"max-file-size", &max_file_text, NULL},
         {"checksum", NULL, &checksum},
+        {"digests", NULL, &digests},
         {"convert-attribute", NULL, &convert_attribute},
         {"threads", &threads_text, NULL},
         {"no-copy", NULL, &no_copy},
@@ -281,9 +286,9 @@ static int run_convert(int argc, char **argv)
          * that place payloads or keep them out make no sense. */
         static const char *const refused[] = {"external-data", "one-file-per-tensor", "max-file-size", "checksum",
                                               "convert-attribute", "inline", "size-threshold", "alignment",
-                                              "weights"};
+                                              "weights", "digests"};
         const int given[] = {location != NULL, per_tensor, max_file_text != NULL, checksum, convert_attribute,
-                             inline_data, threshold_text != NULL, alignment_text != NULL, weights != NULL};
+                             inline_data, threshold_text != NULL, alignment_text != NULL, weights != NULL, digests};
         int rc = refuse_options(refused, given, sizeof given / sizeof given[0],
                                 "a .safetensors OUT (it holds every initializer's data and nothing else)");
         if (rc >= 0) return rc;
@@ -295,9 +300,9 @@ static int run_convert(int argc, char **argv)
         /* An archive holds its payloads itself: options that place them in
          * other files, or keep them out of the archive, make no sense. */
         static const char *const refused[] = {"external-data", "one-file-per-tensor", "max-file-size",
-                                              "checksum", "convert-attribute", "inline"};
+                                              "checksum", "convert-attribute", "inline", "digests"};
         const int given[] = {location != NULL, per_tensor, max_file_text != NULL, checksum, convert_attribute,
-                             inline_data};
+                             inline_data, digests};
         int rc = refuse_options(refused, given, sizeof given / sizeof given[0],
                                 "an .onnxz output (an archive holds every payload of at least --size-threshold "
                                 "bytes, from any tensor)");
@@ -314,8 +319,9 @@ static int run_convert(int argc, char **argv)
         return cli_usage_error(&cli_verb_convert, "--external-data needs a file name");
     if (base_dir && base_dir[0] == '\0')
         return cli_usage_error(&cli_verb_convert, "--base-dir needs a directory");
-    static const char *const needs_external[] = {"size-threshold", "alignment", "checksum", "convert-attribute"};
-    const int given[] = {threshold_text != NULL, alignment_text != NULL, checksum, convert_attribute};
+    static const char *const needs_external[] = {"size-threshold", "alignment", "checksum", "convert-attribute",
+                                                 "digests"};
+    const int given[] = {threshold_text != NULL, alignment_text != NULL, checksum, convert_attribute, digests};
     for (size_t i = 0; i < sizeof given / sizeof given[0]; i++)
         if (given[i] && !external && !out_archive)
             return cli_usage_error(&cli_verb_convert,
@@ -355,7 +361,7 @@ static int run_convert(int argc, char **argv)
         return cli_fail("convert", in);
     int load_payloads = external || inline_data || out_archive || in_archive || out_safetensors;
 
-    onnxio_parse_options po = {0};
+    onnxio_parse_options po = ONNXIO_PARSE_OPTIONS_INIT;
     /* Payloads point into the input's memory mapping (unless --copy); the
      * save writes to temporary files and renames them, so IN and OUT (and
      * their data files) may be the same files. */
@@ -372,6 +378,8 @@ static int run_convert(int argc, char **argv)
      * written out with a fresh, matching CRC-32 (gpt2, 500 MB: about 10%
      * more time). */
     po.verify_crc = ONNXIO_ON;
+    /* Block digests likewise: the convert reads every payload it moves. */
+    po.verify_digests = ONNXIO_ON;
     po.max_expansion = max_expansion;
 
     onnxio_arena *arena = onnxio_arena_new();
@@ -436,6 +444,7 @@ static int run_convert(int argc, char **argv)
             so.external_data.all_tensors_to_one_file = per_tensor ? ONNXIO_OFF : ONNXIO_DEFAULT;
             so.external_data.max_file_size = max_file_size;
             so.external_data.checksum = checksum;
+            so.digests = digests;
             so.external_data.convert_attribute = convert_attribute;
         }
         onnxio_status st = cli_save_model_gated(model, out, &so, verify_beside ? verify_gate : NULL, &check);

@@ -447,6 +447,17 @@ typedef struct onnxio_parse_options {
     /* Polled to cancel the load (see onnxio_cancel_fn); NULL: never. */
     onnxio_cancel_fn cancel;
     void *cancel_user;
+    /* External payloads whose tensor has block digests (the SHA-256 of
+     * each block of its bytes, in its metadata_props under
+     * "onnxio.sha256"; onnxio_serialize_options.digests writes them):
+     * check every block once the payload is placed, on the pool, and
+     * refuse a mismatch with ONNXIO_ERR_CHECKSUM naming the tensor, the
+     * block and its bytes (the load then returns no payload); a malformed
+     * record is ONNXIO_ERR_EXTERNAL_DATA. A checked tensor loses the
+     * record, as it loses its external_data keys. DEFAULT: on for copy
+     * loads, off with no_copy (checking reads every page of the mapping);
+     * ON: also with no_copy; OFF: never (the record is then kept). */
+    onnxio_toggle verify_digests;
 } onnxio_parse_options;
 
 #define ONNXIO_PARSE_OPTIONS_INIT ONNXIO_OPTIONS_INIT_(onnxio_parse_options)
@@ -528,6 +539,14 @@ typedef struct onnxio_serialize_options {
      * ONNXIO_DEFAULT_MAX_EXPANSION; UINT64_MAX means no limit. The
      * same rule as onnxio_parse_options.max_expansion for loads. */
     uint64_t max_expansion;
+    /* Block digests: the SHA-256 of each ONNXIO_DIGEST_BLOCK bytes of
+     * every payload the save writes to external data, computed by the
+     * pool as it writes them (no second pass), kept in the tensor's
+     * metadata_props under "onnxio.sha256" as "BLOCK:HEX" (docs/design.md,
+     * "Block digests"; onnx ignores it). Loads check them
+     * (onnxio_parse_options.verify_digests). Without it a payload the save
+     * moves loses any record it had. */
+    bool digests;
 } onnxio_serialize_options;
 
 #define ONNXIO_SERIALIZE_OPTIONS_INIT ONNXIO_OPTIONS_INIT_(onnxio_serialize_options)

@@ -31,14 +31,15 @@ typedef struct {
 
 #define PARSE_KWLIST \
     "no_copy", "num_threads", "load_external_data", "base_dir", "skip_raw_data", "max_depth", "verify_checksum", \
-        "raw_data_threshold", "alignment", "payload_fn", "verify_crc", "max_expansion", "progress", "direct_io"
-#define PARSE_FORMAT "pO&O&O&pO&pO&O&OO&O&OO&"
+        "raw_data_threshold", "alignment", "payload_fn", "verify_crc", "max_expansion", "progress", "direct_io", \
+        "verify_digests"
+#define PARSE_FORMAT "pO&O&O&pO&pO&O&OO&O&OO&O&"
 #define PARSE_ARGS(c) \
     &b_no_copy, pyonnxio_conv_int, &(c)->opts.num_threads, pyonnxio_conv_toggle, &(c)->opts.load_external_data, \
         pyonnxio_conv_opt_path, &(c)->base_dir, &b_skip, pyonnxio_conv_depth, &(c)->opts.max_depth, &b_verify, \
         pyonnxio_conv_u64, &(c)->opts.raw_data_threshold, pyonnxio_conv_u64, &(c)->opts.alignment, &payload_fn, \
         pyonnxio_conv_toggle, &(c)->opts.verify_crc, pyonnxio_conv_u64, &(c)->opts.max_expansion, &progress_fn, \
-        pyonnxio_conv_toggle, &(c)->opts.direct_io
+        pyonnxio_conv_toggle, &(c)->opts.direct_io, pyonnxio_conv_toggle, &(c)->opts.verify_digests
 #define PARSE_LOCALS \
     int b_no_copy = 0, b_skip = 0, b_verify = 0; \
     PyObject *payload_fn = Py_None, *progress_fn = Py_None
@@ -200,11 +201,11 @@ const char pyonnxio_load_file_doc[] =
     "_load_file(path, cls, *, no_copy=False, num_threads=0, load_external_data=None, base_dir=None,\n"
     "           skip_raw_data=False, max_depth=0, verify_checksum=False, raw_data_threshold=0,\n"
     "           alignment=0, payload_fn=None, verify_crc=None, max_expansion=0, progress=None,\n"
-    "           direct_io=None)\n"
+    "           direct_io=None, verify_digests=None)\n"
     "Loads a file holding one message of class `cls` (onnxio_load_model for ModelProto, with external\n"
     "data; onnxio_load_file otherwise). A ModelProto file may be an .onnxz archive (recognized by its\n"
     "first bytes); verify_crc (None: the library's default, on for copy loads) checks its entries'\n"
-    "CRC-32s. max_depth: message nesting allowed (0: " PYONNXIO_STR(ONNXIO_DEFAULT_MAX_DEPTH) "; larger values are capped at " PYONNXIO_STR(ONNXIO_MAX_DEPTH) ", negative ones\n"
+    "CRC-32s; verify_digests (None: on for copy loads) the block digests of external payloads. max_depth: message nesting allowed (0: " PYONNXIO_STR(ONNXIO_DEFAULT_MAX_DEPTH) "; larger values are capped at " PYONNXIO_STR(ONNXIO_MAX_DEPTH) ", negative ones\n"
     "are a ValueError). max_expansion: the most a load may allocate, as a multiple of the bytes it reads\n"
     "(0: the library's default, 100; 2**64-1: no limit). The file is memory-mapped; with no_copy\n"
     "payloads point into the mapping, which lives as long as one of them does.\n"

@@ -31,7 +31,8 @@ static onnxio_status archive_replace_run(void *ctx)
 const char pyonnxio_save_file_doc[] =
     "_save_file(message, path, *, num_threads=0, raw_data_threshold=0, alignment=0, location=None,\n"
     "           size_threshold=0, all_tensors_to_one_file=None, convert_attribute=False,\n"
-    "           max_file_size=0, checksum=False, max_depth=0, fsync=True, progress=None, max_expansion=0)\n"
+    "           max_file_size=0, checksum=False, max_depth=0, fsync=True, progress=None, max_expansion=0,\n"
+    "           digests=False)\n"
     "Saves `message` to `path` atomically (onnxio_save_model for a ModelProto, with its external data\n"
     "options; onnxio_save_file otherwise). The message is not modified. The GIL is released during\n"
     "the save; 0 means the library's default for every number. max_depth: a tree nested deeper is\n"
@@ -49,12 +50,12 @@ PyObject *pyonnxio_save_file(PyObject *self, PyObject *args, PyObject *kw)
     pyonnxio_state *st = pyonnxio_state_of_module(self);
     static char *kwlist[] = {"message", "path", "num_threads", "raw_data_threshold", "alignment", "location",
                              "size_threshold", "all_tensors_to_one_file", "convert_attribute", "max_file_size",
-                             "checksum", "max_depth", "fsync", "progress", "max_expansion", NULL};
+                             "checksum", "max_depth", "fsync", "progress", "max_expansion", "digests", NULL};
     PyObject *obj, *path = NULL, *location = NULL, *progress_fn = Py_None;
     pyonnxio_progress progress = {0};
     onnxio_serialize_options so = ONNXIO_SERIALIZE_OPTIONS_INIT;
-    int convert_attribute = 0, checksum = 0, fsync = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO&|$O&O&O&O&O&O&pO&pO&pOO&:_save_file", kwlist, &obj,
+    int convert_attribute = 0, checksum = 0, fsync = 1, digests = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO&|$O&O&O&O&O&O&pO&pO&pOO&p:_save_file", kwlist, &obj,
                                      PyUnicode_FSConverter, &path, pyonnxio_conv_int, &so.num_threads,
                                      pyonnxio_conv_u64, &so.raw_data_threshold, pyonnxio_conv_u64, &so.alignment,
                                      pyonnxio_conv_opt_path, &location, pyonnxio_conv_u64,
@@ -62,13 +63,14 @@ PyObject *pyonnxio_save_file(PyObject *self, PyObject *args, PyObject *kw)
                                      &so.external_data.all_tensors_to_one_file, &convert_attribute,
                                      pyonnxio_conv_u64, &so.external_data.max_file_size, &checksum,
                                      pyonnxio_conv_depth, &so.max_depth, &fsync, &progress_fn, pyonnxio_conv_u64,
-                                     &so.max_expansion))
+                                     &so.max_expansion, &digests))
         goto fail;
     if (pyonnxio_progress_init(st, &progress, progress_fn, 1, &so.progress, &so.progress_user) < 0) goto fail;
     so.fsync = fsync ? ONNXIO_ON : ONNXIO_OFF;
     so.external_data.location = pyonnxio_path_str(location);
     so.external_data.convert_attribute = convert_attribute;
     so.external_data.checksum = checksum;
+    so.digests = digests;
     PyOnnxioMessage *m = pyonnxio_as_message(st, obj, NULL, "message");
     if (!m) goto fail;
     const onnxio_message_desc *desc = pyonnxio_message_desc_of(st, obj);

@@ -270,7 +270,7 @@ def replace_archive_model(model, path, *, num_threads: int = 0) -> None:
 # with onnx's names and defaults) are written out; the options that are
 # SerializeOptions' own come from the option list.
 @_takes_options(SerializeOptions, only=("raw_data_threshold", "alignment", "num_threads", "max_depth", "fsync",
-                                        "max_expansion"))
+                                        "max_expansion", "digests"))
 def save_model(
     proto,
     f,
@@ -320,6 +320,9 @@ def save_model(
         max_external_file_size: split the data into files of at most this
             many bytes (0: no limit).
         checksum: write a SHA-1 "checksum" key per external tensor.
+        digests: write block digests (the SHA-256 of each MiB of every
+            payload moved to external data, in the tensor's metadata_props;
+            see SerializeOptions). Loads check them by default.
         raw_data_threshold: see TensorBufferOptions.
         max_depth: refuse (EncodeError) a model nested deeper than this
             (0: the default, what load reads back; see SerializeOptions). A model

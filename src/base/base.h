@@ -92,11 +92,14 @@ void onnxio__sha1_abort(onnxio__sha1 *h);
 onnxio_status onnxio__sha1_hex(const void *data, uint64_t size, char hex[41]);
 /* The SHA-1 of `size` bytes at `offset` of `fd`, read in 1 MiB pieces. */
 onnxio_status onnxio__sha1_fd(int fd, uint64_t offset, uint64_t size, const char *what, char hex[41]);
-/* The SHA-1 code in use: "SHA-NI" or "portable". `hardware` 0 or 1 makes
- * later digests use the portable code or, where the CPU has them, the SHA
- * instructions (tests and benchmarks compare the two); -1 changes nothing.
- * Not thread-safe against digests in progress. */
-const char *onnxio__sha1_engine(int hardware);
+/* The SHA-256 (FIPS 180-4) of `size` bytes (one block of a tensor's
+ * bytes, for the block digests), with no allocation. */
+void onnxio__sha256(const void *data, size_t size, uint8_t out[32]);
+/* The SHA-1 and SHA-256 code in use: "SHA-NI" or "portable". `hardware` 0
+ * or 1 makes later digests use the portable code or, where the CPU has
+ * them, the SHA instructions (tests and benchmarks compare the two); -1
+ * changes nothing. Not thread-safe against digests in progress. */
+const char *onnxio__sha_engine(int hardware);
 /* The CRC-32 of A || B from crc1 = CRC-32(A) and crc2 = CRC-32(B) of
  * size2 bytes (as zlib's crc32_combine). It is linear: CRC-32(A || B) =
  * onnxio__crc_combine(CRC-32(A), 0, |B|) ^ CRC-32(B). */

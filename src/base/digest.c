@@ -24,7 +24,7 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
 #include <immintrin.h>
-#define ONNXIO__SHA1_NI 1
+#define ONNXIO__SHA_NI 1
 #endif
 
 #include "base/base.h"
@@ -130,7 +130,7 @@ uint32_t onnxio__crc_join(const uint32_t *pieces, uint64_t size)
  * than the hash itself (docs/design.md, "The OS layer"), and a checksum
  * must not depend on the machine that computed it. The context is onnxio's
  * own allocation. */
-#ifdef ONNXIO__SHA1_NI
+#ifdef ONNXIO__SHA_NI
 /* `blocks` 64-byte blocks at `data` into `state`, four rounds an
  * instruction (Intel's "New Instructions Supporting the Secure Hash
  * Algorithm on Intel Architecture Processors" lays the schedule out). */
@@ -187,38 +187,39 @@ __attribute__((target("sha,sse4.1,ssse3"))) static void sha1_ni_blocks(uint32_t 
     state[4] = (uint32_t)_mm_extract_epi32(e0, 3);
 }
 
-static bool sha1_ni_present(void)
+static bool sha_ni_present(void)
 {
     unsigned a, b, c, d;
     return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSSE3) && (c & bit_SSE4_1) &&
            __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_SHA);
 }
 #else
-static bool sha1_ni_present(void)
+static bool sha_ni_present(void)
 {
     return false;
 }
 #endif
 
-/* 1: the SHA instructions, 0: sha1dc's C code; chosen at the first digest. */
-static int sha1_hardware = -1;
-static pthread_once_t sha1_once = PTHREAD_ONCE_INIT;
+/* 1: the SHA instructions (SHA-1 and SHA-256), 0: the portable code;
+ * chosen at the first digest. */
+static int sha_hardware = -1;
+static pthread_once_t sha_once = PTHREAD_ONCE_INIT;
 
-static void sha1_init(void)
+static void sha_init(void)
 {
-    if (sha1_hardware < 0) sha1_hardware = sha1_ni_present();
+    if (sha_hardware < 0) sha_hardware = sha_ni_present();
 }
 
-const char *onnxio__sha1_engine(int hardware)
+const char *onnxio__sha_engine(int hardware)
 {
-    pthread_once(&sha1_once, sha1_init);
-    if (hardware >= 0) sha1_hardware = hardware && sha1_ni_present();
-    return sha1_hardware ? "SHA-NI" : "portable";
+    pthread_once(&sha_once, sha_init);
+    if (hardware >= 0) sha_hardware = hardware && sha_ni_present();
+    return sha_hardware ? "SHA-NI" : "portable";
 }
 
 onnxio_status onnxio__sha1_begin(onnxio__sha1 *h)
 {
-    pthread_once(&sha1_once, sha1_init);
+    pthread_once(&sha_once, sha_init);
     SHA1_CTX *c = onnxio__malloc(sizeof *c);
     h->ctx = c;
     if (!c) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "cannot start a SHA-1 digest");
@@ -230,8 +231,8 @@ onnxio_status onnxio__sha1_begin(onnxio__sha1 *h)
 
 static void sha1_update(SHA1_CTX *c, const char *p, size_t n)
 {
-#ifdef ONNXIO__SHA1_NI
-    if (sha1_hardware) {
+#ifdef ONNXIO__SHA_NI
+    if (sha_hardware) {
         /* sha1dc's buffer up to a block boundary, whole blocks here. */
         size_t lead = (size_t)((64 - c->total % 64) % 64);
         if (lead > n) lead = n;
@@ -316,4 +317,111 @@ onnxio_status onnxio__sha1_fd(int fd, uint64_t offset, uint64_t size, const char
         return s;
     }
     return onnxio__sha1_end(&h, hex);
+}
+
+/* ---- SHA-256 ----------------------------------------------------------- */
+
+/* SHA-256 (FIPS 180-4) of one block of a tensor's bytes, for the block
+ * digests: the SHA instructions where the CPU has them, else the
+ * specification's rounds in C. */
+static const uint32_t sha256_k[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+};
+
+static inline uint32_t ror32(uint32_t x, unsigned n) { return x >> n | x << (32 - n); }
+
+static void sha256_c_blocks(uint32_t h[8], const uint8_t *p, size_t blocks)
+{
+    for (; blocks; blocks--, p += 64) {
+        uint32_t w[64];
+        for (int t = 0; t < 16; t++)
+            w[t] = (uint32_t)p[4 * t] << 24 | (uint32_t)p[4 * t + 1] << 16 | (uint32_t)p[4 * t + 2] << 8 | p[4 * t + 3];
+        for (int t = 16; t < 64; t++) {
+            uint32_t s0 = ror32(w[t - 15], 7) ^ ror32(w[t - 15], 18) ^ (w[t - 15] >> 3);
+            uint32_t s1 = ror32(w[t - 2], 17) ^ ror32(w[t - 2], 19) ^ (w[t - 2] >> 10);
+            w[t] = w[t - 16] + s0 + w[t - 7] + s1;
+        }
+        uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+        for (int t = 0; t < 64; t++) {
+            uint32_t t1 = hh + (ror32(e, 6) ^ ror32(e, 11) ^ ror32(e, 25)) + ((e & f) ^ (~e & g)) + sha256_k[t] + w[t];
+            uint32_t t2 = (ror32(a, 2) ^ ror32(a, 13) ^ ror32(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+            hh = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
+        }
+        h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += hh;
+    }
+}
+
+#ifdef ONNXIO__SHA_NI
+/* Four rounds an instruction pair (sha256rnds2 twice), the schedule with
+ * sha256msg1/sha256msg2, as Intel's SHA extensions paper lays it out. The
+ * state lives as ABEF and CDGH. */
+__attribute__((target("sha,sse4.1,ssse3"))) static void sha256_ni_blocks(uint32_t h[8], const uint8_t *p,
+                                                                        size_t blocks)
+{
+    const __m128i order = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+    __m128i tmp = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&h[0]), 0xB1); /* CDAB */
+    __m128i state1 = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&h[4]), 0x1B); /* EFGH */
+    __m128i state0 = _mm_alignr_epi8(tmp, state1, 8);                                  /* ABEF */
+    state1 = _mm_blend_epi16(state1, tmp, 0xF0);                                        /* CDGH */
+    for (; blocks; blocks--, p += 64) {
+        const __m128i abef = state0, cdgh = state1;
+        __m128i m[4];
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; i++) {
+            if (i < 4) m[i] = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 16 * i)), order);
+            __m128i msg = _mm_add_epi32(m[i % 4], _mm_loadu_si128((const __m128i *)&sha256_k[4 * i]));
+            state1 = _mm_sha256rnds2_epu32(state1, state0, msg);
+            if (i >= 3 && i <= 14) {
+                /* words 4(i+1).. from those before: m[i+1] += W[t-7], then msg2 */
+                __m128i w7 = _mm_alignr_epi8(m[i % 4], m[(i + 3) % 4], 4);
+                m[(i + 1) % 4] = _mm_sha256msg2_epu32(_mm_add_epi32(m[(i + 1) % 4], w7), m[i % 4]);
+            }
+            state0 = _mm_sha256rnds2_epu32(state0, state1, _mm_shuffle_epi32(msg, 0x0E));
+            if (i >= 1 && i <= 12) m[(i + 3) % 4] = _mm_sha256msg1_epu32(m[(i + 3) % 4], m[i % 4]);
+        }
+        state0 = _mm_add_epi32(state0, abef);
+        state1 = _mm_add_epi32(state1, cdgh);
+    }
+    tmp = _mm_shuffle_epi32(state0, 0x1B);        /* FEBA */
+    state1 = _mm_shuffle_epi32(state1, 0xB1);     /* DCHG */
+    state0 = _mm_blend_epi16(tmp, state1, 0xF0);  /* DCBA */
+    state1 = _mm_alignr_epi8(state1, tmp, 8);     /* ABEF */
+    _mm_storeu_si128((__m128i *)&h[0], state0);
+    _mm_storeu_si128((__m128i *)&h[4], state1);
+}
+#endif
+
+void onnxio__sha256(const void *data, size_t size, uint8_t out[32])
+{
+    pthread_once(&sha_once, sha_init);
+    uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    void (*blocks)(uint32_t *, const uint8_t *, size_t) = sha256_c_blocks;
+#ifdef ONNXIO__SHA_NI
+    if (sha_hardware) blocks = sha256_ni_blocks;
+#endif
+    const uint8_t *p = data;
+    size_t whole = size / 64;
+    if (whole) blocks(h, p, whole);
+    /* The tail, the 0x80 byte, zeros, and the length in bits, big-endian. */
+    uint8_t last[128] = {0};
+    size_t rest = size - whole * 64;
+    memcpy(last, p + whole * 64, rest);
+    last[rest] = 0x80;
+    size_t n = rest < 56 ? 64 : 128;
+    uint64_t bits = (uint64_t)size * 8;
+    for (int i = 0; i < 8; i++) last[n - 1 - i] = (uint8_t)(bits >> (8 * i));
+    blocks(h, last, n / 64);
+    for (int i = 0; i < 8; i++) {
+        out[4 * i] = (uint8_t)(h[i] >> 24);
+        out[4 * i + 1] = (uint8_t)(h[i] >> 16);
+        out[4 * i + 2] = (uint8_t)(h[i] >> 8);
+        out[4 * i + 3] = (uint8_t)h[i];
+    }
 }

@@ -136,6 +136,7 @@ static onnxio_status parse_config(const onnxio_parse_options *opts, onnxio_parse
     /* CRC checks read every byte: free while copying, a full extra pass
      * over the mapping with no_copy. */
     if (cfg->verify_crc == ONNXIO_DEFAULT) cfg->verify_crc = cfg->no_copy ? ONNXIO_OFF : ONNXIO_ON;
+    if (cfg->verify_digests == ONNXIO_DEFAULT) cfg->verify_digests = cfg->no_copy ? ONNXIO_OFF : ONNXIO_ON;
     if (cfg->skip_raw_data) cfg->payload_fn = NULL;
     /* Direct reads only where payloads are copied (no_copy maps the file). */
     if (cfg->direct_io == ONNXIO_DEFAULT) cfg->direct_io = ONNXIO_ON;
@@ -163,6 +164,9 @@ onnxio_status onnxio__archive_save_config(const onnxio_serialize_options *opts, 
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT,
                             "external data options (location, all_tensors_to_one_file, max_file_size, checksum) do not "
                             "apply to an .onnxz archive");
+    if (cfg->digests)
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "block digests are written for external data files, not yet in "
+                                                         "an .onnxz archive (whose entries have CRC-32s)");
     return ONNXIO_OK;
 }
 

@@ -435,6 +435,7 @@ typedef struct out_item {
     onnxio_TensorProto *tensor;
     size_t file;
     uint64_t offset;
+    uint8_t (*digests)[32]; /* with cfg->digests: its block digests, filled as it is written */
 } out_item;
 
 typedef struct out_file {
@@ -461,6 +462,25 @@ typedef struct dir_plan {
 
 static uint64_t align_up(uint64_t x, uint64_t a) { return a > 1 && x % a ? x + (a - x % a) : x; }
 
+/* The block count of a payload of `size` bytes. */
+static size_t digest_count(uint64_t size) { return size ? (size_t)((size - 1) / ONNXIO_DIGEST_BLOCK + 1) : 0; }
+
+/* A PWRITE job of item `i`'s `size` bytes from `data`, with its block
+ * digests when the save writes them. */
+static onnxio_status item_job(dir_plan *d, size_t i, const void *data, uint64_t size, bool digests, onnxio__job *job)
+{
+    out_item *it = &d->items[i];
+    *job = (onnxio__job){.kind = ONNXIO__JOB_PWRITE, .fd = d->files[it->file].fd, .offset = it->offset, .src = data,
+                         .size = size, .what = d->files[it->file].location};
+    if (!digests || !size) return ONNXIO_OK;
+    if (!it->digests && !(it->digests = onnxio__malloc(digest_count(size) * sizeof *it->digests)))
+        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory for block digests");
+    job->digest = it->digests;
+    job->digest_block = ONNXIO_DIGEST_BLOCK;
+    job->tensor = onnxio__tensor_name(it->tensor);
+    return ONNXIO_OK;
+}
+
 static void dir_writer_free(void *state)
 {
     dir_plan *d = state;
@@ -470,6 +490,7 @@ static void dir_writer_free(void *state)
         onnxio__resolved_free(&d->files[k].res);
     }
     onnxio__free(d->files);
+    for (size_t i = 0; d->items && i < d->item_count; i++) onnxio__free(d->items[i].digests);
     onnxio__free(d->items);
     onnxio__free(d->dir);
     onnxio__base_close(&d->base);
@@ -696,9 +717,9 @@ static onnxio_status write_batch(onnxio__txn *txn, dir_plan *d, size_t first, si
         if (f->pending) continue;
         for (size_t i = f->first; !s && i < f->first + f->count; i++) {
             const onnxio_TensorProto *t = d->items[i].tensor;
-            onnxio__job job = {.kind = ONNXIO__JOB_PWRITE, .fd = f->fd, .offset = d->items[i].offset,
-                               .src = t->raw_data.data, .size = t->raw_data.size, .what = f->location};
-            s = onnxio__pool_add(pool, &job);
+            onnxio__job job;
+            if (!(s = item_job(d, i, t->raw_data.data, t->raw_data.size, cfg->digests, &job)))
+                s = onnxio__pool_add(pool, &job);
         }
     }
     /* Every queued write must be over before a file is synced or removed. */
@@ -721,6 +742,19 @@ static onnxio_status dir_writer_write(onnxio__saving *sv, const char *path)
     return s;
 }
 
+/* Writes item `i` (`data`, its tensor's raw_data.size bytes) on a pool of
+ * its own. */
+static onnxio_status write_item(dir_plan *d, size_t i, const void *data, const onnxio_serialize_options *cfg)
+{
+    onnxio__job job;
+    onnxio__pool *pool = NULL;
+    onnxio_status s = item_job(d, i, data, d->items[i].tensor->raw_data.size, cfg->digests, &job);
+    if (!s) s = onnxio__pool_new(cfg->num_threads, &pool);
+    if (!s) s = onnxio__pool_add(pool, &job);
+    onnxio_status s2 = onnxio__pool_finish(pool);
+    return s ? s : s2;
+}
+
 /* A streamed payload's data file is made (sized, and its payloads that are
  * not streamed written) when its first streamed payload comes; after its
  * last, its SHA-1 is read back (the payloads came in any order), and it
@@ -729,22 +763,16 @@ static onnxio_status dir_writer_put(onnxio__saving *sv, size_t item, const void 
 {
     dir_plan *d = sv->state;
     out_file *f = &d->files[d->items[item].file];
-    int threads = sv->cfg->num_threads;
     onnxio_status s = ONNXIO_OK;
     if (f->fd < 0) {
         if ((s = onnxio__txn_create(sv->txn, f->res.dir_fd, f->res.name, &f->fd))) return s;
         if (onnxio__sys_ftruncate(f->fd, f->size) != 0)
             return onnxio__fail(ONNXIO_ERR_IO, "cannot size %s to %llu bytes: %s", f->location,
                                 (unsigned long long)f->size, strerror(errno));
-        for (size_t i = f->first; !s && i < f->first + f->count; i++) {
-            const onnxio_TensorProto *t = d->items[i].tensor;
-            if (t->raw_data.data)
-                s = onnxio__write_at(f->fd, d->items[i].offset, t->raw_data.data, t->raw_data.size, NULL, threads,
-                                     f->location);
-        }
+        for (size_t i = f->first; !s && i < f->first + f->count; i++)
+            if (d->items[i].tensor->raw_data.data) s = write_item(d, i, d->items[i].tensor->raw_data.data, sv->cfg);
     }
-    if (!s) s = onnxio__write_at(f->fd, d->items[item].offset, data, d->items[item].tensor->raw_data.size, NULL, threads,
-                                 f->location);
+    if (!s) s = write_item(d, item, data, sv->cfg);
     if (!s && --f->pending == 0) {
         if (sv->cfg->external_data.checksum) s = onnxio__sha1_fd(f->fd, 0, f->size, f->location, f->digest);
         if (!s) s = onnxio__txn_sync(sv->txn, f->fd);
@@ -760,8 +788,14 @@ static onnxio_status dir_writer_model(onnxio__saving *sv)
     onnxio_status s = ONNXIO_OK;
     for (size_t i = 0; !s && i < d->item_count; i++) {
         const out_file *f = &d->files[d->items[i].file];
-        s = onnxio__refer(sv->scratch, d->items[i].tensor, f->location, d->items[i].offset,
-                          sv->cfg->external_data.checksum ? f->digest : NULL);
+        onnxio_TensorProto *t = d->items[i].tensor;
+        size_t blocks = digest_count(t->raw_data.size);
+        /* The record goes with the bytes: written anew, or dropped. */
+        if (sv->cfg->digests)
+            s = onnxio__digests_set(sv->scratch, t, ONNXIO_DIGEST_BLOCK, (const uint8_t(*)[32])d->items[i].digests, blocks);
+        else onnxio__digests_remove(t);
+        if (!s) s = onnxio__refer(sv->scratch, t, f->location, d->items[i].offset,
+                                  sv->cfg->external_data.checksum ? f->digest : NULL);
     }
     return s ? s : onnxio__write_main(sv->txn, sv->copy, sv->cfg, NULL, NULL, &sv->model_fd);
 }

@@ -29,6 +29,13 @@ typedef struct onnxio__payload_src {
     bool copy;            /* copy even with no_copy (bytes not aligned for borrowing) */
     bool owned;           /* the bytes are this load's own (container.h, onnxio__entry.owned): taken, not copied, by a copy load too */
     onnxio__crc_slots *crc; /* compute the CRC-32 of the bytes as they are copied (NULL: no) */
+    /* Check the bytes' block digests (see onnxio__job.expect) as each piece
+     * of them is copied or read, while it is in cache (NULL: no); *checked
+     * is set when a job took them on (else the caller checks the placed
+     * bytes itself). */
+    const uint8_t (*expect)[32];
+    uint64_t digest_block;
+    bool *checked;
     /* The container entry the bytes come from (NULL: inline): with no_copy,
      * payloads loaded from the same entry, offset and size share one
      * buffer when they must be copied. */

@@ -23,7 +23,35 @@ typedef struct item {
     onnxio_TensorProto *tensor;
     onnxio__entry *entry;
     uint64_t offset, length;
+    onnxio__digests digests; /* with verify_digests, when the tensor has them (count may be 0) */
+    bool has_digests;
+    uint8_t (*expect)[32];   /* the digests decoded, while the load runs */
+    bool checked;            /* a copy or read job checked them as it moved the bytes */
 } item;
+
+/* verify_digests: the placed payloads with block digests that no copy or
+ * read job checked as it moved them (borrowed from a mapping, shared with
+ * another tensor, an archive's own copy) are checked from the memory they
+ * were placed in, their blocks spread over a pool. Every placed payload
+ * then loses its record, which described the bytes where they were. */
+static onnxio_status check_digests(item *items, size_t count, int num_threads)
+{
+    onnxio__pool *pool = NULL;
+    onnxio_status s = onnxio__pool_new(num_threads, &pool);
+    for (size_t i = 0; !s && i < count; i++) {
+        item *it = &items[i];
+        if (!it->expect || it->checked || onnxio__is_external(it->tensor)) continue;
+        onnxio__job job = {.kind = ONNXIO__JOB_DIGEST, .src = it->tensor->raw_data.data, .size = it->length,
+                           .expect = (const uint8_t(*)[32])it->expect, .digest_block = it->digests.block,
+                           .tensor = onnxio__tensor_name(it->tensor), .what = it->entry->name};
+        s = onnxio__pool_add(pool, &job);
+    }
+    onnxio_status s2 = onnxio__pool_finish(pool);
+    if (!s) s = s2;
+    for (size_t i = 0; !s && i < count; i++)
+        if (!onnxio__is_external(items[i].tensor)) onnxio__digests_remove(items[i].tensor);
+    return s;
+}
 
 /* verify_checksum: the SHA-1 of the whole entry (onnx-ml.proto: "SHA1
  * digest of file specified under 'location'"), computed once, against a
@@ -141,9 +169,13 @@ static onnxio_status collect(void *ctx, onnxio_TensorProto *t, const onnxio_exte
         k->list[k->count++] = (sha1_check){e, t, r.checksum, r.checksum_size};
     }
     if (c->opts->skip_raw_data) return ONNXIO_OK; /* stays external */
+    onnxio__digests digests = {0};
+    bool has_digests = false;
+    if (c->opts->verify_digests == ONNXIO_ON && (s = onnxio__digests_find(t, length, &digests, &has_digests))) return s;
     if (!onnxio__grow((void **)&c->items, &c->capacity, c->count, sizeof *c->items))
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-    c->items[c->count++] = (item){t, e, r.offset, length};
+    c->items[c->count++] = (item){.tensor = t, .entry = e, .offset = r.offset, .length = length, .digests = digests,
+                                  .has_digests = has_digests};
     return ONNXIO_OK;
 }
 
@@ -180,6 +212,16 @@ onnxio_status onnxio__load_external_payloads(onnxio_message *root, onnxio__conta
             .share = e,
             .share_offset = it->offset,
         };
+        if (it->has_digests && it->digests.count) {
+            if (!(it->expect = onnxio__malloc(it->digests.count * sizeof *it->expect))) {
+                s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory for block digests");
+                break;
+            }
+            onnxio__digests_decode(&it->digests, it->expect);
+            src.expect = (const uint8_t(*)[32])it->expect;
+            src.digest_block = it->digests.block;
+            src.checked = &it->checked;
+        }
         /* This load's own copy of an entry is the payload of the first
          * tensor that is all of it; any other gets a copy (as protobuf
          * gives every tensor bytes of its own). */
@@ -223,6 +265,8 @@ onnxio_status onnxio__load_external_payloads(onnxio_message *root, onnxio__conta
      * back only once its entry's SHA-1 is checked. */
     onnxio_status s2 = onnxio__pool_finish(pool);
     if (!s) s = s2;
+    if (!s) s = check_digests(c.items, c.count, opts->num_threads);
+    for (size_t i = 0; i < c.count; i++) onnxio__free(c.items[i].expect);
     s = onnxio__task_join(&sha1_task, s);
     onnxio__free(c.sha1.list);
     onnxio__payloads_free(payloads);

@@ -300,11 +300,17 @@ static onnxio_status fill(onnxio__payloads *p, const onnxio_TensorProto *t, cons
         job.crc = src->crc->piece;
         src->crc->filled = true;
     }
+    if (src->expect) {
+        job.expect = src->expect;
+        job.digest_block = src->digest_block;
+        job.tensor = onnxio__tensor_name(t);
+        *src->checked = true;
+    }
     if (read_from_file(p, src)) {
         job.kind = ONNXIO__JOB_PREAD;
         job.fd = src->fd;
         job.offset = src->offset;
-    } else if (src->size < p->threshold && !src->crc) {
+    } else if (src->size < p->threshold && !src->crc && !src->expect) {
         memcpy(dst, src->data, (size_t)src->size);
         onnxio__progress_add(p->progress, src->size);
         return ONNXIO_OK;

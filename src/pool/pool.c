@@ -197,9 +197,34 @@ static onnxio_status io_error(const onnxio__job *j, bool reading, const char *wh
     return ONNXIO_ERR_IO;
 }
 
+/* The block digests of `size` bytes at `bytes` (see onnxio__job.digest):
+ * stored, or compared. */
+static onnxio_status block_digests(const onnxio__job *j, const uint8_t *bytes, char *error, size_t error_size)
+{
+    for (uint64_t at = 0, k = 0; at < j->size; at += j->digest_block, k++) {
+        size_t n = j->size - at < j->digest_block ? (size_t)(j->size - at) : (size_t)j->digest_block;
+        uint8_t d[32];
+        onnxio__sha256(bytes + at, n, j->digest ? j->digest[k] : d);
+        if (j->expect && memcmp(d, j->expect[k], 32) != 0) {
+            uint64_t block = j->first_block + k, from = block * j->digest_block;
+            snprintf(error, error_size,
+                     "tensor '%s': block %llu (its bytes %llu to %llu, from %s) does not match its SHA-256 digest",
+                     j->tensor ? j->tensor : "", (unsigned long long)block, (unsigned long long)from,
+                     (unsigned long long)(from + n), j->what ? j->what : "its data");
+            return ONNXIO_ERR_CHECKSUM;
+        }
+    }
+    return ONNXIO_OK;
+}
+
 static onnxio_status run_job(onnxio__pool *p, int slot, const onnxio__job *j, char *error, size_t error_size)
 {
     uint32_t crc = 0;
+    if (j->kind == ONNXIO__JOB_DIGEST) return block_digests(j, j->src, error, error_size);
+    if (j->digest && j->kind == ONNXIO__JOB_PWRITE) {
+        onnxio_status s = block_digests(j, j->src, error, error_size);
+        if (s) return s;
+    }
     if (j->kind == ONNXIO__JOB_MOVE) {
         memmove(j->dst, j->src, (size_t)j->size);
         if (j->rest_size) memcpy(j->rest_dst, j->rest, (size_t)j->rest_size);
@@ -208,7 +233,7 @@ static onnxio_status run_job(onnxio__pool *p, int slot, const onnxio__job *j, ch
     if (j->kind == ONNXIO__JOB_COPY || j->kind == ONNXIO__JOB_CRC) {
         if (!j->crc) {
             memcpy(j->dst, j->src, (size_t)j->size);
-            return ONNXIO_OK;
+            return j->expect ? block_digests(j, j->dst, error, error_size) : ONNXIO_OK;
         }
         for (uint64_t at = 0; at < j->size; at += CRC_STEP) {
             size_t n = j->size - at < CRC_STEP ? (size_t)(j->size - at) : CRC_STEP;
@@ -216,7 +241,7 @@ static onnxio_status run_job(onnxio__pool *p, int slot, const onnxio__job *j, ch
             crc = onnxio__crc32(crc, j->src + at, n);
         }
         *j->crc = crc;
-        return ONNXIO_OK;
+        return j->expect ? block_digests(j, j->src, error, error_size) : ONNXIO_OK;
     }
     int reading = j->kind == ONNXIO__JOB_PREAD;
     if (reading && p && p->direct) {
@@ -225,7 +250,7 @@ static onnxio_status run_job(onnxio__pool *p, int slot, const onnxio__job *j, ch
         if (r < 0) return io_error(j, true, NULL, error, error_size);
         if (r == 0) {
             if (j->crc) *j->crc = onnxio__crc32(0, j->dst, j->size);
-            return ONNXIO_OK;
+            return j->expect ? block_digests(j, j->dst, error, error_size) : ONNXIO_OK;
         }
     }
     if (j->crc && !reading) crc = onnxio__crc32(0, j->src, j->size);
@@ -248,7 +273,7 @@ static onnxio_status run_job(onnxio__pool *p, int slot, const onnxio__job *j, ch
     }
     if (j->crc) *j->crc = crc;
     if (reading && j->drop_behind) onnxio__sys_drop_cached(j->fd, j->offset, j->size);
-    return ONNXIO_OK;
+    return reading && j->expect ? block_digests(j, j->dst, error, error_size) : ONNXIO_OK;
 }
 
 onnxio_status onnxio__job_run(const onnxio__job *job)
@@ -258,7 +283,10 @@ onnxio_status onnxio__job_run(const onnxio__job *job)
     return s ? onnxio__fail(s, "%s", error) : ONNXIO_OK;
 }
 
-static bool counted(const onnxio__job *j) { return j->kind != ONNXIO__JOB_CRC && !j->not_payload; }
+static bool counted(const onnxio__job *j)
+{
+    return j->kind != ONNXIO__JOB_CRC && j->kind != ONNXIO__JOB_DIGEST && !j->not_payload;
+}
 
 /* Whether the calling thread reports progress or polls a cancel. */
 static bool watched(const onnxio__pool *p) { return p->progress || p->cancel; }
@@ -361,6 +389,11 @@ static onnxio__job piece_of(const onnxio__job *job, uint64_t at, uint64_t step)
     if (piece.dst) piece.dst += at;
     if (piece.src) piece.src += at;
     if (piece.crc) piece.crc += at / PIECE_SIZE;
+    if (piece.digest_block) {
+        if (piece.digest) piece.digest += at / job->digest_block;
+        if (piece.expect) piece.expect += at / job->digest_block;
+        piece.first_block += at / job->digest_block;
+    }
     return piece;
 }
 
@@ -440,7 +473,7 @@ static struct onnxio__pool_file *direct_of(struct onnxio__pool_file *f)
 static uint64_t piece_step(const onnxio__pool *p, const onnxio__job *job, bool serial)
 {
     if (job->kind == ONNXIO__JOB_MOVE) return job->size;
-    if (!serial || job->crc || p->progress) return PIECE_SIZE;
+    if (!serial || job->crc || job->digest_block || p->progress) return PIECE_SIZE;
     return p->cancel ? CANCEL_PIECE : job->size;
 }
 

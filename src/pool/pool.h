@@ -14,6 +14,7 @@ typedef enum onnxio__job_kind {
     ONNXIO__JOB_PWRITE, /* write `size` bytes from src at `offset` of `fd` */
     ONNXIO__JOB_CRC,    /* only the CRC-32 of src (crc must be set) */
     ONNXIO__JOB_MOVE,   /* memmove(dst, src, size), then rest (below): the ranges may overlap, so it is never cut in pieces (no crc) */
+    ONNXIO__JOB_DIGEST, /* only the block digests of src, checked against `expect` (below) */
 } onnxio__job_kind;
 typedef struct onnxio__job {
     onnxio__job_kind kind;
@@ -33,8 +34,20 @@ typedef struct onnxio__job {
      * (also on a serial pool) and piece k stores its CRC in crc[k]; after
      * onnxio__pool_finish, onnxio__crc_join gives the whole CRC. */
     uint32_t *crc;
+    /* Block digests (docs/design.md, "Block digests"): the bytes the job
+     * moves are blocks of `digest_block` bytes (a power of two dividing
+     * ONNXIO__CRC_PIECE), the last one shorter, numbered from
+     * `first_block`. A PWRITE job stores the SHA-256 of block k (counted
+     * from the job's start) in digest[k] before it writes; a DIGEST job,
+     * and a COPY or PREAD job once it has moved a piece, compares it with
+     * expect[k] and fails with ONNXIO_ERR_CHECKSUM naming `tensor`, the
+     * block and its bytes. Pieces are cut on block boundaries. */
+    uint8_t (*digest)[32];
+    const uint8_t (*expect)[32];
+    uint64_t digest_block, first_block;
+    const char *tensor;
     /* Not payload bytes: a job the progress of the operation does not
-     * count (CRC jobs are never counted). */
+     * count (CRC and DIGEST jobs are never counted). */
     bool not_payload;
     /* Set by the pool (onnxio__pool_read_direct): the direct descriptor
      * of fd that a read reads through when its range is not cached. */

@@ -231,6 +231,29 @@ static inline const char *onnxio__tensor_name(const onnxio_TensorProto *t)
     return t->name.data ? t->name.data : "";
 }
 
+/* Block digests (docs/design.md, "Block digests"): the SHA-256 of each
+ * `block` bytes of a tensor's payload, the last block shorter, kept in
+ * the tensor's metadata_props under ONNXIO__DIGEST_KEY as "BLOCK:HEX",
+ * BLOCK in decimal and HEX the digests' 64 hex digits each, in order. */
+#define ONNXIO__DIGEST_KEY "onnxio.sha256"
+typedef struct onnxio__digests {
+    uint64_t block;  /* a power of two from 4 KiB to ONNXIO__CRC_PIECE */
+    size_t count;    /* ceil(length / block) */
+    const char *hex; /* count * 64 hex digits, in the tensor's arena */
+} onnxio__digests;
+/* The digests of tensor `t` for a payload of `length` bytes: *found false
+ * when it has none; ONNXIO_ERR_EXTERNAL_DATA naming the tensor when its
+ * value is malformed (a block size out of range, a digit count other than
+ * the length needs, a character that is no hex digit). */
+onnxio_status onnxio__digests_find(const onnxio_TensorProto *t, uint64_t length, onnxio__digests *out, bool *found);
+/* The 32-byte digests of a checked record (onnxio__digests_find). */
+void onnxio__digests_decode(const onnxio__digests *d, uint8_t (*out)[32]);
+/* Sets t's record (replacing one there) to `count` digests of `block`. */
+onnxio_status onnxio__digests_set(onnxio_arena *arena, onnxio_TensorProto *t, uint64_t block, const uint8_t (*d)[32],
+                                  size_t count);
+/* Removes t's record, if any (its bytes changed place, or were checked). */
+void onnxio__digests_remove(onnxio_TensorProto *t);
+
 /* A tensor whose payload is in external data (data_location EXTERNAL). */
 static inline bool onnxio__is_external(const onnxio_TensorProto *t)
 {

@@ -254,6 +254,88 @@ static bool key_is(const onnxio_string *k, const char *name)
     return k->size == n && memcmp(k->data, name, n) == 0;
 }
 
+/* ---- block digests ----------------------------------------------------- */
+
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+onnxio_status onnxio__digests_find(const onnxio_TensorProto *t, uint64_t length, onnxio__digests *out, bool *found)
+{
+    *found = false;
+    const onnxio_string *v = NULL;
+    for (size_t i = 0; i < t->metadata_props.size; i++) {
+        const onnxio_StringStringEntryProto *e = t->metadata_props.data[i];
+        if (key_is(&e->key, ONNXIO__DIGEST_KEY)) v = &e->value;
+    }
+    if (!v) return ONNXIO_OK;
+    const char *p = v->data ? v->data : "", *end = p + v->size;
+    uint64_t block = 0;
+    while (p < end && *p >= '0' && *p <= '9' && block <= ONNXIO__CRC_PIECE) block = block * 10 + (uint64_t)(*p++ - '0');
+    if (p == end || *p != ':' || block < 4096 || block > ONNXIO__CRC_PIECE || (block & (block - 1)))
+        return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA,
+                            "tensor '%s': its %s value does not start with a block size (a power of two from 4096 to "
+                            "%u) and ':'",
+                            onnxio__tensor_name(t), ONNXIO__DIGEST_KEY, (unsigned)ONNXIO__CRC_PIECE);
+    p++;
+    uint64_t count = length ? (length - 1) / block + 1 : 0;
+    if ((uint64_t)(end - p) != count * 64)
+        return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA,
+                            "tensor '%s': its %s value has %llu hex digits, %llu bytes in blocks of %llu need %llu",
+                            onnxio__tensor_name(t), ONNXIO__DIGEST_KEY, (unsigned long long)(end - p),
+                            (unsigned long long)length, (unsigned long long)block, (unsigned long long)(count * 64));
+    for (const char *q = p; q < end; q++)
+        if (hex_digit(*q) < 0)
+            return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA, "tensor '%s': its %s value has '%c' where a hex digit goes",
+                                onnxio__tensor_name(t), ONNXIO__DIGEST_KEY, *q);
+    *out = (onnxio__digests){block, (size_t)count, p};
+    *found = true;
+    return ONNXIO_OK;
+}
+
+void onnxio__digests_decode(const onnxio__digests *d, uint8_t (*out)[32])
+{
+    for (size_t k = 0; k < d->count; k++)
+        for (int i = 0; i < 32; i++)
+            out[k][i] = (uint8_t)(hex_digit(d->hex[64 * k + 2 * i]) << 4 | hex_digit(d->hex[64 * k + 2 * i + 1]));
+}
+
+void onnxio__digests_remove(onnxio_TensorProto *t)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < t->metadata_props.size; i++) {
+        onnxio_StringStringEntryProto *e = t->metadata_props.data[i];
+        if (!key_is(&e->key, ONNXIO__DIGEST_KEY)) t->metadata_props.data[n++] = e;
+    }
+    t->metadata_props.size = n;
+}
+
+onnxio_status onnxio__digests_set(onnxio_arena *arena, onnxio_TensorProto *t, uint64_t block, const uint8_t (*d)[32],
+                                  size_t count)
+{
+    onnxio__digests_remove(t);
+    char head[32];
+    int h = snprintf(head, sizeof head, "%llu:", (unsigned long long)block);
+    onnxio_StringStringEntryProto *e = onnxio_list_add(arena, &t->metadata_props, &onnxio_desc_StringStringEntryProto);
+    char *value = e ? onnxio__malloc((size_t)h + 64 * count + 1) : NULL;
+    if (!value) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    memcpy(value, head, (size_t)h);
+    static const char digits[] = "0123456789abcdef";
+    for (size_t k = 0; k < count; k++)
+        for (int i = 0; i < 32; i++) {
+            value[h + 64 * k + 2 * i] = digits[d[k][i] >> 4];
+            value[h + 64 * k + 2 * i + 1] = digits[d[k][i] & 15];
+        }
+    bool failed = onnxio_string_set(arena, &e->key, ONNXIO__DIGEST_KEY, strlen(ONNXIO__DIGEST_KEY)) ||
+                  onnxio_string_set(arena, &e->value, value, (size_t)h + 64 * count);
+    onnxio__free(value);
+    if (failed) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    onnxio_set_has(e, ONNXIO_FIELD_StringStringEntryProto_key);
+    onnxio_set_has(e, ONNXIO_FIELD_StringStringEntryProto_value);
+    return ONNXIO_OK;
+}
+
 ONNXIO_API onnxio_status onnxio_external_ref_parse(const onnxio_TensorProto *t, onnxio_external_ref *r)
 {
     if (!t || !r) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "external_ref_parse: NULL argument");

@@ -1723,16 +1723,16 @@ static void test_map_windows(void)
     tu_end();
 }
 
-/* SHA-1, the SHA instructions' code and the portable code, against
- * sha1sum(1) (CNG's BCryptHash on Windows): lengths about every block
- * boundary and the padding's length boundary (55, 56, 63, 64 bytes into a
- * block), unaligned starts, and updates cut at odd places, as the save feeds
- * payloads and padding in pieces. */
-static void test_sha1_engines(void)
+/* SHA-1 and SHA-256, the SHA instructions' code and the portable code,
+ * against sha1sum(1) and sha256sum(1) (CNG's BCryptHash on Windows):
+ * lengths about every block boundary and the padding's length boundary
+ * (55, 56, 63, 64 bytes into a block), unaligned starts, and SHA-1 updates
+ * cut at odd places, as the save feeds payloads and padding in pieces. */
+static void test_sha_engines(void)
 {
-    tu_begin("SHA-1: the SHA instructions (%s here) and the portable code against sha1sum",
-             strcmp(onnxio__sha1_engine(1), "SHA-NI") == 0 ? "present" : "absent");
-    char *dir = tu_make_temp_dir("onnxio-sha1");
+    tu_begin("SHA-1 and SHA-256: the SHA instructions (%s here) and the portable code against sha1sum, sha256sum",
+             strcmp(onnxio__sha_engine(1), "SHA-NI") == 0 ? "present" : "absent");
+    char *dir = tu_make_temp_dir("onnxio-sha");
     size_t big = (1u << 20) + 4097;
     uint8_t *bytes = malloc(big + 1);
     for (size_t i = 0; i < big + 1; i++) bytes[i] = (uint8_t)(i * 2654435761u >> 13);
@@ -1741,15 +1741,16 @@ static void test_sha1_engines(void)
         size_t n = k < sizeof lengths / sizeof lengths[0] ? lengths[k] : big;
         for (size_t shift = 0; shift < 2; shift++) {
             const uint8_t *at = bytes + shift;
-            char *path = tu_strdup_printf("%s/sha1-%zu-%zu.bin", dir, n, shift);
-            char want[41];
-            if (CHECK(tu_write_file(path, at, n)) && CHECK(tu_sha1_file(path, want))) {
+            char *path = tu_strdup_printf("%s/sha-%zu-%zu.bin", dir, n, shift);
+            char want[41], want256[65];
+            if (CHECK(tu_write_file(path, at, n)) && CHECK(tu_sha1_file(path, want)) &&
+                CHECK(tu_sha256_file(path, want256))) {
                 for (int hardware = 1; hardware >= 0; hardware--) {
-                    const char *engine = onnxio__sha1_engine(hardware);
+                    const char *engine = onnxio__sha_engine(hardware);
                     char whole[41], pieces[41];
                     CHECK_STATUS(onnxio__sha1_hex(at, n, whole), ONNXIO_OK);
-                    CHECK_MSG(strcmp(whole, want) == 0, "%s, %zu bytes at +%zu: %s, want %s", engine, n, shift, whole,
-                              want);
+                    CHECK_MSG(strcmp(whole, want) == 0, "SHA-1, %s, %zu bytes at +%zu: %s, want %s", engine, n, shift,
+                              whole, want);
                     onnxio__sha1 h;
                     CHECK_STATUS(onnxio__sha1_begin(&h), ONNXIO_OK);
                     for (size_t done = 0, cut = 1; done < n; cut = cut * 3 + 1) {
@@ -1758,19 +1759,25 @@ static void test_sha1_engines(void)
                         done += m;
                     }
                     CHECK_STATUS(onnxio__sha1_end(&h, pieces), ONNXIO_OK);
-                    CHECK_MSG(strcmp(pieces, want) == 0, "%s, %zu bytes at +%zu in pieces: %s, want %s", engine, n,
-                              shift, pieces, want);
+                    CHECK_MSG(strcmp(pieces, want) == 0, "SHA-1, %s, %zu bytes at +%zu in pieces: %s, want %s", engine,
+                              n, shift, pieces, want);
+                    uint8_t d[32];
+                    onnxio__sha256(at, n, d);
+                    char got256[65];
+                    for (int i = 0; i < 32; i++) snprintf(got256 + 2 * i, 3, "%02x", d[i]);
+                    CHECK_MSG(strcmp(got256, want256) == 0, "SHA-256, %s, %zu bytes at +%zu: %s, want %s", engine, n,
+                              shift, got256, want256);
                 }
             }
             remove(path);
             free(path);
         }
     }
-    onnxio__sha1_engine(1);
+    onnxio__sha_engine(1);
     free(bytes);
-    tu_end();
     tu_remove_tree(dir);
     free(dir);
+    tu_end();
 }
 
 int main(int argc, char **argv)
@@ -1784,6 +1791,6 @@ int main(int argc, char **argv)
     test_load_safety_more();
     test_save_modes();
     test_map_windows();
-    test_sha1_engines();
+    test_sha_engines();
     return tu_finish();
 }

@@ -1009,34 +1009,40 @@ tu_fds tu_open_fds(void)
 bool tu_same_fds(tu_fds a, tu_fds b) { return memcmp(&a, &b, sizeof a) == 0; }
 
 #ifdef _WIN32
-bool tu_sha1_file(const char *path, char out[41])
+static bool sha_file(const char *path, LPCWSTR algorithm, size_t bytes, char *out)
 {
     size_t n;
-    uint8_t *bytes = tu_read_file(path, &n);
-    if (!bytes || n > ULONG_MAX) return free(bytes), false;
-    UCHAR digest[20];
+    uint8_t *data = tu_read_file(path, &n);
+    if (!data || n > ULONG_MAX) return free(data), false;
+    UCHAR digest[32];
     BCRYPT_ALG_HANDLE alg;
-    NTSTATUS st = BCryptOpenAlgorithmProvider(&alg, BCRYPT_SHA1_ALGORITHM, NULL, 0);
+    NTSTATUS st = BCryptOpenAlgorithmProvider(&alg, algorithm, NULL, 0);
     if (BCRYPT_SUCCESS(st)) {
-        st = BCryptHash(alg, NULL, 0, bytes, (ULONG)n, digest, sizeof digest);
+        st = BCryptHash(alg, NULL, 0, data, (ULONG)n, digest, (ULONG)bytes);
         BCryptCloseAlgorithmProvider(alg, 0);
     }
-    free(bytes);
+    free(data);
     if (!BCRYPT_SUCCESS(st)) return false;
-    for (int i = 0; i < 20; i++) sprintf(out + 2 * i, "%02x", digest[i]);
+    for (size_t i = 0; i < bytes; i++) sprintf(out + 2 * i, "%02x", digest[i]);
     return true;
 }
+
+bool tu_sha1_file(const char *path, char out[41]) { return sha_file(path, BCRYPT_SHA1_ALGORITHM, 20, out); }
+bool tu_sha256_file(const char *path, char out[65]) { return sha_file(path, BCRYPT_SHA256_ALGORITHM, 32, out); }
 #else
-bool tu_sha1_file(const char *path, char out[41])
+static bool sha_file(const char *tool, const char *path, size_t hex, char *out)
 {
-    char *cmd = tu_strdup_printf("sha1sum '%s'", path);
+    char *cmd = tu_strdup_printf("%s '%s'", tool, path);
     FILE *p = popen(cmd, "r");
     free(cmd);
     if (!p) return false;
-    bool ok = fread(out, 1, 40, p) == 40;
-    out[40] = '\0';
+    bool ok = fread(out, 1, hex, p) == hex;
+    out[hex] = '\0';
     return pclose(p) == 0 && ok;
 }
+
+bool tu_sha1_file(const char *path, char out[41]) { return sha_file("sha1sum", path, 40, out); }
+bool tu_sha256_file(const char *path, char out[65]) { return sha_file("sha256sum", path, 64, out); }
 #endif
 
 #ifdef _WIN32

@@ -200,6 +200,8 @@ uint8_t *tu_read_file(const char *path, size_t *size);
  * `out`, from a reference independent of onnxio: sha1sum(1) on POSIX,
  * CNG's BCryptHash (bcrypt.dll) on Windows. False when it cannot say. */
 bool tu_sha1_file(const char *path, char out[41]);
+/* The same for SHA-256, 64 digits (sha256sum(1); BCryptHash). */
+bool tu_sha256_file(const char *path, char out[65]);
 /* Writes (creates/truncates) a file; returns true on success. */
 bool tu_write_file(const char *path, const void *data, size_t size);
 bool tu_exists(const char *path);

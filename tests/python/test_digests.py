@@ -1,0 +1,189 @@
+"""Block digests: the SHA-256 of each MiB of every payload a save moves to
+external data, kept in the tensor's metadata_props ("onnxio.sha256":
+"BLOCK:HEX"), checked by loads.
+
+The references: hashlib's SHA-256 of each block of the bytes onnx reads
+back for the tensor; the onnx package, which must load and check the files
+without a warning; a byte flipped on disk, which must fail the load of that
+tensor, naming it and the block, and no other.
+"""
+
+import hashlib
+import subprocess
+import warnings
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper, numpy_helper
+
+from conftest import needs
+
+CLI_PATH = needs("onnxio command")
+MiB = 1 << 20
+
+
+def run(*args):
+    p = subprocess.run([str(CLI_PATH), *map(str, args)], stdin=subprocess.DEVNULL, capture_output=True, timeout=300)
+    return p.returncode, p.stderr.decode("utf-8", "replace")
+
+
+def build_model():
+    """Initializers of 0 bytes, 40 bytes, 1 MiB exactly, 9.5 MiB (ten
+    blocks over two of the pool's 8 MiB pieces, the last half full) and
+    24,000 bytes, and one in a subgraph."""
+    rng = np.random.default_rng(7)
+    arrays = {
+        "empty": np.zeros((0, 4), np.float32),
+        "tiny": rng.standard_normal(10).astype(np.float32),
+        "one_mib": rng.integers(0, 255, MiB).astype(np.uint8),
+        "big": rng.standard_normal(2490368).astype(np.float32),
+        "mid": rng.standard_normal(3000).astype(np.float64),
+    }
+    sub = numpy_helper.from_array(rng.standard_normal(5000).astype(np.float32), "sub_w")
+    then_g = helper.make_graph([helper.make_node("Identity", ["sub_w"], ["t"])], "then", [],
+                               [helper.make_tensor_value_info("t", onnx.TensorProto.FLOAT, [5000])], [sub])
+    nodes = [helper.make_node("Identity", [n], [n + "_out"]) for n in arrays]
+    nodes.append(helper.make_node("If", ["cond"], ["if_out"], then_branch=then_g, else_branch=then_g))
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("cond", onnx.TensorProto.BOOL, [])],
+                          [helper.make_tensor_value_info(n + "_out", helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+                           for n, a in arrays.items()]
+                          + [helper.make_tensor_value_info("if_out", onnx.TensorProto.FLOAT, [5000])],
+                          [numpy_helper.from_array(a, n) for n, a in arrays.items()])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), {**arrays, "sub_w": numpy_helper.to_array(sub)}
+
+
+def tensors(model):
+    g = model.graph
+    yield from g.initializer
+    for node in g.node:
+        for a in node.attribute:
+            if a.g:
+                yield from a.g.initializer
+
+
+def records(path):
+    """{tensor: (block, [hex digests])} of a saved model, read by onnx."""
+    out = {}
+    for t in tensors(onnx.load(str(path), load_external_data=False)):
+        for e in t.metadata_props:
+            if e.key == "onnxio.sha256":
+                block, hexs = e.value.split(":")
+                out[t.name] = (int(block), [hexs[i:i + 64] for i in range(0, len(hexs), 64)])
+    return out
+
+
+@pytest.fixture
+def saved(tmp_path):
+    """The model saved by `onnxio convert --external-data w.bin --digests`."""
+    model, arrays = build_model()
+    src = tmp_path / "src.onnx"
+    onnx.save(model, src)
+    out = tmp_path / "m.onnx"
+    rc, err = run("convert", src, out, "--external-data", "w.bin", "--digests", "--size-threshold", "0")
+    assert rc == 0, err
+    return out, arrays
+
+
+def test_digests_are_hashlibs_and_onnx_reads_the_files(saved):
+    out, arrays = saved
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # onnx warns about external_data keys it does not know
+        onnx.checker.check_model(str(out), full_check=True)
+        back = onnx.load(str(out))
+    got = {t.name: numpy_helper.to_array(t) for t in tensors(back)}
+    rec = records(out)
+    # Every tensor moved to w.bin has a record (an empty one has no block).
+    moved = {t.name for t in tensors(onnx.load(str(out), load_external_data=False)) if t.external_data}
+    assert set(rec) == moved and {"tiny", "one_mib", "big", "mid", "sub_w"} <= moved
+    for name, (block, digests) in rec.items():
+        assert block == MiB
+        data = got[name].tobytes()
+        np.testing.assert_array_equal(got[name], arrays[name])
+        assert digests == [hashlib.sha256(data[i:i + block]).hexdigest() for i in range(0, len(data), block)], name
+    assert len(rec["big"][1]) == 10 and len(rec["one_mib"][1]) == 1
+
+
+def test_python_save_writes_the_same_records(saved, tmp_path):
+    import onnxio
+
+    out, _ = saved
+    model, _ = build_model()
+    py = tmp_path / "py" / "m.onnx"
+    py.parent.mkdir()
+    onnxio.save_model(onnxio.ModelProto.FromString(model.SerializeToString()), py, save_as_external_data=True,
+                      location="w.bin", size_threshold=0, digests=True, update_model=False)
+    assert records(py) == records(out)
+    assert (py.parent / "w.bin").read_bytes() == (out.parent / "w.bin").read_bytes()
+
+
+def flip(out, name, at):
+    """Flips the byte `at` bytes into tensor `name`'s data on disk."""
+    t = next(t for t in tensors(onnx.load(str(out), load_external_data=False)) if t.name == name)
+    keys = {e.key: e.value for e in t.external_data}
+    path = out.parent / keys["location"]
+    data = bytearray(path.read_bytes())
+    data[int(keys["offset"]) + at] ^= 0x40
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("no_copy", [False, True])
+def test_a_flipped_byte_fails_that_tensor_only(saved, no_copy):
+    import onnxio
+
+    out, arrays = saved
+    flip(out, "big", 9 * MiB + 5)
+    opts = {"no_copy": no_copy, "verify_digests": True} if no_copy else {}
+    with pytest.raises(onnxio.ExternalDataError, match=r"tensor 'big': block 9 \(its bytes 9437184 to 9961472"):
+        onnxio.load_model(str(out), **opts)
+    # Every other tensor still reads, one at a time.
+    model = onnxio.load_model(str(out), load_external_data=False)
+    for t in tensors(model):
+        if t.name == "big" or t.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        onnxio.external_data_helper.load_external_data_for_tensor(t, str(out.parent))
+        np.testing.assert_array_equal(onnxio.numpy_helper.to_array(t), arrays[t.name])
+    big = next(t for t in tensors(model) if t.name == "big")
+    with pytest.raises(onnxio.ExternalDataError, match="block 9"):
+        onnxio.external_data_helper.load_external_data_for_tensor(big, str(out.parent))
+    # The command refuses it too, naming the tensor and the block.
+    rc, err = run("convert", out, out.parent / "inline.onnx", "--inline")
+    assert rc == 1 and "tensor 'big': block 9" in err
+    assert not (out.parent / "inline.onnx").exists()
+    # Unchecked, the changed bytes load.
+    assert len(onnxio.load_model(str(out), verify_digests=False).graph.initializer[3].raw_data) == arrays["big"].nbytes
+
+
+def test_a_load_drops_the_records_it_checked(saved):
+    import onnxio
+
+    out, arrays = saved
+    model = onnxio.load_model(str(out))
+    assert not any(len(t.metadata_props) for t in tensors(model))
+    kept = onnxio.load_model(str(out), load_external_data=False)
+    assert {t.name for t in tensors(kept) if any(e.key == "onnxio.sha256" for e in t.metadata_props)} == set(records(out))
+
+
+def test_a_save_without_digests_drops_the_records_of_what_it_moves(saved, tmp_path):
+    import onnxio
+
+    out, _ = saved
+    model = onnxio.load_model(str(out), verify_digests=False)
+    again = tmp_path / "again.onnx"
+    onnxio.save_model(model, again, save_as_external_data=True, location="again.bin", size_threshold=0)
+    assert records(again) == {}
+
+
+def test_a_malformed_record_is_refused(saved):
+    import onnxio
+
+    out, _ = saved
+    m = onnx.load(str(out), load_external_data=False)
+    for value, what in (("4096x:00", "block size"), ("1048576:" + "ab" * 31, "hex digits"),
+                        ("3000:" + "00" * 32, "block size"), ("1048576:" + "zz" * 32 * 10, "hex digit")):
+        t = next(t for t in m.graph.initializer if t.name == "big")
+        next(e for e in t.metadata_props if e.key == "onnxio.sha256").value = value
+        onnx.save(m, str(out))
+        with pytest.raises(onnxio.ExternalDataError, match=what):
+            onnxio.load_model(str(out))
+        onnxio.load_model(str(out), verify_digests=False)
