@@ -51,8 +51,9 @@ onnxio_status onnxio__check_external_range(const onnxio_TensorProto *t, const on
 }
 
 /* verify_checksum: the SHA-1 of the whole entry (onnx-ml.proto: "SHA1
- * digest of file specified under 'location'"), computed once. */
-static onnxio_status check_sha1(onnxio__entry *e, const onnxio_TensorProto *t, const onnxio_external_ref *r)
+ * digest of file specified under 'location'"), computed once (container.h;
+ * also check.c's). */
+onnxio_status onnxio__check_sha1(onnxio__entry *e, const onnxio_TensorProto *t, const onnxio_external_ref *r)
 {
     onnxio_status s;
     if (!e->hashed) {
@@ -107,7 +108,7 @@ static onnxio_status collect(void *ctx, onnxio_TensorProto *t, const onnxio_exte
     if ((s = c->c->open(c->c, t, &r, c->budget, &e))) return s;
     uint64_t length = 0;
     if ((s = onnxio__check_external_range(t, &r, e->size, e->name, &length))) return s;
-    if (r.checksum && c->opts->verify_checksum && (s = check_sha1(e, t, &r))) return s;
+    if (r.checksum && c->opts->verify_checksum && (s = onnxio__check_sha1(e, t, &r))) return s;
     if (c->opts->skip_raw_data) return ONNXIO_OK; /* stays external */
     if (!onnxio__grow((void **)&c->items, &c->capacity, c->count, sizeof *c->items))
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
