@@ -16,12 +16,15 @@
 
 /* ---- names: a hash table with scopes ------------------------------------ */
 
-/* A slot is 16 bytes: a large graph's table does not fit the caches, and
- * its pages are faulted in fresh, so its size is most of what a check
- * costs beyond the walk. */
-typedef struct name_slot {
-    const char *data; /* NULL: empty slot; the model's string, NUL-terminated */
-    uint32_t hash;
+/* The table is two arrays. The slots, 8 bytes each (a name's hash and
+ * the index of its entry), are what lookups probe at random: half as much
+ * memory as slots holding the names, so that more of a large graph's table
+ * stays in the caches. The entries are written in the order names are
+ * first seen, so that the names a node reads, mostly defined just before
+ * it, are in memory written just before. Both arrays are payload buffers:
+ * large ones get huge pages (buffer.c), which spares a page fault and a
+ * TLB miss for about every lookup. */
+typedef struct name_entry {
     /* The length, NAME_LONG for 65535 bytes and more: such a name is
      * compared up to the other's length and must end there (its NUL
      * terminator); with the hash of both whole strings equal, only a name
@@ -30,27 +33,40 @@ typedef struct name_slot {
     /* The scope that defines it plus one (0: not defined now), and
      * NAME_INIT when it is an initializer of that scope. */
     uint16_t state;
-} name_slot;
+    /* Names of up to 8 bytes are held here (zero-padded), longer ones are
+     * the model's string, NUL-terminated. */
+    union {
+        char bytes[8];
+        const char *data;
+    } name;
+} name_entry;
 
 #define NAME_LONG 0xFFFFu
+#define NAME_INLINE 8u
 #define NAME_INIT 0x8000u
 #define NAME_SCOPE(state) ((int32_t)((state) & 0x7FFF) - 1)
 
+#define NAMES_RECENT 1024
+
 /* What a definition replaced, restored when its scope ends. */
 typedef struct name_undo {
-    const char *data;
-    uint32_t hash;
+    uint32_t entry;
     uint16_t state;
-    uint32_t rehashes; /* the table had been rehashed this many times ... */
-    size_t slot;       /* ... when the name was here */
 } name_undo;
 
 typedef struct names {
-    name_slot *slots;
-    size_t mask, used;
-    uint32_t rehashes;
+    uint64_t *slots; /* 0: empty; else hash << 32 | (entry index + 1) */
+    onnxio_buffer *slots_block;
+    size_t mask;
+    name_entry *entries;
+    onnxio_buffer *entries_block;
+    size_t used, entries_capacity;
     name_undo *log;
     size_t log_count, log_capacity;
+    /* The entries of the names last added or found, by the low bits of
+     * their hash (the same form as a slot): most node inputs are outputs
+     * of the nodes just before, found here without a probe of the slots. */
+    uint64_t recent[NAMES_RECENT];
     int32_t scope;
     /* Definitions in scope 0 are not logged: the main graph's scope is
      * never left (the table is freed after it). */
@@ -67,68 +83,114 @@ static uint32_t name_hash(const char *p, size_t n)
     return (uint32_t)(h ^ (h >> 32));
 }
 
-/* Room for `count` names with the table at most two thirds full (at
- * least doubling). */
+/* A block of `count` elements of `size` bytes, with `keep` bytes of
+ * `old` copied in, the rest zeroed when `zero`; NULL when out of memory
+ * (or too large). */
+static void *block_new(onnxio_buffer **block, size_t count, size_t size, const onnxio_buffer *old, size_t keep,
+                       bool zero)
+{
+    if (count > SIZE_MAX / size) return NULL;
+    onnxio_buffer *b = onnxio_buffer_new(count * size, 64);
+    if (!b) return NULL;
+    uint8_t *p = onnxio_buffer_data(b);
+    if (keep) memcpy(p, onnxio_buffer_data(old), keep);
+    if (zero) memset(p + keep, 0, count * size - keep);
+    *block = b;
+    return p;
+}
+
+/* Room for `count` names, the slots at most two thirds full (both arrays
+ * at least doubling). */
 static bool names_grow(names *t, size_t count)
 {
-    size_t capacity = t->slots ? (t->mask + 1) * 2 : 1024;
+    if (count > UINT32_MAX - 1) return false;
+    if (count > t->entries_capacity) {
+        size_t capacity = t->entries_capacity ? t->entries_capacity * 2 : 1024;
+        if (capacity < count) capacity = count;
+        onnxio_buffer *b;
+        name_entry *e = block_new(&b, capacity, sizeof *e, t->entries_block, t->used * sizeof *e, false);
+        if (!e) return false;
+        onnxio_buffer_unref(t->entries_block);
+        t->entries_block = b;
+        t->entries = e;
+        t->entries_capacity = capacity;
+    }
+    size_t capacity = t->slots ? t->mask + 1 : 1024;
     while (capacity * 2 < count * 3) capacity *= 2;
-    name_slot *slots = onnxio__calloc(capacity, sizeof *slots);
+    if (t->slots && capacity == t->mask + 1) return true;
+    onnxio_buffer *b;
+    uint64_t *slots = block_new(&b, capacity, sizeof *slots, NULL, 0, true);
     if (!slots) return false;
     for (size_t i = 0; t->slots && i <= t->mask; i++) {
-        name_slot *s = &t->slots[i];
-        if (!s->data) continue;
-        size_t j = (size_t)s->hash & (capacity - 1);
-        while (slots[j].data) j = (j + 1) & (capacity - 1);
-        slots[j] = *s;
+        uint64_t v = t->slots[i];
+        if (!v) continue;
+        size_t j = (size_t)(v >> 32) & (capacity - 1);
+        while (slots[j]) j = (j + 1) & (capacity - 1);
+        slots[j] = v;
     }
-    onnxio__free(t->slots);
+    onnxio_buffer_unref(t->slots_block);
+    t->slots_block = b;
     t->slots = slots;
     t->mask = capacity - 1;
-    t->rehashes++;
     return true;
 }
 
-/* The slot of a name (size > 0), added (undefined) when `add`; NULL when
+/* Whether entry `e` (of the same hash) holds the name of `size` bytes at
+ * `data`. */
+static inline bool entry_is(const name_entry *e, const char *data, size_t size, uint16_t size16)
+{
+    if (e->size != size16) return false;
+    if (size16 <= NAME_INLINE) return memcmp(e->name.bytes, data, size) == 0;
+    return memcmp(e->name.data, data, size) == 0 && (size16 != NAME_LONG || e->name.data[size] == 0);
+}
+
+/* The entry of a name (size > 0), added (undefined) when `add`; NULL when
  * it is not there, or out of memory. */
-static name_slot *names_find(names *t, const char *data, size_t size, uint32_t hash, bool add)
+static name_entry *names_find(names *t, const char *data, size_t size, uint32_t hash, bool add)
 {
     if (!t->slots) {
-        if (!add || !names_grow(t, 0)) return NULL;
+        if (!add || !names_grow(t, 1)) return NULL;
     }
     uint16_t size16 = size >= NAME_LONG ? NAME_LONG : (uint16_t)size;
+    uint64_t *recent = &t->recent[hash & (NAMES_RECENT - 1)];
+    if (*recent && (uint32_t)(*recent >> 32) == hash) {
+        name_entry *e = &t->entries[(uint32_t)*recent - 1];
+        if (entry_is(e, data, size, size16)) return e;
+    }
     size_t i = (size_t)hash & t->mask;
     for (;; i = (i + 1) & t->mask) {
-        name_slot *s = &t->slots[i];
-        if (!s->data) break;
-        if (s->hash == hash && s->size == size16 && memcmp(s->data, data, size) == 0 &&
-            (size16 != NAME_LONG || s->data[size] == 0))
-            return s;
+        uint64_t v = t->slots[i];
+        if (!v) break;
+        if ((uint32_t)(v >> 32) == hash) {
+            name_entry *e = &t->entries[(uint32_t)v - 1];
+            if (entry_is(e, data, size, size16)) {
+                *recent = v;
+                return e;
+            }
+        }
     }
     if (!add) return NULL;
-    if ((t->used + 1) * 3 > (t->mask + 1) * 2) {
+    if (t->used + 1 > t->entries_capacity || (t->used + 1) * 3 > (t->mask + 1) * 2) {
         if (!names_grow(t, t->used + 1)) return NULL;
         return names_find(t, data, size, hash, true);
     }
-    name_slot *s = &t->slots[i];
-    *s = (name_slot){data, hash, size16, 0};
+    name_entry *e = &t->entries[t->used];
+    t->slots[i] = *recent = (uint64_t)hash << 32 | (uint64_t)(t->used + 1);
     t->used++;
-    return s;
-}
-
-/* The slot holding exactly the string at `data` (the same pointer). */
-static name_slot *names_find_same(names *t, const char *data, uint32_t hash)
-{
-    for (size_t i = (size_t)hash & t->mask;; i = (i + 1) & t->mask) {
-        name_slot *s = &t->slots[i];
-        if (!s->data) return NULL;
-        if (s->data == data) return s;
-    }
+    e->size = size16;
+    e->state = 0;
+    if (size16 <= NAME_INLINE) {
+        memset(e->name.bytes, 0, sizeof e->name.bytes);
+        memcpy(e->name.bytes, data, size);
+    } else
+        e->name.data = data;
+    return e;
 }
 
 static void names_free(names *t)
 {
-    onnxio__free(t->slots);
+    onnxio_buffer_unref(t->slots_block);
+    onnxio_buffer_unref(t->entries_block);
     onnxio__free(t->log);
 }
 
@@ -244,48 +306,47 @@ static void scope_pop(checker *c, size_t mark)
     names *t = &c->names;
     while (t->log_count > mark) {
         name_undo *u = &t->log[--t->log_count];
-        name_slot *s = u->rehashes == t->rehashes ? &t->slots[u->slot] : names_find_same(t, u->data, u->hash);
-        if (s) s->state = u->state;
+        t->entries[u->entry].state = u->state;
     }
     t->scope--;
 }
 
-/* Defines the name of slot `s` in the current scope, as an initializer
+/* Defines the name of entry `e` in the current scope, as an initializer
  * of it too when `init`. */
-static bool define_slot(checker *c, name_slot *s, bool init)
+static bool define_entry(checker *c, name_entry *e, bool init)
 {
     names *t = &c->names;
     if (t->scope != 0 || !t->keep_scope0) {
         if (!onnxio__grow((void **)&t->log, &t->log_capacity, t->log_count, sizeof *t->log)) return oom(c);
-        t->log[t->log_count++] = (name_undo){s->data, s->hash, s->state, t->rehashes, (size_t)(s - t->slots)};
+        t->log[t->log_count++] = (name_undo){(uint32_t)(e - t->entries), e->state};
     }
     uint16_t here = (uint16_t)(t->scope + 1);
     if (init)
-        s->state = here | NAME_INIT;
-    else if (NAME_SCOPE(s->state) != t->scope)
-        s->state = here; /* an initializer of an enclosing scope is not one of this */
+        e->state = here | NAME_INIT;
+    else if (NAME_SCOPE(e->state) != t->scope)
+        e->state = here; /* an initializer of an enclosing scope is not one of this */
     return true;
 }
 
-/* The slot of `name`, added when it has none; NULL when out of memory. */
-static name_slot *slot_of(checker *c, onnxio_string name)
+/* The entry of `name`, added when it has none; NULL when out of memory. */
+static name_entry *entry_of(checker *c, onnxio_string name)
 {
-    name_slot *s = names_find(&c->names, name.data, name.size, name_hash(name.data, name.size), true);
-    if (!s) oom(c);
-    return s;
+    name_entry *e = names_find(&c->names, name.data, name.size, name_hash(name.data, name.size), true);
+    if (!e) oom(c);
+    return e;
 }
 
 static bool define(checker *c, onnxio_string name, bool init)
 {
-    name_slot *s = slot_of(c, name);
-    return s && define_slot(c, s, init);
+    name_entry *e = entry_of(c, name);
+    return e && define_entry(c, e, init);
 }
 
 /* The state of `name` (0: not defined in any open scope). */
 static uint16_t state_of(checker *c, onnxio_string name)
 {
-    name_slot *s = names_find(&c->names, name.data, name.size, name_hash(name.data, name.size), false);
-    return s ? s->state : 0;
+    name_entry *e = names_find(&c->names, name.data, name.size, name_hash(name.data, name.size), false);
+    return e ? e->state : 0;
 }
 
 static bool defined(checker *c, onnxio_string name)
@@ -673,54 +734,16 @@ static void define_node_outputs(checker *c, const onnxio_NodeProto *n, size_t in
     for (size_t i = 0; i < n->output.size; i++) {
         onnxio_string out = n->output.data[i];
         if (!out.size) continue; /* an absent optional output */
-        name_slot *s = slot_of(c, out);
-        if (!s) return;
-        if (NAME_SCOPE(s->state) >= 0) {
+        name_entry *e = entry_of(c, out);
+        if (!e) return;
+        if (NAME_SCOPE(e->state) >= 0) {
             where w = {(int64_t)index, n->name.size ? cs(n->name) : NULL, cs(out), NULL};
             report(c, ONNXIO_CHECK_REDEFINED, ONNXIO_OK, &w, "output '%s' of node %zu (%s) is already defined", cs(out),
                    index, cs(n->op_type));
             continue;
         }
-        if (!define_slot(c, s, false)) return;
+        if (!define_entry(c, e, false)) return;
     }
-}
-
-/* Prefetching for large graphs, whose table and names do not fit the
- * caches: each lookup would otherwise wait for memory twice, for the slot
- * and for the name it holds. The slots of a node's names are fetched
- * PREFETCH_FAR nodes ahead; PREFETCH_NEAR nodes ahead, the slots are
- * there, and the names of those that match the hash are fetched. */
-#define PREFETCH_FAR 16
-#define PREFETCH_NEAR 8
-
-static void prefetch_slots(const names *t, const onnxio_string_array *a, bool names_too)
-{
-#if defined(__GNUC__)
-    for (size_t i = 0; i < a->size; i++) {
-        uint32_t h = name_hash(a->data[i].data, a->data[i].size);
-        const name_slot *s = &t->slots[h & t->mask];
-        if (!names_too)
-            __builtin_prefetch(s, 1);
-        else if (s->hash == h && s->data)
-            __builtin_prefetch(s->data);
-    }
-#else
-    (void)t;
-    (void)a;
-    (void)names_too;
-#endif
-}
-
-static void prefetch_node(const checker *c, const onnxio_GraphProto *g, size_t i)
-{
-    const names *t = &c->names;
-    if (!t->slots) return;
-    if (i + PREFETCH_FAR < g->node.size) {
-        const onnxio_NodeProto *n = g->node.data[i + PREFETCH_FAR];
-        prefetch_slots(t, &n->input, false);
-        prefetch_slots(t, &n->output, false);
-    }
-    if (i + PREFETCH_NEAR < g->node.size) prefetch_slots(t, &g->node.data[i + PREFETCH_NEAR]->input, true);
 }
 
 static void check_graph(checker *c, const onnxio_GraphProto *g, int depth)
@@ -776,7 +799,6 @@ static void check_graph(checker *c, const onnxio_GraphProto *g, int depth)
     }
     for (size_t i = 0; i < g->node.size && !c->stop; i++) {
         const onnxio_NodeProto *n = g->node.data[i];
-        prefetch_node(c, g, i);
         check_node_inputs(c, n, i, false);
         check_node(c, n, i, depth);
         define_node_outputs(c, n, i);
@@ -931,7 +953,7 @@ ONNXIO_API onnxio_status onnxio_check_model(const onnxio_ModelProto *model, cons
          * table without a rehash. */
         const onnxio_GraphProto *g = m->graph;
         size_t count = g->input.size + g->initializer.size + g->sparse_initializer.size + g->node.size;
-        if (count * 3 > (c.names.mask + 1) * 2 && !names_grow(&c.names, count)) oom(&c);
+        if (!names_grow(&c.names, count)) oom(&c);
         c.names.keep_scope0 = true;
         size_t back = path_push(&c, "graph");
         check_graph(&c, m->graph, 0);
