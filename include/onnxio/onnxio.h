@@ -1733,8 +1733,12 @@ onnxio_status onnxio_tensor_set_fetched_entry(onnxio_TensorProto *t, void *data,
  * follow onnx-ml.proto and docs/IR.md of ONNX 1.23 as onnx.checker
  * (onnx/checker.cc, check_model) applies them, without the operator schemas
  * (what each op_type takes and makes is not checked) and without shape
- * inference. Every problem found is reported, not only the first. Each
- * problem names one rule: */
+ * inference. Every problem found is reported, not only the first. Not
+ * checked: what each operator takes and makes (no schemas), value types
+ * and shapes (value_info, the main graph's inputs and outputs), an
+ * ir_version newer than this library knows, duplicate metadata_props
+ * keys, the graphs of training_info, the index values of sparse tensors
+ * (they are payload). Each problem names one rule: */
 typedef enum onnxio_check_rule {
     /* ir_version absent or not positive. */
     ONNXIO_CHECK_IR_VERSION = 1,

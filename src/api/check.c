@@ -7,7 +7,8 @@
  * enclosing graphs' names and leaves none behind (an undo log restores
  * what it shadowed). External data goes through the load pipeline's own
  * checks (format.c's key parsing, the containers, load.c's range and
- * SHA-1 checks): a tensor passes here exactly when a load would take it. */
+ * SHA-1 checks): an external tensor passes here when a load would take
+ * its data. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -604,7 +605,7 @@ static void check_sparse(checker *c, const onnxio_SparseTensorProto *sp, where w
     check_tensor(c, ix, w);
     if (ix->data_type != ONNXIO_TensorProto_DataType_INT64)
         report(c, ONNXIO_CHECK_TENSOR, ONNXIO_OK, &w, "sparse tensor '%s': indices are not INT64", tn);
-    else if (ix->dims.size == 1 ? ix->dims.data[0] != nnz * (int64_t)rank && ix->dims.data[0] != nnz
+    else if (ix->dims.size == 1 ? ix->dims.data[0] != nnz /* linearized indices */
              : ix->dims.size == 2 ? ix->dims.data[0] != nnz || ix->dims.data[1] != (int64_t)rank
                                   : true)
         report(c, ONNXIO_CHECK_TENSOR, ONNXIO_OK, &w,
