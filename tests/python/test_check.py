@@ -6,9 +6,9 @@ problem of a model listed, in text and in JSON; the exit statuses.
 onnx.checker.check_model is the independent reference: each broken model
 is asserted to be rejected by it before `onnxio check` is run on it. The
 errors that onnxio finds and onnx does not (a raw_data longer than its
-shape, a domain imported twice, an external data range past its file, a
-checksum key that is not the file's SHA-1) have tests of their own that
-say so.
+shape, a typed field with more values than it, a domain imported twice,
+an external data range past its file, a checksum key that is not the
+file's SHA-1) have tests of their own that say so.
 """
 import hashlib
 import json
@@ -405,6 +405,12 @@ def test_an_archive_is_checked_through_its_entries(tmp_path):
 def test_raw_data_longer_than_its_shape(tmp_path):
     m = _with_tensor(_raw(12))
     onnx.checker.check_model(m)  # onnx.checker checks "too small" only
+    assert has(problems_of(tmp_path, m), "tensor", tensor="w")
+
+
+def test_a_typed_field_with_more_values_than_its_shape(tmp_path):
+    m = _with_tensor(_typed(T.FLOAT, [2], "float_data", [1.0, 2.0, 3.0]))
+    onnx.checker.check_model(m)  # too many values: onnx.checker lets them be
     assert has(problems_of(tmp_path, m), "tensor", tensor="w")
 
 
