@@ -68,8 +68,10 @@ def main():
 
     ratio = statistics.median(cli_t) / statistics.median(ref_t)
     verdict = "PASS" if ratio <= args.limit else "MISS"
-    rel = os.path.relpath(args.model, ROOT) if args.model.startswith(ROOT) else args.model
-    cmd = f"{sys.executable and os.path.relpath(sys.executable, ROOT)} bench/bench_check.py {rel} --rounds {args.rounds}"
+    def shown(path):  # relative to the repository when inside it
+        return os.path.relpath(path, ROOT) if os.path.abspath(path).startswith(ROOT + os.sep) else path
+
+    cmd = f"{shown(sys.executable)} bench/bench_check.py {shown(args.model)} --rounds {args.rounds}"
     print(f"#### `{cmd}`")
     print()
     print(f"{os.path.basename(args.model)}, {os.path.getsize(args.model) / 2**20:.1f} MiB, onnx {onnx.__version__}; "
