@@ -23,7 +23,8 @@
 #                     (bench/bench_user.py: float16 LLM-shaped models against onnx, onnx_ir,
 #                     safetensors, read/cat/write+fsync, warm and cold; bench/out/bench_user.json,
 #                     docs/bench_user.png), the per-message operations (bench/bench_messages.py)
-#                     and the external data checksum (bench/bench_checksum.py)
+#                     the external data checksum (bench/bench_checksum.py) and the
+#                     structural check against onnx.checker (bench/bench_check.py)
 #   make bench-python the onnxio package vs onnx, onnxruntime and onnx_ir (bench/bench_python.py);
 #                     rewrites its section of BENCHMARKS.md and docs/bench_python.png
 #   make models       the benchmark models in .cache/models (made once)
@@ -268,6 +269,7 @@ bench: bootstrap
 	$(PYTHON) bench/bench_crc.py
 	$(PYTHON) bench/bench_messages.py
 	$(PYTHON) bench/bench_checksum.py
+	$(PYTHON) bench/bench_check.py .cache/models/many_nodes.onnx
 
 # The Python package against onnx (and onnxruntime, onnx_ir), with its targets.
 bench-python: bootstrap python-install

@@ -6,7 +6,8 @@
 #include "common.h"
 
 static const cli_verb *const verbs[] = {&cli_verb_info, &cli_verb_print, &cli_verb_convert,
-                                        &cli_verb_bench, &cli_verb_cat, &cli_verb_extract};
+                                        &cli_verb_bench, &cli_verb_cat, &cli_verb_extract,
+                                        &cli_verb_check};
 #define VERB_COUNT (sizeof verbs / sizeof verbs[0])
 
 static const char usage_line[] = "usage: onnxio COMMAND [ARGS...]   (see 'onnxio --help')\n";

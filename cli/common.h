@@ -47,6 +47,7 @@ extern const cli_verb cli_verb_convert;
 extern const cli_verb cli_verb_bench;
 extern const cli_verb cli_verb_cat;
 extern const cli_verb cli_verb_extract;
+extern const cli_verb cli_verb_check;
 
 /* Writes `onnxio VERB --help` to stdout. */
 void cli_print_verb_help(const cli_verb *verb);

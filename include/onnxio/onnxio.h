@@ -1746,6 +1746,167 @@ onnxio_status onnxio_tensor_set_fetched_payload(onnxio_TensorProto *t, void *dat
  * altogether, as a local load of the archive leaves it (docs/onnxz.md). */
 onnxio_status onnxio_tensor_set_fetched_entry(onnxio_TensorProto *t, void *data, size_t size, onnxio_buffer *owner);
 
+/* ---- checking a model ------------------------------------------------- */
+
+/* onnxio_check_model checks the structure of a model without libprotobuf
+ * and without reading payloads (docs/c.md, "Checking a model"). Its rules
+ * follow onnx-ml.proto and docs/IR.md of ONNX 1.23 as onnx.checker
+ * (onnx/checker.cc, check_model) applies them, without the operator schemas
+ * (what each op_type takes and makes is not checked) and without shape
+ * inference. Every problem found is reported, not only the first. Not
+ * checked: what each operator takes and makes (no schemas), value types
+ * and shapes (value_info, the main graph's inputs and outputs), an
+ * ir_version newer than this library knows, duplicate metadata_props
+ * keys, the graphs of training_info, the index values of sparse tensors
+ * (they are payload). Each problem names one rule: */
+typedef enum onnxio_check_rule {
+    /* ir_version absent or not positive. */
+    ONNXIO_CHECK_IR_VERSION = 1,
+    /* opset_import absent when ir_version >= 3, present when below; a
+     * domain imported twice ("" and "ai.onnx" are one domain); a node whose
+     * domain the model (or, in a function, the function) does not
+     * import. */
+    ONNXIO_CHECK_OPSET = 2,
+    /* A name that must not be empty is: the graph's, an initializer's, a
+     * graph input's or output's, an attribute's, a function's (and its
+     * domain, absent, for ir_version >= 8). */
+    ONNXIO_CHECK_NAME = 3,
+    /* A node input that nothing before it defines (graph inputs,
+     * initializers, earlier node outputs, and in a subgraph the same of
+     * every enclosing graph up to its node; in a function, its inputs and
+     * earlier node outputs only), or a graph output that nothing defines.
+     * An empty input name is an absent optional input. */
+    ONNXIO_CHECK_UNDEFINED = 4,
+    /* A name defined twice (single static assignment): two graph inputs,
+     * two initializers, a node output that a graph input, an initializer
+     * or another node output (of this graph or an enclosing one) already
+     * defines; two function inputs or outputs. An initializer may be a
+     * graph input too; for ir_version <= 3 it must be one. */
+    ONNXIO_CHECK_REDEFINED = 5,
+    /* A node with neither inputs nor outputs, or an attribute name twice. */
+    ONNXIO_CHECK_NODE = 6,
+    /* A tensor's data_type (absent, UNDEFINED, unknown) or data: not
+     * exactly one data field for a non-empty tensor, data in an empty one,
+     * values in the typed field of another data_type, a typed field with
+     * fewer values than data_type and dims need (strings: string_data
+     * entries), raw_data of another length than onnxio_tensor_raw_size
+     * says, strings in raw_data; a sparse tensor's values and indices
+     * shapes. */
+    ONNXIO_CHECK_TENSOR = 7,
+    /* An attribute whose value is not of its declared type: type absent
+     * (ir_version >= 2), a value field other than the one `type` names
+     * (UNDEFINED names none), more than one value field. (A ref_attr_name
+     * beside a value is not one: onnx.checker takes the value as the
+     * default.) */
+    ONNXIO_CHECK_ATTRIBUTE = 8,
+    /* External data that a load would refuse: the keys and location
+     * (onnxio_external_ref_parse), a data field beside them, and with a
+     * base directory or an archive the file or entry itself (opened with
+     * onnxio_external_data_open's checks, range and length as a load
+     * checks them). `status` is the load's status. */
+    ONNXIO_CHECK_EXTERNAL_DATA = 9,
+    /* With verify_checksum: a "checksum" key that is not the SHA-1 of its
+     * file (or a file built to collide in SHA-1), as a load with
+     * onnxio_parse_options.verify_checksum refuses it. */
+    ONNXIO_CHECK_CHECKSUM = 10,
+    /* A block digest record that is malformed, or with verify_digests a
+     * block whose SHA-256 differs from its digest (the first such block of
+     * the tensor, and how many there are). */
+    ONNXIO_CHECK_DIGEST = 11,
+    /* A function's id (domain, name, overload) twice in the model, or an
+     * output or attribute name twice in one function. */
+    ONNXIO_CHECK_FUNCTION = 12,
+    /* The model has no graph. */
+    ONNXIO_CHECK_GRAPH = 13,
+} onnxio_check_rule;
+
+/* The rule's short name, for output: "ir-version", "opset", "name",
+ * "undefined", "redefined", "node", "tensor", "attribute",
+ * "external-data", "checksum", "digest", "function", "graph"; "unknown" for a number
+ * that is none. Static storage. */
+const char *onnxio_check_rule_name(onnxio_check_rule rule);
+
+/* One problem. The strings are NUL-terminated, valid only during the
+ * callback that is given the problem (copy what is kept); a name from the
+ * model is cut at its first NUL byte. Members may be added at the end. */
+typedef struct onnxio_check_problem {
+    onnxio_check_rule rule;
+    /* EXTERNAL_DATA and CHECKSUM: the status a load fails with for it
+     * (ONNXIO_ERR_PATH_PARENT, ONNXIO_ERR_EXTERNAL_RANGE, ...); ONNXIO_OK
+     * for the other rules. */
+    onnxio_status status;
+    /* Where: the graph, "" for the model itself. "graph" is the main graph;
+     * a subgraph adds "/node[I]:ATTR" for attribute ATTR of node I (and
+     * "[J]" for the J'th graph of a GRAPHS attribute), as in
+     * "graph/node[4]:then_branch"; "function[DOMAIN:NAME]" is a local
+     * function (":OVERLOAD" added when it has one). */
+    const char *graph;
+    /* The node's index in its graph or function, -1 when the problem is
+     * not a node's; `node` its name (NULL when none). */
+    int64_t node_index;
+    const char *node;
+    /* The tensor or value concerned (an initializer, an input or output
+     * name, an attribute's tensor); NULL when none. */
+    const char *tensor;
+    /* The attribute concerned (NULL when none). */
+    const char *attribute;
+    /* What is wrong, one line. */
+    const char *message;
+} onnxio_check_problem;
+
+/* Called once per problem, in the order the model is walked: the model's
+ * fields, the local functions, then the graph (inputs, initializers, nodes
+ * in order, each node's subgraphs before its outputs, outputs). A non-zero
+ * return stops the check (onnxio_check_model then returns
+ * ONNXIO_ERR_CANCELLED). It must not change the model. */
+typedef int (*onnxio_check_fn)(void *user, const onnxio_check_problem *problem);
+
+typedef struct onnxio_check_options {
+    /* sizeof(onnxio_check_options), or 0 (see "Options"). */
+    size_t struct_size;
+    /* Check every "checksum" key against the SHA-1 of its data file (or
+     * archive entry): reads each such file whole, once. Needs base_dir or
+     * archive. */
+    bool verify_checksum;
+    /* The model's own file, refused as a data file (ONNXIO_ERR_PATH_SELF),
+     * as a load refuses it; NULL: not known. */
+    const char *model_path;
+    /* The model was read from this .onnxz archive: external data names its
+     * entries, which are checked instead of files under base_dir. It must
+     * outlive the call. NULL: none. */
+    onnxio_archive *archive;
+    /* Check the block digests ("onnxio.sha256" in a tensor's
+     * metadata_props) of every external payload that has them against its
+     * bytes, from the file's mapping, on the pool. A malformed record is
+     * reported either way. Needs base_dir or archive. */
+    bool verify_digests;
+} onnxio_check_options;
+
+#define ONNXIO_CHECK_OPTIONS_INIT ONNXIO_OPTIONS_INIT_(onnxio_check_options)
+
+/* Checks `model` (loaded any way: a structure-only load with
+ * skip_raw_data, no_copy and load_external_data OFF is enough, and is
+ * what `onnxio check` does, since payload bytes are never read: only
+ * raw_data sizes) and calls `fn` (NULL: none, only counted) for each
+ * problem. External data: the keys are always checked; when `base_dir`
+ * (the directory locations are resolved under, as onnxio_model_dir gives
+ * it) or opts->archive is given, each data file or entry is opened and the
+ * range checked too (files are mapped, nothing is copied), and with
+ * opts->verify_checksum the "checksum" keys. Tensors already loaded
+ * (data_location not EXTERNAL) are checked as inline data. `*problems`
+ * (may be NULL) gets the number of problems reported.
+ *
+ * Returns ONNXIO_OK when the check ran to its end, problems or not;
+ * ONNXIO_ERR_INVALID_ARGUMENT (NULL model, bad options),
+ * ONNXIO_ERR_NO_MEMORY, ONNXIO_ERR_DEPTH (a tree nested deeper than
+ * ONNXIO_MAX_DEPTH), ONNXIO_ERR_CANCELLED (fn returned non-zero); then
+ * `*problems` counts what was reported before. Nothing in the model is
+ * changed, nothing is kept after the call; thread-safe for distinct
+ * models, and for one model checked by several threads at once. */
+onnxio_status onnxio_check_model(const onnxio_ModelProto *model, const char *base_dir,
+                                 const onnxio_check_options *opts, onnxio_check_fn fn, void *user,
+                                 uint64_t *problems);
+
 #ifdef __cplusplus
 }
 #endif

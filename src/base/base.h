@@ -24,6 +24,7 @@ onnxio_status onnxio__copy_options(void *dst, size_t dst_size, const void *src, 
 #define ONNXIO__SAFETENSORS_OPTIONS_0_2_SIZE offsetof(onnxio_safetensors_options, max_expansion)
 #define ONNXIO__SLICE_OPTIONS_0_2_SIZE sizeof(onnxio_slice_options)
 #define ONNXIO__CONSOLIDATE_OPTIONS_0_2_SIZE sizeof(onnxio_consolidate_options)
+#define ONNXIO__CHECK_OPTIONS_0_2_SIZE sizeof(onnxio_check_options)
 /* The public parse options read and checked (alignment a power of two at
  * most 1 GiB, no negative counts), with every default resolved: what the
  * library's load and parse paths use. */

@@ -20,6 +20,8 @@ _Static_assert(ONNXIO__SLICE_OPTIONS_0_2_SIZE == 40, "onnxio_slice_options: a me
                                                      "make ONNXIO__SLICE_OPTIONS_0_2_SIZE its offset");
 _Static_assert(ONNXIO__CONSOLIDATE_OPTIONS_0_2_SIZE == 24, "onnxio_consolidate_options: a member was added: "
                                                            "make ONNXIO__CONSOLIDATE_OPTIONS_0_2_SIZE its offset");
+_Static_assert(ONNXIO__CHECK_OPTIONS_0_2_SIZE == 40, "onnxio_check_options: a member was added: "
+                                                     "make ONNXIO__CHECK_OPTIONS_0_2_SIZE its offset");
 _Static_assert(sizeof(onnxio_external_data_options) == 40, "onnxio_external_data_options is frozen");
 #endif
 

@@ -145,4 +145,11 @@ onnxio_status onnxio__visit_external(onnxio_message *root,
 onnxio_status onnxio__check_external_range(const onnxio_TensorProto *t, const onnxio_external_ref *r, uint64_t size,
                                            const char *name, uint64_t *length);
 
+/* load.c: with verify_checksum, the "checksum" key of `r` checked
+ * against the SHA-1 of the whole entry `e` (computed once per entry, kept
+ * in it): ONNXIO_ERR_CHECKSUM on a mismatch, naming tensor `t`. The load
+ * pipeline runs its checks on a task beside the payloads; onnxio_check_model
+ * calls it directly. */
+onnxio_status onnxio__check_sha1(onnxio__entry *e, const onnxio_TensorProto *t, const onnxio_external_ref *r);
+
 #endif

@@ -117,6 +117,12 @@ static onnxio_status check_sha1(const sha1_check *c)
     return ONNXIO_OK;
 }
 
+onnxio_status onnxio__check_sha1(onnxio__entry *e, const onnxio_TensorProto *t, const onnxio_external_ref *r)
+{
+    sha1_check c = {e, t, r->checksum, r->checksum_size};
+    return check_sha1(&c);
+}
+
 /* The checks in order, on a task of their own: the entries' bytes are
  * read (or hashed from memory) while the pool places the payloads. */
 static onnxio_status run_sha1_checks(void *arg)

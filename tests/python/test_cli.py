@@ -988,7 +988,7 @@ def test_info_plurals(tmp_path):
 
 
 VERBS_READING_A_MODEL = [("info",), ("print",), ("cat", "w"), ("convert", "OUT"), ("extract", "OUT", "--tensors", "w"),
-                         ("bench",)]
+                         ("bench",), ("check",)]
 
 
 @pytest.mark.parametrize("verb", VERBS_READING_A_MODEL, ids=lambda v: v[0])

@@ -187,3 +187,22 @@ def test_a_malformed_record_is_refused(saved):
         with pytest.raises(onnxio.ExternalDataError, match=what):
             onnxio.load_model(str(out))
         onnxio.load_model(str(out), verify_digests=False)
+
+
+def test_check_names_the_damaged_tensor(saved):
+    """`onnxio check` verifies the block digests: a flipped byte is one
+    problem naming the tensor and its block (exit 1); --no-data reads no
+    data and passes; the undamaged model passes."""
+    import json
+
+    out, _ = saved
+    rc, err = run("check", out)
+    assert rc == 0, err
+    flip(out, "sub_w", 100)
+    p = subprocess.run([str(CLI_PATH), "check", str(out), "--json"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1, p.stderr
+    report = json.loads(p.stdout)
+    assert [(q["rule"], q["tensor"]) for q in report["problems"]] == [("digest", "sub_w")]
+    assert "block 0 (its bytes 0 to 20000" in report["problems"][0]["message"]
+    p = subprocess.run([str(CLI_PATH), "check", str(out), "--no-data"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
