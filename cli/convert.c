@@ -300,9 +300,9 @@ static int run_convert(int argc, char **argv)
         /* An archive holds its payloads itself: options that place them in
          * other files, or keep them out of the archive, make no sense. */
         static const char *const refused[] = {"external-data", "one-file-per-tensor", "max-file-size",
-                                              "checksum", "convert-attribute", "inline", "digests"};
+                                              "checksum", "convert-attribute", "inline"};
         const int given[] = {location != NULL, per_tensor, max_file_text != NULL, checksum, convert_attribute,
-                             inline_data, digests};
+                             inline_data};
         int rc = refuse_options(refused, given, sizeof given / sizeof given[0],
                                 "an .onnxz output (an archive holds every payload of at least --size-threshold "
                                 "bytes, from any tensor)");
@@ -439,12 +439,12 @@ static int run_convert(int argc, char **argv)
          * the other external_data options stay unset, as the writer
          * requires. */
         so.external_data.size_threshold = threshold;
+        so.digests = digests;
         if (!out_archive) {
             so.external_data.location = location;
             so.external_data.all_tensors_to_one_file = per_tensor ? ONNXIO_OFF : ONNXIO_DEFAULT;
             so.external_data.max_file_size = max_file_size;
             so.external_data.checksum = checksum;
-            so.digests = digests;
             so.external_data.convert_attribute = convert_attribute;
         }
         onnxio_status st = cli_save_model_gated(model, out, &so, verify_beside ? verify_gate : NULL, &check);

@@ -400,7 +400,8 @@ static void check_tensor_digest(checker *c, const onnxio_TensorProto *t, const o
 {
     onnxio__digests d;
     bool found;
-    onnxio_status s = onnxio__digests_find(t, length, &d, &found);
+    onnxio_status s = e ? onnxio__entry_digests(c->container, e, t, length, &c->budget, &d, &found)
+                        : onnxio__digests_find(t, length, &d, &found);
     if (s) {
         report(c, ONNXIO_CHECK_DIGEST, s, w, "%s", onnxio_last_error());
         return;

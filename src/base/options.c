@@ -166,9 +166,6 @@ onnxio_status onnxio__archive_save_config(const onnxio_serialize_options *opts, 
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT,
                             "external data options (location, all_tensors_to_one_file, max_file_size, checksum) do not "
                             "apply to an .onnxz archive");
-    if (cfg->digests)
-        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "block digests are written for external data files, not yet in "
-                                                         "an .onnxz archive (whose entries have CRC-32s)");
     return ONNXIO_OK;
 }
 

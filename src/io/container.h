@@ -58,12 +58,23 @@ struct onnxio__container {
     /* Frees what the implementation holds itself, after the entries (NULL:
      * nothing). */
     void (*finish)(onnxio__container *c);
+    /* The block digest record of entry `e` kept by the container itself
+     * (an archive's digests entry), *value NULL when it has none; NULL:
+     * records live in the tensors only. Errors name the container. */
+    onnxio_status (*record)(onnxio__container *c, const onnxio__entry *e, onnxio__budget *budget, const char **value,
+                            size_t *size);
     /* The open entries (container.c keeps them). */
     onnxio__entry *entries;
     /* An .onnxz archive's entries (onnxio__mark_loaded_entry), not data
      * files. */
     bool archive;
 };
+
+/* The block digests of tensor `t`, whose payload is `length` bytes of
+ * entry `e`: its own record (metadata_props), else the container's
+ * (load.c; also check.c's). *found false when it has none. */
+onnxio_status onnxio__entry_digests(onnxio__container *c, const onnxio__entry *e, const onnxio_TensorProto *t,
+                                    uint64_t length, onnxio__budget *budget, onnxio__digests *out, bool *found);
 
 /* container.c: the entry with this key, or NULL. */
 onnxio__entry *onnxio__container_find(onnxio__container *c, uint64_t key0, uint64_t key1);

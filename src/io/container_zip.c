@@ -13,8 +13,15 @@
 typedef struct zip_entry {
     onnxio__entry e;
     onnxio_buffer *inflated; /* deflated entries: their bytes */
+    const onnxio_archive_entry *pub;
     char name[300];          /* "entry 'Y'", for messages */
 } zip_entry;
+
+/* One line of the digests entry: an entry name and its record. */
+typedef struct digest_line {
+    const char *name, *value;
+    size_t name_size, value_size;
+} digest_line;
 
 typedef struct zip_container {
     onnxio__container base;
@@ -25,6 +32,12 @@ typedef struct zip_container {
     bool read;
     onnxio_buffer **views;
     size_t view_count, view_capacity;
+    /* The digests entry, parsed at the first record asked for: its lines
+     * sorted by name, in `digests` (its bytes). */
+    bool digests_read;
+    onnxio_buffer *digests;
+    digest_line *lines;
+    size_t line_count;
 } zip_container;
 
 /* The entry a tensor's location names ("./" prefixes removed), not the
@@ -62,6 +75,7 @@ static onnxio_status zip_open(onnxio__container *base, const onnxio_TensorProto 
     zip_entry *z = onnxio__calloc(1, sizeof *z);
     if (!z) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     snprintf(z->name, sizeof z->name, "entry '%.200s'", pub->name);
+    z->pub = pub;
     z->e.name = z->name;
     z->e.size = pub->size;
     z->e.fd = -1;
@@ -110,6 +124,72 @@ static onnxio_status zip_open(onnxio__container *base, const onnxio_TensorProto 
 
 static void zip_release(onnxio__entry *e) { onnxio_buffer_unref(((zip_entry *)e)->inflated); }
 
+static int line_cmp(const void *x, const void *y)
+{
+    const digest_line *a = x, *b = y;
+    size_t n = a->name_size < b->name_size ? a->name_size : b->name_size;
+    int d = memcmp(a->name, b->name, n);
+    return d ? d : (a->name_size > b->name_size) - (a->name_size < b->name_size);
+}
+
+/* Reads the digests entry: the header line, then "NAME RECORD" lines, each
+ * NAME an entry name ([A-Za-z0-9._-], as the writer names entries) and
+ * RECORD what onnxio__digests_parse checks once a tensor asks for it. */
+static onnxio_status read_digests(zip_container *c, onnxio__budget *budget)
+{
+    c->digests_read = true;
+    const onnxio_archive_entry *pub = onnxio__archive_find_n(c->archive, ONNXIO__DIGESTS_ENTRY,
+                                                             sizeof ONNXIO__DIGESTS_ENTRY - 1);
+    if (!pub) return ONNXIO_OK;
+    const uint8_t *data;
+    onnxio_status s = onnxio__archive_entry_bytes(c->archive, pub, true, budget, &data, &c->digests);
+    if (s) return s; /* stored: the archive's bytes; deflated: c->digests holds them */
+    const char *p = (const char *)data, *end = p + pub->size;
+    size_t head = sizeof ONNXIO__DIGESTS_HEADER - 1;
+    if ((size_t)(end - p) < head || memcmp(p, ONNXIO__DIGESTS_HEADER, head) != 0)
+        return onnxio__fail(ONNXIO_ERR_ARCHIVE, "%s: its %s entry does not start with \"%.*s\"",
+                            onnxio__archive_what(c->archive), ONNXIO__DIGESTS_ENTRY, (int)head - 1,
+                            ONNXIO__DIGESTS_HEADER);
+    size_t lines = 0, capacity = 0;
+    for (p += head; p < end; lines++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p)), *sp = nl ? memchr(p, ' ', (size_t)(nl - p)) : NULL;
+        if (!sp || sp == p)
+            return onnxio__fail(ONNXIO_ERR_ARCHIVE, "%s: line %zu of its %s entry is not \"NAME RECORD\"",
+                                onnxio__archive_what(c->archive), lines + 2, ONNXIO__DIGESTS_ENTRY);
+        if (!onnxio__grow((void **)&c->lines, &capacity, c->line_count, sizeof *c->lines))
+            return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+        c->lines[c->line_count++] = (digest_line){p, sp + 1, (size_t)(sp - p), (size_t)(nl - sp - 1)};
+        p = nl + 1;
+    }
+    qsort(c->lines, c->line_count, sizeof *c->lines, line_cmp);
+    for (size_t i = 1; i < c->line_count; i++)
+        if (line_cmp(&c->lines[i - 1], &c->lines[i]) == 0)
+            return onnxio__fail(ONNXIO_ERR_ARCHIVE, "%s: its %s entry names '%.*s' twice",
+                                onnxio__archive_what(c->archive), ONNXIO__DIGESTS_ENTRY, (int)c->lines[i].name_size,
+                                c->lines[i].name);
+    return ONNXIO_OK;
+}
+
+static onnxio_status zip_record(onnxio__container *base, const onnxio__entry *e, onnxio__budget *budget,
+                                const char **value, size_t *size)
+{
+    zip_container *c = (zip_container *)base;
+    *value = NULL;
+    *size = 0;
+    if (!c->digests_read) {
+        onnxio_status s = read_digests(c, budget);
+        if (s) return s;
+    }
+    const onnxio_archive_entry *pub = ((const zip_entry *)e)->pub;
+    digest_line key = {.name = pub->name, .name_size = strlen(pub->name)};
+    const digest_line *hit = c->line_count ? bsearch(&key, c->lines, c->line_count, sizeof key, line_cmp) : NULL;
+    if (hit) {
+        *value = hit->value;
+        *size = hit->value_size;
+    }
+    return ONNXIO_OK;
+}
+
 static int view_cmp(const void *x, const void *y)
 {
     const uint8_t *a = onnxio_buffer_data(*(onnxio_buffer *const *)x), *b = onnxio_buffer_data(*(onnxio_buffer *const *)y);
@@ -143,6 +223,8 @@ static void zip_finish(onnxio__container *base)
         for (size_t i = 0; i < kept; i++) onnxio_buffer_unref(c->views[i]);
     }
     onnxio__free(c->views);
+    onnxio__free(c->lines);
+    onnxio_buffer_unref(c->digests);
 }
 
 onnxio_status onnxio__zip_container(onnxio_archive *archive, const onnxio_parse_options *opts, bool read,
@@ -153,6 +235,7 @@ onnxio_status onnxio__zip_container(onnxio_archive *archive, const onnxio_parse_
     c->base.open = zip_open;
     c->base.release = zip_release;
     c->base.finish = zip_finish;
+    c->base.record = zip_record;
     c->base.archive = true;
     c->archive = archive;
     c->alignment = opts->alignment;
@@ -383,11 +466,14 @@ onnxio_status onnxio__archive_read(int fd, uint64_t size, const char *what, cons
 
 /* ---- writing: an .onnxz archive (onnxio__zip_writer) ------------------------------ */
 
-/* Every selected tensor an entry (e[i] for sel.tensors[i]), the model the
- * last entry (e[n - 1]), then the central directory. */
+/* Every selected tensor an entry (e[i] for sel.tensors[i]); with block
+ * digests their entry (e[n - 2]); the model the last entry (e[n - 1]),
+ * then the central directory. */
 typedef struct zip_plan {
     onnxio__zip_out *e;
     size_t n;
+    uint8_t (**digests)[32]; /* with cfg->digests: each tensor entry's, filled as it is written */
+    char *digest_text;       /* the digests entry */
     onnxio__names *names;
     onnxio_buffer *model;
     uint64_t cd_offset; /* where the next entry (then the directory) starts */
@@ -402,6 +488,9 @@ static void zip_writer_free(void *state)
         onnxio__free(z->e[i].crc_pieces);
         onnxio_buffer_unref(z->e[i].keep);
     }
+    for (size_t i = 0; z->digests && i + 2 < z->n; i++) onnxio__free(z->digests[i]);
+    onnxio__free(z->digests);
+    onnxio__free(z->digest_text);
     onnxio__free(z->e);
     onnxio_buffer_unref(z->model);
     onnxio__names_free(z->names);
@@ -419,10 +508,13 @@ static onnxio_status zip_writer_plan(onnxio__saving *sv, const char *path)
     if (!z) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     z->fd = -1;
     sv->state = z;
-    z->n = sv->sel.count + 1;
+    z->n = sv->sel.count + 1 + (sv->cfg->digests ? 1 : 0);
     z->e = onnxio__calloc(z->n, sizeof *z->e);
     z->names = onnxio__names_new(z->n);
-    if (!z->e || !z->names || onnxio__names_reserve(z->names, ONNXIO__MODEL_ENTRY) < 0)
+    if (sv->cfg->digests && !(z->digests = onnxio__calloc(sv->sel.count + 1, sizeof *z->digests)))
+        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    if (!z->e || !z->names || onnxio__names_reserve(z->names, ONNXIO__MODEL_ENTRY) < 0 ||
+        onnxio__names_reserve(z->names, ONNXIO__DIGESTS_ENTRY) < 0)
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     uint64_t align = onnxio__save_alignment(sv->cfg, false);
     for (size_t i = 0; i < sv->sel.count; i++) {
@@ -432,13 +524,32 @@ static onnxio_status zip_writer_plan(onnxio__saving *sv, const char *path)
         z->e[i] = (onnxio__zip_out){.name = name, .name_size = strlen(name), .src = t->raw_data.data,
                                     .size = t->raw_data.size, .keep = onnxio_buffer_ref(t->raw_data.owner)};
         /* A data_location that was present (DEFAULT: the tensor held its
-         * payload) comes back present when the entry is loaded. */
+         * payload) comes back present when the entry is loaded. An
+         * archive's block digests are in its own entry, not the tensor's. */
         bool had_location = onnxio_has(t, ONNXIO_FIELD_TensorProto_data_location);
+        onnxio__digests_remove(t);
         onnxio_status s = onnxio__refer(sv->scratch, t, name, 0, NULL);
         if (!s && had_location) s = onnxio__add_key(sv->scratch, t, ONNXIO__KEY_DATA_LOCATION, "DEFAULT");
         if (s) return s;
         z->cd_offset = onnxio__zip_place(&z->e[i], z->cd_offset, align);
     }
+    return ONNXIO_OK;
+}
+
+/* The PWRITE job of tensor entry `i` from `data`: its CRC-32 pieces, and
+ * its block digests when the save writes them. */
+static onnxio_status entry_job(zip_plan *z, size_t i, const void *data, onnxio__job *job)
+{
+    onnxio__zip_out *e = &z->e[i];
+    *job = (onnxio__job){.kind = ONNXIO__JOB_PWRITE, .fd = z->fd, .offset = e->data, .src = data, .size = e->size,
+                         .what = "the archive", .crc = e->crc_pieces};
+    if (!z->digests || !e->size) return ONNXIO_OK;
+    size_t blocks = (size_t)((e->size - 1) / ONNXIO_DIGEST_BLOCK + 1);
+    if (!z->digests[i] && !(z->digests[i] = onnxio__malloc(blocks * sizeof *z->digests[i])))
+        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory for block digests");
+    job->digest = z->digests[i];
+    job->digest_block = ONNXIO_DIGEST_BLOCK;
+    job->tensor = e->name;
     return ONNXIO_OK;
 }
 
@@ -451,16 +562,15 @@ static onnxio_status zip_writer_write(onnxio__saving *sv, const char *path)
     onnxio__pool *pool = NULL;
     onnxio_status s = onnxio__txn_create(sv->txn, -1, NULL, &z->fd);
     if (!s) s = onnxio__pool_new(sv->cfg->num_threads, &pool);
-    for (size_t i = 0; !s && i + 1 < z->n; i++) {
+    for (size_t i = 0; !s && i + 1 + !!z->digests < z->n; i++) {
         onnxio__zip_out *e = &z->e[i];
         if (!(e->crc_pieces = onnxio__calloc(onnxio__crc_pieces(e->size), sizeof *e->crc_pieces))) {
             s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
             break;
         }
         if (!e->src) continue;
-        onnxio__job job = {.kind = ONNXIO__JOB_PWRITE, .fd = z->fd, .offset = e->data, .src = e->src,
-                           .size = e->size, .what = "the archive", .crc = e->crc_pieces};
-        s = onnxio__pool_add(pool, &job);
+        onnxio__job job;
+        if (!(s = entry_job(z, i, e->src, &job))) s = onnxio__pool_add(pool, &job);
     }
     onnxio_status s2 = onnxio__pool_finish(pool);
     return s ? s : s2;
@@ -469,8 +579,57 @@ static onnxio_status zip_writer_write(onnxio__saving *sv, const char *path)
 static onnxio_status zip_writer_put(onnxio__saving *sv, size_t item, const void *data)
 {
     zip_plan *z = sv->state;
-    onnxio__zip_out *e = &z->e[item];
-    return onnxio__write_at(z->fd, e->data, data, e->size, e->crc_pieces, sv->cfg->num_threads, "the archive");
+    onnxio__job job;
+    onnxio__pool *pool = NULL;
+    onnxio_status s = entry_job(z, item, data, &job);
+    if (!s) s = onnxio__pool_new(sv->cfg->num_threads, &pool);
+    if (!s) s = onnxio__pool_add(pool, &job);
+    onnxio_status s2 = onnxio__pool_finish(pool);
+    return s ? s : s2;
+}
+
+/* The digests entry: its header, then a line per tensor entry, in entry
+ * order: "NAME BLOCK:HEX" (docs/onnxz.md). */
+static onnxio_status digests_entry(zip_plan *z, size_t tensors)
+{
+    size_t size = sizeof ONNXIO__DIGESTS_HEADER - 1;
+    for (size_t i = 0; i < tensors; i++) {
+        uint64_t blocks = z->e[i].size ? (z->e[i].size - 1) / ONNXIO_DIGEST_BLOCK + 1 : 0;
+        size += z->e[i].name_size + 1 + 24 + 64 * (size_t)blocks + 1;
+    }
+    char *text = z->digest_text = onnxio__malloc(size + 1);
+    if (!text) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory for the digests entry");
+    size_t at = (size_t)snprintf(text, size + 1, "%s", ONNXIO__DIGESTS_HEADER);
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < tensors; i++) {
+        uint64_t blocks = z->e[i].size ? (z->e[i].size - 1) / ONNXIO_DIGEST_BLOCK + 1 : 0;
+        at += (size_t)snprintf(text + at, size + 1 - at, "%s %u:", z->e[i].name, (unsigned)ONNXIO_DIGEST_BLOCK);
+        for (uint64_t k = 0; k < blocks; k++)
+            for (int b = 0; b < 32; b++) {
+                text[at++] = digits[z->digests[i][k][b] >> 4];
+                text[at++] = digits[z->digests[i][k][b] & 15];
+            }
+        text[at++] = '\n';
+    }
+    onnxio__zip_out *d = &z->e[z->n - 2];
+    *d = (onnxio__zip_out){.name = ONNXIO__DIGESTS_ENTRY, .name_size = sizeof ONNXIO__DIGESTS_ENTRY - 1,
+                           .src = (const uint8_t *)text, .size = at};
+    return ONNXIO_OK;
+}
+
+/* Writes entry `e` (not a tensor's) at its place, its CRC-32 on the way. */
+static onnxio_status write_entry(zip_plan *z, onnxio__zip_out *e)
+{
+    if (!(e->crc_pieces = onnxio__calloc(onnxio__crc_pieces(e->size), sizeof *e->crc_pieces)))
+        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    onnxio__pool *pool = NULL;
+    onnxio_status s = onnxio__pool_new(1, &pool);
+    if (s) return s;
+    onnxio__job job = {.kind = ONNXIO__JOB_PWRITE, .fd = z->fd, .offset = e->data, .src = e->src, .size = e->size,
+                       .what = "the archive", .crc = e->crc_pieces, .not_payload = true};
+    s = onnxio__pool_add(pool, &job);
+    onnxio_status s2 = onnxio__pool_finish(pool);
+    return s ? s : s2;
 }
 
 /* The model entry, last, then the directory; the padding was never
@@ -478,21 +637,19 @@ static onnxio_status zip_writer_put(onnxio__saving *sv, size_t item, const void 
 static onnxio_status zip_writer_model(onnxio__saving *sv)
 {
     zip_plan *z = sv->state;
+    onnxio_status s = ONNXIO_OK;
+    if (z->digests) {
+        onnxio__zip_out *d = &z->e[z->n - 2];
+        if ((s = digests_entry(z, z->n - 2))) return s;
+        z->cd_offset = onnxio__zip_place(d, z->cd_offset, 1);
+        if ((s = write_entry(z, d))) return s;
+    }
     onnxio__zip_out *m = &z->e[z->n - 1];
-    onnxio_status s = onnxio__serialize(sv->copy, sv->cfg->max_depth, &z->model);
-    if (s) return s;
+    if ((s = onnxio__serialize(sv->copy, sv->cfg->max_depth, &z->model))) return s;
     *m = (onnxio__zip_out){.name = ONNXIO__MODEL_ENTRY, .name_size = sizeof ONNXIO__MODEL_ENTRY - 1,
                            .src = onnxio_buffer_data(z->model), .size = onnxio_buffer_size(z->model)};
     z->cd_offset = onnxio__zip_place(m, z->cd_offset, 1);
-    if (!(m->crc_pieces = onnxio__calloc(onnxio__crc_pieces(m->size), sizeof *m->crc_pieces)))
-        return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-    onnxio__pool *pool = NULL;
-    if ((s = onnxio__pool_new(1, &pool))) return s;
-    onnxio__job job = {.kind = ONNXIO__JOB_PWRITE, .fd = z->fd, .offset = m->data, .src = m->src, .size = m->size,
-                       .what = "the archive", .crc = m->crc_pieces, .not_payload = true};
-    s = onnxio__pool_add(pool, &job);
-    onnxio_status s2 = onnxio__pool_finish(pool);
-    if (s || (s = s2)) return s;
+    if ((s = write_entry(z, m))) return s;
     for (size_t i = 0; i < z->n; i++) z->e[i].crc = onnxio__crc_join(z->e[i].crc_pieces, z->e[i].size);
     uint64_t end;
     if ((s = onnxio__zip_write_directory(z->fd, "the archive", z->e, z->n, NULL, 0, 0, z->cd_offset, &end))) return s;

@@ -248,6 +248,10 @@ const char *onnxio__names_unique(onnxio__names *set, const char *tensor);
 
 /* zip.c: zip records of .onnxz archives (docs/onnxz.md). */
 #define ONNXIO__MODEL_ENTRY ONNXIO_ARCHIVE_MODEL_ENTRY
+/* The entry of an archive's block digests (docs/onnxz.md), and its first
+ * line. */
+#define ONNXIO__DIGESTS_ENTRY "__BLOCK_DIGESTS"
+#define ONNXIO__DIGESTS_HEADER "onnxio block digests 1\n"
 /* Validates the archive held in `size` bytes at `data`, kept alive by
  * `owner` (which gets a reference); fd >= 0 says that `data` is a file
  * mapping of fd, unwritten yet (payload copies are then preads, and the

@@ -133,6 +133,19 @@ static onnxio_status run_sha1_checks(void *arg)
     return s;
 }
 
+onnxio_status onnxio__entry_digests(onnxio__container *c, const onnxio__entry *e, const onnxio_TensorProto *t,
+                                    uint64_t length, onnxio__budget *budget, onnxio__digests *out, bool *found)
+{
+    onnxio_status s = onnxio__digests_find(t, length, out, found);
+    if (s || *found || !c->record) return s;
+    const char *value;
+    size_t size;
+    if ((s = c->record(c, e, budget, &value, &size)) || !value) return s;
+    if ((s = onnxio__digests_parse(value, size, t, length, out))) return s;
+    *found = true;
+    return ONNXIO_OK;
+}
+
 typedef struct external_visit {
     onnxio_status (*fn)(void *ctx, onnxio_TensorProto *t, const onnxio_external_ref *r);
     void *ctx;
@@ -177,7 +190,9 @@ static onnxio_status collect(void *ctx, onnxio_TensorProto *t, const onnxio_exte
     if (c->opts->skip_raw_data) return ONNXIO_OK; /* stays external */
     onnxio__digests digests = {0};
     bool has_digests = false;
-    if (c->opts->verify_digests == ONNXIO_ON && (s = onnxio__digests_find(t, length, &digests, &has_digests))) return s;
+    if (c->opts->verify_digests == ONNXIO_ON &&
+        (s = onnxio__entry_digests(c->c, e, t, length, c->budget, &digests, &has_digests)))
+        return s;
     if (!onnxio__grow((void **)&c->items, &c->capacity, c->count, sizeof *c->items))
         return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
     c->items[c->count++] = (item){.tensor = t, .entry = e, .offset = r.offset, .length = length, .digests = digests,

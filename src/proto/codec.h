@@ -246,6 +246,10 @@ typedef struct onnxio__digests {
  * value is malformed (a block size out of range, a digit count other than
  * the length needs, a character that is no hex digit). */
 onnxio_status onnxio__digests_find(const onnxio_TensorProto *t, uint64_t length, onnxio__digests *out, bool *found);
+/* The same rules for a record's value of `size` bytes (an archive's
+ * digests entry holds them by entry name), for tensor `t`. */
+onnxio_status onnxio__digests_parse(const char *value, size_t size, const onnxio_TensorProto *t, uint64_t length,
+                                    onnxio__digests *out);
 /* The 32-byte digests of a checked record (onnxio__digests_find). */
 void onnxio__digests_decode(const onnxio__digests *d, uint8_t (*out)[32]);
 /* Sets t's record (replacing one there) to `count` digests of `block`. */

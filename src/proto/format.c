@@ -270,7 +270,15 @@ onnxio_status onnxio__digests_find(const onnxio_TensorProto *t, uint64_t length,
         if (key_is(&e->key, ONNXIO__DIGEST_KEY)) v = &e->value;
     }
     if (!v) return ONNXIO_OK;
-    const char *p = v->data ? v->data : "", *end = p + v->size;
+    onnxio_status s = onnxio__digests_parse(v->data ? v->data : "", v->size, t, length, out);
+    *found = !s;
+    return s;
+}
+
+onnxio_status onnxio__digests_parse(const char *value, size_t size, const onnxio_TensorProto *t, uint64_t length,
+                                    onnxio__digests *out)
+{
+    const char *p = value, *end = p + size;
     uint64_t block = 0;
     while (p < end && *p >= '0' && *p <= '9' && block <= ONNXIO__CRC_PIECE) block = block * 10 + (uint64_t)(*p++ - '0');
     if (p == end || *p != ':' || block < 4096 || block > ONNXIO__CRC_PIECE || (block & (block - 1)))
@@ -290,7 +298,6 @@ onnxio_status onnxio__digests_find(const onnxio_TensorProto *t, uint64_t length,
             return onnxio__fail(ONNXIO_ERR_EXTERNAL_DATA, "tensor '%s': its %s value has '%c' where a hex digit goes",
                                 onnxio__tensor_name(t), ONNXIO__DIGEST_KEY, *q);
     *out = (onnxio__digests){block, (size_t)count, p};
-    *found = true;
     return ONNXIO_OK;
 }
 

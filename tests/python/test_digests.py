@@ -206,3 +206,95 @@ def test_check_names_the_damaged_tensor(saved):
     assert "block 0 (its bytes 0 to 20000" in report["problems"][0]["message"]
     p = subprocess.run([str(CLI_PATH), "check", str(out), "--no-data"], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+# ---- .onnxz archives: the digests entry ---------------------------------------------
+
+
+def archive_digests(path):
+    """{entry: (block, [hex digests])} from the archive's __BLOCK_DIGESTS
+    entry, read with zipfile."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as z:
+        text = z.read("__BLOCK_DIGESTS").decode("ascii")
+    head, *lines = text.split("\n")
+    assert head == "onnxio block digests 1" and lines[-1] == ""
+    out = {}
+    for line in lines[:-1]:
+        name, record = line.split(" ")
+        block, hexs = record.split(":")
+        out[name] = (int(block), [hexs[i:i + 64] for i in range(0, len(hexs), 64)])
+    return out
+
+
+@pytest.fixture
+def archive(tmp_path):
+    model, arrays = build_model()
+    src = tmp_path / "src.onnx"
+    onnx.save(model, src)
+    out = tmp_path / "m.onnxz"
+    rc, err = run("convert", src, out, "--digests", "--size-threshold", "0")
+    assert rc == 0, err
+    return out, arrays
+
+
+def test_archive_digests_entry_is_hashlibs(archive, tmp_path):
+    """Every tensor entry has a line, its digests hashlib's SHA-256 of the
+    entry's bytes as zipfile reads them; unzip -t passes (the entry's own
+    CRC-32); the Python save writes the same archive."""
+    import zipfile
+
+    import onnxio
+
+    out, _ = archive
+    dg = archive_digests(out)
+    with zipfile.ZipFile(out) as z:
+        assert z.testzip() is None
+        entries = [n for n in z.namelist() if n not in ("__MODEL_PROTO", "__BLOCK_DIGESTS")]
+        assert set(dg) == set(entries) and z.namelist()[-2:] == ["__BLOCK_DIGESTS", "__MODEL_PROTO"]
+        for name in entries:
+            data = z.read(name)
+            block, digests = dg[name]
+            assert block == MiB
+            assert digests == [hashlib.sha256(data[i:i + block]).hexdigest() for i in range(0, len(data), block)]
+    assert len(dg["big"][1]) == 10
+    model, _ = build_model()
+    py = tmp_path / "py.onnxz"
+    onnxio.save_model(onnxio.ModelProto.FromString(model.SerializeToString()), py, size_threshold=0, digests=True)
+    assert py.read_bytes() == out.read_bytes()
+
+
+def flip_entry(path, name, at):
+    import zipfile
+
+    with zipfile.ZipFile(path) as z:
+        info = z.getinfo(name)
+    with open(path, "r+b") as f:
+        f.seek(info.header_offset + 26)
+        n, m = int.from_bytes(f.read(2), "little"), int.from_bytes(f.read(2), "little")
+        f.seek(info.header_offset + 30 + n + m + at)
+        b = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([b[0] ^ 0x40]))
+
+
+def test_archive_a_flipped_byte_fails_that_tensor_only(archive):
+    import onnxio
+
+    out, arrays = archive
+    rc, err = run("check", out)
+    assert rc == 0, err
+    flip_entry(out, "big", 9 * MiB + 5)
+    with pytest.raises(onnxio.ExternalDataError, match=r"tensor 'big': block 9 \(its bytes 9437184 to 9961472"):
+        onnxio.load_model(str(out))
+    # The other tensors load, digests checked, when the damaged one is skipped.
+    model = onnxio.load_model(str(out), payload_fn=lambda t, size, external: t.name != "big")
+    for t in tensors(model):
+        if t.name in arrays and t.name != "big":
+            np.testing.assert_array_equal(onnxio.numpy_helper.to_array(t), arrays[t.name])
+    p = subprocess.run([str(CLI_PATH), "check", str(out), "--json"], capture_output=True, text=True, timeout=300)
+    import json
+
+    problems = json.loads(p.stdout)["problems"]
+    assert p.returncode == 1 and [(q["rule"], q["tensor"]) for q in problems] == [("digest", "big")]
