@@ -286,7 +286,7 @@ static int run_cat(int argc, char **argv)
         status = cat_strings(model, t, spec, r, rank, shape, kr);
         goto done;
     }
-    onnxio_slice_stats st = {sizeof st, 0, 0, 0, 0};
+    onnxio_slice_stats st = {.struct_size = sizeof st};
     if (onnxio_tensor_file_read(f, name, r, rank, NULL, 0, &b, &st)) {
         cli_fail("cat", model);
         goto done;

@@ -1353,9 +1353,12 @@ onnxio_status onnxio_safetensors_save(onnxio_ModelProto *model, const char *path
  * sliced, when they take at most 64 MiB decoded; larger ones fail with
  * ONNXIO_ERR_SLICE (load the model whole). What cannot be sliced
  * (ONNXIO_ERR_SLICE): STRING tensors, segments, UNDEFINED or unknown data
- * types. Checksums are not verified (neither an
- * external "checksum" key nor an archive entry's CRC-32: both cover whole
- * entries, which a slice does not read). A deflated archive entry is
+ * types. Block digests are verified: every whole block a slice touches is
+ * hashed (from the mapping, or read a block at a time) and compared with
+ * its digest, ONNXIO_ERR_CHECKSUM naming the tensor and the block; the
+ * other blocks are not read. Checksums are not (neither an external
+ * "checksum" key nor an archive entry's CRC-32: both cover whole entries,
+ * which a slice does not read). A deflated archive entry is
  * inflated whole when it is first read (charged to max_expansion).
  * Hostile files fail as loads do (the same checks of structure, locations,
  * ranges and sizes, before anything is allocated from a number they
@@ -1401,6 +1404,9 @@ typedef struct onnxio_slice_stats {
     uint64_t runs;
     /* Bytes of the tensor's whole payload. */
     uint64_t payload_bytes;
+    /* Payload bytes hashed to check block digests: the whole blocks the
+     * slice touches (0 without digests). */
+    uint64_t bytes_checked;
 } onnxio_slice_stats;
 
 /* An opened model file: its parsed structure and its data files or archive
@@ -1448,7 +1454,8 @@ onnxio_status onnxio_tensor_slice_size(const onnxio_TensorProto *t, const onnxio
  * save of `path` replaced the model after the handle was opened, before
  * the data file this tensor needs was first opened: that file may hold
  * another save's bytes, so the read is refused and the handle must be
- * opened again), ONNXIO_ERR_NO_MEMORY. */
+ * opened again), ONNXIO_ERR_CHECKSUM (a block the slice touches differs
+ * from its digest), ONNXIO_ERR_NO_MEMORY. */
 onnxio_status onnxio_tensor_file_read(onnxio_tensor_file *file, const char *name, const onnxio_slice_range *ranges,
                                       size_t rank, void *dst, uint64_t dst_size, onnxio_buffer **out,
                                       onnxio_slice_stats *stats);

@@ -279,6 +279,9 @@ typedef struct source {
     onnxio_buffer *owner;
     const char *what;    /* the file or entry, for read errors */
     onnxio_buffer *held; /* values converted from a typed field: released after the read */
+    const onnxio_TensorProto *tensor;
+    onnxio__digests digests; /* its block digests, when has_digests */
+    bool has_digests;
 } source;
 
 /* The most bytes of decoded values a slice converts from a typed field. */
@@ -307,14 +310,14 @@ static onnxio_status locate(onnxio_tensor_file *f, const onnxio_TensorProto *t, 
                 onnxio_buffer_unref(b);
                 return s;
             }
-            *src = (source){-1, 0, onnxio_buffer_data(b), b, f->path, b};
+            *src = (source){.fd = -1, .mem = onnxio_buffer_data(b), .owner = b, .what = f->path, .held = b, .tensor = t};
             return ONNXIO_OK;
         }
         if (t->raw_data.size != payload)
             return onnxio__fail(ONNXIO_ERR_SLICE, "tensor '%s': raw_data has %zu bytes, its type and shape need %llu", tn,
                                 t->raw_data.size, (unsigned long long)payload);
         const uint8_t *base = onnxio_buffer_data(f->map), *p = t->raw_data.data;
-        *src = (source){-1, 0, p, t->raw_data.owner, f->path, NULL};
+        *src = (source){.fd = -1, .mem = p, .owner = t->raw_data.owner, .what = f->path, .tensor = t};
         if (p && p >= base && (size_t)(p - base) <= onnxio_buffer_size(f->map) - payload) {
             src->fd = f->fd;
             src->offset = (uint64_t)(p - base);
@@ -352,8 +355,9 @@ static onnxio_status locate(onnxio_tensor_file *f, const onnxio_TensorProto *t, 
     }
     uint64_t length;
     if ((s = onnxio__check_external_range(t, &r, e->size, e->name, &length))) return s;
-    *src = (source){e->fd, e->offset + r.offset, e->data ? e->data + r.offset : NULL, e->owner, e->name, NULL};
-    return ONNXIO_OK;
+    *src = (source){.fd = e->fd, .offset = e->offset + r.offset, .mem = e->data ? e->data + r.offset : NULL,
+                    .owner = e->owner, .what = e->name, .tensor = t};
+    return onnxio__entry_digests(f->container, e, t, length, &f->budget, &src->digests, &src->has_digests);
 }
 
 /* The tensor and its plan and source, under the lock. */
@@ -420,6 +424,74 @@ static onnxio_status read_run(void *ctx, uint64_t offset, uint64_t size)
     return size ? onnxio__pool_add(c->pool, &job) : ONNXIO_OK;
 }
 
+/* ---- block digests ---------------------------------------------------------------- */
+
+typedef struct mark_ctx {
+    uint8_t *bits;
+    uint64_t block;
+} mark_ctx;
+
+static onnxio_status mark_run(void *ctx, uint64_t offset, uint64_t size)
+{
+    mark_ctx *m = ctx;
+    for (uint64_t k = offset / m->block; size && k <= (offset + size - 1) / m->block; k++)
+        m->bits[k / 8] |= (uint8_t)(1u << (k % 8));
+    return ONNXIO_OK;
+}
+
+/* Checks every block of the payload that the slice's runs touch against
+ * its digest: runs of touched blocks as DIGEST jobs on `pool` over the
+ * payload's memory, or, when it is only in a file, read a block at a time
+ * here. *checked: the bytes hashed. */
+static onnxio_status check_blocks(const plan *p, const source *src, onnxio__pool *pool, uint8_t (**expect)[32],
+                                  uint64_t *checked)
+{
+    const onnxio__digests *d = &src->digests;
+    *checked = 0;
+    if (!src->has_digests || !d->count || !p->bytes) return ONNXIO_OK;
+    uint8_t *bits = onnxio__calloc((d->count + 7) / 8, 1);
+    uint8_t *block = src->mem ? NULL : onnxio__malloc((size_t)d->block);
+    *expect = onnxio__malloc(d->count * sizeof **expect);
+    onnxio_status s = ONNXIO_OK;
+    if (!bits || !*expect || (!src->mem && !block)) s = onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    mark_ctx m = {bits, d->block};
+    if (!s) s = each_run(p, mark_run, &m);
+    if (!s) onnxio__digests_decode(d, *expect);
+    const char *tn = onnxio__tensor_name(src->tensor);
+    for (uint64_t k = 0; !s && k < d->count;) {
+        if (!(bits[k / 8] >> (k % 8) & 1)) {
+            k++;
+            continue;
+        }
+        uint64_t first = k;
+        while (k < d->count && bits[k / 8] >> (k % 8) & 1) k++;
+        uint64_t from = first * d->block, to = k * d->block < p->payload ? k * d->block : p->payload;
+        *checked += to - from;
+        if (src->mem) {
+            onnxio__job job = {.kind = ONNXIO__JOB_DIGEST, .src = src->mem + from, .size = to - from,
+                               .expect = (const uint8_t(*)[32])(*expect + first), .digest_block = d->block,
+                               .first_block = first, .tensor = tn, .what = src->what};
+            s = onnxio__pool_add(pool, &job);
+            continue;
+        }
+        for (uint64_t b = first; !s && b < k; b++) {
+            uint64_t at = b * d->block, n = p->payload - at < d->block ? p->payload - at : d->block;
+            uint8_t got[32];
+            if ((s = onnxio__read_at(src->fd, block, (size_t)n, src->offset + at, src->what))) break;
+            onnxio__sha256(block, (size_t)n, got);
+            if (memcmp(got, (*expect)[b], 32) != 0)
+                s = onnxio__fail(ONNXIO_ERR_CHECKSUM,
+                                 "tensor '%s': block %llu (its bytes %llu to %llu, from %s) does not match its SHA-256 "
+                                 "digest",
+                                 tn, (unsigned long long)b, (unsigned long long)at, (unsigned long long)(at + n),
+                                 src->what);
+        }
+    }
+    onnxio__free(bits);
+    onnxio__free(block);
+    return s;
+}
+
 static void stats_write(onnxio_slice_stats *out, const onnxio_slice_stats *in)
 {
     if (!out) return;
@@ -460,11 +532,15 @@ ONNXIO_API onnxio_status onnxio_tensor_file_read(onnxio_tensor_file *f, const ch
     onnxio__pool *pool;
     if ((s = onnxio__pool_new(p.bytes < (4u << 20) ? 1 : f->opts.num_threads, &pool))) goto done;
     read_ctx c = {pool, &src, dst, 0, 0};
-    s = each_run(&p, read_run, &c);
+    uint8_t(*expect)[32] = NULL;
+    uint64_t checked = 0;
+    s = check_blocks(&p, &src, pool, &expect, &checked);
+    if (!s) s = each_run(&p, read_run, &c);
     onnxio_status s2 = onnxio__pool_finish(pool);
+    onnxio__free(expect);
     if (!s) s = s2;
     if (!s) {
-        onnxio_slice_stats st = {sizeof st, p.bytes, c.read, p.runs, p.payload};
+        onnxio_slice_stats st = {sizeof st, p.bytes, c.read, p.runs, p.payload, checked};
         stats_write(stats, &st);
     }
 done:
@@ -490,6 +566,16 @@ ONNXIO_API onnxio_status onnxio_tensor_file_view(onnxio_tensor_file *f, const ch
     plan p;
     source src;
     onnxio_status s = prepare(f, name, ranges, rank, &p, &src);
+    if (!s && p.runs == 1 && src.mem && src.owner && src.has_digests) {
+        /* A view is checked as a read is: the blocks it covers. */
+        onnxio__pool *pool = NULL;
+        uint8_t(*expect)[32] = NULL;
+        uint64_t checked;
+        if (!(s = onnxio__pool_new(f->opts.num_threads, &pool))) s = check_blocks(&p, &src, pool, &expect, &checked);
+        onnxio_status s2 = onnxio__pool_finish(pool);
+        onnxio__free(expect);
+        if (!s) s = s2;
+    }
     if (!s && p.runs == 1 && src.mem && src.owner) {
         uint64_t at = rank ? (uint64_t)ranges[p.k].start * p.stride[p.k] : 0;
         for (size_t i = 0; i < p.k; i++) at += (uint64_t)ranges[i].start * p.stride[i];

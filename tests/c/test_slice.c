@@ -103,7 +103,7 @@ static void check_layout(const char *path, onnxio_ModelProto *full)
             CHECK_STATUS(onnxio_tensor_slice_size(ft, r, rank, &size), ONNXIO_OK);
             CHECK_EQ_U64(size, want_size);
             onnxio_buffer *b = NULL;
-            onnxio_slice_stats st = {sizeof st, 0, 0, 0, 0};
+            onnxio_slice_stats st = {.struct_size = sizeof st};
             if (CHECK_STATUS(onnxio_tensor_file_read(f, name, r, rank, NULL, 0, &b, &st), ONNXIO_OK)) {
                 CHECK_BYTES(onnxio_buffer_data(b), onnxio_buffer_size(b), want, (size_t)want_size);
                 CHECK_EQ_U64(st.bytes, want_size);

@@ -298,3 +298,39 @@ def test_archive_a_flipped_byte_fails_that_tensor_only(archive):
 
     problems = json.loads(p.stdout)["problems"]
     assert p.returncode == 1 and [(q["rule"], q["tensor"]) for q in problems] == [("digest", "big")]
+
+
+# ---- slices: only the blocks a slice touches ----------------------------------------
+
+
+@pytest.mark.parametrize("layout", ["external", "archive"])
+def test_slices_check_the_blocks_they_touch(saved, archive, layout):
+    """A slice reads and checks the whole blocks it touches and no other:
+    with byte 9 MiB + 5 of 'big' flipped, a slice inside blocks 0-8 reads
+    (equal to numpy's), one touching block 9 fails naming it, and `onnxio
+    cat` of it fails too."""
+    from onnxio.slices import TensorFile
+
+    out, arrays = saved if layout == "external" else archive
+    if layout == "external":
+        flip(out, "big", 9 * MiB + 5)
+    else:
+        flip_entry(out, "big", 9 * MiB + 5)
+    big = arrays["big"]
+    per_block = MiB // 4
+    with TensorFile(str(out)) as f:
+        np.testing.assert_array_equal(f.read("big", np.s_[100:per_block * 9]), big[100:per_block * 9])
+        np.testing.assert_array_equal(f.read("big", np.s_[per_block * 9 + 2:per_block * 9 + 2]), big[:0])
+        with pytest.raises(onnxio_error(), match=r"tensor 'big': block 9 \(its bytes 9437184 to 9961472"):
+            f.read("big", np.s_[per_block * 9 + 2:per_block * 9 + 3])
+        np.testing.assert_array_equal(f.read("mid", np.s_[:]), arrays["mid"])
+    rc, err = run("cat", out, "big", "--slice", f"{per_block * 9}:{per_block * 9 + 4}")
+    assert rc == 1 and "block 9" in err
+    rc, err = run("cat", out, "big", "--slice", "0:4")
+    assert rc == 0, err
+
+
+def onnxio_error():
+    import onnxio
+
+    return onnxio.ExternalDataError
