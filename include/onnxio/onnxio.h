@@ -1745,7 +1745,10 @@ void onnxio_external_ranges_free(onnxio_external_range *ranges);
  * stops being external as after any load (data_location present and
  * DEFAULT, no external_data). ONNXIO_ERR_INVALID_ARGUMENT when `size` is
  * not what onnxio_tensor_raw_size says for its type and shape (when that
- * is fixed). */
+ * is fixed). A tensor with block digests (its "onnxio.sha256" record) has
+ * every block checked first, on the pool: ONNXIO_ERR_CHECKSUM naming the
+ * tensor and the block, the tensor left as it was; the record is removed
+ * once the tensor takes the bytes. */
 onnxio_status onnxio_tensor_set_fetched_payload(onnxio_TensorProto *t, void *data, size_t size,
                                                 onnxio_buffer *owner);
 /* The same for a payload fetched from an .onnxz archive's entry (the

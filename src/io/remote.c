@@ -53,6 +53,26 @@ ONNXIO_API onnxio_status onnxio_external_ranges(onnxio_message *root, onnxio_loc
 
 ONNXIO_API void onnxio_external_ranges_free(onnxio_external_range *ranges) { onnxio__free(ranges); }
 
+/* A fetched payload's block digests, when its tensor carries them: every
+ * block checked on a pool before the tensor takes the bytes. */
+static onnxio_status check_fetched(const onnxio_TensorProto *t, const void *data, size_t size)
+{
+    onnxio__digests d;
+    bool found;
+    onnxio_status s = onnxio__digests_find(t, size, &d, &found);
+    if (s || !found || !d.count) return s;
+    uint8_t(*expect)[32] = onnxio__malloc(d.count * sizeof *expect);
+    if (!expect) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory for block digests");
+    onnxio__digests_decode(&d, expect);
+    onnxio__pool *pool = NULL;
+    onnxio__job job = {.kind = ONNXIO__JOB_DIGEST, .src = data, .size = size, .expect = (const uint8_t(*)[32])expect,
+                       .digest_block = d.block, .tensor = onnxio__tensor_name(t), .what = "the fetched bytes"};
+    if (!(s = onnxio__pool_new(0, &pool))) s = onnxio__pool_add(pool, &job);
+    onnxio_status s2 = onnxio__pool_finish(pool);
+    onnxio__free(expect);
+    return s ? s : s2;
+}
+
 static onnxio_status set_fetched(onnxio_TensorProto *t, void *data, size_t size, onnxio_buffer *owner, bool entry)
 {
     if (!t || (!data && size))
@@ -61,7 +81,10 @@ static onnxio_status set_fetched(onnxio_TensorProto *t, void *data, size_t size,
     if (onnxio_tensor_raw_size(t, &want) == 1 && want != size)
         return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "tensor '%s': a fetched payload of %zu bytes, its type and shape need %llu",
                             onnxio__tensor_name(t), size, (unsigned long long)want);
+    onnxio_status s = check_fetched(t, data, size);
+    if (s) return s;
     onnxio_span_set(&t->raw_data, data, size, owner);
+    onnxio__digests_remove(t);
     if (entry) onnxio__mark_loaded_entry(t);
     else onnxio__mark_loaded_external(t);
     return ONNXIO_OK;

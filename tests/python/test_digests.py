@@ -334,3 +334,26 @@ def onnxio_error():
     import onnxio
 
     return onnxio.ExternalDataError
+
+
+def test_remote_ranges_are_checked(saved):
+    """A remote load (fsspec's memory filesystem) fetches each payload's
+    range and the library checks its blocks before the tensor takes it."""
+    fsspec = pytest.importorskip("fsspec")
+    import onnxio
+
+    out, arrays = saved
+    fs = fsspec.filesystem("memory")
+    for p in out.parent.iterdir():
+        if p.suffix in (".onnx", ".bin"):
+            fs.pipe(f"/digests/{p.name}", p.read_bytes())
+    model = onnxio.load_model("memory://digests/m.onnx")
+    for t in tensors(model):
+        if t.name in arrays:
+            np.testing.assert_array_equal(onnxio.numpy_helper.to_array(t), arrays[t.name])
+    data = bytearray(fs.cat("/digests/w.bin"))
+    t = next(t for t in tensors(onnx.load(str(out), load_external_data=False)) if t.name == "big")
+    data[int({e.key: e.value for e in t.external_data}["offset"]) + 9 * MiB + 5] ^= 0x40
+    fs.pipe("/digests/w.bin", bytes(data))
+    with pytest.raises(onnxio.ExternalDataError, match=r"tensor 'big': block 9 \(its bytes 9437184 to 9961472"):
+        onnxio.load_model("memory://digests/m.onnx")
