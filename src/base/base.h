@@ -101,6 +101,19 @@ void onnxio__sha256(const void *data, size_t size, uint8_t out[32]);
  * them, the SHA instructions (tests and benchmarks compare the two); -1
  * changes nothing. Not thread-safe against digests in progress. */
 const char *onnxio__sha_engine(int hardware);
+/* The SHA-256 of `count` byte ranges, data[i] of size[i] bytes, into
+ * out[i]: ranges of one size several at a time on the CPU's vector lanes
+ * where it has them (AVX-512: 16 or 8, AVX2: 8; not on Windows), the
+ * others one at a time (onnxio__sha256). The block digests of a job's
+ * piece, with no allocation. */
+void onnxio__sha256_many(const uint8_t *const *data, const size_t *size, size_t count, uint8_t (*out)[32]);
+/* For tests and benchmarks: the vector code of onnxio__sha256_many,
+ * "AVX-512", "AVX2" or "one at a time". `engine` 2 (AVX-512), 1 (AVX2) or
+ * 0 (none) makes later calls use it, or the best below it that the CPU
+ * has; -1 changes nothing. onnxio__sha_engine(0) sets it to 0 and
+ * onnxio__sha_engine(1) to the fastest (AVX2 only without SHA-NI). Not
+ * thread-safe against digests in progress. */
+const char *onnxio__sha_many_engine(int engine);
 /* The CRC-32 of A || B from crc1 = CRC-32(A) and crc2 = CRC-32(B) of
  * size2 bytes (as zlib's crc32_combine). It is linear: CRC-32(A || B) =
  * onnxio__crc_combine(CRC-32(A), 0, |B|) ^ CRC-32(B). */

@@ -1780,6 +1780,95 @@ static void test_sha_engines(void)
     tu_end();
 }
 
+/* The SHA-256 of `n` bytes at `p` by sha256sum (CNG on Windows), as hex. */
+static bool sha256_want(const char *dir, const uint8_t *p, size_t n, char want[65])
+{
+    char *path = tu_strdup_printf("%s/range.bin", dir);
+    bool ok = tu_write_file(path, p, n) && tu_sha256_file(path, want);
+    remove(path);
+    free(path);
+    return ok;
+}
+
+/* Compares out[0..count) with want[], and out[count] (when below `cap`)
+ * with the 0xA5 bytes it was filled with. */
+static void sha256_many_compare(const char *what, size_t count, size_t cap, uint8_t (*out)[32], char (*want)[65])
+{
+    for (size_t i = 0; i < count; i++) {
+        char got[65];
+        for (int b = 0; b < 32; b++) snprintf(got + 2 * b, 3, "%02x", out[i][b]);
+        CHECK_MSG(strcmp(got, want[i]) == 0, "%s, range %zu of %zu: %s, want %s", what, i, count, got, want[i]);
+    }
+    if (count < cap) {
+        bool untouched = true;
+        for (int b = 0; b < 32; b++) untouched &= out[count][b] == 0xA5;
+        CHECK_MSG(untouched, "%s: digest %zu written, past the %zu ranges", what, count, count);
+    }
+}
+
+/* onnxio__sha256_many against sha256sum, with every engine (the portable
+ * code or the SHA instructions one range at a time, AVX2's 8 lanes,
+ * AVX-512's 8 or 16, as far as the CPU has them): 1 to 17 ranges of one
+ * length (about the padding's boundaries, a whole block, 1 MiB), each
+ * range other bytes and most of them starting unaligned, so that a lane
+ * mixed up with another or a padding lane leaking out shows; and 70 ranges
+ * of mixed lengths in one call (more than the 64 it groups at a time). */
+static void test_sha256_many(void)
+{
+    onnxio__sha_engine(1);
+    tu_begin("SHA-256 of many ranges at once (onnxio__sha256_many; vector lanes here: %s) against sha256sum",
+             onnxio__sha_many_engine(2));
+    onnxio__sha_engine(1);
+    char *dir = tu_make_temp_dir("onnxio-sha-many");
+    static const size_t lengths[] = {0, 1, 55, 56, 63, 64, 65, 1000, 65536 + 7, 1u << 20};
+    enum { NL = sizeof lengths / sizeof lengths[0], MOST = 17, MIXED = 70 };
+    size_t cap = (size_t)MOST * ((1u << 20) + 7) + 64;
+    uint8_t *bytes = malloc(cap);
+    uint64_t x = 1;
+    for (size_t i = 0; i < cap; i++) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        bytes[i] = (uint8_t)(x >> 56);
+    }
+    const uint8_t *data[MIXED];
+    size_t size[MIXED];
+    uint8_t(*out)[32] = malloc(sizeof *out * MIXED);
+    char(*want)[65] = malloc(sizeof *want * MIXED);
+    for (size_t k = 0; k <= NL; k++) {
+        /* one length, range i at i (n + 7): its own bytes, starts at
+         * every alignment; or mixed lengths */
+        size_t most = k < NL ? MOST : MIXED;
+        bool ok = true;
+        for (size_t i = 0; i < most && ok; i++) {
+            size_t n = k < NL ? lengths[k] : lengths[(i * 7 + i / 10) % NL];
+            data[i] = bytes + (k < NL ? i * (n + 7) : (i * 104729) % (cap - n));
+            size[i] = n;
+            ok = CHECK(sha256_want(dir, data[i], n, want[i]));
+        }
+        if (!ok) continue;
+        for (int hardware = 1; hardware >= 0; hardware--)
+            for (int engine = 2; engine >= 0; engine--) {
+                onnxio__sha_engine(hardware);
+                const char *lanes = onnxio__sha_many_engine(engine);
+                if (engine && strcmp(lanes, engine == 2 ? "AVX-512" : "AVX2") != 0) continue; /* not here */
+                char *what = k < NL ? tu_strdup_printf("%s, %s, %zu bytes", onnxio__sha_engine(-1), lanes, lengths[k])
+                                    : tu_strdup_printf("%s, %s, mixed lengths", onnxio__sha_engine(-1), lanes);
+                for (size_t count = k < NL ? 1 : MIXED; count <= most; count++) {
+                    memset(out, 0xA5, sizeof *out * MIXED);
+                    onnxio__sha256_many(data, size, count, out);
+                    sha256_many_compare(what, count, MIXED, out, want);
+                }
+                free(what);
+            }
+    }
+    onnxio__sha_engine(1);
+    free(want);
+    free(out);
+    free(bytes);
+    tu_remove_tree(dir);
+    free(dir);
+    tu_end();
+}
+
 int main(int argc, char **argv)
 {
     const char *repo = argc > 1 ? argv[1] : ".";
@@ -1792,5 +1881,6 @@ int main(int argc, char **argv)
     test_save_modes();
     test_map_windows();
     test_sha_engines();
+    test_sha256_many();
     return tu_finish();
 }
