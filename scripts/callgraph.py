@@ -169,7 +169,9 @@ def compile_args(root, rel, generated, builtin):
     """The flags of CMakeLists.txt's target for the file `rel`."""
     args = ["-x", "c", "-std=c11", "-D_GNU_SOURCE", f"-I{root / 'include'}", f"-I{generated}"]
     if rel.startswith("src/"):
-        args += ["-DONNXIO_BUILDING", f"-I{root / 'src'}", f"-I{root / 'third_party'}",
+        # ONNXIO_NO_SIMD: digest.c without its x86 intrinsics, whose headers
+        # (clang's, found on PATH) need not match the libclang wheel's builtins
+        args += ["-DONNXIO_BUILDING", "-DONNXIO_NO_SIMD", f"-I{root / 'src'}", f"-I{root / 'third_party'}",
                  # ONNXIO_BUNDLED=AUTO: the system's libdeflate, else the copy
                  f"-idirafter{root / 'third_party' / 'libdeflate'}"]
     elif rel.startswith("cli/"):

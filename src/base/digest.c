@@ -21,7 +21,9 @@
 #include <string.h>
 #include <libdeflate.h>
 #include <sha1dc/sha1.h>
-#if defined(__x86_64__) && defined(__GNUC__)
+/* ONNXIO_NO_SIMD: the portable code alone (scripts/callgraph.py parses with
+ * it: the x86 intrinsics headers it finds need not match its libclang). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(ONNXIO_NO_SIMD)
 #include <cpuid.h>
 #include <immintrin.h>
 #define ONNXIO__SHA_NI 1
