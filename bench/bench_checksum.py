@@ -32,25 +32,19 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import bench_slices  # noqa: E402
 TARGET = 1.15
 
 
 def evict(paths):
     os.sync()
-    for p in paths:
-        fd = os.open(p, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
+    bench_slices.evict(paths)
 
 
 def warm(paths):
     os.sync()  # the last run's writes, not this one's
-    for p in paths:
-        with open(p, "rb") as f:
-            while f.read(1 << 24):
-                pass
+    bench_slices.warm(paths)
 
 
 def run(cli, args, inputs, cold):

@@ -130,30 +130,12 @@ static int run_check(int argc, char **argv)
     uint64_t max_expansion = 0;
     if ((rc = cli_parse_max_expansion(&cli_verb_check, expansion_text, &max_expansion)) >= 0) return rc;
 
-    /* Structure only: payload sizes are kept, nothing is copied, external
-     * data stays external for the check to examine. */
-    onnxio_parse_options po = {0};
-    po.load_external_data = ONNXIO_OFF;
-    po.skip_raw_data = true;
-    po.no_copy = true;
-    po.max_expansion = max_expansion;
-
-    int is_archive = cli_file_is_archive(path);
-    if (is_archive < 0) return cli_fail("check", path);
-    onnxio_archive *archive = NULL;
-    if (is_archive && onnxio_archive_open(path, &archive) != ONNXIO_OK) return cli_fail("check", path);
-    onnxio_arena *arena = onnxio_arena_new();
-    if (!arena) {
-        onnxio_archive_close(archive);
-        return cli_fail_msg("check", path, "out of memory");
-    }
-    onnxio_ModelProto *model = NULL;
-    if (cli_file_is_empty(path) || cli_load(&onnxio_desc_ModelProto, path, &po, true, arena, (void **)&model) != ONNXIO_OK) {
-        rc = cli_fail("check", path);
-        onnxio_arena_unref(arena);
-        onnxio_archive_close(archive);
-        return rc;
-    }
+    /* Structure only: external data stays external for the check to
+     * examine. */
+    onnxio_arena *arena;
+    onnxio_ModelProto *model;
+    onnxio_archive *archive;
+    if ((rc = cli_load_structure("check", path, max_expansion, &arena, &model, &archive)) != CLI_EXIT_OK) return rc;
     char *dir = archive ? NULL : cli_model_dir(path, NULL);
     if (!archive && !dir) {
         onnxio_arena_unref(arena);

@@ -299,6 +299,36 @@ onnxio_status cli_load(const onnxio_message_desc *desc, const char *path, const 
     return st;
 }
 
+int cli_load_structure(const char *verb, const char *path, uint64_t max_expansion, onnxio_arena **arena,
+                       onnxio_ModelProto **model, onnxio_archive **archive)
+{
+    onnxio_parse_options po = ONNXIO_PARSE_OPTIONS_INIT;
+    po.load_external_data = ONNXIO_OFF;
+    po.skip_raw_data = true;
+    po.no_copy = true;
+    po.max_expansion = max_expansion;
+    *arena = NULL;
+    *model = NULL;
+    *archive = NULL;
+    int is_archive = cli_file_is_archive(path);
+    if (is_archive < 0 || (is_archive && onnxio_archive_open(path, archive) != ONNXIO_OK))
+        return cli_fail(verb, path);
+    if (!(*arena = onnxio_arena_new())) {
+        onnxio_archive_close(*archive);
+        *archive = NULL;
+        return cli_fail_msg(verb, path, "out of memory");
+    }
+    if (cli_file_is_empty(path) || cli_load(&onnxio_desc_ModelProto, path, &po, true, *arena, (void **)model) != ONNXIO_OK) {
+        int rc = cli_fail(verb, path);
+        onnxio_arena_unref(*arena);
+        onnxio_archive_close(*archive);
+        *arena = NULL;
+        *archive = NULL;
+        return rc;
+    }
+    return CLI_EXIT_OK;
+}
+
 char *cli_model_dir(const char *model_path, const char *base_dir)
 {
     size_t n = onnxio_model_dir(model_path, base_dir, NULL, 0);

@@ -165,6 +165,14 @@ bool cli_file_is_empty(const char *path);
  * ("loading FILE") on stderr when it is a terminal: all it adds. */
 onnxio_status cli_load(const onnxio_message_desc *desc, const char *path, const onnxio_parse_options *opts,
                        bool progress, onnxio_arena *arena, void **out);
+/* The structure of the model at `path` for a verb that examines it (info,
+ * check): payload sizes kept, nothing copied, external data left external;
+ * an .onnxz archive (by its content) is opened and validated too
+ * (*archive; NULL for other files). On failure the error is reported for
+ * `verb` and CLI_EXIT_FAILURE returned, nothing left to free; else
+ * CLI_EXIT_OK, and the caller unrefs *arena and closes *archive. */
+int cli_load_structure(const char *verb, const char *path, uint64_t max_expansion, onnxio_arena **arena,
+                       onnxio_ModelProto **model, onnxio_archive **archive);
 /* onnxio_save_model with a progress indicator ("saving FILE") on stderr
  * when it is a terminal. */
 onnxio_status cli_save_model(onnxio_ModelProto *model, const char *path,

@@ -692,36 +692,13 @@ static int run_info(int argc, char **argv)
     if ((rc = cli_parse_max_expansion(&cli_verb_info, expansion_text, &max_expansion)) >= 0)
         return rc;
 
-    /* Structure only: payload sizes are kept, nothing is copied, and
-     * external data files are not opened. */
-    onnxio_parse_options po = {0};
-    po.load_external_data = ONNXIO_OFF;
-    po.skip_raw_data = true;
-    po.no_copy = true;
-    po.max_expansion = max_expansion;
-
-    /* An archive (by its content, as the load decides) is opened and
-     * validated on its own to list its entries; nothing of their data is
-     * read. */
-    int is_archive = cli_file_is_archive(path);
-    if (is_archive < 0)
-        return cli_fail("info", path);
-    onnxio_archive *archive = NULL;
-    if (is_archive && onnxio_archive_open(path, &archive) != ONNXIO_OK)
-        return cli_fail("info", path);
-
-    onnxio_arena *arena = onnxio_arena_new();
-    if (!arena) {
-        onnxio_archive_close(archive);
-        return cli_fail_msg("info", path, "out of memory");
-    }
-    onnxio_ModelProto *model = NULL;
-    if (cli_file_is_empty(path) || cli_load(&onnxio_desc_ModelProto, path, &po, true, arena, (void **)&model) != ONNXIO_OK) {
-        rc = cli_fail("info", path);
-        onnxio_arena_unref(arena);
-        onnxio_archive_close(archive);
+    /* Structure only, external data files not opened; an archive is
+     * opened on its own to list its entries, nothing of their data read. */
+    onnxio_arena *arena;
+    onnxio_ModelProto *model;
+    onnxio_archive *archive;
+    if ((rc = cli_load_structure("info", path, max_expansion, &arena, &model, &archive)) != CLI_EXIT_OK)
         return rc;
-    }
     cli_note_load("info", path, model, !archive);
     cli_summary s;
     if (cli_summarize_archive(model, path, archive, &s) != 0) {
