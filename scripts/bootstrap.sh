@@ -63,6 +63,13 @@ if [[ $mode == all || $mode == check ]]; then
         protobuf-compiler
     )
 fi
+if [[ $mode == all ]]; then
+    packages+=(           # the slow tests only
+        gcc-aarch64-linux-gnu # the Arm SHA instructions' code, built for 64-bit Arm
+        libc6-dev-arm64-cross
+        qemu-user             # and run there (tests/python/test_arm.py)
+    )
+fi
 
 # The Python that makes the venv: python3 on PATH, or ONNXIO_PYTHON_BASE
 # (`make wheel PYTHON=/path/to/python3.X`: a wheel for that version).

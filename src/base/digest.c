@@ -27,6 +27,12 @@
 #include <cpuid.h>
 #include <immintrin.h>
 #define ONNXIO__SHA_NI 1
+#define ONNXIO__SHA_HW "SHA-NI"
+#elif defined(__aarch64__) && defined(__GNUC__) && defined(__linux__) && !defined(ONNXIO_NO_SIMD)
+#include <arm_neon.h>
+#include <sys/auxv.h>
+#define ONNXIO__SHA_ARM 1
+#define ONNXIO__SHA_HW "ARMv8 SHA"
 #endif
 
 #include "base/base.h"
@@ -195,6 +201,42 @@ static bool sha_ni_present(void)
     return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSSE3) && (c & bit_SSE4_1) &&
            __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_SHA);
 }
+#define sha1_hw_blocks sha1_ni_blocks
+#elif defined(ONNXIO__SHA_ARM)
+/* ARMv8's SHA-1 instructions, four rounds a vsha1{c,p,m}q; the schedule
+ * with vsha1su0q/vsha1su1q (Arm's A64 instruction set: SHA1C, SHA1SU0...). */
+__attribute__((target("arch=armv8-a+crypto"))) static void sha1_arm_blocks(uint32_t state[5], const uint8_t *data,
+                                                                          size_t blocks)
+{
+    static const uint32_t k[4] = {0x5A827999, 0x6ED9EBA1, 0x8F1BBCDC, 0xCA62C1D6};
+    uint32x4_t abcd = vld1q_u32(state);
+    uint32_t e = state[4];
+    for (; blocks; blocks--, data += 64) {
+        const uint32x4_t abcd_in = abcd;
+        const uint32_t e_in = e;
+        uint32x4_t m[4];
+        for (int i = 0; i < 4; i++) m[i] = vreinterpretq_u32_u8(vrev32q_u8(vld1q_u8(data + 16 * i)));
+        for (int g = 0; g < 20; g++) {
+            /* words 4g..4g+3: from the four groups before, past the first four */
+            if (g >= 4) m[g % 4] = vsha1su1q_u32(vsha1su0q_u32(m[g % 4], m[(g + 1) % 4], m[(g + 2) % 4]), m[(g + 3) % 4]);
+            uint32x4_t wk = vaddq_u32(m[g % 4], vdupq_n_u32(k[g / 5]));
+            uint32_t e_next = vsha1h_u32(vgetq_lane_u32(abcd, 0));
+            abcd = g < 5 ? vsha1cq_u32(abcd, e, wk) : g >= 10 && g < 15 ? vsha1mq_u32(abcd, e, wk) : vsha1pq_u32(abcd, e, wk);
+            e = e_next;
+        }
+        abcd = vaddq_u32(abcd, abcd_in);
+        e += e_in;
+    }
+    vst1q_u32(state, abcd);
+    state[4] = e;
+}
+
+static bool sha_ni_present(void)
+{
+    unsigned long caps = getauxval(AT_HWCAP);
+    return (caps & (1ul << 5)) && (caps & (1ul << 6)); /* HWCAP_SHA1, HWCAP_SHA2 */
+}
+#define sha1_hw_blocks sha1_arm_blocks
 #else
 static bool sha_ni_present(void)
 {
@@ -236,7 +278,11 @@ const char *onnxio__sha_engine(int hardware)
         sha_hardware = hardware && sha_ni_present();
         sha_mb = hardware ? sha_mb_best() : 0;
     }
-    return sha_hardware ? "SHA-NI" : "portable";
+#ifdef ONNXIO__SHA_HW
+    return sha_hardware ? ONNXIO__SHA_HW : "portable";
+#else
+    return "portable";
+#endif
 }
 
 onnxio_status onnxio__sha1_begin(onnxio__sha1 *h)
@@ -253,7 +299,7 @@ onnxio_status onnxio__sha1_begin(onnxio__sha1 *h)
 
 static void sha1_update(SHA1_CTX *c, const char *p, size_t n)
 {
-#ifdef ONNXIO__SHA_NI
+#ifdef ONNXIO__SHA_HW
     if (sha_hardware) {
         /* sha1dc's buffer up to a block boundary, whole blocks here. */
         size_t lead = (size_t)((64 - c->total % 64) % 64);
@@ -262,7 +308,7 @@ static void sha1_update(SHA1_CTX *c, const char *p, size_t n)
         p += lead, n -= lead;
         size_t blocks = n / 64;
         if (blocks) {
-            sha1_ni_blocks(c->ihv, (const uint8_t *)p, blocks);
+            sha1_hw_blocks(c->ihv, (const uint8_t *)p, blocks);
             c->total += (uint64_t)blocks * 64;
             p += blocks * 64, n -= blocks * 64;
         }
@@ -423,6 +469,33 @@ __attribute__((target("sha,sse4.1,ssse3"))) static void sha256_ni_blocks(uint32_
 }
 #endif
 
+#ifdef ONNXIO__SHA_ARM
+/* ARMv8's SHA-256 instructions: four rounds a vsha256hq/vsha256h2q pair,
+ * the schedule with vsha256su0q/vsha256su1q. */
+__attribute__((target("arch=armv8-a+crypto"))) static void sha256_arm_blocks(uint32_t h[8], const uint8_t *p,
+                                                                            size_t blocks)
+{
+    uint32x4_t abcd = vld1q_u32(&h[0]), efgh = vld1q_u32(&h[4]);
+    for (; blocks; blocks--, p += 64) {
+        const uint32x4_t abcd_in = abcd, efgh_in = efgh;
+        uint32x4_t m[4];
+        for (int i = 0; i < 4; i++) m[i] = vreinterpretq_u32_u8(vrev32q_u8(vld1q_u8(p + 16 * i)));
+        for (int g = 0; g < 16; g++) {
+            if (g >= 4)
+                m[g % 4] = vsha256su1q_u32(vsha256su0q_u32(m[g % 4], m[(g + 1) % 4]), m[(g + 2) % 4], m[(g + 3) % 4]);
+            uint32x4_t wk = vaddq_u32(m[g % 4], vld1q_u32(&sha256_k[4 * g]));
+            uint32x4_t before = abcd;
+            abcd = vsha256hq_u32(abcd, efgh, wk);
+            efgh = vsha256h2q_u32(efgh, before, wk);
+        }
+        abcd = vaddq_u32(abcd, abcd_in);
+        efgh = vaddq_u32(efgh, efgh_in);
+    }
+    vst1q_u32(&h[0], abcd);
+    vst1q_u32(&h[4], efgh);
+}
+#endif
+
 void onnxio__sha256(const void *data, size_t size, uint8_t out[32])
 {
     pthread_once(&sha_once, sha_init);
@@ -431,6 +504,8 @@ void onnxio__sha256(const void *data, size_t size, uint8_t out[32])
     void (*blocks)(uint32_t *, const uint8_t *, size_t) = sha256_c_blocks;
 #ifdef ONNXIO__SHA_NI
     if (sha_hardware) blocks = sha256_ni_blocks;
+#elif defined(ONNXIO__SHA_ARM)
+    if (sha_hardware) blocks = sha256_arm_blocks;
 #endif
     const uint8_t *p = data;
     size_t whole = size / 64;

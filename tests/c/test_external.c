@@ -1730,8 +1730,8 @@ static void test_map_windows(void)
  * cut at odd places, as the save feeds payloads and padding in pieces. */
 static void test_sha_engines(void)
 {
-    tu_begin("SHA-1 and SHA-256: the SHA instructions (%s here) and the portable code against sha1sum, sha256sum",
-             strcmp(onnxio__sha_engine(1), "SHA-NI") == 0 ? "present" : "absent");
+    tu_begin("SHA-1 and SHA-256: the SHA instructions (here: %s) and the portable code against sha1sum, sha256sum",
+             onnxio__sha_engine(1));
     char *dir = tu_make_temp_dir("onnxio-sha");
     size_t big = (1u << 20) + 4097;
     uint8_t *bytes = malloc(big + 1);

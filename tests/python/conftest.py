@@ -115,6 +115,9 @@ NEEDS = {
                       "make windows builds build-windows/onnxio.exe (mingw-w64)", True),
     "wine": (lambda: _command("wine64") or _file(Path("/usr/lib/wine/wine64")) or _command("wine"),
              "make windows installs it (Debian's wine64)", True),
+    "aarch64-linux-gnu-gcc": (lambda: _command("aarch64-linux-gnu-gcc"),
+                              _apt("gcc-aarch64-linux-gnu libc6-dev-arm64-cross"), True),
+    "qemu-aarch64": (lambda: _command("qemu-aarch64"), _apt("qemu-user"), True),
     # not provided by the setup: skipped wherever it is absent
     "shared-corpus": (lambda: _dir(REPO.parent / "shared" / "corpus"),
                       "a clone with ../shared beside it, as CI has", False),
