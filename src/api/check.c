@@ -235,9 +235,7 @@ typedef struct where {
 
 static const where NOWHERE = {-1, NULL, NULL, NULL};
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 5, 6)))
-#endif
+ONNXIO_PRINTF(5, 6)
 static void report(checker *c, onnxio_check_rule rule, onnxio_status status, const where *w, const char *fmt, ...)
 {
     if (c->stop) return;
@@ -259,9 +257,7 @@ static bool oom(checker *c)
 }
 
 /* Appends to the path; returns the length to go back to. */
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
+ONNXIO_PRINTF(2, 3)
 static size_t path_push(checker *c, const char *fmt, ...)
 {
     size_t back = c->path_len;
