@@ -70,7 +70,8 @@ done:
 
 const char pyonnxio_save_streaming_doc[] =
     "_save_streaming(model, path, tensors, *, num_threads=0, alignment=0, location=None, size_threshold=0,\n"
-    "                one_file_per_tensor=False, max_file_size=0, checksum=False, max_depth=0, fsync=True)\n"
+    "                one_file_per_tensor=False, max_file_size=0, checksum=False, max_depth=0, fsync=True,\n"
+    "                digests=False)\n"
     "Saves `model` (a ModelProto whose placeholder initializers have no data) to `path`, the placeholders'\n"
     "bytes pulled from the iterator `tensors` of (name, C-contiguous buffer) pairs one at a time\n"
     "(onnxio_save_streaming); each buffer is written from its own memory and released at the next pull.\n"
@@ -97,14 +98,15 @@ PyObject *pyonnxio_save_streaming(PyObject *self, PyObject *args, PyObject *kw)
     pyonnxio_state *st = pyonnxio_state_of_module(self);
     static char *kwlist[] = {"model",      "path",           "tensors",       "num_threads", "alignment",
                              "location",   "size_threshold", "one_file_per_tensor", "max_file_size", "checksum",
-                             "max_depth",  "fsync",          NULL};
+                             "max_depth",  "fsync",          "digests",       NULL};
     PyObject *model, *path = NULL, *tensors, *location = Py_None, *loc_bytes = NULL;
     onnxio_serialize_options so = ONNXIO_SERIALIZE_OPTIONS_INIT;
     unsigned long long alignment = 0, size_threshold = 0, max_file_size = 0;
-    int one_file = 0, checksum = 0, fsync = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO&O|$iKOKpKpip:_save_streaming", kwlist, &model,
+    int one_file = 0, checksum = 0, fsync = 1, digests = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO&O|$iKOKpKpipp:_save_streaming", kwlist, &model,
                                      PyUnicode_FSConverter, &path, &tensors, &so.num_threads, &alignment, &location,
-                                     &size_threshold, &one_file, &max_file_size, &checksum, &so.max_depth, &fsync))
+                                     &size_threshold, &one_file, &max_file_size, &checksum, &so.max_depth, &fsync,
+                                     &digests))
         return NULL;
     if (pyonnxio_message_desc_of(st, model) != &onnxio_desc_ModelProto) {
         PyErr_Format(PyExc_TypeError, "model must be an onnxio.ModelProto, not %.200s", Py_TYPE(model)->tp_name);
@@ -121,6 +123,7 @@ PyObject *pyonnxio_save_streaming(PyObject *self, PyObject *args, PyObject *kw)
     so.external_data.all_tensors_to_one_file = one_file ? ONNXIO_OFF : ONNXIO_DEFAULT;
     so.external_data.max_file_size = max_file_size;
     so.external_data.checksum = checksum;
+    so.digests = digests;
     so.fsync = fsync ? ONNXIO_ON : ONNXIO_OFF;
     py_source src = {0};
     if (!(src.iter = PyObject_GetIter(tensors))) {

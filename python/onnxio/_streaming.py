@@ -75,6 +75,7 @@ def save_streaming(
     checksum: bool = False,
     max_depth: int = 0,
     fsync: bool = True,
+    digests: bool = False,
 ) -> None:
     """Saves ``model`` to ``path`` with its initializers' data arriving one
     tensor at a time from ``tensors``, memory bounded by the largest tensor.
@@ -96,7 +97,8 @@ def save_streaming(
             a name ending in ".onnxz" writes an archive.
         save_as_external_data, all_tensors_to_one_file, location,
             size_threshold, num_threads, alignment, max_external_file_size,
-            checksum, max_depth, fsync: as ``save_model``. The files are the
+            checksum, max_depth, fsync, digests: as ``save_model`` (block
+            digests are computed as each streamed tensor is written). The files are the
             bytes ``save_model`` writes for the model whose placeholders hold
             the streamed arrays, with the same arguments (``location`` None
             with external data: a fresh "<uuid>.data", as save_model).
@@ -121,7 +123,8 @@ def save_streaming(
         raise TypeError(f"model must be an onnxio.ModelProto, not {type(model).__name__}")
     if not isinstance(path, (str, bytes, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
-    kwargs: dict[str, Any] = dict(num_threads=num_threads, alignment=alignment, max_depth=max_depth, fsync=fsync)
+    kwargs: dict[str, Any] = dict(num_threads=num_threads, alignment=alignment, max_depth=max_depth, fsync=fsync,
+                                  digests=digests)
     if _onnxio._path_is_archive(path):
         if save_as_external_data or location is not None or not all_tensors_to_one_file or checksum \
                 or max_external_file_size:

@@ -357,3 +357,28 @@ def test_remote_ranges_are_checked(saved):
     fs.pipe("/digests/w.bin", bytes(data))
     with pytest.raises(onnxio.ExternalDataError, match=r"tensor 'big': block 9 \(its bytes 9437184 to 9961472"):
         onnxio.load_model("memory://digests/m.onnx")
+
+
+@pytest.mark.parametrize("suffix", [".onnx", ".onnxz"])
+def test_a_streaming_save_writes_the_same_digests(saved, archive, tmp_path, suffix):
+    """save_streaming(digests=True) hashes each tensor as it arrives: the
+    files are the bytes save_model writes with digests (external data and
+    an archive)."""
+    import onnxio
+
+    model, arrays = build_model()
+    skeleton = onnxio.ModelProto.FromString(model.SerializeToString())
+    names = []
+    for t in skeleton.graph.initializer:
+        t.ClearField("raw_data")
+        names.append(t.name)
+    out = tmp_path / f"s{suffix}"
+    kw = dict(save_as_external_data=True, location="w.bin", size_threshold=0) if suffix == ".onnx" else {}
+    onnxio.save_streaming(skeleton, ((n, arrays[n]) for n in names), out, digests=True,
+                          **({**kw, "size_threshold": 0} if suffix == ".onnxz" else kw))
+    want = saved[0] if suffix == ".onnx" else archive[0]
+    if suffix == ".onnx":
+        assert records(out) == records(want)
+        assert (out.parent / "w.bin").read_bytes() == (want.parent / "w.bin").read_bytes()
+    else:
+        assert archive_digests(out) == archive_digests(want)
