@@ -73,16 +73,22 @@ def records(path):
     return out
 
 
-@pytest.fixture
-def saved(tmp_path):
-    """The model saved by `onnxio convert --external-data w.bin --digests`."""
+def converted(tmp_path, name, *args):
+    """The model saved by `onnxio convert src NAME --digests ARGS...`, and
+    its arrays."""
     model, arrays = build_model()
     src = tmp_path / "src.onnx"
     onnx.save(model, src)
-    out = tmp_path / "m.onnx"
-    rc, err = run("convert", src, out, "--external-data", "w.bin", "--digests", "--size-threshold", "0")
+    out = tmp_path / name
+    rc, err = run("convert", src, out, "--digests", "--size-threshold", "0", *args)
     assert rc == 0, err
     return out, arrays
+
+
+@pytest.fixture
+def saved(tmp_path):
+    """The model saved with external data, w.bin."""
+    return converted(tmp_path, "m.onnx", "--external-data", "w.bin")
 
 
 def test_digests_are_hashlibs_and_onnx_reads_the_files(saved):
@@ -230,13 +236,8 @@ def archive_digests(path):
 
 @pytest.fixture
 def archive(tmp_path):
-    model, arrays = build_model()
-    src = tmp_path / "src.onnx"
-    onnx.save(model, src)
-    out = tmp_path / "m.onnxz"
-    rc, err = run("convert", src, out, "--digests", "--size-threshold", "0")
-    assert rc == 0, err
-    return out, arrays
+    """The model saved as an archive."""
+    return converted(tmp_path, "m.onnxz")
 
 
 def test_archive_digests_entry_is_hashlibs(archive, tmp_path):
