@@ -137,7 +137,8 @@ static const char *const FUNCTIONS[] = {
     "_safetensors_load_into", "_safetensors_save",
     "_tensor_file_open", "_tensor_file_close", "_tensor_file_info", "_tensor_file_initializers", "_tensor_file_read",
     "_save_streaming", "_external_ranges", "_set_fetched_payload", "_bytes_are_archive",
-    "_archive_open_tail", "_archive_entries", "_archive_entry_read", "_archive_ranges", "_install_descriptor",
+    "_archive_open_tail", "_archive_entries", "_archive_entry_read", "_archive_ranges", "_archive_set_digests",
+    "_archive_check", "_install_descriptor",
 };
 
 /* "onnx.TensorProto.Segment" -> "TensorProto.Segment" */

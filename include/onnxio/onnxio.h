@@ -1755,6 +1755,23 @@ onnxio_status onnxio_tensor_set_fetched_payload(onnxio_TensorProto *t, void *dat
  * ranges of onnxio_archive_ranges): the tensor loses data_location
  * altogether, as a local load of the archive leaves it (docs/onnxz.md). */
 onnxio_status onnxio_tensor_set_fetched_entry(onnxio_TensorProto *t, void *data, size_t size, onnxio_buffer *owner);
+/* Gives an archive opened from its tail its block digests: the bytes of
+ * its "__BLOCK_DIGESTS" entry as onnxio_archive_entry_read gave them
+ * (docs/onnxz.md, "The block digests entry"), copied. ONNXIO_ERR_ARCHIVE
+ * when they are not such an entry (the header line, "NAME RECORD" lines,
+ * a name twice). An archive opened whole reads its own entry when a load
+ * first needs it. */
+onnxio_status onnxio_archive_set_digests(onnxio_archive *archive, const void *bytes, size_t size);
+/* Checks the `size` bytes fetched for a range of onnxio_archive_ranges
+ * (its `tensor` and `entry`) against the archive's block digests for that
+ * entry, every block on the pool, before the front end sets them
+ * (onnxio_tensor_set_fetched_entry): ONNXIO_OK when the archive has none
+ * for it; ONNXIO_ERR_CHECKSUM naming the tensor and the block;
+ * ONNXIO_ERR_EXTERNAL_DATA for a malformed record; ONNXIO_ERR_ARCHIVE for
+ * an archive opened from its tail whose digests entry exists and was not
+ * given (onnxio_archive_set_digests). */
+onnxio_status onnxio_archive_check_payload(onnxio_archive *archive, const onnxio_TensorProto *tensor,
+                                           const onnxio_archive_entry *entry, const void *data, size_t size);
 
 /* ---- checking a model ------------------------------------------------- */
 

@@ -81,6 +81,9 @@ static PyMethodDef module_methods[] = {
     {"_archive_entries", pyonnxio_remote_archive_entries, METH_O, pyonnxio_remote_archive_entries_doc},
     {"_archive_entry_read", pyonnxio_remote_archive_read, METH_VARARGS, pyonnxio_remote_archive_read_doc},
     {"_archive_ranges", pyonnxio_remote_archive_ranges, METH_VARARGS, pyonnxio_remote_archive_ranges_doc},
+    {"_archive_set_digests", pyonnxio_remote_archive_set_digests, METH_VARARGS,
+     pyonnxio_remote_archive_set_digests_doc},
+    {"_archive_check", pyonnxio_remote_archive_check, METH_VARARGS, pyonnxio_remote_archive_check_doc},
     /* tensor slices (slice.c) */
     {"_tensor_file_open", KW(pyonnxio_tensor_file_open), pyonnxio_tensor_file_open_doc},
     {"_tensor_file_close", pyonnxio_tensor_file_close, METH_O, pyonnxio_tensor_file_close_doc},

@@ -293,3 +293,74 @@ PyObject *pyonnxio_remote_archive_ranges(PyObject *self, PyObject *args)
     onnxio_archive_ranges_free(ranges);
     return list;
 }
+
+const char pyonnxio_remote_archive_set_digests_doc[] =
+    "_archive_set_digests(archive, entry_bytes) -> None\n"
+    "Gives the archive its block digests: the bytes of its __BLOCK_DIGESTS entry as\n"
+    "_archive_entry_read returned them (onnxio_archive_set_digests). Raises ArchiveError.";
+
+PyObject *pyonnxio_remote_archive_set_digests(PyObject *self, PyObject *args)
+{
+    PyObject *cap, *bytes;
+    if (!PyArg_ParseTuple(args, "OO:_archive_set_digests", &cap, &bytes)) return NULL;
+    onnxio_archive *a = archive_of(cap);
+    if (!a) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(bytes, &view, PyBUF_SIMPLE) < 0) return NULL;
+    onnxio_status s = onnxio_archive_set_digests(a, view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    if (s) return pyonnxio_raise(pyonnxio_state_of_module(self), s);
+    Py_RETURN_NONE;
+}
+
+const char pyonnxio_remote_archive_check_doc[] =
+    "_archive_check(archive, tensor, index, data) -> None\n"
+    "Checks the bytes fetched for `tensor` from entry `index` against the archive's block digests\n"
+    "(onnxio_archive_check_payload), before they are set. Raises ExternalDataError naming the\n"
+    "tensor and the block. The GIL is released.";
+
+typedef struct check_call {
+    onnxio_archive *a;
+    const onnxio_TensorProto *t;
+    const onnxio_archive_entry *e;
+    const void *data;
+    size_t size;
+} check_call;
+
+static onnxio_status check_run(void *ctx)
+{
+    check_call *c = ctx;
+    return onnxio_archive_check_payload(c->a, c->t, c->e, c->data, c->size);
+}
+
+PyObject *pyonnxio_remote_archive_check(PyObject *self, PyObject *args)
+{
+    pyonnxio_state *st = pyonnxio_state_of_module(self);
+    PyObject *cap, *obj, *bytes;
+    Py_ssize_t index;
+    if (!PyArg_ParseTuple(args, "OOnO:_archive_check", &cap, &obj, &index, &bytes)) return NULL;
+    onnxio_archive *a = archive_of(cap);
+    if (!a) return NULL;
+    const onnxio_archive_entry *e = index >= 0 ? onnxio_archive_entry_at(a, (size_t)index) : NULL;
+    if (!e) {
+        PyErr_SetString(PyExc_IndexError, "no such entry");
+        return NULL;
+    }
+    if (pyonnxio_message_desc_of(st, obj) != &onnxio_desc_TensorProto) {
+        PyErr_Format(PyExc_TypeError, "tensor must be an onnxio TensorProto, not %.200s", Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    const onnxio_TensorProto *t = (const onnxio_TensorProto *)pyonnxio_message_get((PyOnnxioMessage *)obj, 0);
+    if (!t) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(bytes, &view, PyBUF_SIMPLE) < 0) return NULL;
+    check_call c = {a, t, e, view.buf, (size_t)view.len};
+    onnxio_status s;
+    pyonnxio_call_unlocked(st, NULL, check_run, &c, &s);
+    PyBuffer_Release(&view);
+    if (s) return pyonnxio_raise(st, s);
+    Py_RETURN_NONE;
+}

@@ -444,8 +444,14 @@ def _load_archive(fetcher: _Fetcher, path: str, size: int, cls, load_external_da
         return out
 
     model_index = next(i for i, e in enumerate(entries) if e[5])
-    model_bytes = read([model_index])[model_index]
-    opts = {k: v for k, v in kwargs.items() if k not in ("verify_crc", "load_external_data")}
+    # The block digests entry, beside the model's (the writer puts it just
+    # before): the library checks each fetched entry against it.
+    digests_index = index.get("__BLOCK_DIGESTS") if kwargs.get("verify_digests") is not False else None
+    first = read([model_index] + ([digests_index] if digests_index is not None else []))
+    model_bytes = first[model_index]
+    if digests_index is not None:
+        _onnxio._archive_set_digests(archive, first[digests_index])
+    opts = {k: v for k, v in kwargs.items() if k not in ("verify_crc", "load_external_data", "verify_digests")}
     model = _onnxio._load_bytes(model_bytes, cls, no_copy=True, load_external_data=False, **opts)
     if not load_external_data or kwargs.get("load_external_data") is False:
         return model, None
@@ -462,6 +468,8 @@ def _load_archive(fetcher: _Fetcher, path: str, size: int, cls, load_external_da
     data = read([w[1] for w in wanted])
     for tensor, i, offset, length, dest in wanted:
         view = data[i][offset:offset + length]
+        if digests_index is not None:
+            _onnxio._archive_check(archive, tensor, i, view)
         if dest is not None:
             dest[:] = view
             view = dest

@@ -17,11 +17,6 @@ typedef struct zip_entry {
     char name[300];          /* "entry 'Y'", for messages */
 } zip_entry;
 
-/* One line of the digests entry: an entry name and its record. */
-typedef struct digest_line {
-    const char *name, *value;
-    size_t name_size, value_size;
-} digest_line;
 
 typedef struct zip_container {
     onnxio__container base;
@@ -32,12 +27,6 @@ typedef struct zip_container {
     bool read;
     onnxio_buffer **views;
     size_t view_count, view_capacity;
-    /* The digests entry, parsed at the first record asked for: its lines
-     * sorted by name, in `digests` (its bytes). */
-    bool digests_read;
-    onnxio_buffer *digests;
-    digest_line *lines;
-    size_t line_count;
 } zip_container;
 
 /* The entry a tensor's location names ("./" prefixes removed), not the
@@ -124,70 +113,10 @@ static onnxio_status zip_open(onnxio__container *base, const onnxio_TensorProto 
 
 static void zip_release(onnxio__entry *e) { onnxio_buffer_unref(((zip_entry *)e)->inflated); }
 
-static int line_cmp(const void *x, const void *y)
-{
-    const digest_line *a = x, *b = y;
-    size_t n = a->name_size < b->name_size ? a->name_size : b->name_size;
-    int d = memcmp(a->name, b->name, n);
-    return d ? d : (a->name_size > b->name_size) - (a->name_size < b->name_size);
-}
-
-/* Reads the digests entry: the header line, then "NAME RECORD" lines, each
- * NAME an entry name ([A-Za-z0-9._-], as the writer names entries) and
- * RECORD what onnxio__digests_parse checks once a tensor asks for it. */
-static onnxio_status read_digests(zip_container *c, onnxio__budget *budget)
-{
-    c->digests_read = true;
-    const onnxio_archive_entry *pub = onnxio__archive_find_n(c->archive, ONNXIO__DIGESTS_ENTRY,
-                                                             sizeof ONNXIO__DIGESTS_ENTRY - 1);
-    if (!pub) return ONNXIO_OK;
-    const uint8_t *data;
-    onnxio_status s = onnxio__archive_entry_bytes(c->archive, pub, true, budget, &data, &c->digests);
-    if (s) return s; /* stored: the archive's bytes; deflated: c->digests holds them */
-    const char *p = (const char *)data, *end = p + pub->size;
-    size_t head = sizeof ONNXIO__DIGESTS_HEADER - 1;
-    if ((size_t)(end - p) < head || memcmp(p, ONNXIO__DIGESTS_HEADER, head) != 0)
-        return onnxio__fail(ONNXIO_ERR_ARCHIVE, "%s: its %s entry does not start with \"%.*s\"",
-                            onnxio__archive_what(c->archive), ONNXIO__DIGESTS_ENTRY, (int)head - 1,
-                            ONNXIO__DIGESTS_HEADER);
-    size_t lines = 0, capacity = 0;
-    for (p += head; p < end; lines++) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p)), *sp = nl ? memchr(p, ' ', (size_t)(nl - p)) : NULL;
-        if (!sp || sp == p)
-            return onnxio__fail(ONNXIO_ERR_ARCHIVE, "%s: line %zu of its %s entry is not \"NAME RECORD\"",
-                                onnxio__archive_what(c->archive), lines + 2, ONNXIO__DIGESTS_ENTRY);
-        if (!onnxio__grow((void **)&c->lines, &capacity, c->line_count, sizeof *c->lines))
-            return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
-        c->lines[c->line_count++] = (digest_line){p, sp + 1, (size_t)(sp - p), (size_t)(nl - sp - 1)};
-        p = nl + 1;
-    }
-    qsort(c->lines, c->line_count, sizeof *c->lines, line_cmp);
-    for (size_t i = 1; i < c->line_count; i++)
-        if (line_cmp(&c->lines[i - 1], &c->lines[i]) == 0)
-            return onnxio__fail(ONNXIO_ERR_ARCHIVE, "%s: its %s entry names '%.*s' twice",
-                                onnxio__archive_what(c->archive), ONNXIO__DIGESTS_ENTRY, (int)c->lines[i].name_size,
-                                c->lines[i].name);
-    return ONNXIO_OK;
-}
-
 static onnxio_status zip_record(onnxio__container *base, const onnxio__entry *e, onnxio__budget *budget,
                                 const char **value, size_t *size)
 {
-    zip_container *c = (zip_container *)base;
-    *value = NULL;
-    *size = 0;
-    if (!c->digests_read) {
-        onnxio_status s = read_digests(c, budget);
-        if (s) return s;
-    }
-    const onnxio_archive_entry *pub = ((const zip_entry *)e)->pub;
-    digest_line key = {.name = pub->name, .name_size = strlen(pub->name)};
-    const digest_line *hit = c->line_count ? bsearch(&key, c->lines, c->line_count, sizeof key, line_cmp) : NULL;
-    if (hit) {
-        *value = hit->value;
-        *size = hit->value_size;
-    }
-    return ONNXIO_OK;
+    return onnxio__archive_record(((zip_container *)base)->archive, ((const zip_entry *)e)->pub, budget, value, size);
 }
 
 static int view_cmp(const void *x, const void *y)
@@ -223,8 +152,6 @@ static void zip_finish(onnxio__container *base)
         for (size_t i = 0; i < kept; i++) onnxio_buffer_unref(c->views[i]);
     }
     onnxio__free(c->views);
-    onnxio__free(c->lines);
-    onnxio_buffer_unref(c->digests);
 }
 
 onnxio_status onnxio__zip_container(onnxio_archive *archive, const onnxio_parse_options *opts, bool read,

@@ -275,6 +275,11 @@ void onnxio__archive_set_crc(onnxio_archive *a, const onnxio_archive_entry *e, u
 bool onnxio__archive_known_crc(const onnxio_archive *a, const onnxio_archive_entry *e, uint32_t *crc);
 const onnxio_archive_entry *onnxio__archive_model(const onnxio_archive *a);
 const onnxio_archive_entry *onnxio__archive_find_n(const onnxio_archive *a, const char *name, size_t n);
+/* The block digest record of entry `e` (*value NULL: none), from the
+ * digests onnxio_archive_set_digests gave, else from the archive's own
+ * digests entry, read and parsed at the first call (its CRC-32 checked). */
+onnxio_status onnxio__archive_record(onnxio_archive *a, const onnxio_archive_entry *e, onnxio__budget *budget,
+                                     const char **value, size_t *size);
 /* How errors name the archive ("archive <what>", "the archive"). */
 const char *onnxio__archive_what(const onnxio_archive *a);
 int onnxio__archive_fd(const onnxio_archive *a);

@@ -53,14 +53,12 @@ ONNXIO_API onnxio_status onnxio_external_ranges(onnxio_message *root, onnxio_loc
 
 ONNXIO_API void onnxio_external_ranges_free(onnxio_external_range *ranges) { onnxio__free(ranges); }
 
-/* A fetched payload's block digests, when its tensor carries them: every
- * block checked on a pool before the tensor takes the bytes. */
-static onnxio_status check_fetched(const onnxio_TensorProto *t, const void *data, size_t size)
+/* Every block of a fetched payload checked against digests `d` on a pool. */
+static onnxio_status check_blocks(const onnxio_TensorProto *t, const onnxio__digests *dp, const void *data, size_t size)
 {
-    onnxio__digests d;
-    bool found;
-    onnxio_status s = onnxio__digests_find(t, size, &d, &found);
-    if (s || !found || !d.count) return s;
+    onnxio__digests d = *dp;
+    onnxio_status s;
+    if (!d.count) return ONNXIO_OK;
     uint8_t(*expect)[32] = onnxio__malloc(d.count * sizeof *expect);
     if (!expect) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory for block digests");
     onnxio__digests_decode(&d, expect);
@@ -71,6 +69,29 @@ static onnxio_status check_fetched(const onnxio_TensorProto *t, const void *data
     onnxio_status s2 = onnxio__pool_finish(pool);
     onnxio__free(expect);
     return s ? s : s2;
+}
+
+/* A fetched payload's block digests, when its tensor carries them. */
+static onnxio_status check_fetched(const onnxio_TensorProto *t, const void *data, size_t size)
+{
+    onnxio__digests d;
+    bool found;
+    onnxio_status s = onnxio__digests_find(t, size, &d, &found);
+    return s || !found ? s : check_blocks(t, &d, data, size);
+}
+
+ONNXIO_API onnxio_status onnxio_archive_check_payload(onnxio_archive *archive, const onnxio_TensorProto *t,
+                                                      const onnxio_archive_entry *entry, const void *data, size_t size)
+{
+    if (!archive || !t || !entry || (!data && size))
+        return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "archive_check_payload: NULL argument");
+    onnxio__budget budget = {UINT64_MAX, 0, 0, 0};
+    const char *value;
+    size_t n;
+    onnxio__digests d;
+    onnxio_status s = onnxio__archive_record(archive, entry, &budget, &value, &n);
+    if (s || !value) return s;
+    return (s = onnxio__digests_parse(value, n, t, size, &d)) ? s : check_blocks(t, &d, data, size);
 }
 
 static onnxio_status set_fetched(onnxio_TensorProto *t, void *data, size_t size, onnxio_buffer *owner, bool entry)

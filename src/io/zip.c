@@ -88,6 +88,12 @@ typedef struct entry {
     uint32_t crc_read;
 } entry;
 
+/* One line of the digests entry: an entry name and its record. */
+typedef struct digest_line {
+    const char *name, *value;
+    size_t name_size, value_size;
+} digest_line;
+
 struct onnxio_archive {
     const uint8_t *data;  /* the file's bytes from `base` to `size` */
     uint64_t size;        /* the file's size */
@@ -105,6 +111,12 @@ struct onnxio_archive {
     size_t model;         /* index of __MODEL_PROTO */
     uint64_t cd_offset, cd_size;
     uint64_t end_offset;  /* where the end records start */
+    /* Its block digests (onnxio__archive_digests): the digests entry's
+     * bytes, copied, and its lines sorted by entry name. */
+    bool digests_set;
+    char *digests;
+    digest_line *lines;
+    size_t line_count;
 };
 
 /* The bytes at file offset `off` (inside the bytes held: see held). */
@@ -643,7 +655,87 @@ ONNXIO_API void onnxio_archive_close(onnxio_archive *a)
     onnxio__free(a->by_name);
     onnxio__free(a->names);
     onnxio__free(a->what);
+    onnxio__free(a->digests);
+    onnxio__free(a->lines);
     onnxio__free(a);
+}
+
+/* ---- block digests (docs/onnxz.md, "The block digests entry") ----------- */
+
+static int line_cmp(const void *x, const void *y)
+{
+    const digest_line *a = x, *b = y;
+    size_t n = a->name_size < b->name_size ? a->name_size : b->name_size;
+    int d = memcmp(a->name, b->name, n);
+    return d ? d : (a->name_size > b->name_size) - (a->name_size < b->name_size);
+}
+
+/* The digests entry's `size` bytes: the header line, then "NAME RECORD"
+ * lines, each name once; the records are checked when a tensor asks for
+ * one (onnxio__digests_parse). */
+ONNXIO_API onnxio_status onnxio_archive_set_digests(onnxio_archive *a, const void *bytes, size_t size)
+{
+    if (!a || (!bytes && size)) return onnxio__fail(ONNXIO_ERR_INVALID_ARGUMENT, "archive_set_digests: NULL argument");
+    onnxio__free(a->digests);
+    onnxio__free(a->lines);
+    a->digests = NULL;
+    a->lines = NULL;
+    a->line_count = 0;
+    a->digests_set = false;
+    size_t head = sizeof ONNXIO__DIGESTS_HEADER - 1, capacity = 0;
+    if (size < head || memcmp(bytes, ONNXIO__DIGESTS_HEADER, head) != 0)
+        return onnxio__fail(ONNXIO_ERR_ARCHIVE, "%s: its %s entry does not start with \"%.*s\"", a->what,
+                            ONNXIO__DIGESTS_ENTRY, (int)head - 1, ONNXIO__DIGESTS_HEADER);
+    if (!(a->digests = onnxio__malloc(size))) return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+    memcpy(a->digests, bytes, size);
+    const char *p = a->digests + head, *end = a->digests + size;
+    for (size_t line = 2; p < end; line++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p)), *sp = nl ? memchr(p, ' ', (size_t)(nl - p)) : NULL;
+        if (!sp || sp == p)
+            return onnxio__fail(ONNXIO_ERR_ARCHIVE, "%s: line %zu of its %s entry is not \"NAME RECORD\"", a->what, line,
+                                ONNXIO__DIGESTS_ENTRY);
+        if (!onnxio__grow((void **)&a->lines, &capacity, a->line_count, sizeof *a->lines))
+            return onnxio__fail(ONNXIO_ERR_NO_MEMORY, "out of memory");
+        a->lines[a->line_count++] = (digest_line){p, sp + 1, (size_t)(sp - p), (size_t)(nl - sp - 1)};
+        p = nl + 1;
+    }
+    if (a->line_count) qsort(a->lines, a->line_count, sizeof *a->lines, line_cmp);
+    for (size_t i = 1; i < a->line_count; i++)
+        if (line_cmp(&a->lines[i - 1], &a->lines[i]) == 0)
+            return onnxio__fail(ONNXIO_ERR_ARCHIVE, "%s: its %s entry names '%.*s' twice", a->what,
+                                ONNXIO__DIGESTS_ENTRY, (int)a->lines[i].name_size, a->lines[i].name);
+    a->digests_set = true;
+    return ONNXIO_OK;
+}
+
+onnxio_status onnxio__archive_record(onnxio_archive *a, const onnxio_archive_entry *e, onnxio__budget *budget,
+                                     const char **value, size_t *size)
+{
+    *value = NULL;
+    *size = 0;
+    if (!a->digests_set) {
+        const onnxio_archive_entry *d = onnxio__archive_find_n(a, ONNXIO__DIGESTS_ENTRY, sizeof ONNXIO__DIGESTS_ENTRY - 1);
+        if (!d) {
+            a->digests_set = true; /* none */
+        } else if (d->data_offset < a->base) {
+            return onnxio__fail(ONNXIO_ERR_ARCHIVE, "%s: its %s entry was not read (onnxio_archive_set_digests)",
+                                a->what, ONNXIO__DIGESTS_ENTRY);
+        } else {
+            const uint8_t *bytes;
+            onnxio_buffer *owner = NULL;
+            onnxio_status s = onnxio__archive_entry_bytes(a, d, true, budget, &bytes, &owner);
+            if (!s) s = onnxio_archive_set_digests(a, bytes, (size_t)d->size);
+            onnxio_buffer_unref(owner);
+            if (s) return s;
+        }
+    }
+    digest_line key = {.name = e->name, .name_size = strlen(e->name)};
+    const digest_line *hit = a->line_count ? bsearch(&key, a->lines, a->line_count, sizeof key, line_cmp) : NULL;
+    if (hit) {
+        *value = hit->value;
+        *size = hit->value_size;
+    }
+    return ONNXIO_OK;
 }
 
 ONNXIO_API size_t onnxio_archive_entry_count(const onnxio_archive *a) { return a ? a->count : 0; }

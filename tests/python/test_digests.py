@@ -383,3 +383,27 @@ def test_a_streaming_save_writes_the_same_digests(saved, archive, tmp_path, suff
         assert (out.parent / "w.bin").read_bytes() == (want.parent / "w.bin").read_bytes()
     else:
         assert archive_digests(out) == archive_digests(want)
+
+
+def test_remote_archive_entries_are_checked(archive):
+    """A remote archive (fsspec's memory filesystem) is read structure
+    first: the digests entry comes with the model entry, and each fetched
+    entry is checked against it before its tensor takes it."""
+    fsspec = pytest.importorskip("fsspec")
+    import onnxio
+
+    out, arrays = archive
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/digests/m.onnxz", out.read_bytes())
+    model = onnxio.load_model("memory://digests/m.onnxz")
+    for t in tensors(model):
+        if t.name in arrays:
+            np.testing.assert_array_equal(onnxio.numpy_helper.to_array(t), arrays[t.name])
+    flip_entry(out, "big", 9 * MiB + 5)
+    fs.pipe("/digests/m.onnxz", out.read_bytes())
+    with pytest.raises(onnxio.ExternalDataError, match=r"tensor 'big': block 9 \(its bytes 9437184 to 9961472"):
+        onnxio.load_model("memory://digests/m.onnxz", verify_crc=False)
+    # Keeping the other tensors fetches and checks only theirs.
+    model = onnxio.load_model("memory://digests/m.onnxz", payload_fn=lambda t, size, external: t.name != "big")
+    np.testing.assert_array_equal(onnxio.numpy_helper.to_array(
+        next(t for t in model.graph.initializer if t.name == "mid")), arrays["mid"])
