@@ -147,6 +147,14 @@ static onnxio_archive *archive_of(PyObject *cap)
     return PyCapsule_GetPointer(cap, ARCHIVE_CAPSULE); /* NULL with ValueError when not one */
 }
 
+/* Entry `index` of `a`, or NULL with IndexError. */
+static const onnxio_archive_entry *entry_of(onnxio_archive *a, Py_ssize_t index)
+{
+    const onnxio_archive_entry *e = index >= 0 ? onnxio_archive_entry_at(a, (size_t)index) : NULL;
+    if (!e) PyErr_SetString(PyExc_IndexError, "no such entry");
+    return e;
+}
+
 const char pyonnxio_remote_archive_open_tail_doc[] =
     "_archive_open_tail(tail, file_size) -> archive capsule, or int\n"
     "Opens the .onnxz archive of `file_size` bytes from its last len(tail) bytes\n"
@@ -230,12 +238,8 @@ PyObject *pyonnxio_remote_archive_read(PyObject *self, PyObject *args)
     unsigned long long max_expansion;
     if (!PyArg_ParseTuple(args, "OnOpK:_archive_entry_read", &cap, &index, &bytes, &verify, &max_expansion)) return NULL;
     onnxio_archive *a = archive_of(cap);
-    if (!a) return NULL;
-    const onnxio_archive_entry *e = index >= 0 ? onnxio_archive_entry_at(a, (size_t)index) : NULL;
-    if (!e) {
-        PyErr_SetString(PyExc_IndexError, "no such entry");
-        return NULL;
-    }
+    const onnxio_archive_entry *e = a ? entry_of(a, index) : NULL;
+    if (!e) return NULL;
     onnxio_buffer *b = pyonnxio_buffer_for_object(bytes);
     if (!b) return NULL;
     entry_read_call c = {a, e, b, verify, max_expansion, NULL, NULL};
@@ -340,12 +344,8 @@ PyObject *pyonnxio_remote_archive_check(PyObject *self, PyObject *args)
     Py_ssize_t index;
     if (!PyArg_ParseTuple(args, "OOnO:_archive_check", &cap, &obj, &index, &bytes)) return NULL;
     onnxio_archive *a = archive_of(cap);
-    if (!a) return NULL;
-    const onnxio_archive_entry *e = index >= 0 ? onnxio_archive_entry_at(a, (size_t)index) : NULL;
-    if (!e) {
-        PyErr_SetString(PyExc_IndexError, "no such entry");
-        return NULL;
-    }
+    const onnxio_archive_entry *e = a ? entry_of(a, index) : NULL;
+    if (!e) return NULL;
     if (pyonnxio_message_desc_of(st, obj) != &onnxio_desc_TensorProto) {
         PyErr_Format(PyExc_TypeError, "tensor must be an onnxio TensorProto, not %.200s", Py_TYPE(obj)->tp_name);
         return NULL;
